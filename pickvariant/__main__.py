@@ -1,0 +1,3 @@
+from pickvariant.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""The command line: thin declarations over the library. PickVariantError -> exit code happens here only."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+
+from pickvariant import __version__
+from pickvariant.errors import NoVariant, PickVariantError
+
+app = typer.Typer(
+    name="pickvariant",
+    help="Pick, build and verify the right custom PyTorch variant for this machine.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class Workload(str, Enum):
+    general = "general"
+    int8 = "int8"
+    bf16 = "bf16"
+
+
+def exits_on_error(command: F) -> F:
+    """Turn pickvariant's one exception family into one line on stderr and its exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except PickVariantError as error:
+            typer.echo(f"pickvariant: {error}", err=True)
+            raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("pickvariant: interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+CpuinfoOpt = Annotated[Optional[Path], typer.Option("--cpuinfo", help="Decide for the CPU of this /proc/cpuinfo dump instead of this machine's (env PICKVARIANT_CPUINFO).")]
+GpuOpt = Annotated[Optional[list[str]], typer.Option("--gpu", help="Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).")]
+NoGpuOpt = Annotated[bool, typer.Option("--no-gpu", help="Decide for a machine without GPUs (CPU-only build).")]
+DriverOpt = Annotated[Optional[str], typer.Option("--driver", help="NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).")]
+WorkloadOpt = Annotated[Workload, typer.Option("--workload", help="What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.")]
+TorchOpt = Annotated[Optional[str], typer.Option("--torch", help="Only consider the branch with this PyTorch version (e.g. 2.9.1).")]
+CudaOpt = Annotated[Optional[str], typer.Option("--cuda", help="Only consider the branch with this CUDA version (e.g. 12.9).")]
+GpuIndexOpt = Annotated[Optional[int], typer.Option("--gpu-index", help="Target only the GPU with this index (machines with mixed GPUs).")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
+
+
+def _decide(cpuinfo: Optional[Path], gpu: Optional[list[str]], no_gpu: bool, driver: Optional[str], workload: Workload,
+            torch: Optional[str], cuda: Optional[str], gpu_index: Optional[int]) -> tuple[Any, Any, Any]:
+    from pickvariant.catalog import load_catalog
+    from pickvariant.decide import Options, decide
+    from pickvariant.facts import WhatIf, gather_facts
+
+    catalog = load_catalog()
+    facts = gather_facts(catalog, WhatIf(cpuinfo, tuple(gpu or ()), no_gpu, driver))
+    decision = decide(facts, catalog, Options(workload.value, torch, cuda, gpu_index))
+    return catalog, facts, decision
+
+
+@app.command()
+@exits_on_error
+def detect(
+    workload: WorkloadOpt = Workload.general, format: FormatOpt = Format.text,
+    cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
+    torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
+) -> None:
+    """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
+    from pickvariant import present
+
+    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index)
+    if format is Format.json:
+        typer.echo(json.dumps(present.decision_json(facts, decision, catalog, workload.value), indent=2))
+    elif format is Format.markdown:
+        typer.echo(present.decision_markdown(facts, decision, catalog, workload.value), nl=False)
+    else:
+        present.print_decision_rich(facts, decision, catalog, workload.value)
+    if decision.variant is None:
+        raise NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+
+
+@app.command("list")
+@exits_on_error
+def list_variants(
+    branch: Annotated[Optional[str], typer.Option("--branch", help="Only this branch (cuda-13_0, cuda-12_9, main).")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="Only this GPU architecture (sm90, 9.0) or 'cpu' for CPU-only builds.")] = None,
+    isa: Annotated[Optional[str], typer.Option("--isa", help="Only this CPU instruction set (avx2, avx512, armv9, ...).")] = None,
+    format: FormatOpt = Format.text,
+) -> None:
+    """List the catalog's variants."""
+    from pickvariant import listing
+    from pickvariant.catalog import load_catalog
+
+    rows = listing.select(load_catalog(), branch, gpu, isa)
+    if format is Format.json:
+        typer.echo(json.dumps({"schema_version": 1, "variants": rows}, indent=2))
+    elif format is Format.markdown:
+        typer.echo(listing.markdown(rows), nl=False)
+    else:
+        listing.print_rich(rows)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"pickvariant {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Pick, build and verify the right custom PyTorch variant for this machine."""
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Console entry point: click's usage errors become one line on stderr and exit 2."""
+    import click
+
+    try:
+        result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
+    except click.UsageError as error:
+        print(f"pickvariant: {error.format_message()}", file=sys.stderr)
+        return 2
+    except click.Abort:
+        print("pickvariant: aborted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,160 @@
+"""CPU facts: parse a /proc/cpuinfo (or macOS sysctl) dump, or read this machine's.
+
+Parsing is pure (`parse_cpuinfo(text)`); only the `read_*`/`detect_*` functions touch
+the machine. Facts only: which flags the kernel reports, never which variant fits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pickvariant.errors import BadInput
+
+PROC_CPUINFO = Path("/proc/cpuinfo")
+# /proc/cpuinfo of a 512-thread host is under 2 MiB; anything far larger is not one.
+MAX_CPUINFO_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    os: str
+    arch: str
+    model: str | None
+    flags: frozenset[str]
+    source: str
+    notes: tuple[str, ...] = ()
+
+
+def _fields(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            pairs.append((key.strip().lower(), value.strip()))
+    return pairs
+
+
+def _blocks(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """Split into one dict per `processor` entry; lines before the first form their own block."""
+    blocks: list[dict[str, str]] = [{}]
+    for key, value in pairs:
+        if key == "processor" and value.isdigit():
+            blocks.append({})
+        blocks[-1].setdefault(key, value)
+    return [block for block in blocks if block]
+
+
+def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
+    """Facts from the text of a Linux /proc/cpuinfo; the dump, not this machine, decides the architecture."""
+    if "\x00" in text:
+        raise BadInput(f"{source} is binary data, not a /proc/cpuinfo dump")
+    pairs = _fields(text)
+    if any(key.startswith(("hw.optional.", "machdep.cpu.")) for key, _ in pairs):
+        return parse_sysctl(text, source)
+    keys = {key for key, _ in pairs}
+    if not keys & {"processor", "flags", "features"}:
+        raise BadInput(f"{source} is not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' line)")
+    blocks = _blocks(pairs)
+    flag_key = "flags" if "flags" in keys else "features" if "features" in keys else None
+    notes: list[str] = []
+    flags: frozenset[str] = frozenset()
+    if flag_key:
+        # Hybrid CPUs (and buggy hypervisors) can list different flags per core: only
+        # what every core has is safe to compile for.
+        per_core = [frozenset(block[flag_key].split()) for block in blocks if flag_key in block]
+        flags = frozenset.intersection(*per_core)
+        if any(core != per_core[0] for core in per_core):
+            notes.append(f"cores report different flags; using the {len(flags)} flags common to all {len(per_core)} cores")
+    first = next((block for block in blocks if len(block) > 1), blocks[0])
+    arch = _arch(flag_key, first, keys)
+    return CpuFacts("linux", arch, _model(first, arch), flags, source, tuple(notes))
+
+
+def _arch(flag_key: str | None, first: Mapping[str, str], keys: set[str]) -> str:
+    if flag_key == "flags":
+        return "x86_64"
+    if flag_key == "features":
+        # 32-bit ARM kernels print Features too, with "CPU architecture: 7".
+        if first.get("cpu architecture", "8").startswith("7") or "ARMv7" in first.get("model name", ""):
+            return "armv7l"
+        return "aarch64"
+    cpu = first.get("cpu", "")
+    if "POWER" in cpu.upper():
+        return "ppc64le"
+    if first.get("isa", "").startswith("rv64"):
+        return "riscv64"
+    if "s390" in first.get("vendor_id", "").lower() or any(key.startswith("processor ") for key in keys):
+        return "s390x"
+    return "unknown"
+
+
+def _model(first: Mapping[str, str], arch: str) -> str | None:
+    if first.get("model name"):
+        return first["model name"]
+    if arch == "aarch64" and "cpu part" in first:
+        return f"ARM implementer {first.get('cpu implementer', '?')} part {first['cpu part']}"
+    return first.get("cpu") or None
+
+
+def parse_sysctl(text: str, source: str = "sysctl -a") -> CpuFacts:
+    """Facts from macOS `sysctl -a` output (Apple Silicon FEAT_* or Intel machdep.cpu.*)."""
+    values = dict(_fields(text))
+    feats = {key.removeprefix("hw.optional.arm.") for key, value in values.items() if key.startswith("hw.optional.arm.feat_") and value == "1"}
+    x86 = " ".join(values.get(key, "") for key in ("machdep.cpu.features", "machdep.cpu.leaf7_features", "machdep.cpu.extfeatures"))
+    arch = "aarch64" if feats or values.get("hw.optional.arm64") == "1" else "x86_64"
+    flags = frozenset(feats) | frozenset(x86.lower().split())
+    return CpuFacts("darwin", arch, values.get("machdep.cpu.brand_string"), flags, source)
+
+
+def from_py_cpuinfo(info: Mapping[str, Any], os_name: str) -> CpuFacts:
+    """Facts from py-cpuinfo's get_cpu_info() dict (macOS, Windows: no /proc/cpuinfo there)."""
+    arch = {"X86_64": "x86_64", "ARM_8": "aarch64", "ARM_7": "armv7l", "PPC_64": "ppc64le", "RISCV_64": "riscv64", "S390X": "s390x"}
+    return CpuFacts(
+        os_name,
+        arch.get(str(info.get("arch", "")), str(info.get("arch_string_raw", "unknown")).lower() or "unknown"),
+        info.get("brand_raw") or None,
+        frozenset(str(flag).lower() for flag in info.get("flags", ())),
+        "py-cpuinfo",
+    )
+
+
+def read_text(path: Path) -> str:
+    """Read a dump with a size bound; undecodable bytes become U+FFFD rather than an error."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CPUINFO_BYTES + 1)
+    except OSError as error:
+        raise BadInput(f"cannot read {path}: {error.strerror or error}") from error
+    if len(raw) > MAX_CPUINFO_BYTES:
+        raise BadInput(f"{path} is larger than {MAX_CPUINFO_BYTES // (1024 * 1024)} MiB: not a /proc/cpuinfo dump")
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_cpuinfo_dump(path: Path) -> CpuFacts:
+    return parse_cpuinfo(read_text(path), str(path))
+
+
+def detect_cpu() -> CpuFacts:
+    """This machine's CPU. On Linux only /proc/cpuinfo is read: it shows what the kernel
+    really enabled, and py-cpuinfo would spend a subprocess on its CPUID probe."""
+    if sys.platform.startswith("linux"):
+        try:
+            facts = parse_cpuinfo(read_text(PROC_CPUINFO), str(PROC_CPUINFO))
+        except BadInput as error:
+            return CpuFacts("linux", _machine(), None, frozenset(), str(PROC_CPUINFO), (f"{error}; pass --cpuinfo to describe the CPU",))
+        machine = _machine()
+        # The userland decides what runs: a 32-bit userland on a 64-bit kernel is not aarch64.
+        return facts if facts.arch == machine else CpuFacts(facts.os, machine, facts.model, facts.flags, facts.source, facts.notes)
+    import cpuinfo  # py-cpuinfo: only where there is no /proc/cpuinfo
+
+    return from_py_cpuinfo(cpuinfo.get_cpu_info(), "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789"))
+
+
+def _machine() -> str:
+    machine = os.uname().machine if hasattr(os, "uname") else "unknown"
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)

@@ -1,0 +1,27 @@
+"""The one exception family of pickvariant; cli.py alone turns it into exit codes."""
+
+from __future__ import annotations
+
+
+class PickVariantError(Exception):
+    """Base class: an operation failed (exit 1)."""
+
+    exit_code = 1
+
+
+class BadInput(PickVariantError):
+    """The user's input (a flag, a file, an environment variable, the catalog) is unusable (exit 2)."""
+
+    exit_code = 2
+
+
+class NoVariant(PickVariantError):
+    """No variant of the catalog fits this machine (exit 3)."""
+
+    exit_code = 3
+
+
+class OperationFailed(PickVariantError):
+    """Something pickvariant ran or wrote failed (exit 1)."""
+
+    exit_code = 1

@@ -1,0 +1,117 @@
+"""Host facts: one frozen record of what this (or a described) machine is.
+
+Each fact comes from the first of: a command-line flag, an environment variable
+(PICKVARIANT_CPUINFO, PICKVARIANT_GPU, PICKVARIANT_DRIVER), detection. The record
+says which source won, so that a support ticket shows it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pickvariant.catalog import Catalog
+from pickvariant.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
+from pickvariant.errors import BadInput
+from pickvariant.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
+from pickvariant.versions import parse_compute_capability, parse_driver_version
+
+ENV_CPUINFO = "PICKVARIANT_CPUINFO"
+ENV_GPU = "PICKVARIANT_GPU"
+ENV_DRIVER = "PICKVARIANT_DRIVER"
+NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu", ""})
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Facts the user states instead of detecting them (support staff describing another machine)."""
+
+    cpuinfo: Path | None = None
+    gpus: tuple[str, ...] = ()
+    no_gpu: bool = False
+    driver: str | None = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    os: str
+    arch: str
+    cpu: CpuFacts
+    gpus: tuple[GpuFacts, ...]
+    driver: DriverFacts | None
+    driver_assumed: bool
+    gpu_inconclusive: bool
+    sources: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def gather_facts(
+    catalog: Catalog,
+    what_if: WhatIf = WhatIf(),
+    env: Mapping[str, str] | None = None,
+    detect_cpu_fn: Callable[[], CpuFacts] = detect_cpu,
+    read_gpus_fn: Callable[[], GpuReport] = read_gpus,
+) -> HostFacts:
+    env = os.environ if env is None else env
+    sources: dict[str, str] = {}
+    notes: list[str] = []
+
+    if what_if.cpuinfo is not None:
+        cpu = read_cpuinfo_dump(what_if.cpuinfo)
+        sources["cpu"] = f"--cpuinfo {what_if.cpuinfo}"
+    elif env.get(ENV_CPUINFO):
+        cpu = read_cpuinfo_dump(Path(env[ENV_CPUINFO]))
+        sources["cpu"] = f"{ENV_CPUINFO}={env[ENV_CPUINFO]}"
+    else:
+        cpu = detect_cpu_fn()
+        sources["cpu"] = f"detected ({cpu.source})"
+    cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source, cpu.notes)
+    notes.extend(cpu.notes)
+
+    if what_if.no_gpu and what_if.gpus:
+        raise BadInput("--gpu and --no-gpu contradict each other: give one of them")
+    stated_gpus: tuple[str, ...] | None = None
+    if what_if.no_gpu:
+        stated_gpus, sources["gpus"] = (), "--no-gpu"
+    elif what_if.gpus:
+        stated_gpus, sources["gpus"] = what_if.gpus, "--gpu"
+    elif ENV_GPU in env:
+        value = env[ENV_GPU]
+        stated_gpus = () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
+        sources["gpus"] = f"{ENV_GPU}={value}"
+
+    inconclusive = False
+    detected_driver: DriverFacts | None = None
+    if stated_gpus is None:
+        report = read_gpus_fn()
+        gpus = report.gpus
+        detected_driver = report.driver
+        inconclusive = report.inconclusive
+        notes.extend(report.notes)
+        sources["gpus"] = f"detected ({report.source})"
+    else:
+        gpus = tuple(
+            GpuFacts(index, f"stated GPU ({sources['gpus'].split('=')[0]})", capability)
+            for index, capability in enumerate(parse_compute_capability(text) for text in stated_gpus)
+        )
+
+    driver_assumed = False
+    if what_if.driver is not None:
+        driver: DriverFacts | None = DriverFacts(parse_driver_version(what_if.driver), None)
+        sources["driver"] = "--driver"
+    elif env.get(ENV_DRIVER):
+        driver = DriverFacts(parse_driver_version(env[ENV_DRIVER]), None)
+        sources["driver"] = f"{ENV_DRIVER}={env[ENV_DRIVER]}"
+    elif detected_driver is not None:
+        driver = detected_driver
+        sources["driver"] = "detected (NVML)"
+    else:
+        driver = None
+        if gpus:
+            driver_assumed = True
+            sources["driver"] = "assumed new enough for every branch (no --driver given)"
+            notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
+
+    return HostFacts(cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes))

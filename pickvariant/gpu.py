@@ -1,0 +1,182 @@
+"""GPU facts through NVML (the `pynvml` module of nvidia-ml-py).
+
+No NVML library, no driver, no devices: that is "no GPU" with a note, not an error.
+A failure that leaves open whether GPUs are present (a hang, a driver/library
+mismatch, a lost GPU) is reported as `inconclusive`, so that no caller mistakes it
+for a machine without GPUs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from pickvariant.versions import ComputeCapability, DriverVersion, decode_cuda_driver_version, parse_driver_version
+
+NVML_TIMEOUT_S = 5.0
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    index: int
+    name: str
+    compute_capability: ComputeCapability
+    memory_mib: int | None = None
+    mig_enabled: bool | None = None
+    mig_instances: int | None = None
+
+
+@dataclass(frozen=True)
+class DriverFacts:
+    version: DriverVersion | None
+    cuda: str | None
+
+
+@dataclass(frozen=True)
+class GpuReport:
+    gpus: tuple[GpuFacts, ...]
+    driver: DriverFacts | None
+    notes: tuple[str, ...] = ()
+    inconclusive: bool = False
+    source: str = "NVML"
+
+
+def _text(value: str | bytes) -> str:
+    # Older bindings return bytes, newer ones str.
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def query_nvml(nvml: ModuleType) -> GpuReport:
+    """Every device's facts through an initialised-on-demand NVML module (real or a test double)."""
+    error_type: type[BaseException] = nvml.NVMLError
+    try:
+        nvml.nvmlInit()
+    except error_type as error:
+        if isinstance(error, (nvml.NVMLError_LibraryNotFound, nvml.NVMLError_DriverNotLoaded)):
+            return GpuReport((), None, (f"no NVIDIA GPU: {_describe(error)}",))
+        return GpuReport((), None, (f"NVML failed to start: {_describe(error)}",), inconclusive=True)
+    try:
+        return _query_devices(nvml, error_type)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except error_type:
+            pass
+
+
+def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuReport:
+    notes: list[str] = []
+    try:
+        driver_text = _text(nvml.nvmlSystemGetDriverVersion())
+        count = nvml.nvmlDeviceGetCount()
+    except error_type as error:
+        return GpuReport((), None, (f"NVML could not list devices: {_describe(error)}",), inconclusive=True)
+    driver = DriverFacts(parse_driver_version(driver_text), _cuda_version(nvml, error_type, notes))
+    gpus: list[GpuFacts] = []
+    inconclusive = False
+    for index in range(count):
+        try:
+            gpus.append(_device(nvml, error_type, index))
+        except error_type as error:
+            inconclusive = True
+            notes.append(f"GPU {index} could not be queried: {_describe(error)}")
+    if count == 0:
+        notes.append("the NVIDIA driver is loaded but reports no GPU")
+    return GpuReport(tuple(gpus), driver, tuple(notes), inconclusive)
+
+
+def _cuda_version(nvml: ModuleType, error_type: type[BaseException], notes: list[str]) -> str | None:
+    # _v2 is what cuDriverGetVersion() reports; v1 may return "a known supported version".
+    for getter in ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"):
+        function = getattr(nvml, getter, None)
+        if function is None:
+            continue
+        try:
+            return decode_cuda_driver_version(int(function()))
+        except error_type as error:
+            notes.append(f"{getter}: {_describe(error)}")
+    return None
+
+
+def _device(nvml: ModuleType, error_type: type[BaseException], index: int) -> GpuFacts:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+    name = _text(nvml.nvmlDeviceGetName(handle))
+    try:
+        memory_mib: int | None = int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // _MIB
+    except error_type:
+        memory_mib = None
+    mig_enabled: bool | None
+    mig_instances: int | None = None
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+        mig_enabled = current == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
+    except error_type:
+        mig_enabled = None  # NotSupported on GPUs without MIG
+    if mig_enabled:
+        try:
+            mig_instances = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
+            mig_instances = sum(1 for slot in range(mig_instances) if _mig_present(nvml, error_type, handle, slot))
+        except error_type:
+            mig_instances = None
+    return GpuFacts(index, name, ComputeCapability(int(major), int(minor)), memory_mib, mig_enabled, mig_instances)
+
+
+def _mig_present(nvml: ModuleType, error_type: type[BaseException], handle: Any, slot: int) -> bool:
+    try:
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        return True
+    except error_type:
+        return False
+
+
+def _describe(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+def _nvml_library_loads() -> bool:
+    """Cheap check before importing pynvml (tens of ms): the same dlopen NVML's nvmlInit does."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def read_gpus(timeout_s: float = NVML_TIMEOUT_S) -> GpuReport:
+    """This machine's GPUs. NVML runs in a worker thread so that a wedged driver cannot hang the tool."""
+    if not _nvml_library_loads():
+        return GpuReport((), None, ("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",))
+    try:
+        import pynvml
+    except ImportError:
+        return GpuReport((), None, ("GPUs not queried: nvidia-ml-py (the pynvml module) is not installed",), inconclusive=True)
+    return run_bounded(lambda: query_nvml(pynvml), timeout_s)
+
+
+def run_bounded(query: Any, timeout_s: float) -> GpuReport:
+    result: list[GpuReport] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            result.append(query())
+        except Exception as error:  # reported below as an inconclusive query, never a traceback
+            failure.append(error)
+
+    worker = threading.Thread(target=work, name="pickvariant-nvml", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        return GpuReport((), None, (f"NVML did not answer within {timeout_s:g} s (a hung driver?)",), inconclusive=True)
+    if failure:
+        return GpuReport((), None, (f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",), inconclusive=True)
+    return result[0]

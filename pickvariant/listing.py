@@ -1,0 +1,63 @@
+"""`pickvariant list`: the catalog as rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pickvariant.catalog import Catalog
+from pickvariant.errors import BadInput
+from pickvariant.versions import parse_compute_capability
+
+
+def select(catalog: Catalog, branch: str | None, gpu: str | None, isa: str | None) -> list[dict[str, Any]]:
+    if branch is not None:
+        catalog.branch(branch)  # unknown branch -> BadInput naming the known ones
+    gpu_arch: str | None = None
+    cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
+    if gpu is not None and not cpu_only:
+        gpu_arch = parse_compute_capability(gpu).sm
+        if gpu_arch not in catalog.gpu_archs:
+            raise BadInput(f"no GPU architecture {gpu_arch} in the catalog; it has {', '.join(catalog.gpu_archs)}")
+    if isa is not None and isa not in catalog.isas:
+        raise BadInput(f"unknown CPU instruction set {isa!r}; the catalog has {', '.join(catalog.isas)}")
+    rows = []
+    for b in catalog.branches:
+        for variant in b.variants:
+            if branch and b.name != branch or isa and variant.cpu_isa != isa:
+                continue
+            if cpu_only and variant.gpu_arch is not None or gpu_arch and variant.gpu_arch != gpu_arch:
+                continue
+            arch = catalog.gpu_archs.get(variant.gpu_arch or "")
+            rows.append({
+                "package": variant.package,
+                "branch": b.name,
+                "torch": b.torch,
+                "cuda": b.cuda if arch else None,
+                "gpu_arch": variant.gpu_arch,
+                "compute_capability": str(arch.compute_capability) if arch else None,
+                "cpu_isa": variant.cpu_isa,
+                "platform": catalog.isas[variant.cpu_isa].platform,
+                "gpus": arch.description if arch else "CPU only",
+            })
+    return rows
+
+
+_COLUMNS = ("package", "branch", "torch", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+    lines += ["| " + " | ".join(str(row[c] if row[c] is not None else "-") for c in _COLUMNS) + " |" for row in rows]
+    return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
+
+
+def print_rich(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} variants", header_style="bold")
+    for column in _COLUMNS:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(row[c] if row[c] is not None else "-") for c in _COLUMNS))
+    Console().print(table)

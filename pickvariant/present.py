@@ -1,0 +1,143 @@
+"""Turning facts and a decision into JSON, Markdown or a rich terminal view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pickvariant import __version__
+from pickvariant.catalog import Catalog
+from pickvariant.decide import Decision
+from pickvariant.facts import HostFacts
+
+JSON_SCHEMA_VERSION = 1
+
+
+def hardware_json(facts: HostFacts) -> dict[str, Any]:
+    driver = facts.driver
+    return {
+        "os": facts.os,
+        "arch": facts.arch,
+        "cpu": {"model": facts.cpu.model, "flags": sorted(facts.cpu.flags)},
+        "gpus": [
+            {
+                "index": gpu.index,
+                "name": gpu.name,
+                "compute_capability": str(gpu.compute_capability),
+                "memory_mib": gpu.memory_mib,
+                "mig_enabled": gpu.mig_enabled,
+                "mig_instances": gpu.mig_instances,
+            }
+            for gpu in facts.gpus
+        ],
+        "driver": None if driver is None else {
+            "version": str(driver.version) if driver.version else None,
+            "cuda": driver.cuda,
+        },
+        "driver_assumed": facts.driver_assumed,
+        "gpu_detection_inconclusive": facts.gpu_inconclusive,
+    }
+
+
+def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] | None:
+    variant, branch = decision.variant, decision.branch
+    if variant is None or branch is None:
+        return None
+    return {
+        "package": variant.package,
+        "branch": branch.name,
+        "torch": branch.torch,
+        "cuda": branch.cuda if variant.gpu_arch else None,
+        "gpu_arch": variant.gpu_arch,
+        "cpu_isa": variant.cpu_isa,
+        "python": catalog.python_version,
+    }
+
+
+def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "pickvariant": __version__,
+        "hardware": hardware_json(facts),
+        "workload": workload,
+        "recommendation": recommendation_json(decision, catalog),
+        "reasons": list(decision.reasons),
+        "rejected": [{"choice": r.choice, "why": r.why} for r in decision.rejected],
+        "hints": list(decision.hints),
+        "sources": dict(facts.sources),
+        "notes": list(facts.notes),
+    }
+
+
+def _interesting_flags(facts: HostFacts, catalog: Catalog) -> list[str]:
+    wanted = {flag for isa in catalog.isas.values() if isa.platform == facts.arch for flag in isa.requires}
+    return sorted(flag for flag in facts.cpu.flags if flag in wanted)
+
+
+def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> str:
+    lines = ["## pickvariant recommendation", ""]
+    rec = recommendation_json(decision, catalog)
+    lines.append(f"**Recommendation:** `{rec['package']}`" if rec else "**Recommendation:** none (no compatible variant)")
+    lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
+    lines.append(f"| platform | {facts.os}/{facts.arch} | {facts.sources.get('cpu', '')} |")
+    lines.append(f"| CPU | {facts.cpu.model or 'unknown'} | {facts.sources.get('cpu', '')} |")
+    lines.append(f"| CPU flags that matter | {' '.join(_interesting_flags(facts, catalog)) or 'none'} | |")
+    for gpu in facts.gpus:
+        memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
+        lines.append(f"| GPU {gpu.index} | {gpu.name} (compute capability {gpu.compute_capability}{memory}) | {facts.sources.get('gpus', '')} |")
+    if not facts.gpus:
+        lines.append(f"| GPUs | none | {facts.sources.get('gpus', '')} |")
+    if facts.driver and facts.driver.version:
+        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+        lines.append(f"| driver | {facts.driver.version}{cuda} | {facts.sources.get('driver', '')} |")
+    lines += ["", f"### Why (workload: {workload})", ""]
+    lines += [f"- {reason}" for reason in decision.reasons]
+    if decision.hints:
+        lines += ["", "### What would help", ""] + [f"- {hint}" for hint in decision.hints]
+    if decision.rejected:
+        lines += ["", "### Not chosen", ""] + [f"- `{r.choice}`: {r.why}" for r in decision.rejected]
+    if facts.notes:
+        lines += ["", "### Notes", ""] + [f"- {note}" for note in facts.notes]
+    return "\n".join(lines) + "\n"
+
+
+def print_decision_rich(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    from rich.tree import Tree
+
+    console = Console()
+    table = Table(title="Hardware", show_header=True, header_style="bold")
+    table.add_column("fact")
+    table.add_column("value")
+    table.add_column("source", style="dim")
+    table.add_row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
+    table.add_row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
+    table.add_row("CPU flags that matter", " ".join(_interesting_flags(facts, catalog)) or "none", "")
+    for gpu in facts.gpus:
+        memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
+        mig = ", MIG on" if gpu.mig_enabled else ""
+        table.add_row(f"GPU {gpu.index}", f"{gpu.name} (cc {gpu.compute_capability}{memory}{mig})", facts.sources.get("gpus", ""))
+    if not facts.gpus:
+        table.add_row("GPUs", "none", facts.sources.get("gpus", ""))
+    if facts.driver and facts.driver.version:
+        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+        table.add_row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
+    console.print(table)
+    rec = recommendation_json(decision, catalog)
+    title = f"[bold green]Recommendation: {rec['package']}[/]" if rec else "[bold red]No compatible variant[/]"
+    tree = Tree(title)
+    why = tree.add(f"why (workload {workload})")
+    for reason in decision.reasons:
+        why.add(Text(reason))
+    if decision.hints:
+        helps = tree.add("what would help")
+        for hint in decision.hints:
+            helps.add(Text(hint))
+    if decision.rejected:
+        others = tree.add("not chosen")
+        for rejection in decision.rejected:
+            others.add(Text(f"{rejection.choice}: {rejection.why}"))
+    for note in facts.notes:
+        tree.add(Text(f"note: {note}", style="dim"))
+    console.print(tree)

@@ -1,0 +1,82 @@
+"""Parsing of compute capabilities and driver versions: pure, with one clear error each."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+from pickvariant.errors import BadInput
+
+
+@dataclass(frozen=True, order=True)
+class ComputeCapability:
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def sm(self) -> str:
+        return f"sm{self.major}{self.minor}"
+
+
+_CC_DOTTED = re.compile(r"^\s*(\d{1,2})\.(\d)\s*$")
+_CC_SM = re.compile(r"^\s*sm_?(\d{1,2})(\d)\s*$", re.IGNORECASE)
+
+
+def parse_compute_capability(text: str) -> ComputeCapability:
+    """Accept `8.9`, `sm_89` or `sm89` (the last digit of an SM number is the minor)."""
+    match = _CC_DOTTED.match(text) or _CC_SM.match(text)
+    if not match:
+        raise BadInput(
+            f"{text!r:.40} is not a compute capability: write it as 8.9, sm_89 or sm89"
+            " (architecture-specific suffixes such as sm_90a are not variants)"
+        )
+    return ComputeCapability(int(match.group(1)), int(match.group(2)))
+
+
+@total_ordering
+@dataclass(frozen=True)
+class DriverVersion:
+    """An NVIDIA driver version such as 580.65.06, compared part by part as numbers."""
+
+    text: str
+    parts: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, DriverVersion):
+            return NotImplemented
+        return _padded(self.parts, other.parts) < _padded(other.parts, self.parts)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DriverVersion):
+            return NotImplemented
+        return _padded(self.parts, other.parts) == _padded(other.parts, self.parts)
+
+    def __hash__(self) -> int:
+        return hash(tuple(part for part in self.parts) + (0,) * (4 - len(self.parts)))
+
+
+def _padded(parts: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
+    return parts + (0,) * max(0, len(other) - len(parts))
+
+
+_DRIVER = re.compile(r"^\s*(\d{1,4})((?:\.\d{1,4}){0,3})\s*$")
+
+
+def parse_driver_version(text: str) -> DriverVersion:
+    match = _DRIVER.match(text)
+    if not match:
+        raise BadInput(f"{text!r:.40} is not an NVIDIA driver version: write it as 580.65.06")
+    parts = (int(match.group(1)),) + tuple(int(part) for part in match.group(2).split(".")[1:])
+    return DriverVersion(text.strip(), parts)
+
+
+def decode_cuda_driver_version(value: int) -> str:
+    """NVML's CUDA version integer, e.g. 13000 -> '13.0' (NVML_CUDA_DRIVER_VERSION_MAJOR/MINOR)."""
+    return f"{value // 1000}.{(value % 1000) // 10}"

@@ -1,0 +1,30 @@
+"""Building HostFacts for tests from real dumps or flag sets, without touching this machine."""
+
+from __future__ import annotations
+
+from pickvariant.catalog import Catalog
+from pickvariant.cpu import CpuFacts, read_cpuinfo_dump
+from pickvariant.facts import HostFacts
+from pickvariant.gpu import DriverFacts, GpuFacts
+from pickvariant.versions import parse_compute_capability, parse_driver_version
+
+from conftest import cpuinfo_path
+
+
+def host(
+    catalog: Catalog,
+    dump: str | None = None,
+    flags: set[str] | None = None,
+    arch: str = "x86_64",
+    gpus: tuple[str, ...] = (),
+    driver: str | None = None,
+    os_name: str = "linux",
+) -> HostFacts:
+    if dump is not None:
+        cpu = read_cpuinfo_dump(cpuinfo_path(dump))
+    else:
+        cpu = CpuFacts(os_name, arch, "test CPU", frozenset(flags or ()), "test")
+    cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source)
+    gpu_facts = tuple(GpuFacts(i, f"GPU {cc}", parse_compute_capability(cc)) for i, cc in enumerate(gpus))
+    driver_facts = DriverFacts(parse_driver_version(driver), None) if driver else None
+    return HostFacts(cpu.os, cpu.arch, cpu, gpu_facts, driver_facts, bool(gpus) and driver is None, False, {"cpu": "test"})

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import REPO, cpuinfo_path
+from pickvariant.cli import app, main
+
+runner = CliRunner()
+
+
+def detect_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict | None, str]:
+    result = runner.invoke(app, ["detect", "--format", "json", *args], env=env)
+    try:
+        data = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        data = None
+    return result.exit_code, data, result.stderr
+
+
+def test_detect_json_has_the_documented_shape() -> None:
+    code, data, _ = detect_json("--cpuinfo", str(cpuinfo_path("linux-unknown-sapphirerapids")), "--gpu", "9.0", "--driver", "580.95.05")
+    assert code == 0
+    assert set(data) >= {"schema_version", "hardware", "workload", "recommendation", "reasons", "rejected", "sources"}
+    assert data["schema_version"] == 1
+    assert data["recommendation"] == {
+        "package": "pytorch-python313-cuda13_0-sm90-avx512", "branch": "cuda-13_0", "torch": "2.10.0",
+        "cuda": "13.0", "gpu_arch": "sm90", "cpu_isa": "avx512", "python": "3.13",
+    }
+    hardware = data["hardware"]
+    assert hardware["arch"] == "x86_64" and "avx512_bf16" in hardware["cpu"]["flags"]
+    assert hardware["gpus"][0]["compute_capability"] == "9.0"
+    assert hardware["driver"]["version"] == "580.95.05"
+    assert all(set(r) == {"choice", "why"} for r in data["rejected"])
+    assert data["sources"]["driver"] == "--driver"
+
+
+def test_cpu_only_recommendation_has_null_cuda_and_gpu_arch() -> None:
+    code, data, _ = detect_json("--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu")
+    assert code == 0
+    assert data["recommendation"]["cuda"] is None and data["recommendation"]["gpu_arch"] is None
+
+
+def test_workload_changes_the_instruction_set() -> None:
+    args = ("--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4")), "--gpu", "sm_89")
+    picks = {w: detect_json(*args, "--workload", w)[1]["recommendation"]["cpu_isa"] for w in ("general", "int8", "bf16")}
+    assert picks == {"general": "avx512", "int8": "avx512vnni", "bf16": "avx512bf16"}
+
+
+def test_no_compatible_variant_exits_3_with_one_line_and_still_prints_the_reasons() -> None:
+    code, data, stderr = detect_json("--cpuinfo", str(cpuinfo_path("linux-amazon-neoverse_n1")), "--gpu", "8.7")
+    assert code == 3
+    assert data["recommendation"] is None and data["hints"]
+    assert stderr.count("\n") == 1 and stderr.startswith("pickvariant: no compatible variant")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gpu", "ninety"], "not a compute capability"),
+        (["--driver", "latest"], "not an NVIDIA driver version"),
+        (["--gpu", "9.0", "--no-gpu"], "contradict"),
+        (["--cpuinfo", str(REPO / "README.md")], "not a /proc/cpuinfo dump"),
+        (["--cpuinfo", "/nonexistent/cpuinfo"], "cannot read"),
+        (["--torch", "1.0.0"], "no branch matches"),
+    ],
+)
+def test_bad_input_exits_2_with_one_clear_line(args, message) -> None:
+    result = runner.invoke(app, ["detect", "--format", "json", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.output
+
+
+def test_override_order_is_flag_then_environment_then_detection() -> None:
+    env = {"PICKVARIANT_GPU": "8.0", "PICKVARIANT_DRIVER": "570.124.06", "PICKVARIANT_CPUINFO": str(cpuinfo_path("linux-rhel7-haswell"))}
+    code, data, _ = detect_json(env=env)
+    assert code == 0
+    assert data["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm80-avx2"
+    assert data["sources"]["gpus"].startswith("PICKVARIANT_GPU") and data["sources"]["driver"].startswith("PICKVARIANT_DRIVER")
+    code, data, _ = detect_json("--gpu", "9.0", "--driver", "580.65.06", env=env)
+    assert data["recommendation"]["package"] == "pytorch-python313-cuda13_0-sm90-avx2"
+    assert data["sources"]["gpus"] == "--gpu" and data["sources"]["cpu"].startswith("PICKVARIANT_CPUINFO")
+
+
+def test_environment_can_say_there_is_no_gpu() -> None:
+    code, data, _ = detect_json("--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), env={"PICKVARIANT_GPU": "none"})
+    assert code == 0 and data["recommendation"]["package"] == "pytorch-python313-cpu-avx2"
+
+
+def test_stated_gpu_without_driver_says_the_driver_is_assumed() -> None:
+    code, data, _ = detect_json("--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "9.0")
+    assert data["hardware"]["driver_assumed"] is True
+    assert any("assum" in note for note in data["notes"])
+
+
+def test_text_and_markdown_formats_show_the_recommendation_and_reasons() -> None:
+    args = ["detect", "--cpuinfo", str(cpuinfo_path("linux-rhel9-neoverse_v2")), "--gpu", "9.0"]
+    text = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "pytorch-python313-cuda13_0-sm90-armv9" in text.stdout and "exact match" in text.stdout
+    markdown = runner.invoke(app, [*args, "--format", "markdown"])
+    assert markdown.exit_code == 0 and "**Recommendation:** `pytorch-python313-cuda13_0-sm90-armv9`" in markdown.stdout
+
+
+def test_a_bad_site_catalog_exits_2_naming_the_field(tmp_path) -> None:
+    data = json.loads((REPO / "catalog.json").read_text())
+    data["branches"][0]["variants"][3]["cpu_isa"] = "avx9"
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(data))
+    result = runner.invoke(app, ["detect", "--no-gpu"], env={"PICKVARIANT_CATALOG": str(path)})
+    assert result.exit_code == 2 and "branches[0].variants[3].cpu_isa" in result.stderr
+
+
+def test_list_filters_and_counts() -> None:
+    result = runner.invoke(app, ["list", "--branch", "cuda-13_0", "--format", "json"])
+    assert result.exit_code == 0 and len(json.loads(result.stdout)["variants"]) == 59
+    rows = json.loads(runner.invoke(app, ["list", "--gpu", "sm_121", "--format", "json"]).stdout)["variants"]
+    assert {r["package"] for r in rows} == {"pytorch-python313-cuda13_0-sm121-armv8_2", "pytorch-python313-cuda13_0-sm121-armv9"}
+    rows = json.loads(runner.invoke(app, ["list", "--gpu", "cpu", "--isa", "avx", "--format", "json"]).stdout)["variants"]
+    assert [r["package"] for r in rows] == ["pytorch-python313-cpu-avx"]
+    assert runner.invoke(app, ["list", "--isa", "avx1024"]).exit_code == 2
+    assert runner.invoke(app, ["list", "--branch", "cuda-99"]).exit_code == 2
+    table = runner.invoke(app, ["list", "--gpu", "6.1"], env={"COLUMNS": "250"})
+    assert table.exit_code == 0 and "pytorch-python313-cuda12_8-sm61-avx2" in table.stdout
+
+
+def test_console_entry_turns_usage_errors_into_one_line(capsys) -> None:
+    assert main(["detect", "--workload", "fp64"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pickvariant:") and err.count("\n") == 1
+
+
+def test_installed_command_runs_as_a_module() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pickvariant", "detect", "--format", "json", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["recommendation"]["package"] == "pytorch-python313-cpu-avx2"

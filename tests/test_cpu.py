@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import pytest
+
+from conftest import CPUINFO, cpuinfo_path
+from pickvariant.cpu import from_py_cpuinfo, parse_cpuinfo, read_cpuinfo_dump
+from pickvariant.errors import BadInput
+
+DUMPS = {
+    "linux-rhel7-haswell": ("x86_64", {"avx", "avx2", "fma", "f16c"}, {"avx512f"}),
+    "linux-rhel7-ivybridge": ("x86_64", {"avx", "f16c"}, {"avx2", "fma"}),
+    "linux-rhel7-skylake_avx512": ("x86_64", {"avx512f", "avx512dq", "avx512vl", "avx512bw"}, {"avx512_vnni"}),
+    "linux-centos7-cascadelake": ("x86_64", {"avx512_vnni"}, {"avx512_bf16"}),
+    "linux-unknown-sapphirerapids": ("x86_64", {"avx512_bf16", "avx512_vnni", "amx_bf16"}, set()),
+    "linux-rocky8.5-zen4": ("x86_64", {"avx512_bf16", "avx512_vnni"}, {"avx_vnni"}),
+    "linux-scientific7-k10": ("x86_64", set(), {"avx"}),
+    "linux-amazon-neoverse_n1": ("aarch64", {"fphp", "asimdhp", "asimddp"}, {"sve"}),
+    "linux-rhel9-neoverse_v2": ("aarch64", {"sve", "sve2", "asimddp"}, set()),
+    "linux-amazon-cortex_a72": ("aarch64", set(), {"fphp", "asimddp"}),
+    "linux-centos7-power8le": ("ppc64le", set(), {"avx"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DUMPS))
+def test_real_dumps_give_the_kernels_flags(name: str) -> None:
+    arch, present, absent = DUMPS[name]
+    facts = read_cpuinfo_dump(cpuinfo_path(name))
+    assert facts.os == "linux"
+    assert facts.arch == arch
+    assert present <= facts.flags
+    assert not absent & facts.flags
+
+
+def test_model_names_come_from_the_dump() -> None:
+    assert read_cpuinfo_dump(cpuinfo_path("linux-unknown-sapphirerapids")).model == "Intel(R) Xeon(R) Platinum 8480+"
+    assert "0xd4f" in (read_cpuinfo_dump(cpuinfo_path("linux-rhel9-neoverse_v2")).model or "")
+
+
+def test_hybrid_cpu_uses_only_flags_common_to_all_cores() -> None:
+    text = (CPUINFO / "linux-rhel7-haswell").read_text()
+    big = text.replace("processor\t: 0", "processor\t: 1").replace(" avx2 ", " avx2 avx512f ")
+    facts = parse_cpuinfo(text + "\n" + big)
+    assert "avx512f" not in facts.flags
+    assert "avx2" in facts.flags
+    assert any("common to all 2 cores" in note for note in facts.notes)
+
+
+def test_windows_line_endings_parse_the_same() -> None:
+    text = (CPUINFO / "linux-rocky8.5-zen4").read_text()
+    assert parse_cpuinfo(text.replace("\n", "\r\n")).flags == parse_cpuinfo(text).flags
+
+
+def test_old_arm_layout_with_features_after_the_processors() -> None:
+    text = "Processor\t: AArch64 Processor rev 4 (aarch64)\nprocessor\t: 0\nprocessor\t: 1\nFeatures\t: fp asimd fphp asimdhp asimddp\nCPU architecture: 8\n"
+    facts = parse_cpuinfo(text)
+    assert facts.arch == "aarch64"
+    assert {"fphp", "asimddp"} <= facts.flags
+
+
+def test_32_bit_arm_is_not_aarch64() -> None:
+    text = "processor\t: 0\nmodel name\t: ARMv7 Processor rev 4 (v7l)\nFeatures\t: half thumb fastmult vfp edsp neon vfpv3\nCPU architecture: 7\n"
+    assert parse_cpuinfo(text).arch == "armv7l"
+
+
+@pytest.mark.parametrize("text", ["", "hello world\n", "MIT License\n\nPermission is hereby granted\n", "key: value\nother: thing\n"])
+def test_text_that_is_no_cpuinfo_is_bad_input(text: str) -> None:
+    with pytest.raises(BadInput, match="not a /proc/cpuinfo"):
+        parse_cpuinfo(text, "dump.txt")
+
+
+def test_binary_garbage_is_bad_input(tmp_path) -> None:
+    path = tmp_path / "garbage"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(BadInput):
+        read_cpuinfo_dump(path)
+
+
+def test_missing_file_is_bad_input(tmp_path) -> None:
+    with pytest.raises(BadInput, match="cannot read"):
+        read_cpuinfo_dump(tmp_path / "nope")
+
+
+def test_macos_sysctl_dump_is_darwin_arm() -> None:
+    facts = read_cpuinfo_dump(cpuinfo_path("darwin-sequoia-m4"))
+    assert (facts.os, facts.arch) == ("darwin", "aarch64")
+    assert "feat_dotprod" in facts.flags and "feat_sve2" not in facts.flags
+
+
+def test_py_cpuinfo_spellings_are_kept_raw_for_the_catalog_to_normalise(catalog) -> None:
+    facts = from_py_cpuinfo({"arch": "X86_64", "flags": ["avx1.0", "AVX2", "avx512vnni"], "brand_raw": "Intel Mac"}, "darwin")
+    assert facts.arch == "x86_64"
+    assert catalog.canonical_flags(facts.flags) >= {"avx", "avx2", "avx512_vnni"}

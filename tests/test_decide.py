@@ -1,0 +1,224 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import DATA
+from machines import host
+from pickvariant.decide import Options, decide, kernels_run_on
+from pickvariant.errors import BadInput
+from pickvariant.versions import parse_compute_capability
+
+FACTS = json.loads((DATA / "hardware-facts.json").read_text())
+
+
+def package(decision) -> str | None:
+    return decision.variant.package if decision.variant else None
+
+
+# --- real dumps -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "dump, gpus, workload, expected",
+    [
+        ("linux-rhel7-haswell", ("9.0",), "general", "pytorch-python313-cuda13_0-sm90-avx2"),
+        ("linux-rhel7-skylake_avx512", ("9.0",), "int8", "pytorch-python313-cuda13_0-sm90-avx512"),  # no VNNI on Skylake-SP
+        ("linux-centos7-cascadelake", ("8.0",), "int8", "pytorch-python313-cuda13_0-sm80-avx512vnni"),
+        ("linux-centos7-cascadelake", ("8.0",), "bf16", "pytorch-python313-cuda13_0-sm80-avx512"),
+        ("linux-unknown-sapphirerapids", ("9.0",), "bf16", "pytorch-python313-cuda13_0-sm90-avx512bf16"),
+        ("linux-unknown-sapphirerapids", ("9.0",), "general", "pytorch-python313-cuda13_0-sm90-avx512"),
+        ("linux-rocky8.5-zen4", ("8.9",), "general", "pytorch-python313-cuda13_0-sm89-avx512"),
+        ("linux-rhel9-neoverse_v2", ("9.0",), "general", "pytorch-python313-cuda13_0-sm90-armv9"),
+        ("linux-amazon-neoverse_n1", ("7.5",), "general", "pytorch-python313-cuda13_0-sm75-armv8_2"),
+        ("linux-rhel9-neoverse_v2", ("12.1",), "general", "pytorch-python313-cuda13_0-sm121-armv9"),
+        ("linux-rhel9-neoverse_v2", ("11.0",), "general", "pytorch-python313-cuda13_0-sm110-armv9"),
+        ("linux-rhel7-haswell", (), "general", "pytorch-python313-cpu-avx2"),
+        ("linux-rhel7-ivybridge", (), "general", "pytorch-python313-cpu-avx"),
+        ("linux-rhel7-ivybridge", ("6.1",), "general", "pytorch-python313-cuda12_9-sm61-avx"),
+    ],
+)
+def test_real_cpus_get_the_safe_fastest_variant(catalog, dump, gpus, workload, expected) -> None:
+    assert package(decide(host(catalog, dump, gpus=gpus), catalog, Options(workload))) == expected
+
+
+def test_gb10_on_x86_falls_back_to_sm120_and_says_why(catalog) -> None:
+    decision = decide(host(catalog, "linux-rocky8.5-zen4", gpus=("12.1",)), catalog)
+    assert package(decision) == "pytorch-python313-cuda13_0-sm120-avx512"
+    assert any("highest architecture" in reason for reason in decision.reasons)
+
+
+def test_b300_on_a_cuda_12_8_era_driver_takes_the_12_9_branch(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="570.124.06"), catalog)
+    assert package(decision) == "pytorch-python313-cuda12_9-sm103-avx2"
+    assert any("570.124.06 is older than 580.65.06" in r.why for r in decision.rejected)
+
+
+def test_sm103_is_not_on_main_so_pinning_torch_2_8_falls_back_to_sm100(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="550.54.14"), catalog, Options(torch="2.8.0"))
+    assert package(decision) == "pytorch-python313-cuda12_8-sm100-avx2"
+
+
+def test_pascal_falls_back_to_the_newest_branch_that_still_builds_sm61(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("6.1",), driver="580.95.05"), catalog)
+    assert package(decision) == "pytorch-python313-cuda12_9-sm61-avx2"
+    assert any(r.choice == "branch cuda-13_0" for r in decision.rejected)
+
+
+def test_driver_too_old_for_every_branch_names_the_version_needed(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="470.42.01"), catalog)
+    assert decision.variant is None
+    assert any("525.60.13" in hint for hint in decision.hints)
+
+
+@pytest.mark.parametrize("tegra", ["7.2", "8.7"])
+def test_tegra_gpus_never_get_desktop_kernels(catalog, tegra) -> None:
+    decision = decide(host(catalog, "linux-amazon-neoverse_n1", gpus=(tegra,)), catalog)
+    assert decision.variant is None
+    assert any("--no-gpu" in hint for hint in decision.hints)
+
+
+def test_thor_reporting_10_1_under_cuda_12_is_told_to_update_the_driver(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="575.57.08"), catalog)
+    assert decision.variant is None
+    assert any("580.65.06" in hint and "sm110" in hint for hint in decision.hints)
+
+
+def test_mixed_gpus_take_the_architecture_that_runs_on_all(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("8.0", "8.9")), catalog)
+    assert package(decision) == "pytorch-python313-cuda13_0-sm80-avx2"
+
+
+def test_conflicting_gpus_exit_with_both_named_and_gpu_index_resolves(catalog) -> None:
+    facts = host(catalog, "linux-rhel7-haswell", gpus=("8.0", "9.0"))
+    decision = decide(facts, catalog)
+    assert decision.variant is None
+    assert any("conflict" in reason and "GPU 0" in reason and "GPU 1" in reason for reason in decision.reasons)
+    assert package(decide(facts, catalog, Options(gpu_index=1))) == "pytorch-python313-cuda13_0-sm90-avx2"
+
+
+def test_gpu_index_that_does_not_exist_is_bad_input(catalog) -> None:
+    with pytest.raises(BadInput, match="--gpu-index 3"):
+        decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(gpu_index=3))
+
+
+def test_an_avx_only_cpu_with_a_gpu_is_not_silently_given_a_cpu_build(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-ivybridge", gpus=("8.6",)), catalog)
+    assert decision.variant is None
+    assert any("pytorch-python313-cpu-avx" in hint for hint in decision.hints)
+
+
+def test_missing_flags_are_named(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-skylake_avx512", gpus=("9.0",)), catalog, Options("int8"))
+    why = {r.choice: r.why for r in decision.rejected}
+    assert "avx512_vnni" in why["CPU instruction set avx512vnni"]
+
+
+@pytest.mark.parametrize("dump", ["linux-centos7-power8le", "darwin-sequoia-m4"])
+def test_unsupported_platforms_get_no_variant(catalog, dump) -> None:
+    decision = decide(host(catalog, dump), catalog)
+    assert decision.variant is None
+    assert "not supported" in decision.reasons[0]
+
+
+def test_pins_that_match_no_branch_are_bad_input(catalog) -> None:
+    with pytest.raises(BadInput, match="2.7.0"):
+        decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(torch="2.7.0"))
+
+
+def test_cpu_only_builds_come_only_from_the_newest_branch(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(torch="2.9.1"))
+    assert decision.variant is None
+    assert any("cuda-13_0" in reason for reason in decision.reasons)
+
+
+# --- the facts file, row by row -----------------------------------------------------------
+
+ARM_FEATURES = {"fp16_fphp_asimdhp": ("fphp", "asimdhp"), "dotprod_asimddp": ("asimddp",)}
+
+
+@pytest.mark.parametrize("micro", FACTS["cpu_microarchs"], ids=lambda m: m["name"])
+def test_every_microarchitecture_of_the_facts_gets_exactly_its_compatible_instruction_sets(catalog, micro) -> None:
+    flags: set[str] = set()
+    for feature, present in micro["features"].items():
+        if present:
+            flags.update(ARM_FEATURES.get(feature, (feature,)))
+    arch = "aarch64" if micro["isa"] == "aarch64" else "x86_64"
+    usable = {isa.name for isa in catalog.isas.values() if isa.platform == arch and set(isa.requires) <= flags}
+    assert usable == set(micro["compatible_variants"])
+    decision = decide(host(catalog, flags=flags, arch=arch), catalog)
+    if micro["compatible_variants"]:
+        assert decision.variant is not None and decision.variant.cpu_isa in micro["compatible_variants"]
+    else:
+        assert decision.variant is None
+
+
+@pytest.mark.parametrize("gpu", FACTS["gpus"], ids=lambda g: g["name"][:30])
+def test_every_gpu_of_the_facts_gets_its_exact_variant_or_none(catalog, gpu) -> None:
+    exact = gpu["pickvariant"]["exact_variant"]
+    # The host CPU the GPU comes with: aarch64 for the ARM-only architectures (Thor, GB10).
+    arm_only = exact is not None and catalog.gpu_archs[exact.lower()].platforms == ("aarch64",)
+    dump = "linux-rhel9-neoverse_v2" if arm_only else "linux-unknown-sapphirerapids"
+    decision = decide(host(catalog, dump, gpus=(gpu["compute_capability"],), driver="580.95.05"), catalog)
+    if exact is None:
+        assert decision.variant is None
+    else:
+        assert decision.variant is not None and decision.variant.gpu_arch == exact.lower()
+    capability = parse_compute_capability(gpu["compute_capability"])
+    for fallback in gpu["pickvariant"]["cubin_fallbacks_best_first"]:
+        assert kernels_run_on(catalog.gpu_archs[fallback.lower()], capability, catalog) is None
+
+
+def test_catalog_compute_capabilities_agree_with_the_facts(catalog) -> None:
+    by_sm = {g["sm"].replace("_", ""): g["compute_capability"] for g in FACTS["gpus"]}
+    for arch in catalog.gpu_archs.values():
+        assert by_sm[arch.name] == str(arch.compute_capability)
+
+
+# --- properties over the whole catalog -----------------------------------------------------
+
+def test_every_variant_is_reachable_by_some_machine(catalog) -> None:
+    workload_for = {"avx512bf16": "bf16", "avx512vnni": "int8"}
+    for variant in catalog.variants:
+        branch = catalog.branch(variant.branch)
+        isa = catalog.isas[variant.cpu_isa]
+        gpus = (str(catalog.gpu_archs[variant.gpu_arch].compute_capability),) if variant.gpu_arch else ()
+        facts = host(catalog, flags=set(isa.requires), arch=isa.platform, gpus=gpus, driver=str(branch.min_driver) if gpus else None)
+        options = Options(workload_for.get(isa.name, "general"), torch=branch.torch)
+        assert package(decide(facts, catalog, options)) == variant.package
+
+
+ALL_FLAGS = sorted({
+    "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512vl", "avx512bw", "avx512_bf16", "avx512_vnni",
+    "fphp", "asimdhp", "asimddp", "sve", "sve2",
+})
+CAPABILITIES = ["6.0", "6.1", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "10.3", "11.0", "12.0", "12.1"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    flags=st.sets(st.sampled_from(ALL_FLAGS)),
+    arch=st.sampled_from(["x86_64", "aarch64"]),
+    gpus=st.lists(st.sampled_from(CAPABILITIES), max_size=3),
+    driver=st.one_of(st.none(), st.sampled_from(["470.42.01", "525.60.13", "570.124.06", "575.57.08", "580.65.06", "590.10"])),
+    workload=st.sampled_from(["general", "int8", "bf16"]),
+)
+def test_no_decision_names_a_variant_that_could_crash_or_lack_kernels(catalog, flags, arch, gpus, driver, workload) -> None:
+    facts = host(catalog, flags=flags, arch=arch, gpus=tuple(gpus), driver=driver)
+    decision = decide(facts, catalog, Options(workload))
+    if decision.variant is None:
+        assert decision.reasons
+        return
+    variant = decision.variant
+    assert set(catalog.isas[variant.cpu_isa].requires) <= facts.cpu.flags
+    assert catalog.isas[variant.cpu_isa].platform == arch
+    if gpus:
+        assert variant.gpu_arch is not None, "a present GPU must never be dropped for a CPU-only build"
+        for gpu in facts.gpus:
+            assert kernels_run_on(catalog.gpu_archs[variant.gpu_arch], gpu.compute_capability, catalog) is None
+        if driver:
+            assert facts.driver.version >= catalog.branch(variant.branch).min_driver
+    else:
+        assert variant.gpu_arch is None

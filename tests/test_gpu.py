@@ -1,0 +1,122 @@
+"""NVML cannot run on a machine without an NVIDIA driver, so these tests drive the query code
+through a stand-in module with pynvml's API surface (names, tuples, exception classes)."""
+
+from __future__ import annotations
+
+import threading
+import types
+
+import pytest
+
+from pickvariant.gpu import query_nvml, read_gpus, run_bounded
+from pickvariant.versions import ComputeCapability
+
+
+class NVMLError(Exception):
+    pass
+
+
+def fake_nvml(devices=(), driver="580.159.04", cuda=13000, init_error=None, device_error=None):
+    module = types.SimpleNamespace()
+    for name in ("LibraryNotFound", "DriverNotLoaded", "NotSupported", "NoPermission", "GpuIsLost", "LibRmVersionMismatch"):
+        setattr(module, f"NVMLError_{name}", type(f"NVMLError_{name}", (NVMLError,), {}))
+    module.NVMLError = NVMLError
+    module.NVML_DEVICE_MIG_ENABLE = 1
+    module.calls = []
+
+    def init():
+        module.calls.append("init")
+        if init_error:
+            raise getattr(module, f"NVMLError_{init_error}")(init_error)
+
+    def handle(index):
+        if device_error and index == device_error[0]:
+            raise getattr(module, f"NVMLError_{device_error[1]}")(device_error[1])
+        return devices[index]
+
+    def mig(h):
+        if h.get("mig") is None:
+            raise module.NVMLError_NotSupported("Not Supported")
+        return [h["mig"], h["mig"]]
+
+    module.nvmlInit = init
+    module.nvmlShutdown = lambda: module.calls.append("shutdown")
+    module.nvmlSystemGetDriverVersion = lambda: driver
+    module.nvmlSystemGetCudaDriverVersion_v2 = lambda: cuda
+    module.nvmlDeviceGetCount = lambda: len(devices)
+    module.nvmlDeviceGetHandleByIndex = handle
+    module.nvmlDeviceGetName = lambda h: h["name"]
+    module.nvmlDeviceGetCudaComputeCapability = lambda h: h["cc"]
+    module.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h["mem"] * 1024 * 1024)
+    module.nvmlDeviceGetMigMode = mig
+    module.nvmlDeviceGetMaxMigDeviceCount = lambda h: 7
+    module.nvmlDeviceGetMigDeviceHandleByIndex = lambda h, i: i if i < h.get("instances", 0) else (_ for _ in ()).throw(module.NVMLError_NotSupported("none"))
+    return module
+
+
+H200 = {"name": "NVIDIA H200", "cc": (9, 0), "mem": 143771, "mig": 0}
+
+
+def test_devices_driver_and_cuda_version_are_read() -> None:
+    module = fake_nvml([H200, {"name": b"NVIDIA A100-SXM4-80GB", "cc": (8, 0), "mem": 81920}])
+    report = query_nvml(module)
+    assert not report.inconclusive
+    assert [(g.index, g.name, g.compute_capability, g.memory_mib) for g in report.gpus] == [
+        (0, "NVIDIA H200", ComputeCapability(9, 0), 143771),
+        (1, "NVIDIA A100-SXM4-80GB", ComputeCapability(8, 0), 81920),
+    ]
+    assert str(report.driver.version) == "580.159.04" and report.driver.cuda == "13.0"
+    assert report.gpus[0].mig_enabled is False and report.gpus[1].mig_enabled is None
+    assert module.calls == ["init", "shutdown"]
+
+
+def test_mig_instances_are_counted_and_the_parent_capability_kept() -> None:
+    report = query_nvml(fake_nvml([dict(H200, mig=1, instances=3)]))
+    assert report.gpus[0].mig_enabled and report.gpus[0].mig_instances == 3
+    assert report.gpus[0].compute_capability == ComputeCapability(9, 0)
+
+
+@pytest.mark.parametrize("error", ["LibraryNotFound", "DriverNotLoaded"])
+def test_no_library_or_driver_means_no_gpu_with_a_note(error) -> None:
+    report = query_nvml(fake_nvml(init_error=error))
+    assert report.gpus == () and not report.inconclusive
+    assert "no NVIDIA GPU" in report.notes[0]
+
+
+@pytest.mark.parametrize("error", ["NoPermission", "LibRmVersionMismatch"])
+def test_failures_that_leave_gpus_possible_are_inconclusive(error) -> None:
+    report = query_nvml(fake_nvml(init_error=error))
+    assert report.inconclusive and error in report.notes[0]
+
+
+def test_a_gpu_lost_mid_query_is_inconclusive_but_the_others_are_reported() -> None:
+    report = query_nvml(fake_nvml([H200, H200], device_error=(1, "GpuIsLost")))
+    assert report.inconclusive
+    assert len(report.gpus) == 1 and "GPU 1" in report.notes[-1]
+
+
+def test_a_hanging_nvml_is_bounded() -> None:
+    release = threading.Event()
+    report = run_bounded(lambda: release.wait(10), timeout_s=0.2)
+    release.set()
+    assert report.inconclusive and "did not answer within 0.2 s" in report.notes[0]
+
+
+def test_an_unexpected_exception_in_the_query_is_reported_not_raised() -> None:
+    def broken():
+        raise RuntimeError("boom")
+
+    report = run_bounded(broken, timeout_s=2)
+    assert report.inconclusive and "RuntimeError: boom" in report.notes[0]
+
+
+def test_this_machine_without_a_driver_reports_no_gpu() -> None:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+        pytest.skip("this machine has an NVIDIA driver")
+    except OSError:
+        pass
+    report = read_gpus()
+    assert report.gpus == () and not report.inconclusive and "libnvidia-ml.so.1" in report.notes[0]
