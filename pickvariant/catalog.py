@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ class CpuIsa:
     description: str
     requires: tuple[str, ...]
     compiler_flags: tuple[str, ...]
+    build_env: Mapping[str, str]
     source: str
 
 
@@ -39,6 +41,7 @@ class GpuArch:
     description: str
     products: tuple[str, ...]
     reported_before_cuda_13: ComputeCapability | None
+    build_env: Mapping[str, str]
     source: str
 
     @property
@@ -141,8 +144,6 @@ class Catalog:
         return frozenset(canonical)
 
     def peak_for(self, gpu_name: str) -> PeakThroughput | None:
-        import re
-
         for peak in self.peaks:
             if re.search(peak.name_pattern, gpu_name, re.IGNORECASE):
                 return peak
@@ -192,6 +193,14 @@ def _unique(items: Iterable[Mapping[str, Any]], key: str, where: str) -> None:
         seen.add(item[key])
 
 
+def _build_env(entry: Mapping[str, Any], where: str) -> dict[str, str]:
+    env = dict(entry.get("build_env", {}))
+    for name in env:
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            raise SchemaError(f"{where}.build_env.{name}", "not an environment variable name")
+    return env
+
+
 def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
@@ -206,7 +215,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     isas = {
         entry["name"]: CpuIsa(
             entry["name"], entry["platform"], entry["description"], tuple(entry["requires"]),
-            tuple(entry["compiler_flags"]), entry["source"],
+            tuple(entry["compiler_flags"]), _build_env(entry, f"cpu_isas.{entry['name']}"), entry["source"],
         )
         for entry in data["cpu_isas"]
     }
@@ -222,7 +231,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         gpu_archs[entry["name"]] = GpuArch(
             entry["name"], capability, entry["min_cuda"], entry["max_cuda"], entry["tegra"],
             tuple(entry["platforms"]), entry["description"], tuple(entry["products"]),
-            parse_compute_capability(renamed) if renamed else None, entry["source"],
+            parse_compute_capability(renamed) if renamed else None, _build_env(entry, f"gpu_archs[{index}]"), entry["source"],
         )
     workloads: dict[str, Workload] = {}
     for name, entry in data["workloads"].items():
@@ -292,6 +301,8 @@ def _branch(index: int, entry: Mapping[str, Any], data: Mapping[str, Any], isas:
             raise SchemaError(f"{v_where}.package", f"{raw['package']!r} should be {expected!r}")
         variants.append(Variant(raw["package"], entry["name"], gpu, isa.name))
     source = entry["torch_source"]
+    if source is None and any(variant.gpu_arch is None for variant in variants):
+        raise SchemaError(f"{where}.torch_source", "a branch with CPU-only variants must give the PyTorch source (the CPU recipe upgrades it)")
     return Branch(
         name=entry["name"], torch=entry["torch"], cuda=entry["cuda"], cuda_tag=entry["cuda_tag"],
         min_driver=parse_driver_version(entry["min_driver"]), min_driver_source=entry["min_driver_source"],

@@ -121,6 +121,40 @@ def list_variants(
         listing.print_rich(rows)
 
 
+@app.command()
+@exits_on_error
+def recipe(
+    package: Annotated[Optional[str], typer.Argument(help="The package to render, e.g. pytorch-python313-cuda13_0-sm90-avx512.")] = None,
+    all_variants: Annotated[bool, typer.Option("--all", help="Render every variant of a branch (needs -o).")] = False,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="The branch for --all (default: the newest).")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")] = False,
+) -> None:
+    """Render the Flox/Nix recipe of a catalog variant."""
+    from pickvariant.catalog import load_catalog
+    from pickvariant.errors import BadInput
+    from pickvariant.recipe import render, write_recipes
+
+    catalog = load_catalog()
+    if all_variants == (package is not None):
+        raise BadInput("give either a PACKAGE or --all")
+    if all_variants:
+        if output is None:
+            raise BadInput("--all writes one file per variant: give the directory with -o DIR")
+        variants = list(catalog.branch(branch or catalog.branches[0].name).variants)
+    else:
+        variants = [catalog.variant(package or "")]
+    if output is None:
+        typer.echo(render(variants[0], catalog), nl=False)
+        return
+    written = write_recipes(output, variants, catalog, force)
+    changed = sum(1 for item in written if item.changed)
+    for item in written if len(written) == 1 else ():
+        typer.echo(f"{item.path} {'written' if item.changed else 'unchanged'}")
+    if len(written) > 1:
+        typer.echo(f"{len(written)} recipes in {output} ({changed} written, {len(written) - changed} unchanged)")
+
+
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"pickvariant {__version__}")
