@@ -27,6 +27,7 @@ class CpuIsa:
     requires: tuple[str, ...]
     compiler_flags: tuple[str, ...]
     build_env: Mapping[str, str]
+    torch_cpu_capability: str
     source: str
 
 
@@ -116,6 +117,7 @@ class Catalog:
     workloads: Mapping[str, Workload]
     branches: tuple[Branch, ...]
     peaks: tuple[PeakThroughput, ...]
+    torch_capability_order: tuple[str, ...]
 
     @property
     def variants(self) -> tuple[Variant, ...]:
@@ -215,7 +217,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     isas = {
         entry["name"]: CpuIsa(
             entry["name"], entry["platform"], entry["description"], tuple(entry["requires"]),
-            tuple(entry["compiler_flags"]), _build_env(entry, f"cpu_isas.{entry['name']}"), entry["source"],
+            tuple(entry["compiler_flags"]), _build_env(entry, f"cpu_isas.{entry['name']}"), entry["torch_cpu_capability"], entry["source"],
         )
         for entry in data["cpu_isas"]
     }
@@ -271,6 +273,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
             PeakThroughput(entry["gpu"], entry["name_pattern"], {k: entry[k] for k in ("bf16", "fp16", "tf32", "fp32")}, entry["source"])
             for entry in data["peak_tflops"]
         ),
+        torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
     )
 
 

@@ -155,6 +155,153 @@ def recipe(
         typer.echo(f"{len(written)} recipes in {output} ({changed} written, {len(written) - changed} unchanged)")
 
 
+@app.command()
+@exits_on_error
+def install(
+    workload: WorkloadOpt = Workload.general,
+    cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
+    torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
+    package: Annotated[Optional[str], typer.Option("--package", help="Install this catalog package instead of the recommendation.")] = None,
+    org: Annotated[Optional[str], typer.Option("--org", help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).")] = None,
+    directory: Annotated[Path, typer.Option("--dir", help="The Flox environment to install into (published packages).")] = Path("."),
+    build: Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")] = False,
+    build_dir: Annotated[Optional[Path], typer.Option("--build-dir", help="Where to build (default: under the user's cache directory).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and run nothing.")] = False,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip `pickvariant verify` after installing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Install a --package that does not fit this machine; overwrite a different recipe file.")] = False,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a flox command that runs longer than this many seconds.")] = None,
+) -> None:
+    """Detect, decide, explain, ask, then install (or build) the variant through Flox and verify it."""
+    from pickvariant import install as installer
+    from pickvariant.errors import BadInput
+
+    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index)
+    if package is not None:
+        variant = catalog.variant(package)
+        problems = installer.fit_problems(variant, facts, catalog)
+        if problems and not force:
+            raise BadInput(f"{package} does not fit this machine ({'; '.join(problems)}): pass --force to install it anyway")
+    elif decision.variant is None:
+        raise NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+    else:
+        variant = decision.variant
+    plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force)
+    typer.echo(f"Variant: {variant.package}")
+    for reason in decision.reasons if package is None else (f"chosen with --package{' (forced)' if force else ''}",):
+        typer.echo(f"  why: {reason}")
+    for line in installer.describe(plan) + [f"warning: {w}" for w in plan.warnings] + [f"note: {n}" for n in plan.notes]:
+        typer.echo(f"  {line}")
+    if dry_run:
+        typer.echo("Dry run: nothing was run.")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadInput("no terminal to ask for confirmation: pass --yes to proceed (or --dry-run to only see the plan)")
+        if not typer.confirm("Proceed?", default=False):
+            typer.echo("Nothing was done.")
+            raise typer.Exit(0)
+    log = installer.log_path(plan)
+    with _progress(variant.package) as on_line:
+        installer.execute(plan, force, log, on_line, timeout)
+    python = installer.interpreter_for(plan)
+    installer.save_last_install(plan, python)
+    typer.echo(f"Done: {variant.package} ({'result: ' + str(plan.result) if plan.result else 'installed in ' + str(plan.directory)}); log: {log}")
+    if no_verify:
+        typer.echo("Verify: skipped (--no-verify)")
+    elif python is None:
+        typer.echo("Verify: no Python with the built torch is known; run `pickvariant verify --python PATH`")
+    else:
+        from pickvariant import verify as verifier
+
+        result = verifier.verify(python, catalog, variant, quick=True)
+        typer.echo(f"Verify: {'PASS' if result.passed else 'FAIL'} — {'; '.join(result.reasons[:3])}")
+        if not result.passed:
+            raise typer.Exit(1)
+
+
+def _default_python() -> list[str]:
+    from pickvariant.install import cache_dir
+
+    try:
+        record = json.loads((cache_dir() / "last-install.json").read_text(encoding="utf-8"))
+        if record.get("python"):
+            return list(record["python"])
+    except (OSError, ValueError):
+        pass
+    return [sys.executable]
+
+
+@app.command()
+@exits_on_error
+def verify(
+    python: Annotated[Optional[str], typer.Option("--python", help="The interpreter to probe (default: the last install's, else this one).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Small sizes: under 20 s on a 2-core CPU machine.")] = False,
+    package: Annotated[Optional[str], typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level).")] = None,
+    format: FormatOpt = Format.text,
+) -> None:
+    """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
+    from pickvariant import verify as verifier
+    from pickvariant.catalog import load_catalog
+
+    catalog = load_catalog()
+    variant = catalog.variant(package) if package else None
+    result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
+    if format is Format.json:
+        typer.echo(json.dumps({"schema_version": 1, "passed": result.passed, "reasons": list(result.reasons),
+                               "probe": result.probe, "checks": list(result.findings)}, indent=2))
+    else:
+        typer.echo(f"verify: {'PASS' if result.passed else 'FAIL'}")
+        for reason in result.reasons:
+            typer.echo(f"- {reason}")
+        for check in result.findings:
+            rate = f"{check['tflops']:.2f} TFLOP/s" if "tflops" in check else f"{check.get('tops', 0):.2f} TOP/s" if "tops" in check else "-"
+            peak = f" ({check['percent_of_peak']:.0f}% of peak)" if "percent_of_peak" in check else ""
+            state = {True: "ok", False: "FAIL", None: "n/a"}[check.get("ok")]
+            typer.echo(f"- {check['name']} on {check['device']}: {state}, {rate}{peak}")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+@exits_on_error
+def report(
+    format: Annotated[Format, typer.Option("--format", help="markdown (default) or json.")] = Format.markdown,
+    python: Annotated[Optional[str], typer.Option("--python", help="The interpreter whose PyTorch to report.")] = None,
+    workload: WorkloadOpt = Workload.general,
+) -> None:
+    """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch."""
+    from pickvariant import report as reporter
+
+    catalog, facts, decision = _decide(None, None, False, None, workload, None, None, None)
+    data = reporter.build(catalog, facts, decision, workload.value, [python] if python else _default_python())
+    typer.echo(json.dumps(data, indent=2) if format is Format.json else reporter.markdown(data), nl=format is Format.json)
+
+
+def _progress(label: str) -> Any:
+    """A spinner with elapsed time and the last log line on a terminal; step lines otherwise."""
+    import contextlib
+    import time
+
+    @contextlib.contextmanager
+    def plain() -> Any:
+        yield lambda line: typer.echo(line, err=True) if line.startswith("» ") else None
+
+    @contextlib.contextmanager
+    def spinner() -> Any:
+        from rich.console import Console
+        from rich.markup import escape
+
+        start = time.monotonic()
+        with Console(stderr=True).status(f"{label}: starting") as status:
+            def update(line: str) -> None:
+                elapsed = int(time.monotonic() - start)
+                status.update(f"{label} [{elapsed // 60:02d}:{elapsed % 60:02d}] {escape(line[-100:])}")
+            yield update
+
+    return spinner() if sys.stderr.isatty() else plain()
+
+
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"pickvariant {__version__}")

@@ -1,0 +1,153 @@
+"""`pickvariant install`: from a decision to a plan of flox commands, then carrying it out."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pickvariant.catalog import Catalog, Variant
+from pickvariant.decide import kernels_run_on, missing_flags
+from pickvariant.errors import BadInput, OperationFailed
+from pickvariant.facts import HostFacts
+from pickvariant.flox import Command, run_all
+from pickvariant.fsutil import check_writable, write_atomic
+from pickvariant.recipe import recipe_path, render
+
+ORG_ENV = "PICKVARIANT_FLOX_ORG"
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "pickvariant"
+
+
+def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[str]:
+    """What makes a forced --package unsafe on this machine (empty when it fits)."""
+    isa = catalog.isas[variant.cpu_isa]
+    problems = []
+    if isa.platform != facts.arch:
+        problems.append(f"it is built for {isa.platform} CPUs, this one is {facts.arch}")
+    missing = missing_flags(isa.requires, facts.cpu.flags)
+    if missing:
+        problems.append(f"this CPU lacks {', '.join(missing)}")
+    if variant.gpu_arch:
+        arch = catalog.gpu_archs[variant.gpu_arch]
+        for gpu in facts.gpus:
+            why = kernels_run_on(arch, gpu.compute_capability, catalog)
+            if why:
+                problems.append(f"GPU {gpu.index}: {why}")
+    elif facts.gpus:
+        problems.append("it is CPU-only and would leave this machine's GPUs unused")
+    return problems
+
+
+@dataclass(frozen=True)
+class Plan:
+    variant: Variant
+    method: str  # "published" or "build"
+    directory: Path
+    commands: tuple[Command, ...]
+    recipe_file: Path | None = None
+    recipe_text: str | None = None
+    warnings: tuple[str, ...] = ()
+    result: Path | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def plan_install(
+    variant: Variant, catalog: Catalog, org: str | None, build: bool, target_dir: Path, build_dir: Path | None,
+    force: bool, env: Mapping[str, str] | None = None,
+) -> Plan:
+    env = os.environ if env is None else env
+    org = org or env.get(ORG_ENV) or None
+    if org is not None and not build:
+        if not org.replace("-", "").replace("_", "").isalnum():
+            raise BadInput(f"{org!r} is not a Flox organisation name")
+        commands = []
+        notes = []
+        if not (target_dir / ".flox").is_dir():
+            commands.append(Command(("flox", "init", "-d", str(target_dir)), target_dir, f"create a Flox environment in {target_dir}"))
+            notes.append(f"{target_dir} has no Flox environment: one will be created")
+        commands.append(Command(("flox", "install", "-d", str(target_dir), f"{org}/{variant.package}"), target_dir, f"install the published {org}/{variant.package}"))
+        return Plan(variant, "published", target_dir, tuple(commands), notes=tuple(notes))
+
+    directory = build_dir or cache_dir(env) / "build" / variant.package
+    pkgs = directory / ".flox" / "pkgs"
+    text = render(variant, catalog)
+    recipe = recipe_path(pkgs, variant)
+    commands = []
+    if not (directory / ".git").exists():
+        commands.append(Command(("git", "init", "-q", str(directory)), directory, "make the build directory a git repository (flox build reads tracked files)"))
+    if not (directory / ".flox").is_dir():
+        commands.append(Command(("flox", "init", "-d", str(directory)), directory, "create the build environment"))
+    commands.append(Command(("git", "add", "--", str(recipe.relative_to(directory))), directory, "track the recipe in git"))
+    commands.append(Command(("flox", "build", "-d", str(directory), variant.package), directory, f"build {variant.package}"))
+    warning = (
+        f"building PyTorch from source takes {catalog.build_hours} hours, about {catalog.build_disk_gb:g} GB of disk "
+        f"and {catalog.build_memory_gb:g} GB+ of RAM; publish it once (flox publish) and install it elsewhere with --org"
+    )
+    return Plan(variant, "build", directory, tuple(commands), recipe, text, (warning,), directory / f"result-{variant.package}")
+
+
+def describe(plan: Plan) -> list[str]:
+    lines = [f"method: {'install the published package' if plan.method == 'published' else 'build from the recipe'} ({plan.directory})"]
+    if plan.recipe_file:
+        lines.append(f"write recipe {plan.recipe_file}")
+    lines += [f"run: {' '.join(command.argv)}" for command in plan.commands]
+    return lines
+
+
+def _snapshot(directory: Path) -> dict[Path, bytes]:
+    env_dir = directory / ".flox" / "env"
+    return {path: path.read_bytes() for path in sorted(env_dir.glob("manifest.*")) if path.is_file()} if env_dir.is_dir() else {}
+
+
+def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
+    """Carry out the plan. On failure the user's environment files are put back as they were."""
+    before = _snapshot(plan.directory) if plan.method == "published" else {}
+    try:
+        if plan.recipe_file and plan.recipe_text is not None:
+            pre = [c for c in plan.commands if c.argv[:2] in (("git", "init"), ("flox", "init"))]
+            plan.directory.mkdir(parents=True, exist_ok=True)
+            run_all(pre, log, on_line, timeout_s)
+            if check_writable(plan.recipe_file, plan.recipe_text, force):
+                write_atomic(plan.recipe_file, plan.recipe_text)
+            run_all([c for c in plan.commands if c not in pre], log, on_line, timeout_s)
+        else:
+            run_all(plan.commands, log, on_line, timeout_s)
+    except BaseException:
+        for path, content in before.items():
+            if not path.exists() or path.read_bytes() != content:
+                write_atomic(path, content.decode("utf-8", "replace"))
+        raise
+    if plan.result is not None and not plan.result.exists():
+        raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")
+
+
+def log_path(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
+    return cache_dir(env) / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.variant.package}.log"
+
+
+def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
+    """Remember what was installed, so that `pickvariant verify` can default to it."""
+    path = cache_dir(env) / "last-install.json"
+    record = {"package": plan.variant.package, "method": plan.method, "directory": str(plan.directory),
+              "result": str(plan.result) if plan.result else None, "python": python}
+    write_atomic(path, json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def interpreter_for(plan: Plan) -> list[str] | None:
+    """The command that starts a Python with the installed torch, where one is known."""
+    if plan.method == "published":
+        return ["flox", "activate", "-d", str(plan.directory), "--", "python3"]
+    if plan.result is not None:
+        python = plan.result / "bin" / "python3"
+        if python.exists():
+            return [str(python)]
+    return None

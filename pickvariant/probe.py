@@ -1,0 +1,195 @@
+"""Standalone probe run in the target interpreter: needs only the standard library and torch.
+
+Prints one JSON object with what torch reports and what its kernels did here. It judges
+nothing: pickvariant compares the result with the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+
+def rel_error(out, ref) -> float:
+    import torch
+
+    out64 = out.double()
+    if not torch.isfinite(out64).all():
+        return float("inf")
+    return float(torch.linalg.norm(out64 - ref) / torch.linalg.norm(ref))
+
+
+def timed(fn, device: str, repeats: int) -> float:
+    """Median seconds of fn() after a warm-up; CUDA events on GPUs, perf_counter on the CPU."""
+    import torch
+
+    fn()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+        samples = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1000.0)
+        return statistics.median(samples)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=False):
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "tf32": torch.float32}[dtype_name]
+    entry = {"name": f"matmul {dtype_name}", "device": device, "dtype": dtype_name}
+    try:
+        if device.startswith("cuda"):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        a = torch.randn(n_check, n_check, dtype=torch.float64)
+        b = torch.randn(n_check, n_check, dtype=torch.float64)
+        out = (a.to(device, dtype) @ b.to(device, dtype)).cpu()
+        # The reference uses the same rounded inputs, so only the product's own error counts.
+        ref = a.to(dtype).double() @ b.to(dtype).double()
+        entry["rel_error"] = rel_error(out, ref)
+        entry["tolerance"] = {"bf16": 1e-2, "fp16": 1e-2, "tf32": 5e-3, "fp32": 1e-4}[dtype_name]
+        entry["ok"] = entry["rel_error"] <= entry["tolerance"]
+        x = torch.randn(n_time, n_time, device=device, dtype=dtype)
+        y = torch.randn(n_time, n_time, device=device, dtype=dtype)
+        seconds = timed(lambda: x @ y, device, repeats)
+        entry["size"] = n_time
+        entry["tflops"] = 2 * n_time**3 / seconds / 1e12
+    except Exception as error:  # an unsupported dtype is a result, not a crash
+        entry["ok"] = False
+        entry["error"] = f"{type(error).__name__}: {error}"[:300]
+    finally:
+        if device.startswith("cuda"):
+            torch.backends.cuda.matmul.allow_tf32 = False
+    results.append(entry)
+
+
+def bare_loop_bf16(device, n, iterations):
+    """The baseline verify is held to: a plain loop of a @ b timed with CUDA events around it."""
+    import torch
+
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        a @ b
+    end.record()
+    end.synchronize()
+    return 2 * n**3 * iterations / (start.elapsed_time(end) / 1000.0) / 1e12
+
+
+def check_conv(results, device, dtype_name, quick):
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
+    entry = {"name": f"conv2d {dtype_name}", "device": device, "dtype": dtype_name}
+    # cuDNN runs float32 convolutions in TF32 unless told not to: that is not an fp32 result.
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        batch, channels, size = (4, 16, 16) if quick or not device.startswith("cuda") else (32, 64, 56)
+        x = torch.randn(batch, channels, size, size, dtype=torch.float64)
+        w = torch.randn(channels, channels, 3, 3, dtype=torch.float64)
+        out = torch.nn.functional.conv2d(x.to(device, dtype), w.to(device, dtype), padding=1).cpu()
+        ref = torch.nn.functional.conv2d(x.to(dtype).double(), w.to(dtype).double(), padding=1)
+        entry["rel_error"] = rel_error(out, ref)
+        entry["tolerance"] = 1e-2 if dtype_name == "bf16" else 1e-4
+        entry["ok"] = entry["rel_error"] <= entry["tolerance"]
+        xt, wt = x.to(device, dtype), w.to(device, dtype)
+        seconds = timed(lambda: torch.nn.functional.conv2d(xt, wt, padding=1), device, 5)
+        entry["tflops"] = 2 * batch * channels * channels * 9 * size * size / seconds / 1e12
+    except Exception as error:
+        entry["ok"] = False
+        entry["error"] = f"{type(error).__name__}: {error}"[:300]
+    results.append(entry)
+
+
+def check_int8_cpu(results, n):
+    import torch
+
+    entry = {"name": "matmul int8", "device": "cpu", "dtype": "int8"}
+    if not hasattr(torch, "_int_mm"):
+        entry.update(ok=None, error="torch has no int8 matmul (torch._int_mm)")
+        results.append(entry)
+        return
+    try:
+        a = torch.randint(-128, 127, (n, n), dtype=torch.int8)
+        b = torch.randint(-128, 127, (n, n), dtype=torch.int8)
+        out = torch._int_mm(a, b)
+        entry["ok"] = bool(torch.equal(out.long(), a.long() @ b.long()))
+        entry["rel_error"] = 0.0 if entry["ok"] else 1.0
+        seconds = timed(lambda: torch._int_mm(a, b), "cpu", 5)
+        entry["tops"] = 2 * n**3 / seconds / 1e12
+    except Exception as error:  # not every build has a CPU int8 kernel
+        entry.update(ok=None, error=f"{type(error).__name__}: {error}"[:300])
+    results.append(entry)
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    info_only = "--info" in argv
+    import torch
+
+    report = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "arch_list": torch.cuda.get_arch_list() if torch.cuda.is_available() else [],
+        "cuda_available": torch.cuda.is_available(),
+        "devices": [],
+        "checks": [],
+    }
+    if torch.cuda.is_available():
+        for index in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(index)
+            device = {"index": index, "name": props.name, "capability": [props.major, props.minor]}
+            if not info_only:
+                try:
+                    x = torch.arange(1024, device=f"cuda:{index}", dtype=torch.float32)
+                    device["kernel_ran"] = bool((x * 2).sum().item() == 1023 * 1024)
+                except Exception as error:  # "no kernel image is available" lands here
+                    device["kernel_ran"] = False
+                    device["error"] = f"{type(error).__name__}: {error}"[:300]
+            report["devices"].append(device)
+    if info_only:
+        print(json.dumps(report))
+        return 0
+    torch.manual_seed(0)
+    results = report["checks"]
+    cpu_n = 256 if quick else 1024
+    for dtype in ("fp32", "bf16"):
+        check_matmul(results, "cpu", dtype, 128, cpu_n, 3 if quick else 5)
+    check_int8_cpu(results, cpu_n)
+    check_conv(results, "cpu", "fp32", quick)
+    for device in report["devices"]:
+        if not device.get("kernel_ran"):
+            continue
+        name = f"cuda:{device['index']}"
+        n_time = 2048 if quick else 8192
+        for dtype in ("bf16", "fp16", "tf32", "fp32"):
+            check_matmul(results, name, dtype, 256, n_time, 5 if quick else 10, tf32=dtype == "tf32")
+        check_conv(results, name, "bf16", quick)
+        check_conv(results, name, "fp32", quick)
+        if not quick:
+            device["bare_loop_bf16_tflops"] = bare_loop_bf16(name, 8192, 20)
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

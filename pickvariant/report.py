@@ -1,0 +1,79 @@
+"""`pickvariant report`: everything support needs in one paste, with no serials, UUIDs, host or user names."""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+from pickvariant import __version__
+from pickvariant.catalog import Catalog
+from pickvariant.decide import Decision
+from pickvariant.facts import HostFacts
+from pickvariant.present import decision_json
+from pickvariant.verify import run_probe
+
+
+def _scrub(text: str) -> str:
+    home = os.path.expanduser("~")
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or ""
+    if home and home not in ("/", "~"):
+        text = text.replace(home, "~")
+    if user and len(user) > 2:
+        text = text.replace(user, "<user>")
+    return text
+
+
+def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str]) -> dict[str, Any]:
+    data = decision_json(facts, decision, catalog, workload)
+    data["pickvariant"] = __version__
+    data["system"] = {"kernel": platform.release(), "python": platform.python_version()}
+    wanted = {flag for isa in catalog.isas.values() if isa.platform == facts.arch for flag in isa.requires}
+    data["hardware"]["cpu"]["flags_that_matter"] = sorted(flag for flag in facts.cpu.flags if flag in wanted)
+    probe, problem = run_probe(python, quick=True, info_only=True)
+    mismatches: list[str] = []
+    installed: dict[str, Any] | None = None
+    if probe is not None:
+        installed = {k: probe.get(k) for k in ("torch", "cuda", "arch_list", "cpu_capability")}
+        rec = data["recommendation"]
+        if rec is not None:
+            expected_cuda = rec["cuda"]
+            if (probe.get("cuda") or None) != expected_cuda and not (expected_cuda and probe.get("cuda", "") and probe["cuda"].startswith(expected_cuda.split(".")[0] + ".")):
+                mismatches.append(f"installed torch has CUDA {probe.get('cuda') or 'none'}, the recommendation {expected_cuda or 'none (CPU-only)'}")
+            if not probe["torch"].startswith(rec["torch"]):
+                mismatches.append(f"installed torch {probe['torch']}, the recommendation ships {rec['torch']}")
+            if rec["gpu_arch"] and not any(entry.replace("_", "").startswith(rec["gpu_arch"]) for entry in probe.get("arch_list", [])):
+                mismatches.append(f"installed torch has no {rec['gpu_arch']} kernels (arch list {', '.join(probe.get('arch_list', [])) or 'empty'})")
+    data["installed_torch"] = installed if installed else {"error": _scrub(problem or "unknown")}
+    data["mismatches"] = mismatches
+    data["sources"] = {key: _scrub(value) for key, value in data["sources"].items()}
+    data["notes"] = [_scrub(note) for note in data["notes"]]
+    return data
+
+
+def markdown(data: dict[str, Any]) -> str:
+    hw = data["hardware"]
+    lines = [f"### pickvariant report (pickvariant {data['pickvariant']})", ""]
+    if data["mismatches"]:
+        lines += ["**Mismatches:**", ""] + [f"- ⚠ {m}" for m in data["mismatches"]] + [""]
+    rec = data["recommendation"]
+    lines += [
+        f"- Recommendation: `{rec['package']}`" if rec else "- Recommendation: none (no compatible variant)",
+        f"- OS: {hw['os']}/{hw['arch']}, kernel {data['system']['kernel']}",
+        f"- CPU: {hw['cpu']['model']}; flags that matter: {' '.join(hw['cpu']['flags_that_matter']) or 'none'}",
+    ]
+    for gpu in hw["gpus"]:
+        lines.append(f"- GPU {gpu['index']}: {gpu['name']}, compute capability {gpu['compute_capability']}, {gpu['memory_mib'] or '?'} MiB")
+    if not hw["gpus"]:
+        lines.append("- GPUs: none")
+    driver = hw["driver"]
+    lines.append(f"- Driver: {driver['version']} (CUDA {driver['cuda']})" if driver and driver["version"] else "- Driver: none")
+    torch = data["installed_torch"]
+    if "error" in torch:
+        lines.append(f"- Installed PyTorch: {torch['error']}")
+    else:
+        lines.append(f"- Installed PyTorch: {torch['torch']}, CUDA {torch['cuda'] or 'none'}, arch list {', '.join(torch['arch_list']) or 'none'}, CPU capability {torch['cpu_capability']}")
+    lines += ["", f"Reasons (workload {data['workload']}):", ""] + [f"- {r}" for r in data["reasons"]]
+    if data["hints"]:
+        lines += ["", "What would help:", ""] + [f"- {h}" for h in data["hints"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,149 @@
+"""`pickvariant verify`: run the probe in the target interpreter and judge what it reports."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pickvariant.catalog import Catalog, Variant
+from pickvariant.decide import kernels_run_on, missing_flags
+from pickvariant.facts import HostFacts
+from pickvariant.versions import ComputeCapability
+
+PROBE = Path(__file__).resolve().parent / "probe.py"
+QUICK_TIMEOUT_S = 120.0
+FULL_TIMEOUT_S = 600.0
+_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    passed: bool
+    reasons: tuple[str, ...]
+    probe: dict[str, Any] | None = None
+    findings: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+
+def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s: float | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch)."""
+    args = [*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
+    limit = timeout_s or (QUICK_TIMEOUT_S if quick or info_only else FULL_TIMEOUT_S)
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=limit, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, f"the probe did not finish within {limit:g} s"
+    except OSError as error:
+        return None, f"cannot run {python[0]}: {error.strerror or error}"
+    if done.returncode < 0:
+        name = signal.Signals(-done.returncode).name
+        cause = {
+            "SIGILL": "the build uses CPU instructions this CPU lacks (illegal instruction)",
+            "SIGSEGV": "it crashed (segmentation fault)",
+            "SIGBUS": "it crashed (bus error)",
+            "SIGKILL": "it was killed (out of memory?)",
+        }.get(name, "it was killed by a signal")
+        return None, f"the probe died with {name}: {cause}"
+    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    if done.returncode != 0:
+        if "No module named 'torch'" in done.stderr:
+            return None, f"{' '.join(python)} has no torch installed"
+        return None, f"the probe failed with exit code {done.returncode}: {last[:300]}"
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1]), None
+    except (json.JSONDecodeError, IndexError):
+        return None, f"the probe printed no result: {last[:300]}"
+
+
+def _arch_capabilities(arch_list: list[str]) -> list[tuple[str, ComputeCapability]]:
+    found = []
+    for entry in arch_list:
+        match = _ARCH.match(entry)
+        if match:
+            found.append((match.group(1), ComputeCapability(int(match.group(2)), int(match.group(3)))))
+    return found
+
+
+def expected_capability(catalog: Catalog, facts: HostFacts, variant: Variant | None) -> str | None:
+    """The CPU dispatch level torch should pick: the variant's, else the best this CPU can run."""
+    order = catalog.torch_capability_order
+    if variant is not None:
+        isa = catalog.isas[variant.cpu_isa]
+        return isa.torch_cpu_capability if isa.platform == "x86_64" else None
+    if facts.arch != "x86_64":
+        return None
+    usable = [isa.torch_cpu_capability for isa in catalog.isas.values() if isa.platform == facts.arch and not missing_flags(isa.requires, facts.cpu.flags)]
+    return max(usable, key=order.index) if usable else None
+
+
+def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Variant | None) -> VerifyResult:
+    reasons: list[str] = []
+    failures: list[str] = []
+    findings: list[dict[str, Any]] = []
+    reasons.append(f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}")
+    kernels = _arch_capabilities(probe.get("arch_list", []))
+    if facts.gpus and not probe.get("cuda_available"):
+        failures.append(f"this machine has {len(facts.gpus)} GPU(s) but this torch cannot use CUDA")
+    for device in probe.get("devices", []):
+        capability = ComputeCapability(*device["capability"])
+        cubins = [cap for kind, cap in kernels if kind == "sm"]
+        runnable = [cap for cap in cubins if _cubin_runs(cap, capability, catalog)]
+        if not runnable:
+            failures.append(f"GPU {device['index']} ({device['name']}, {capability}): the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})")
+        elif device.get("kernel_ran") is False:
+            failures.append(f"GPU {device['index']}: a kernel failed to run: {device.get('error', '')}")
+        else:
+            reasons.append(f"GPU {device['index']} ({device['name']}, {capability}): kernels for {', '.join(str(c) for c in runnable)} run there")
+    expected = expected_capability(catalog, facts, variant)
+    order = catalog.torch_capability_order
+    got = probe.get("cpu_capability")
+    if expected and got in order and order.index(got) < order.index(expected):
+        failures.append(f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}")
+    elif expected:
+        reasons.append(f"CPU dispatch {got} matches the expected {expected}")
+    for check in probe.get("checks", []):
+        finding = dict(check)
+        peak = _peak(catalog, probe, check)
+        if peak:
+            finding["percent_of_peak"] = 100.0 * check["tflops"] / peak
+        findings.append(finding)
+        if check.get("ok") is False:
+            failures.append(f"{check['name']} on {check['device']}: " + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}"))
+    if variant is not None and probe.get("cuda") and variant.gpu_arch is None:
+        reasons.append("note: a CUDA torch is installed where a CPU-only variant was recommended")
+    passed = not failures
+    return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings))
+
+
+def _cubin_runs(built: ComputeCapability, device: ComputeCapability, catalog: Catalog) -> bool:
+    for arch in catalog.gpu_archs.values():
+        if arch.compute_capability == built:
+            return kernels_run_on(arch, device, catalog) is None
+    # An SM the catalog does not list: the plain cubin rule, with no Tegra/desktop mix.
+    if catalog.is_tegra(built) or catalog.is_tegra(device):
+        return built == device
+    return built.major == device.major and built.minor <= device.minor
+
+
+def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> float | None:
+    if not str(check.get("device", "")).startswith("cuda") or "tflops" not in check:
+        return None
+    index = int(check["device"].split(":")[1])
+    name = next((d["name"] for d in probe["devices"] if d["index"] == index), "")
+    peak = catalog.peak_for(name)
+    return peak.tflops.get(check["dtype"]) if peak else None
+
+
+def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: bool, facts: HostFacts | None = None) -> VerifyResult:
+    if facts is None:
+        from pickvariant.facts import gather_facts
+
+        facts = gather_facts(catalog)
+    probe, problem = run_probe(python, quick)
+    if probe is None:
+        return VerifyResult(False, (problem or "the probe failed",))
+    return judge(probe, catalog, facts, variant)
