@@ -68,7 +68,7 @@ def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, worklo
     }
 
 
-def _interesting_flags(facts: HostFacts, catalog: Catalog) -> list[str]:
+def flags_that_matter(facts: HostFacts, catalog: Catalog) -> list[str]:
     wanted = {flag for isa in catalog.isas.values() if isa.platform == facts.arch for flag in isa.requires}
     return sorted(flag for flag in facts.cpu.flags if flag in wanted)
 
@@ -80,7 +80,7 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
     lines.append(f"| platform | {facts.os}/{facts.arch} | {facts.sources.get('cpu', '')} |")
     lines.append(f"| CPU | {facts.cpu.model or 'unknown'} | {facts.sources.get('cpu', '')} |")
-    lines.append(f"| CPU flags that matter | {' '.join(_interesting_flags(facts, catalog)) or 'none'} | |")
+    lines.append(f"| CPU flags that matter | {' '.join(flags_that_matter(facts, catalog)) or 'none'} | |")
     for gpu in facts.gpus:
         memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
         lines.append(f"| GPU {gpu.index} | {gpu.name} (compute capability {gpu.compute_capability}{memory}) | {facts.sources.get('gpus', '')} |")
@@ -113,7 +113,7 @@ def print_decision_rich(facts: HostFacts, decision: Decision, catalog: Catalog, 
     table.add_column("source", style="dim")
     table.add_row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
     table.add_row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
-    table.add_row("CPU flags that matter", " ".join(_interesting_flags(facts, catalog)) or "none", "")
+    table.add_row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
     for gpu in facts.gpus:
         memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
         mig = ", MIG on" if gpu.mig_enabled else ""

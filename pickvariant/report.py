@@ -10,7 +10,7 @@ from pickvariant import __version__
 from pickvariant.catalog import Catalog
 from pickvariant.decide import Decision
 from pickvariant.facts import HostFacts
-from pickvariant.present import decision_json
+from pickvariant.present import decision_json, flags_that_matter
 from pickvariant.verify import run_probe
 
 
@@ -28,8 +28,7 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
     data = decision_json(facts, decision, catalog, workload)
     data["pickvariant"] = __version__
     data["system"] = {"kernel": platform.release(), "python": platform.python_version()}
-    wanted = {flag for isa in catalog.isas.values() if isa.platform == facts.arch for flag in isa.requires}
-    data["hardware"]["cpu"]["flags_that_matter"] = sorted(flag for flag in facts.cpu.flags if flag in wanted)
+    data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
     probe, problem = run_probe(python, quick=True, info_only=True)
     mismatches: list[str] = []
     installed: dict[str, Any] | None = None
