@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pickvariant.errors import BadInput
 from pickvariant.schema import SchemaError, validate
@@ -17,6 +17,7 @@ from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute
 CATALOG_ENV = "PICKVARIANT_CATALOG"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _MAX_CATALOG_BYTES = 16 * 1024 * 1024
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,14 @@ def _build_env(entry: Mapping[str, Any], where: str) -> dict[str, str]:
     return env
 
 
+def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
+    """A catalog value through the same parser as user input, with the field named on failure."""
+    try:
+        return parse(value)
+    except BadInput as error:
+        raise SchemaError(where, str(error)) from None
+
+
 def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
@@ -221,19 +230,28 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         )
         for entry in data["cpu_isas"]
     }
+    capability_order = data["torch_cpu_capability_order"]["order"]
     for index, isa in enumerate(isas.values()):
         if isa.platform not in nix_systems:
             raise SchemaError(f"cpu_isas[{index}].platform", f"platform {isa.platform!r} is not in platforms")
+        if isa.torch_cpu_capability not in capability_order:
+            raise SchemaError(f"cpu_isas[{index}].torch_cpu_capability", f"{isa.torch_cpu_capability!r} is not in torch_cpu_capability_order.order")
+    for index, entry in enumerate(data["peak_tflops"]):
+        try:
+            re.compile(entry["name_pattern"])
+        except re.error as error:
+            raise SchemaError(f"peak_tflops[{index}].name_pattern", f"not a regular expression: {error}") from None
     gpu_archs: dict[str, GpuArch] = {}
     for index, entry in enumerate(data["gpu_archs"]):
-        capability = parse_compute_capability(entry["compute_capability"])
+        capability = _parsed(parse_compute_capability, entry["compute_capability"], f"gpu_archs[{index}].compute_capability")
         if capability.sm != entry["name"]:
             raise SchemaError(f"gpu_archs[{index}].name", f"{entry['name']!r} does not match compute capability {capability}")
         renamed = entry.get("reported_before_cuda_13")
         gpu_archs[entry["name"]] = GpuArch(
             entry["name"], capability, entry["min_cuda"], entry["max_cuda"], entry["tegra"],
             tuple(entry["platforms"]), entry["description"], tuple(entry["products"]),
-            parse_compute_capability(renamed) if renamed else None, _build_env(entry, f"gpu_archs[{index}]"), entry["source"],
+            _parsed(parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13") if renamed else None,
+            _build_env(entry, f"gpu_archs[{index}]"), entry["source"],
         )
     workloads: dict[str, Workload] = {}
     for name, entry in data["workloads"].items():
@@ -263,7 +281,10 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         build_disk_gb=data["build"]["disk_gb"],
         build_memory_gb=data["build"]["memory_gb"],
         flag_aliases={entry["spelling"]: tuple(entry["canonical"]) for entry in data["flag_aliases"]},
-        tegra_capabilities=frozenset(parse_compute_capability(entry["compute_capability"]) for entry in data["tegra_compute_capabilities"])
+        tegra_capabilities=frozenset(
+            _parsed(parse_compute_capability, entry["compute_capability"], f"tegra_compute_capabilities[{index}].compute_capability")
+            for index, entry in enumerate(data["tegra_compute_capabilities"])
+        )
         | frozenset(arch.compute_capability for arch in gpu_archs.values() if arch.tegra),
         isas=isas,
         gpu_archs=gpu_archs,
@@ -308,7 +329,7 @@ def _branch(index: int, entry: Mapping[str, Any], data: Mapping[str, Any], isas:
         raise SchemaError(f"{where}.torch_source", "a branch with CPU-only variants must give the PyTorch source (the CPU recipe upgrades it)")
     return Branch(
         name=entry["name"], torch=entry["torch"], cuda=entry["cuda"], cuda_tag=entry["cuda_tag"],
-        min_driver=parse_driver_version(entry["min_driver"]), min_driver_source=entry["min_driver_source"],
+        min_driver=_parsed(parse_driver_version, entry["min_driver"], f"{where}.min_driver"), min_driver_source=entry["min_driver_source"],
         nixpkgs_rev=entry["nixpkgs_rev"], cuda_packages=entry["cuda_packages"], recipe=entry["recipe"],
         pname_prefix=entry["pname_prefix"],
         torch_source=None if source is None else TorchSource(

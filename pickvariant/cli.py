@@ -201,11 +201,14 @@ def install(
         if not typer.confirm("Proceed?", default=False):
             typer.echo("Nothing was done.")
             raise typer.Exit(0)
-    log = installer.log_path(plan)
+    log = installer.start_log(plan)
     with _progress(variant.package) as on_line:
         installer.execute(plan, force, log, on_line, timeout)
     python = installer.interpreter_for(plan)
-    installer.save_last_install(plan, python)
+    try:
+        installer.save_last_install(plan, python)
+    except PickVariantError as error:
+        typer.echo(f"warning: the install worked, but it could not be remembered for `pickvariant verify` ({error})", err=True)
     typer.echo(f"Done: {variant.package} ({'result: ' + str(plan.result) if plan.result else 'installed in ' + str(plan.directory)}); log: {log}")
     if no_verify:
         typer.echo("Verify: skipped (--no-verify)")
@@ -221,15 +224,9 @@ def install(
 
 
 def _default_python() -> list[str]:
-    from pickvariant.install import cache_dir
+    from pickvariant.install import last_install_python
 
-    try:
-        record = json.loads((cache_dir() / "last-install.json").read_text(encoding="utf-8"))
-        if record.get("python"):
-            return list(record["python"])
-    except (OSError, ValueError):
-        pass
-    return [sys.executable]
+    return last_install_python() or [sys.executable]
 
 
 @app.command()
@@ -319,6 +316,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Console entry point: click's usage errors become one line on stderr and exit 2."""
     import click
 
+    for stream in (sys.stdout, sys.stderr):
+        # An ASCII or Latin-1 locale must not turn a "…" or a box line into a traceback.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     try:
         result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
     except click.UsageError as error:

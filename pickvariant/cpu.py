@@ -53,6 +53,12 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
     """Facts from the text of a Linux /proc/cpuinfo; the dump, not this machine, decides the architecture."""
     if "\x00" in text:
         raise BadInput(f"{source} is binary data, not a /proc/cpuinfo dump")
+    notes: list[str] = []
+    if text.rstrip() and not text.endswith(("\n", "\r")):
+        # The kernel ends every line, so the last word may be cut: "fma" from "fma4" would be a lie.
+        cut = text.rstrip().split()[-1]
+        text = text.rstrip()[: -len(cut)] + "\n"
+        notes.append(f"{source} does not end with a newline (cut off?): its last word {cut[-40:]!r} was ignored")
     pairs = _fields(text)
     if any(key.startswith(("hw.optional.", "machdep.cpu.")) for key, _ in pairs):
         return parse_sysctl(text, source)
@@ -61,14 +67,16 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
         raise BadInput(f"{source} is not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' line)")
     blocks = _blocks(pairs)
     flag_key = "flags" if "flags" in keys else "features" if "features" in keys else None
-    notes: list[str] = []
     flags: frozenset[str] = frozenset()
     if flag_key:
         # Hybrid CPUs (and buggy hypervisors) can list different flags per core: only
         # what every core has is safe to compile for.
         per_core = [frozenset(block[flag_key].split()) for block in blocks if flag_key in block]
         flags = frozenset.intersection(*per_core)
-        if any(core != per_core[0] for core in per_core):
+        empty = sum(1 for core in per_core if not core)
+        if empty:
+            notes.append(f"{empty} of {len(per_core)} cores show an empty {flag_key} line, so no CPU flag can be relied on")
+        elif any(core != per_core[0] for core in per_core):
             notes.append(f"cores report different flags; using the {len(flags)} flags common to all {len(per_core)} cores")
     first = next((block for block in blocks if len(block) > 1), blocks[0])
     arch = _arch(flag_key, first, keys)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pickvariant.catalog import Branch, Catalog, GpuArch, Variant
 from pickvariant.errors import BadInput
 from pickvariant.facts import HostFacts
-from pickvariant.gpu import GpuFacts
+from pickvariant.gpu import GpuFacts, cuda_visible_count
 from pickvariant.versions import ComputeCapability
 
 
@@ -87,6 +87,9 @@ def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> 
         reasons.append(f"GPU {gpu.index}: {gpu.name}, compute capability {gpu.compute_capability} ({kind})")
     if not targets:
         reasons.append("no GPU: choosing among CPU-only builds")
+    hidden = _hidden_by_cuda_visible_devices(facts)
+    if hidden:
+        reasons.append(hidden)
 
     # 3. Branches: pins, then the driver.
     branches = _pinned_branches(catalog, options, rejected)
@@ -181,6 +184,23 @@ def _targets(facts: HostFacts, options: Options) -> tuple[GpuFacts, ...]:
     raise BadInput(f"--gpu-index {options.gpu_index}: no such GPU (GPU indices present: {present})")
 
 
+def _hidden_by_cuda_visible_devices(facts: HostFacts) -> str | None:
+    # A build that covers every GPU stays right when a job is given other GPUs later,
+    # so the variable is explained, not obeyed.
+    value = facts.cuda_visible_devices
+    if value is None or not facts.gpus:
+        return None
+    visible = cuda_visible_count(value, len(facts.gpus))
+    if visible >= len(facts.gpus):
+        return None
+    if len(facts.gpus) == 1:
+        return f"CUDA_VISIBLE_DEVICES={value!r} hides the GPU from CUDA programs; the choice still covers it, so it stays right when the variable changes"
+    return (
+        f"CUDA_VISIBLE_DEVICES={value!r} lets CUDA programs see {visible} of the {len(facts.gpus)} GPUs; "
+        "the choice still covers all of them, so it stays right when the variable changes (--gpu-index N decides for one GPU)"
+    )
+
+
 def _pinned_branches(catalog: Catalog, options: Options, rejected: list[Rejection]) -> list[Branch]:
     branches = []
     for branch in catalog.branches:
@@ -231,6 +251,8 @@ def _no_variant(
     hints: list[str] = []
     if not usable_isas:
         why.append(f"this CPU ({facts.cpu.model or facts.arch}) has the flags of no {facts.arch} instruction set in the catalog")
+        if not facts.cpu.flags:
+            hints.append("no CPU flags are known (see the notes): describe the CPU with --cpuinfo FILE, a copy of its /proc/cpuinfo")
     if targets:
         per_gpu_ok = all(_any_arch_for(catalog, branches, (gpu,)) for gpu in targets)
         if len(targets) > 1 and per_gpu_ok and not _any_arch_for(catalog, branches, targets):

@@ -21,6 +21,8 @@ from pickvariant.versions import parse_compute_capability, parse_driver_version
 ENV_CPUINFO = "PICKVARIANT_CPUINFO"
 ENV_GPU = "PICKVARIANT_GPU"
 ENV_DRIVER = "PICKVARIANT_DRIVER"
+# NVML lists every GPU whatever this says; CUDA programs (PyTorch) see only these.
+ENV_CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu", ""})
 
 
@@ -45,6 +47,8 @@ class HostFacts:
     gpu_inconclusive: bool
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # The raw value, where set and the GPUs were detected (a stated machine has no environment).
+    cuda_visible_devices: str | None = None
 
 
 def gather_facts(
@@ -84,7 +88,9 @@ def gather_facts(
 
     inconclusive = False
     detected_driver: DriverFacts | None = None
+    cuda_visible: str | None = None
     if stated_gpus is None:
+        cuda_visible = env.get(ENV_CUDA_VISIBLE)
         report = read_gpus_fn()
         gpus = report.gpus
         detected_driver = report.driver
@@ -114,4 +120,4 @@ def gather_facts(
             sources["driver"] = "assumed new enough for every branch (no --driver given)"
             notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
 
-    return HostFacts(cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes))
+    return HostFacts(cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes), cuda_visible)

@@ -25,6 +25,20 @@ class Interrupted(PickVariantError):
     exit_code = 130
 
 
+class Terminated(PickVariantError):
+    """pickvariant got SIGTERM (a job's time limit, `kill`) while a command ran (exit 143)."""
+
+    exit_code = 143
+
+
+class _SigTerm(BaseException):
+    """Raised in the main thread by the SIGTERM handler, so that the child is stopped, not orphaned."""
+
+
+def _raise_sigterm(signum: int, frame: object) -> None:
+    raise _SigTerm()
+
+
 @dataclass(frozen=True)
 class Command:
     argv: tuple[str, ...]
@@ -54,8 +68,11 @@ def tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
 def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:
     """Run one command, appending its output to `log`; raise OperationFailed/Interrupted on failure."""
     program = require_program(command.argv[0])
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as handle:
+    try:
+        handle = open(log, "a", encoding="utf-8")
+    except OSError as error:
+        raise OperationFailed(f"cannot write the log {log}: {error.strerror or error}") from error
+    with handle:
         handle.write(f"$ {command.shown()}\n")
         handle.flush()
         try:
@@ -68,6 +85,10 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
         reader = threading.Thread(target=_pump, args=(process, handle, on_line), daemon=True)
         reader.start()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
+        # that killed only pickvariant would leave flox building on, unseen.
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
         try:
             while process.poll() is None:
                 if deadline is not None and time.monotonic() > deadline:
@@ -81,6 +102,13 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
             _stop(process)
             reader.join(5)
             raise Interrupted(f"interrupted: {command.argv[0]} was stopped; log: {log}") from None
+        except _SigTerm:
+            _stop(process)
+            reader.join(5)
+            raise Terminated(f"terminated (SIGTERM): {command.argv[0]} was stopped; log: {log}") from None
+        finally:
+            if in_main_thread:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         reader.join(5)
     if process.returncode != 0:
         raise OperationFailed(f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}")

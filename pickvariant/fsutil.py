@@ -9,11 +9,23 @@ from pathlib import Path
 from pickvariant.errors import BadInput, OperationFailed
 
 
-def check_writable(path: Path, text: str, force: bool) -> bool:
+def check_inside(path: Path, root: Path) -> None:
+    """Refuse a path that resolves (through `..` or symbolic links) outside `root`."""
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise BadInput(f"{path} resolves to {path.resolve()}, outside {root}: refusing to write there")
+
+
+def check_writable(path: Path, text: str, force: bool, root: Path | None = None) -> bool:
     """True when `path` must be written; False when it already holds exactly `text`."""
-    if path.is_symlink():
-        raise BadInput(f"{path} is a symbolic link: refusing to write through it")
-    if path.exists():
+    if root is not None:
+        check_inside(path.parent, root)
+    try:
+        if path.is_symlink():
+            raise BadInput(f"{path} is a symbolic link: refusing to write through it")
+        exists = path.exists()
+    except PermissionError as error:
+        raise OperationFailed(f"cannot look at {path}: {error.strerror or error}") from error
+    if exists:
         if not path.is_file():
             raise BadInput(f"{path} exists and is not a regular file")
         try:
@@ -24,6 +36,19 @@ def check_writable(path: Path, text: str, force: bool) -> bool:
         if not force:
             raise BadInput(f"{path} exists with different content: pass --force to overwrite it")
     return True
+
+
+def create_new(directory: Path, stem: str, suffix: str) -> Path:
+    """Create an empty file that did not exist before (stem, stem-1, ...): nothing is ever appended to an old one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1000):
+        path = directory / f"{stem}{f'-{attempt}' if attempt else ''}{suffix}"
+        try:
+            with open(path, "x", encoding="utf-8"):
+                return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{directory / stem}{suffix} and 999 numbered versions exist")
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:

@@ -45,6 +45,24 @@ class GpuReport:
     source: str = "NVML"
 
 
+def cuda_visible_count(value: str, gpu_count: int) -> int:
+    """How many of `gpu_count` GPUs a CUDA program sees under CUDA_VISIBLE_DEVICES=`value`.
+
+    CUDA reads the comma-separated list up to the first entry that names no device
+    (so "-1" or "" hides every GPU); UUID entries (GPU-..., MIG-...) count as one each.
+    NVML ignores the variable, which is why the two can disagree.
+    """
+    seen: set[str] = set()
+    for entry in (part.strip() for part in value.split(",")):
+        if entry.isdigit() and int(entry) < gpu_count:
+            seen.add(str(int(entry)))
+        elif entry.startswith(("GPU-", "MIG-")) and len(entry) > 4:
+            seen.add(entry)
+        else:
+            break
+    return min(len(seen), gpu_count)
+
+
 def _text(value: str | bytes) -> str:
     # Older bindings return bytes, newer ones str.
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
@@ -151,8 +169,9 @@ def _nvml_library_loads() -> bool:
     return True
 
 
-def read_gpus(timeout_s: float = NVML_TIMEOUT_S) -> GpuReport:
+def read_gpus(timeout_s: float | None = None) -> GpuReport:
     """This machine's GPUs. NVML runs in a worker thread so that a wedged driver cannot hang the tool."""
+    timeout_s = NVML_TIMEOUT_S if timeout_s is None else timeout_s
     if not _nvml_library_loads():
         return GpuReport((), None, ("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",))
     try:

@@ -14,7 +14,7 @@ from pickvariant.decide import kernels_run_on, missing_flags
 from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.facts import HostFacts
 from pickvariant.flox import Command, run_all
-from pickvariant.fsutil import check_writable, write_atomic
+from pickvariant.fsutil import check_writable, create_new, write_atomic
 from pickvariant.recipe import recipe_path, render
 
 ORG_ENV = "PICKVARIANT_FLOX_ORG"
@@ -104,7 +104,10 @@ def describe(plan: Plan) -> list[str]:
 
 def _snapshot(directory: Path) -> dict[Path, bytes]:
     env_dir = directory / ".flox" / "env"
-    return {path: path.read_bytes() for path in sorted(env_dir.glob("manifest.*")) if path.is_file()} if env_dir.is_dir() else {}
+    try:
+        return {path: path.read_bytes() for path in sorted(env_dir.glob("manifest.*")) if path.is_file()} if env_dir.is_dir() else {}
+    except OSError as error:
+        raise OperationFailed(f"cannot read the Flox environment in {directory}: {error.strerror or error}") from error
 
 
 def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
@@ -113,9 +116,13 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
     try:
         if plan.recipe_file and plan.recipe_text is not None:
             pre = [c for c in plan.commands if c.argv[:2] in (("git", "init"), ("flox", "init"))]
-            plan.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                plan.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise OperationFailed(f"cannot create the build directory {plan.directory}: {error.strerror or error}; choose one with --build-dir") from error
             run_all(pre, log, on_line, timeout_s)
-            if check_writable(plan.recipe_file, plan.recipe_text, force):
+            # flox init may have made .flox/pkgs: it must still be inside the build directory.
+            if check_writable(plan.recipe_file, plan.recipe_text, force, root=plan.directory):
                 write_atomic(plan.recipe_file, plan.recipe_text)
             run_all([c for c in plan.commands if c not in pre], log, on_line, timeout_s)
         else:
@@ -129,8 +136,15 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
         raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")
 
 
-def log_path(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
-    return cache_dir(env) / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.variant.package}.log"
+def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
+    """Create this install's own new log file, before anything runs: an unwritable cache stops it here."""
+    directory = cache_dir(env) / "logs"
+    try:
+        return create_new(directory, f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.variant.package}", ".log")
+    except OSError as error:
+        raise OperationFailed(
+            f"cannot create a log file in {directory}: {error.strerror or error}; set XDG_CACHE_HOME to a writable directory"
+        ) from error
 
 
 def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
@@ -140,6 +154,18 @@ def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, st
               "result": str(plan.result) if plan.result else None, "python": python}
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
+
+
+def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | None:
+    """The interpreter command the last install recorded; None when there is none or it is unreadable."""
+    try:
+        record = json.loads((cache_dir(env) / "last-install.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    python = record.get("python") if isinstance(record, dict) else None
+    if isinstance(python, list) and python and all(isinstance(part, str) and part for part in python):
+        return python
+    return None
 
 
 def interpreter_for(plan: Plan) -> list[str] | None:

@@ -8,6 +8,7 @@ from pickvariant import __version__
 from pickvariant.catalog import Catalog
 from pickvariant.decide import Decision
 from pickvariant.facts import HostFacts
+from pickvariant.gpu import GpuFacts
 
 JSON_SCHEMA_VERSION = 1
 
@@ -33,6 +34,7 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
             "version": str(driver.version) if driver.version else None,
             "cuda": driver.cuda,
         },
+        "cuda_visible_devices": facts.cuda_visible_devices,
         "driver_assumed": facts.driver_assumed,
         "gpu_detection_inconclusive": facts.gpu_inconclusive,
     }
@@ -73,22 +75,39 @@ def flags_that_matter(facts: HostFacts, catalog: Catalog) -> list[str]:
     return sorted(flag for flag in facts.cpu.flags if flag in wanted)
 
 
+def _gpu_extras(gpu: GpuFacts) -> str:
+    memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
+    if not gpu.mig_enabled:
+        return memory
+    instances = "instances unknown" if gpu.mig_instances is None else f"{gpu.mig_instances} instance{'s' if gpu.mig_instances != 1 else ''}"
+    return f"{memory}, MIG on: {instances}, each with the parent's kernels"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> str:
     lines = ["## pickvariant recommendation", ""]
     rec = recommendation_json(decision, catalog)
     lines.append(f"**Recommendation:** `{rec['package']}`" if rec else "**Recommendation:** none (no compatible variant)")
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
-    lines.append(f"| platform | {facts.os}/{facts.arch} | {facts.sources.get('cpu', '')} |")
-    lines.append(f"| CPU | {facts.cpu.model or 'unknown'} | {facts.sources.get('cpu', '')} |")
-    lines.append(f"| CPU flags that matter | {' '.join(flags_that_matter(facts, catalog)) or 'none'} | |")
+
+    def row(*cells: str) -> None:
+        lines.append("| " + " | ".join(_md_cell(cell) for cell in cells) + " |")
+
+    row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
+    row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
+    row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
     for gpu in facts.gpus:
-        memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
-        lines.append(f"| GPU {gpu.index} | {gpu.name} (compute capability {gpu.compute_capability}{memory}) | {facts.sources.get('gpus', '')} |")
+        row(f"GPU {gpu.index}", f"{gpu.name} (compute capability {gpu.compute_capability}{_gpu_extras(gpu)})", facts.sources.get("gpus", ""))
     if not facts.gpus:
-        lines.append(f"| GPUs | none | {facts.sources.get('gpus', '')} |")
+        row("GPUs", "none", facts.sources.get("gpus", ""))
     if facts.driver and facts.driver.version:
         cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
-        lines.append(f"| driver | {facts.driver.version}{cuda} | {facts.sources.get('driver', '')} |")
+        row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
+    if facts.cuda_visible_devices is not None:
+        row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
     lines += ["", f"### Why (workload: {workload})", ""]
     lines += [f"- {reason}" for reason in decision.reasons]
     if decision.hints:
@@ -111,23 +130,28 @@ def print_decision_rich(facts: HostFacts, decision: Decision, catalog: Catalog, 
     table.add_column("fact")
     table.add_column("value")
     table.add_column("source", style="dim")
-    table.add_row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
-    table.add_row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
-    table.add_row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
+
+    def row(*cells: str) -> None:
+        # Text, not markup: a model name or path holding "[/]" must print, not raise.
+        table.add_row(*(Text(cell) for cell in cells))
+
+    row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
+    row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
+    row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
     for gpu in facts.gpus:
-        memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
-        mig = ", MIG on" if gpu.mig_enabled else ""
-        table.add_row(f"GPU {gpu.index}", f"{gpu.name} (cc {gpu.compute_capability}{memory}{mig})", facts.sources.get("gpus", ""))
+        row(f"GPU {gpu.index}", f"{gpu.name} (cc {gpu.compute_capability}{_gpu_extras(gpu)})", facts.sources.get("gpus", ""))
     if not facts.gpus:
-        table.add_row("GPUs", "none", facts.sources.get("gpus", ""))
+        row("GPUs", "none", facts.sources.get("gpus", ""))
     if facts.driver and facts.driver.version:
         cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
-        table.add_row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
+        row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
+    if facts.cuda_visible_devices is not None:
+        row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
     console.print(table)
     rec = recommendation_json(decision, catalog)
-    title = f"[bold green]Recommendation: {rec['package']}[/]" if rec else "[bold red]No compatible variant[/]"
+    title = Text(f"Recommendation: {rec['package']}", style="bold green") if rec else Text("No compatible variant", style="bold red")
     tree = Tree(title)
-    why = tree.add(f"why (workload {workload})")
+    why = tree.add(Text(f"why (workload {workload})"))
     for reason in decision.reasons:
         why.add(Text(reason))
     if decision.hints:

@@ -146,6 +146,7 @@ def main(argv: list[str]) -> int:
 
     report = {
         "python": sys.version.split()[0],
+        "executable": sys.executable,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),

@@ -115,7 +115,8 @@ class Written:
 
 
 def recipe_path(directory: Path, variant: Variant) -> Path:
-    # The package name comes from the catalog, never from the user, so it cannot hold a path.
+    # The package name comes from the catalog, whose schema allows no "/" or ".." in it;
+    # write_recipes still checks that the file lands inside `directory`.
     return directory / f"{variant.package}.nix"
 
 
@@ -124,7 +125,7 @@ def write_recipes(directory: Path, variants: list[Variant], catalog: Catalog, fo
     if directory.exists() and not directory.is_dir():
         raise BadInput(f"{directory} exists and is not a directory")
     rendered = [(recipe_path(directory, variant), render(variant, catalog)) for variant in variants]
-    needed = [(path, text, check_writable(path, text, force)) for path, text in rendered]
+    needed = [(path, text, check_writable(path, text, force, root=directory)) for path, text in rendered]
     for path, text, must_write in needed:
         if must_write:
             write_atomic(path, text)

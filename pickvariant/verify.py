@@ -13,6 +13,7 @@ from typing import Any
 from pickvariant.catalog import Catalog, Variant
 from pickvariant.decide import kernels_run_on, missing_flags
 from pickvariant.facts import HostFacts
+from pickvariant.gpu import cuda_visible_count
 from pickvariant.versions import ComputeCapability
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
@@ -86,8 +87,16 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     findings: list[dict[str, Any]] = []
     reasons.append(f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}")
     kernels = _arch_capabilities(probe.get("arch_list", []))
-    if facts.gpus and not probe.get("cuda_available"):
+    visible = len(facts.gpus) if facts.cuda_visible_devices is None else cuda_visible_count(facts.cuda_visible_devices, len(facts.gpus))
+    if facts.gpus and visible == 0:
+        failures.append(
+            f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r} hides all {len(facts.gpus)} GPU(s) from the probe, so no GPU kernel "
+            "could be checked: unset it, or name the GPUs to check"
+        )
+    elif facts.gpus and not probe.get("cuda_available"):
         failures.append(f"this machine has {len(facts.gpus)} GPU(s) but this torch cannot use CUDA")
+    elif visible < len(facts.gpus):
+        reasons.append(f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked")
     for device in probe.get("devices", []):
         capability = ComputeCapability(*device["capability"])
         cubins = [cap for kind, cap in kernels if kind == "sm"]

@@ -97,6 +97,11 @@ BROKEN = {
     "sm121 on x86": (lambda d: d["branches"][0]["variants"].append({"package": "pytorch-python313-cuda13_0-sm121-avx2", "gpu_arch": "sm121", "cpu_isa": "avx2"}), "cpu_isa"),
     "sm110 in cuda 12.9": (lambda d: d["branches"][1]["variants"].append({"package": "pytorch-python313-cuda12_9-sm110-armv9", "gpu_arch": "sm110", "cpu_isa": "armv9"}), "CUDA 12.9"),
     "workload ranks an unknown isa": (lambda d: d["workloads"]["int8"]["isa_preference"].append("avx10"), "workloads.int8"),
+    "peak name pattern is no regex": (lambda d: d["peak_tflops"][0].update(name_pattern="H100 ("), "peak_tflops[0].name_pattern"),
+    "capability the schema allows but no GPU has": (lambda d: d["gpu_archs"][0].update(compute_capability="610.1"), "gpu_archs[0].compute_capability"),
+    "driver the schema allows but no driver has": (lambda d: d["branches"][0].update(min_driver="58000.65"), "branches[0].min_driver"),
+    "isa with a dispatch level torch lacks": (lambda d: d["cpu_isas"][0].update(torch_cpu_capability="AVX1024"), "cpu_isas[0].torch_cpu_capability"),
+    "package escaping the recipe directory": (lambda d: d["branches"][0]["variants"][0].update(package="../../etc/passwd"), "branches[0].variants[0].package"),
 }
 
 

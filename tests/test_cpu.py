@@ -18,6 +18,8 @@ DUMPS = {
     "linux-rhel9-neoverse_v2": ("aarch64", {"sve", "sve2", "asimddp"}, set()),
     "linux-amazon-cortex_a72": ("aarch64", set(), {"fphp", "asimddp"}),
     "linux-centos7-power8le": ("ppc64le", set(), {"avx"}),
+    "linux-kvm-xeon-2core": ("x86_64", {"avx512f", "avx512bw", "avx512_vnni"}, {"avx512_bf16", "amx_tile"}),
+    "linux-kvm-xeon-amx-16core": ("x86_64", {"avx512_bf16", "avx512_vnni", "amx_tile", "avx512_fp16"}, set()),
 }
 
 
@@ -36,9 +38,10 @@ def test_model_names_come_from_the_dump() -> None:
     assert "0xd4f" in (read_cpuinfo_dump(cpuinfo_path("linux-rhel9-neoverse_v2")).model or "")
 
 
-def test_hybrid_cpu_uses_only_flags_common_to_all_cores() -> None:
+@pytest.mark.parametrize("second", ["processor\t: 1", "processor\t: 0"], ids=["numbered", "duplicate-number"])
+def test_hybrid_cpu_uses_only_flags_common_to_all_cores(second: str) -> None:
     text = (CPUINFO / "linux-rhel7-haswell").read_text()
-    big = text.replace("processor\t: 0", "processor\t: 1").replace(" avx2 ", " avx2 avx512f ")
+    big = text.replace("processor\t: 0", second).replace(" avx2 ", " avx2 avx512f ")
     facts = parse_cpuinfo(text + "\n" + big)
     assert "avx512f" not in facts.flags
     assert "avx2" in facts.flags
@@ -90,3 +93,8 @@ def test_py_cpuinfo_spellings_are_kept_raw_for_the_catalog_to_normalise(catalog)
     facts = from_py_cpuinfo({"arch": "X86_64", "flags": ["avx1.0", "AVX2", "avx512vnni"], "brand_raw": "Intel Mac"}, "darwin")
     assert facts.arch == "x86_64"
     assert catalog.canonical_flags(facts.flags) >= {"avx", "avx2", "avx512_vnni"}
+
+
+def test_a_real_two_core_dump_takes_flags_from_both_cores_without_notes() -> None:
+    facts = read_cpuinfo_dump(cpuinfo_path("linux-kvm-xeon-2core"))
+    assert facts.notes == () and facts.model == "Intel(R) Xeon(R) Processor @ 2.50GHz"

@@ -38,6 +38,8 @@ def package(decision) -> str | None:
         ("linux-rhel7-haswell", (), "general", "pytorch-python313-cpu-avx2"),
         ("linux-rhel7-ivybridge", (), "general", "pytorch-python313-cpu-avx"),
         ("linux-rhel7-ivybridge", ("6.1",), "general", "pytorch-python313-cuda12_9-sm61-avx"),
+        ("linux-kvm-xeon-amx-16core", ("9.0",), "bf16", "pytorch-python313-cuda13_0-sm90-avx512bf16"),  # the H200 device host
+        ("linux-kvm-xeon-2core", (), "int8", "pytorch-python313-cpu-avx512vnni"),
     ],
 )
 def test_real_cpus_get_the_safe_fastest_variant(catalog, dump, gpus, workload, expected) -> None:

@@ -4,57 +4,12 @@ through a stand-in module with pynvml's API surface (names, tuples, exception cl
 from __future__ import annotations
 
 import threading
-import types
 
 import pytest
 
+from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
 from pickvariant.gpu import query_nvml, read_gpus, run_bounded
 from pickvariant.versions import ComputeCapability
-
-
-class NVMLError(Exception):
-    pass
-
-
-def fake_nvml(devices=(), driver="580.159.04", cuda=13000, init_error=None, device_error=None):
-    module = types.SimpleNamespace()
-    for name in ("LibraryNotFound", "DriverNotLoaded", "NotSupported", "NoPermission", "GpuIsLost", "LibRmVersionMismatch"):
-        setattr(module, f"NVMLError_{name}", type(f"NVMLError_{name}", (NVMLError,), {}))
-    module.NVMLError = NVMLError
-    module.NVML_DEVICE_MIG_ENABLE = 1
-    module.calls = []
-
-    def init():
-        module.calls.append("init")
-        if init_error:
-            raise getattr(module, f"NVMLError_{init_error}")(init_error)
-
-    def handle(index):
-        if device_error and index == device_error[0]:
-            raise getattr(module, f"NVMLError_{device_error[1]}")(device_error[1])
-        return devices[index]
-
-    def mig(h):
-        if h.get("mig") is None:
-            raise module.NVMLError_NotSupported("Not Supported")
-        return [h["mig"], h["mig"]]
-
-    module.nvmlInit = init
-    module.nvmlShutdown = lambda: module.calls.append("shutdown")
-    module.nvmlSystemGetDriverVersion = lambda: driver
-    module.nvmlSystemGetCudaDriverVersion_v2 = lambda: cuda
-    module.nvmlDeviceGetCount = lambda: len(devices)
-    module.nvmlDeviceGetHandleByIndex = handle
-    module.nvmlDeviceGetName = lambda h: h["name"]
-    module.nvmlDeviceGetCudaComputeCapability = lambda h: h["cc"]
-    module.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h["mem"] * 1024 * 1024)
-    module.nvmlDeviceGetMigMode = mig
-    module.nvmlDeviceGetMaxMigDeviceCount = lambda h: 7
-    module.nvmlDeviceGetMigDeviceHandleByIndex = lambda h, i: i if i < h.get("instances", 0) else (_ for _ in ()).throw(module.NVMLError_NotSupported("none"))
-    return module
-
-
-H200 = {"name": "NVIDIA H200", "cc": (9, 0), "mem": 143771, "mig": 0}
 
 
 def test_devices_driver_and_cuda_version_are_read() -> None:
@@ -110,13 +65,19 @@ def test_an_unexpected_exception_in_the_query_is_reported_not_raised() -> None:
     assert report.inconclusive and "RuntimeError: boom" in report.notes[0]
 
 
-def test_this_machine_without_a_driver_reports_no_gpu() -> None:
-    import ctypes
+def test_the_stand_in_uses_only_names_the_real_pynvml_has() -> None:
+    import pynvml
 
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-        pytest.skip("this machine has an NVIDIA driver")
-    except OSError:
-        pass
-    report = read_gpus()
-    assert report.gpus == () and not report.inconclusive and "libnvidia-ml.so.1" in report.notes[0]
+    stand_in = fake_nvml()
+    assert [name for name in vars(stand_in) if name != "calls" and not hasattr(pynvml, name)] == []
+    assert issubclass(pynvml.NVMLError_GpuIsLost, pynvml.NVMLError)
+
+
+def test_without_the_driver_library_there_is_no_gpu_through_either_path() -> None:
+    import pynvml
+
+    skip_where_the_nvidia_driver_is_installed()
+    quick = read_gpus()  # the dlopen check alone
+    assert quick.gpus == () and not quick.inconclusive and "libnvidia-ml.so.1" in quick.notes[0]
+    real = query_nvml(pynvml)  # the real pynvml, as when the library exists but cannot load
+    assert real.gpus == () and not real.inconclusive and real.notes[0].startswith("no NVIDIA GPU")

@@ -1,0 +1,653 @@
+"""One test per row of README's "What pickvariant does when…" table.
+
+The table is read from README.md: every row's scenario must exist here, every
+scenario must have a row, and the exit code each scenario observes must be the one
+the README promises. Faults are real where they can be (files, permissions, signals,
+a pty, subprocesses); NVML is the pynvml stand-in of fakenvml.py, put where the real
+module is imported.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pty
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from conftest import REPO, cpuinfo_path, require
+from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
+from pickvariant import cpu, gpu
+from pickvariant.cli import app
+
+runner = CliRunner()
+SKYLAKE = cpuinfo_path("linux-rhel7-skylake_avx512")
+HASWELL = cpuinfo_path("linux-rhel7-haswell")
+TWO_CORES = cpuinfo_path("linux-kvm-xeon-2core")
+INSTALL = ["install", "--cpuinfo", str(HASWELL), "--gpu", "8.6", "--driver", "580.95.05"]
+SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def readme_rows() -> list[tuple[str, int]]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What pickvariant does when", 1)[1].split("\n## ", 1)[0]
+    return [(key, int(code)) for key, code in re.findall(r"^\| `([a-z0-9-]+)` \|.*\| (\d+) \|\s*$", section, re.MULTILINE)]
+
+
+@dataclass
+class Ctx:
+    tmp: Path
+    monkeypatch: pytest.MonkeyPatch
+    flox_calls: Callable[[], list[dict]]
+
+    def cli(self, *args: str, env: dict[str, str] | None = None) -> Result:
+        """Run pickvariant in-process; whatever happens, no traceback and, for exit 2/3, one line."""
+        result = runner.invoke(app, list(args), env=env)
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+        assert "Traceback" not in result.output
+        if result.exit_code in (2, 3):
+            assert result.stderr.startswith("pickvariant: ") and result.stderr.count("\n") == 1, result.stderr
+        return result
+
+    def detect(self, *args: str, env: dict[str, str] | None = None) -> tuple[Result, dict | None]:
+        result = self.cli("detect", "--format", "json", *args, env=env)
+        return result, json.loads(result.stdout) if result.stdout.strip() else None
+
+    def dump(self, name: str, text: str | bytes) -> Path:
+        path = self.tmp / name
+        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        return path
+
+    def with_nvml(self, module: Any) -> None:
+        """Detection as on a machine whose NVIDIA library loads and whose pynvml is `module`."""
+        self.monkeypatch.setattr(gpu, "_nvml_library_loads", lambda: True)
+        self.monkeypatch.setitem(sys.modules, "pynvml", module)
+        for name in ("PICKVARIANT_GPU", "PICKVARIANT_DRIVER", "CUDA_VISIBLE_DEVICES"):
+            self.monkeypatch.delenv(name, raising=False)
+
+
+SCENARIOS: dict[str, Callable[[Ctx], int]] = {}
+
+
+def row(key: str) -> Callable[[Callable[[Ctx], int]], Callable[[Ctx], int]]:
+    def register(scenario: Callable[[Ctx], int]) -> Callable[[Ctx], int]:
+        SCENARIOS[key] = scenario
+        return scenario
+    return register
+
+
+@pytest.fixture
+def ctx(tmp_path, monkeypatch, fake_flox) -> Ctx:
+    monkeypatch.chdir(tmp_path)
+    return Ctx(tmp_path, monkeypatch, fake_flox)
+
+
+@pytest.mark.parametrize(("key", "documented_exit"), readme_rows())
+def test_readme_row(ctx: Ctx, key: str, documented_exit: int) -> None:
+    assert key in SCENARIOS, f"README row {key!r} has no scenario in {__file__}"
+    assert SCENARIOS[key](ctx) == documented_exit
+
+
+def test_every_scenario_is_a_readme_row() -> None:
+    rows = [key for key, _ in readme_rows()]
+    assert len(rows) == len(set(rows)) and len(rows) >= 30
+    assert sorted(SCENARIOS) == sorted(rows)
+
+
+# --- CPU dumps -------------------------------------------------------------------
+
+@row("cpuinfo-garbage")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for name, content, says in (
+        ("binary", bytes(range(256)) * 4, "binary data"),
+        ("licence", "MIT License\n\nPermission is hereby granted\n", "not a /proc/cpuinfo dump"),
+        ("empty", "", "not a /proc/cpuinfo dump"),
+    ):
+        result, _ = ctx.detect("--cpuinfo", str(ctx.dump(name, content)), "--no-gpu")
+        assert says in result.stderr and not result.stdout
+        codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("cpuinfo-huge")
+def _(ctx: Ctx) -> int:
+    huge = ctx.tmp / "huge"
+    with open(huge, "wb") as handle:
+        handle.truncate(cpu.MAX_CPUINFO_BYTES + 1)
+    result, _ = ctx.detect("--cpuinfo", str(huge), "--no-gpu")
+    assert "larger than 16 MiB" in result.stderr
+    return result.exit_code
+
+
+@row("cpuinfo-truncated")
+def _(ctx: Ctx) -> int:
+    whole = TWO_CORES.read_text(encoding="utf-8")
+    # Cut the second core's flags line just after "avx5": that core loses every AVX-512 flag.
+    cut = whole[: whole.rindex("avx512f") + 4]
+    _, full = ctx.detect("--cpuinfo", str(TWO_CORES), "--no-gpu")
+    result, data = ctx.detect("--cpuinfo", str(ctx.dump("cut", cut)), "--no-gpu")
+    assert full["recommendation"]["cpu_isa"] == "avx512"
+    assert data["recommendation"]["cpu_isa"] == "avx2"
+    assert "avx5" not in data["hardware"]["cpu"]["flags"]
+    assert any("does not end with a newline" in note and "'avx5'" in note for note in data["notes"])
+    return result.exit_code
+
+
+@row("cpuinfo-empty-flags")
+def _(ctx: Ctx) -> int:
+    whole = TWO_CORES.read_text(encoding="utf-8")
+    first = whole.index("\nflags")
+    line_end = whole.index("\n", first + 1)
+    emptied = whole[:first] + "\nflags\t\t:" + whole[line_end:]
+    result, data = ctx.detect("--cpuinfo", str(ctx.dump("empty-flags", emptied)), "--no-gpu")
+    assert data["recommendation"] is None and data["hardware"]["cpu"]["flags"] == []
+    assert any("1 of 2 cores show an empty flags line" in note for note in data["notes"])
+    assert "--cpuinfo" in result.stderr
+    return result.exit_code
+
+
+@row("cpuinfo-hybrid")
+def _(ctx: Ctx) -> int:
+    block = SKYLAKE.read_text(encoding="utf-8").strip()
+    efficient = re.sub(r" avx512\w*", "", block).replace("processor\t: 0", "processor\t: 1")
+    result, data = ctx.detect("--cpuinfo", str(ctx.dump("hybrid", f"{block}\n\n{efficient}\n\n")), "--no-gpu")
+    assert data["recommendation"]["cpu_isa"] == "avx2"
+    assert not [flag for flag in data["hardware"]["cpu"]["flags"] if flag.startswith("avx512")]
+    assert any("common to all 2 cores" in note for note in data["notes"])
+    return result.exit_code
+
+
+@row("cpuinfo-crlf")
+def _(ctx: Ctx) -> int:
+    text = TWO_CORES.read_text(encoding="utf-8")
+    _, unix = ctx.detect("--cpuinfo", str(TWO_CORES), "--gpu", "9.0", "--driver", "580.95.05")
+    result, windows = ctx.detect("--cpuinfo", str(ctx.dump("crlf", text.replace("\n", "\r\n"))), "--gpu", "9.0", "--driver", "580.95.05")
+    assert windows["recommendation"] == unix["recommendation"] and windows["recommendation"] is not None
+    assert windows["hardware"]["cpu"] == unix["hardware"]["cpu"]
+    return result.exit_code
+
+
+@row("cpuinfo-unreadable")
+def _(ctx: Ctx) -> int:
+    ctx.monkeypatch.delenv("PICKVARIANT_CPUINFO", raising=False)
+    ctx.monkeypatch.setattr(cpu, "PROC_CPUINFO", ctx.tmp)  # a directory: read() fails like EACCES would
+    result, data = ctx.detect("--no-gpu")
+    assert data["recommendation"] is None and data["hardware"]["cpu"]["flags"] == []
+    assert any("cannot read" in note for note in data["notes"])
+    assert "--cpuinfo" in result.stderr
+    return result.exit_code
+
+
+# --- Stated facts and the catalog ------------------------------------------------
+
+@row("bad-capability")
+def _(ctx: Ctx) -> int:
+    codes = {ctx.detect("--gpu", text)[0].exit_code for text in ("9.0a", "hopper", "sm_9", "")}
+    result, _ = ctx.detect("--gpu", "9.0a")
+    assert "not a compute capability" in result.stderr and "sm_89" in result.stderr
+    (code,) = codes
+    return code
+
+
+@row("bad-driver")
+def _(ctx: Ctx) -> int:
+    result, _ = ctx.detect("--gpu", "9.0", "--driver", "580.x")
+    assert "not an NVIDIA driver version" in result.stderr
+    env_result, _ = ctx.detect("--gpu", "9.0", env={"PICKVARIANT_DRIVER": "latest"})
+    assert env_result.exit_code == result.exit_code
+    return result.exit_code
+
+
+@row("catalog-broken")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for field, mutate in (
+        ("branches[0].min_driver", lambda d: d["branches"][0].pop("min_driver")),
+        ("branches[0].variants[3].cpu_isa", lambda d: d["branches"][0]["variants"][3].update(cpu_isa="avx9")),
+        ("branches[0].variants[5].gpu_arch", lambda d: d["branches"][0]["variants"][5].update(gpu_arch="sm99")),
+        ("branches[2].variants[44].package", lambda d: d["branches"][2]["variants"].append(dict(d["branches"][2]["variants"][0]))),
+    ):
+        data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
+        mutate(data)
+        site = ctx.dump("site-catalog.json", json.dumps(data))
+        result = ctx.cli("list", env={"PICKVARIANT_CATALOG": str(site)})
+        assert field in result.stderr and str(site) in result.stderr, (field, result.stderr)
+        codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("catalog-not-json")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for content, says in (("{not json", "not valid JSON"), (b"\xff\xfe\x00", "not valid JSON")):
+        result = ctx.cli("list", env={"PICKVARIANT_CATALOG": str(ctx.dump("catalog.json", content))})
+        assert says in result.stderr
+        codes.add(result.exit_code)
+    missing = ctx.cli("list", env={"PICKVARIANT_CATALOG": str(ctx.tmp / "nowhere.json")})
+    assert "cannot read catalog" in missing.stderr
+    codes.add(missing.exit_code)
+    (code,) = codes
+    return code
+
+
+# --- NVML and GPUs -----------------------------------------------------------------
+
+@row("nvml-missing")
+def _(ctx: Ctx) -> int:
+    import pynvml
+
+    skip_where_the_nvidia_driver_is_installed()
+    for name in ("PICKVARIANT_GPU", "PICKVARIANT_DRIVER"):
+        ctx.monkeypatch.delenv(name, raising=False)
+    result, data = ctx.detect("--cpuinfo", str(HASWELL))
+    assert data["hardware"]["gpus"] == [] and not data["hardware"]["gpu_detection_inconclusive"]
+    assert any("libnvidia-ml.so.1" in note for note in data["notes"])
+    assert data["recommendation"]["gpu_arch"] is None
+    # The real pynvml, past the cheap library check, reaches the same answer.
+    ctx.with_nvml(pynvml)
+    _, real = ctx.detect("--cpuinfo", str(HASWELL))
+    assert real["recommendation"] == data["recommendation"] and real["notes"][0].startswith("no NVIDIA GPU")
+    return result.exit_code
+
+
+@row("driver-not-loaded")
+def _(ctx: Ctx) -> int:
+    ctx.with_nvml(fake_nvml(init_error="DriverNotLoaded"))
+    result, data = ctx.detect("--cpuinfo", str(HASWELL))
+    assert data["hardware"]["gpus"] == [] and data["recommendation"]["gpu_arch"] is None
+    assert any("no NVIDIA GPU" in note and "DriverNotLoaded" in note for note in data["notes"])
+    return result.exit_code
+
+
+@row("nvml-raises")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for error in ("NoPermission", "LibRmVersionMismatch", "Unknown"):
+        ctx.with_nvml(fake_nvml(init_error=error))
+        result, data = ctx.detect("--cpuinfo", str(HASWELL))
+        assert data["recommendation"] is None and data["hardware"]["gpu_detection_inconclusive"]
+        assert any(error in note for note in data["notes"]) and "--gpu" in result.stderr
+        codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("nvml-hangs")
+def _(ctx: Ctx) -> int:
+    release = threading.Event()
+    ctx.with_nvml(fake_nvml([H200], init_blocks_until=release))
+    ctx.monkeypatch.setattr(gpu, "NVML_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    try:
+        result, data = ctx.detect("--cpuinfo", str(HASWELL))
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    assert data["recommendation"] is None and any("did not answer within 0.5 s" in note for note in data["notes"])
+    return result.exit_code
+
+
+@row("gpu-lost")
+def _(ctx: Ctx) -> int:
+    ctx.with_nvml(fake_nvml([H200, H200], device_error=(1, "GpuIsLost")))
+    result, data = ctx.detect("--cpuinfo", str(SKYLAKE))
+    assert [g["name"] for g in data["hardware"]["gpus"]] == ["NVIDIA H200"]
+    assert data["recommendation"] is None and any("GPU 1 could not be queried" in note for note in data["notes"])
+    return result.exit_code
+
+
+@row("mig")
+def _(ctx: Ctx) -> int:
+    ctx.with_nvml(fake_nvml([dict(H200, mig=1, instances=3)]))
+    result, data = ctx.detect("--cpuinfo", str(SKYLAKE))
+    assert data["hardware"]["gpus"][0]["mig_enabled"] is True and data["hardware"]["gpus"][0]["mig_instances"] == 3
+    assert data["recommendation"]["gpu_arch"] == "sm90"
+    text = ctx.cli("detect", "--cpuinfo", str(SKYLAKE), env={"COLUMNS": "200"})
+    assert "MIG on: 3 instances" in text.stdout
+    return result.exit_code
+
+
+@row("cuda-visible-devices")
+def _(ctx: Ctx) -> int:
+    ctx.with_nvml(fake_nvml([{"name": "NVIDIA A100-SXM4-80GB", "cc": (8, 0), "mem": 81920}, {"name": "NVIDIA RTX A6000", "cc": (8, 6), "mem": 49140}]))
+    result, data = ctx.detect("--cpuinfo", str(SKYLAKE), env={"CUDA_VISIBLE_DEVICES": "1"})
+    assert data["hardware"]["cuda_visible_devices"] == "1" and len(data["hardware"]["gpus"]) == 2
+    assert data["recommendation"]["gpu_arch"] == "sm80"  # runs on both, not sm86 for the visible one alone
+    assert any("see 1 of the 2 GPUs" in reason for reason in data["reasons"])
+    # verify probes what CUDA shows; with every GPU hidden it cannot vouch for any.
+    require(_has_torch(), "torch is not installed (pip install torch==2.13.0)")
+    hidden = ctx.cli("verify", "--python", sys.executable, "--quick", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert hidden.exit_code == 1 and "hides all 2 GPU(s)" in hidden.stdout
+    return result.exit_code
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+# --- Terminals, colours, locales ---------------------------------------------------
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "pickvariant", *args], capture_output=True, env={**os.environ, **(env or {})}, timeout=60)
+
+
+def _run_in_pty(*args: str, env: dict[str, str]) -> tuple[int, bytes]:
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: pickvariant with a terminal on stdin, stdout and stderr
+        os.execvpe(sys.executable, [sys.executable, "-m", "pickvariant", *args], {**os.environ, **env})
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), output
+
+
+@row("no-terminal-output")
+def _(ctx: Ctx) -> int:
+    done = _run("detect", "--cpuinfo", str(SKYLAKE), "--gpu", "9.0", "--driver", "580.95.05", env={"TERM": "xterm-256color"})
+    assert b"\x1b[" not in done.stdout + done.stderr and b"Recommendation: pytorch-python313-cuda13_0-sm90-avx512" in done.stdout
+    code, shown = _run_in_pty("detect", "--cpuinfo", str(SKYLAKE), "--gpu", "9.0", "--driver", "580.95.05", env={"TERM": "xterm-256color"})
+    assert code == 0 and SGR.search(shown.decode()), "on a terminal the same command does colour its output"
+    return done.returncode
+
+
+@row("no-terminal-install")
+def _(ctx: Ctx) -> int:
+    result = ctx.cli(*INSTALL, "--build-dir", str(ctx.tmp / "b"))
+    assert "--yes" in result.stderr and ctx.flox_calls() == [] and not (ctx.tmp / "b").exists()
+    return result.exit_code
+
+
+@row("no-color")
+def _(ctx: Ctx) -> int:
+    args = ("detect", "--cpuinfo", str(SKYLAKE), "--gpu", "9.0", "--driver", "580.95.05")
+    code, no_color = _run_in_pty(*args, env={"NO_COLOR": "1", "TERM": "xterm-256color"})
+    colours = [codes for codes in SGR.findall(no_color.decode()) if re.search(r"(^|;)(3[0-9]|4[0-9]|9[0-7]|10[0-7])(;|$)", codes)]
+    assert code == 0 and colours == [] and b"Recommendation" in no_color
+    dumb_code, dumb = _run_in_pty(*args, env={"TERM": "dumb"})
+    assert dumb_code == 0 and b"\x1b[" not in dumb and b"Recommendation" in dumb
+    return code
+
+
+@row("non-utf8-locale")
+def _(ctx: Ctx) -> int:
+    text = SKYLAKE.read_text(encoding="utf-8").replace("Intel(R) Xeon(R)", "Intel® Xeon® “Gold”…")
+    dump = ctx.dump("fancy", text)
+    codes = set()
+    for env in ({"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"}, {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": ""}):
+        for fmt in ("text", "markdown", "json"):
+            done = _run("detect", "--cpuinfo", str(dump), "--no-gpu", "--format", fmt, env=env)
+            assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+            assert b"Xeon" in done.stdout and b"pytorch-python313-cpu-avx512" in done.stdout
+            codes.add(done.returncode)
+    (code,) = codes
+    return code
+
+
+# --- Read-only places, clobbering, escaping paths ---------------------------------
+
+@row("readonly-cache")
+def _(ctx: Ctx) -> int:
+    # Under a regular file nothing can be created, even by root (for whom chmod 0o500 means nothing).
+    blocker = ctx.dump("not-a-directory", "")
+    env = {"HOME": str(blocker / "home"), "XDG_CACHE_HOME": str(blocker / "cache")}
+    assert ctx.cli("detect", "--cpuinfo", str(HASWELL), "--no-gpu", env=env).exit_code == 0
+    assert ctx.cli("list", env=env).exit_code == 0
+    assert ctx.cli("recipe", "pytorch-python313-cuda13_0-sm86-avx2", env=env).exit_code == 0
+    assert ctx.cli(*INSTALL, "--dry-run", env=env).exit_code == 0
+    project = ctx.tmp / "project"
+    project.mkdir()
+    result = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify", env=env)
+    assert "cannot create a log file" in result.stderr and "XDG_CACHE_HOME" in result.stderr
+    assert ctx.flox_calls() == [] and list(project.iterdir()) == []
+    return result.exit_code
+
+
+@row("clobber")
+def _(ctx: Ctx) -> int:
+    out = ctx.tmp / "recipes"
+    package = "pytorch-python313-cuda13_0-sm90-avx512"
+    assert ctx.cli("recipe", package, "-o", str(out)).exit_code == 0
+    mine = out / f"{package}.nix"
+    mine.write_text("# my edits\n")
+    refused = ctx.cli("recipe", package, "-o", str(out))
+    assert "--force" in refused.stderr and mine.read_text() == "# my edits\n"
+    forced = ctx.cli("recipe", package, "-o", str(out), "--force")
+    assert forced.exit_code == 0 and "pytorch" in mine.read_text() and sorted(p.name for p in out.iterdir()) == [mine.name]
+    return refused.exit_code
+
+
+@row("symlink")
+def _(ctx: Ctx) -> int:
+    outside = ctx.tmp / "outside"
+    outside.mkdir()
+    package = "pytorch-python313-cuda13_0-sm86-avx2"
+    out = ctx.tmp / "recipes"
+    out.mkdir()
+    (out / f"{package}.nix").symlink_to(outside / "victim.nix")
+    refused = ctx.cli("recipe", package, "-o", str(out), "--force")
+    assert "symbolic link" in refused.stderr
+    # A build directory whose .flox/pkgs points elsewhere: the recipe would land outside it.
+    build = ctx.tmp / "build"
+    (build / ".flox" / "env").mkdir(parents=True)
+    (build / ".git").mkdir()
+    (build / ".flox" / "pkgs").symlink_to(outside, target_is_directory=True)
+    escaped = ctx.cli(*INSTALL, "--build-dir", str(build), "--yes", "--no-verify")
+    assert "outside" in escaped.stderr and escaped.exit_code == refused.exit_code
+    assert list(outside.iterdir()) == [] and ctx.flox_calls() == []
+    return refused.exit_code
+
+
+@row("path-escape")
+def _(ctx: Ctx) -> int:
+    out = ctx.tmp / "recipes"
+    codes = set()
+    for name in ("../../etc/passwd", "/tmp/pickvariant-escape", "..", "pytorch-python313-cpu-avx2/../../x"):
+        result = ctx.cli("recipe", name, "-o", str(out))
+        assert "not a package of the catalog" in result.stderr
+        codes.add(result.exit_code)
+        installed = ctx.cli(*INSTALL, "--package", name, "--dry-run")
+        codes.add(installed.exit_code)
+    assert not out.exists() and not Path("/tmp/pickvariant-escape.nix").exists()
+    (code,) = codes
+    return code
+
+
+@row("shell-metacharacters")
+def _(ctx: Ctx) -> int:
+    build = ctx.tmp / "b; touch PWNED $(touch PWNED2) `touch PWNED3` & echo"
+    result = ctx.cli(*INSTALL, "--build-dir", str(build), "--yes", "--no-verify")
+    assert result.exit_code == 0, result.output
+    directories = [call["argv"][call["argv"].index("-d") + 1] for call in ctx.flox_calls()]
+    assert directories and set(directories) == {str(build)}
+    assert not [path for path in ctx.tmp.rglob("PWNED*")] and not list(Path.cwd().glob("PWNED*"))
+    return result.exit_code
+
+
+@row("write-fails")
+def _(ctx: Ctx) -> int:
+    import pickvariant.fsutil as fsutil
+
+    out = ctx.tmp / "recipes"
+    package = "pytorch-python313-cuda13_0-sm90-avx512"
+    out.mkdir()
+    mine = out / f"{package}.nix"
+    mine.write_text("# the old recipe\n")
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    ctx.monkeypatch.setattr(fsutil.os, "fsync", disk_full)
+    result = ctx.cli("recipe", package, "-o", str(out), "--force")
+    assert "No space left on device" in result.stderr
+    assert mine.read_text() == "# the old recipe\n" and [p.name for p in out.iterdir()] == [mine.name]
+    return result.exit_code
+
+
+@row("not-root")
+def _(ctx: Ctx) -> int:
+    spy_dir = ctx.tmp / "spies"
+    spy_dir.mkdir()
+    log = ctx.tmp / "escalations"
+    for name in ("sudo", "su", "doas", "pkexec", "runuser"):
+        spy = spy_dir / name
+        spy.write_text(f"#!/bin/sh\necho {name} \"$@\" >> '{log}'\nexit 1\n")
+        spy.chmod(spy.stat().st_mode | stat.S_IEXEC)
+    ctx.monkeypatch.setenv("PATH", f"{spy_dir}{os.pathsep}{os.environ['PATH']}")
+    project = ctx.tmp / "project"
+    project.mkdir()
+    published = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify")
+    built = ctx.cli(*INSTALL, "--build-dir", str(ctx.tmp / "build"), "--yes", "--no-verify")
+    assert published.exit_code == built.exit_code == 0
+    assert not log.exists(), log.read_text()
+    assert all(call["argv"][0] in ("init", "install", "build") for call in ctx.flox_calls())
+    return built.exit_code
+
+
+# --- Flox and the probe -------------------------------------------------------------
+
+MINE = "version = 1\n# mine\n"
+
+
+def _users_flox_environment(ctx: Ctx) -> tuple[Path, Path]:
+    manifest = ctx.tmp / "project" / ".flox" / "env" / "manifest.toml"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(MINE)
+    return ctx.tmp / "project", manifest
+
+
+def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
+    """A real signal to a real pickvariant process while the fake flox is installing."""
+    project, manifest = _users_flox_environment(ctx)
+    ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pickvariant", *INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    for _ in range(200):
+        if ctx.flox_calls():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=30)
+    assert "was stopped" in err and "Traceback" not in err
+    assert manifest.read_text() == MINE
+    with pytest.raises(ProcessLookupError):  # flox did not outlive pickvariant
+        os.kill(ctx.flox_calls()[-1]["pid"], 0)
+    return process.returncode, err
+
+
+@row("ctrl-c")
+def _(ctx: Ctx) -> int:
+    code, err = _signal_while_flox_runs(ctx, signal.SIGINT)
+    assert "interrupted" in err
+    return code
+
+
+@row("sigterm")
+def _(ctx: Ctx) -> int:
+    code, err = _signal_while_flox_runs(ctx, signal.SIGTERM)
+    assert "terminated (SIGTERM)" in err
+    return code
+
+
+@row("broken-pipe")
+def _(ctx: Ctx) -> int:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader (`| head`) is gone before pickvariant writes a byte
+    try:
+        done = subprocess.run([sys.executable, "-m", "pickvariant", "list"], stdout=write_end, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write_end)
+    assert b"Traceback" not in done.stderr and b"Exception ignored" not in done.stderr, done.stderr
+    return done.returncode
+
+
+@row("flox-missing")
+def _(ctx: Ctx) -> int:
+    ctx.monkeypatch.setenv("PATH", str(ctx.tmp / "empty-bin"))
+    result = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(ctx.tmp), "--yes", "--no-verify")
+    assert "install Flox" in result.stderr and "https://flox.dev" in result.stderr
+    return result.exit_code
+
+
+@row("flox-fails")
+def _(ctx: Ctx) -> int:
+    project, manifest = _users_flox_environment(ctx)
+    ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "fail:7")
+    failed = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify")
+    assert "exit code 7" in failed.stderr and "something went wrong" in failed.stderr and ".log" in failed.stderr
+    assert manifest.read_text() == MINE
+    ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
+    slow = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify", "--timeout", "0.5")
+    assert "timed out after 0.5 s" in slow.stderr and slow.exit_code == failed.exit_code
+    return failed.exit_code
+
+
+def _fake_python(ctx: Ctx, body: str) -> str:
+    path = ctx.tmp / "python"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+@row("probe-crash")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for sig, says in (("ILL", "illegal instruction"), ("SEGV", "segmentation fault")):
+        result = ctx.cli("verify", "--python", _fake_python(ctx, f"kill -{sig} $$"))
+        assert "FAIL" in result.stdout and f"SIG{sig}" in result.stdout and says in result.stdout
+        codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("no-torch")
+def _(ctx: Ctx) -> int:
+    result = ctx.cli("verify", "--python", _fake_python(ctx, "echo \"ModuleNotFoundError: No module named 'torch'\" >&2; exit 1"))
+    assert "FAIL" in result.stdout and "no torch installed" in result.stdout
+    missing = ctx.cli("verify", "--python", str(ctx.tmp / "no-such-python"))
+    assert "cannot run" in missing.stdout and missing.exit_code == result.exit_code
+    return result.exit_code
+
+
+@row("last-install-corrupt")
+def _(ctx: Ctx) -> int:
+    from pickvariant.install import last_install_python
+
+    require(_has_torch(), "torch is not installed (pip install torch==2.13.0)")
+    record = ctx.tmp / "cache" / "pickvariant" / "last-install.json"
+    record.parent.mkdir(parents=True)
+    for content in (b"{half", b"\xff\xfe", b'["not", "a", "record"]', b'{"python": "python3; rm -rf ~"}', b'{"python": [1, 2]}', b'{"python": []}'):
+        record.write_bytes(content)
+        assert last_install_python() is None, content
+    result = ctx.cli("verify", "--quick", "--format", "json")
+    assert json.loads(result.stdout)["probe"]["executable"] == sys.executable
+    return result.exit_code

@@ -1,0 +1,282 @@
+"""Property tests: whatever text, bytes or catalog arrives, the outcome is facts and a
+decision, or one BadInput line (exit 2), never a traceback, and never a flag that the
+input did not show. The counts of generated cases are printed at the end of the run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
+from typer.testing import CliRunner
+
+from conftest import CPUINFO, REPO, generated
+from pickvariant.catalog import parse_catalog
+from pickvariant.cli import app
+from pickvariant.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
+from pickvariant.decide import Options, decide, missing_flags
+from pickvariant.errors import BadInput, NoVariant
+from pickvariant.facts import HostFacts
+from pickvariant.gpu import GpuFacts
+from pickvariant.recipe import render
+from pickvariant.versions import ComputeCapability, parse_compute_capability, parse_driver_version
+
+runner = CliRunner()
+ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64le", "riscv64", "s390x", "unknown"}
+FLAG_POOL = [
+    "sse4_2", "avx", "avx2", "fma", "fma4", "f16c", "bmi1", "bmi2", "movbe", "avx512f", "avx512bw", "avx512cd", "avx512dq",
+    "avx512vl", "avx512_bf16", "avx512_vnni", "amx_tile", "fphp", "asimdhp", "asimddp", "sve", "sve2", "lse", "aes",
+]
+KEYS = [
+    "processor", "flags", "Features", "model name", "vendor_id", "cpu family", "cpu", "isa", "CPU architecture",
+    "CPU implementer", "CPU part", "hw.optional.arm.FEAT_SVE", "machdep.cpu.features", "power management", "bogus",
+]
+REAL_DUMPS = sorted(path.name for path in CPUINFO.iterdir() if path.name.startswith("linux-"))
+
+values = st.one_of(
+    st.lists(st.sampled_from(FLAG_POOL), max_size=12).map(" ".join),
+    st.integers(-1, 600).map(str),
+    st.text(max_size=30),
+)
+lines = st.one_of(
+    st.tuples(st.sampled_from(KEYS), st.sampled_from(["\t: ", ": ", ":", " : ", "\t\t:"]), values).map("".join),
+    st.text(max_size=40),
+    st.just(""),
+)
+cpuinfo_texts = st.tuples(st.lists(lines, max_size=40), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans()).map(
+    lambda parts: parts[1].join(parts[0]) + (parts[1] if parts[2] else "")
+)
+
+
+def assert_one_clear_line(error: BadInput) -> None:
+    message = str(error)
+    assert message and "\n" not in message and "Traceback" not in message
+
+
+def assert_facts_are_well_formed(facts: CpuFacts) -> None:
+    assert facts.arch in ARCHES
+    assert all(flag and not any(c.isspace() for c in flag) for flag in facts.flags)
+
+
+@given(cpuinfo_texts)
+@settings(max_examples=400)
+def test_any_cpuinfo_like_text_gives_facts_or_one_bad_input_line(text: str) -> None:
+    generated("parse_cpuinfo: cpuinfo-like text (keys, flags, CR/LF/CRLF)")
+    try:
+        facts = parse_cpuinfo(text, "dump")
+    except BadInput as error:
+        assert_one_clear_line(error)
+        return
+    assert_facts_are_well_formed(facts)
+
+
+@given(st.text(max_size=2000))
+@settings(max_examples=300)
+def test_arbitrary_unicode_gives_facts_or_one_bad_input_line(text: str) -> None:
+    generated("parse_cpuinfo: arbitrary unicode")
+    try:
+        assert_facts_are_well_formed(parse_cpuinfo(text, "dump"))
+    except BadInput as error:
+        assert_one_clear_line(error)
+
+
+@given(st.binary(max_size=4096))
+@settings(max_examples=200)
+def test_binary_files_give_facts_or_one_bad_input_line(data: bytes) -> None:
+    generated("read_cpuinfo_dump: binary files")
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "dump"
+        path.write_bytes(data)
+        try:
+            assert_facts_are_well_formed(read_cpuinfo_dump(path))
+        except BadInput as error:
+            assert_one_clear_line(error)
+
+
+@given(st.sampled_from(REAL_DUMPS), st.floats(0.0, 1.0), st.sampled_from(["\n", "\r\n"]))
+@settings(max_examples=300)
+def test_a_truncated_real_dump_never_shows_a_flag_the_whole_dump_lacks(name: str, fraction: float, newline: str) -> None:
+    generated("parse_cpuinfo: real dumps cut at any byte")
+    whole = (CPUINFO / name).read_text(encoding="utf-8").replace("\n", newline)
+    cut = whole[: int(len(whole) * fraction)]
+    full = parse_cpuinfo(whole)
+    try:
+        part = parse_cpuinfo(cut)
+    except BadInput as error:
+        assert_one_clear_line(error)
+        return
+    # Every core of these dumps shows the same flags, so a cut may lose flags, never add one.
+    assert part.flags <= full.flags, sorted(part.flags - full.flags)
+
+
+@given(
+    st.lists(st.frozensets(st.sampled_from(FLAG_POOL), min_size=1), min_size=1, max_size=8),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["\n", "\r\n"]),
+)
+@settings(max_examples=300)
+def test_hybrid_cpus_get_exactly_the_flags_every_core_has_in_any_order(cores: list[frozenset[str]], rng: Any, newline: str) -> None:
+    generated("parse_cpuinfo: per-core flag sets (hybrid CPUs), shuffled, CRLF")
+    blocks = [f"processor\t: {index}{newline}vendor_id\t: GenuineIntel{newline}flags\t\t: {' '.join(sorted(flags))}{newline}" for index, flags in enumerate(cores)]
+    rng.shuffle(blocks)
+    facts = parse_cpuinfo(newline.join(blocks))
+    assert facts.flags == frozenset.intersection(*cores)
+    assert facts.arch == "x86_64"
+    assert bool(facts.notes) == (len(set(cores)) > 1)
+
+
+@given(st.text(max_size=20))
+@settings(max_examples=400)
+def test_any_compute_capability_text_parses_or_is_one_bad_input_line(text: str) -> None:
+    generated("parse_compute_capability: arbitrary text")
+    try:
+        capability = parse_compute_capability(text)
+    except BadInput as error:
+        assert_one_clear_line(error)
+        return
+    assert 0 <= capability.major <= 99 and 0 <= capability.minor <= 9
+    assert parse_compute_capability(str(capability)) == capability
+
+
+@given(st.integers(1, 99), st.integers(0, 9), st.sampled_from(["{M}.{m}", "sm_{M}{m}", "sm{M}{m}", "SM_{M}{m}", " {M}.{m} "]))
+@settings(max_examples=300)
+def test_every_spelling_of_a_compute_capability_means_the_same(major: int, minor: int, spelling: str) -> None:
+    generated("parse_compute_capability: spellings of valid values")
+    assert parse_compute_capability(spelling.format(M=major, m=minor)) == ComputeCapability(major, minor)
+
+
+@given(st.text(max_size=24))
+@settings(max_examples=400)
+def test_any_driver_text_parses_or_is_one_bad_input_line(text: str) -> None:
+    generated("parse_driver_version: arbitrary text")
+    try:
+        version = parse_driver_version(text)
+    except BadInput as error:
+        assert_one_clear_line(error)
+        return
+    assert parse_driver_version(str(version)) == version
+
+
+driver_parts = st.lists(st.integers(0, 9999), min_size=1, max_size=4)
+
+
+@given(driver_parts, driver_parts)
+@settings(max_examples=400)
+def test_driver_versions_compare_as_numbers_part_by_part(a: list[int], b: list[int]) -> None:
+    generated("DriverVersion: ordering and equality")
+    left, right = parse_driver_version(".".join(map(str, a))), parse_driver_version(".".join(map(str, b)))
+    width = max(len(a), len(b))
+    padded_a, padded_b = a + [0] * (width - len(a)), b + [0] * (width - len(b))
+    assert (left < right) == (padded_a < padded_b)
+    assert (left == right) == (padded_a == padded_b)
+    if left == right:
+        assert hash(left) == hash(right)
+
+
+# Catalog mutations: any change either loads a catalog that still decides and renders,
+# or is rejected as BadInput that names a field.
+RAW_CATALOG = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
+
+
+def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    found = [prefix] if prefix else []
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in children:
+        found += _paths(child, prefix + (key,))
+    return found
+
+
+CATALOG_PATHS = _paths(RAW_CATALOG)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12)
+    | st.sampled_from(["sm90", "avx2", "12.9", "580.65.06", "9.0", "x86_64", "(", "[a-", "../../etc/passwd"]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=6,
+)
+mutations = st.tuples(st.sampled_from(CATALOG_PATHS), st.sampled_from(["delete", "replace", "duplicate"]), json_values)
+
+
+def _mutated(path: tuple, kind: str, value: Any) -> dict:
+    data = copy.deepcopy(RAW_CATALOG)
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    key = path[-1]
+    if kind == "delete":
+        del parent[key]
+    elif kind == "duplicate" and isinstance(parent, list):
+        parent.insert(key, copy.deepcopy(parent[key]))
+    else:
+        parent[key] = value
+    return data
+
+
+SAMPLE_MACHINES = [
+    (frozenset({"avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe", "sse4_2", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}), "x86_64", ("9.0",)),
+    (frozenset({"fphp", "asimdhp", "asimddp", "sve", "sve2"}), "aarch64", ("12.1",)),
+    (frozenset({"avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe", "sse4_2"}), "x86_64", ()),
+]
+
+
+@given(mutations)
+@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow])
+def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: tuple) -> None:
+    generated("parse_catalog: one random mutation of catalog.json")
+    path, kind, value = mutation
+    try:
+        data = _mutated(path, kind, value)
+    except (TypeError, KeyError, IndexError):
+        assume(False)
+    try:
+        catalog = parse_catalog(data, Path("site.json"))
+    except BadInput as error:
+        event("rejected")
+        assert_one_clear_line(error)
+        assert re.match(r"catalog site\.json: [A-Za-z_(][^:]*: ", str(error)), str(error)
+        return
+    event("accepted")
+    for flags, arch, gpus in SAMPLE_MACHINES:
+        cpu = CpuFacts("linux", arch, "test CPU", catalog.canonical_flags(flags), "test")
+        gpu_facts = tuple(GpuFacts(i, "GPU", parse_compute_capability(cc)) for i, cc in enumerate(gpus))
+        facts = HostFacts("linux", arch, cpu, gpu_facts, None, bool(gpus), False)
+        for workload in catalog.workloads:
+            try:
+                decision = decide(facts, catalog, Options(workload))
+            except (BadInput, NoVariant) as error:
+                assert_one_clear_line(error)
+                continue
+            if decision.variant is not None:
+                assert not missing_flags(catalog.isas[decision.variant.cpu_isa].requires, cpu.flags)
+                render(decision.variant, catalog)
+
+
+@pytest.fixture(scope="module")
+def dump_dir():
+    with tempfile.TemporaryDirectory() as directory:
+        yield Path(directory)
+
+
+@given(cpuinfo_texts)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_detect_on_any_dump_exits_0_3_with_json_or_2_with_one_line(dump_dir: Path, text: str) -> None:
+    generated("pickvariant detect --cpuinfo: cpuinfo-like files end to end")
+    path = dump_dir / "dump"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    result = runner.invoke(app, ["detect", "--cpuinfo", str(path), "--no-gpu", "--format", "json"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    if result.exit_code == 2:
+        assert result.stderr.startswith("pickvariant: ") and result.stderr.count("\n") == 1 and not result.stdout
+        return
+    assert result.exit_code in (0, 3), (result.exit_code, result.stderr)
+    data = json.loads(result.stdout)
+    assert (data["recommendation"] is None) == (result.exit_code == 3)
+    if data["recommendation"]:
+        flags = set(data["hardware"]["cpu"]["flags"])
+        isa = data["recommendation"]["cpu_isa"]
+        requires = {entry["name"]: entry["requires"] for entry in RAW_CATALOG["cpu_isas"]}[isa]
+        assert set(requires) <= flags
