@@ -51,16 +51,22 @@ def create_new(directory: Path, stem: str, suffix: str) -> Path:
     raise FileExistsError(f"{directory / stem}{suffix} and 999 numbered versions exist")
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write to a temporary file beside `path`, then rename it over: readers never see half a file."""
+def write_atomic(path: Path, content: str | bytes, mode: int = 0o644) -> None:
+    """Write to a temporary file beside `path`, then rename it over: readers never see half a file.
+
+    A file that is replaced keeps its permissions; bytes are written exactly as given.
+    """
+    data = content.encode("utf-8") if isinstance(content, str) else content
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file():
+            mode = path.stat().st_mode & 0o7777
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as error:
         raise OperationFailed(f"cannot write {path}: {error.strerror or error}") from error
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)

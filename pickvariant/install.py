@@ -130,7 +130,7 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
     except BaseException:
         for path, content in before.items():
             if not path.exists() or path.read_bytes() != content:
-                write_atomic(path, content.decode("utf-8", "replace"))
+                write_atomic(path, content)
         raise
     if plan.result is not None and not plan.result.exists():
         raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")

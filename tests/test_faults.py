@@ -436,10 +436,12 @@ def _(ctx: Ctx) -> int:
     assert ctx.cli("recipe", package, "-o", str(out)).exit_code == 0
     mine = out / f"{package}.nix"
     mine.write_text("# my edits\n")
+    mine.chmod(0o600)
     refused = ctx.cli("recipe", package, "-o", str(out))
     assert "--force" in refused.stderr and mine.read_text() == "# my edits\n"
     forced = ctx.cli("recipe", package, "-o", str(out), "--force")
     assert forced.exit_code == 0 and "pytorch" in mine.read_text() and sorted(p.name for p in out.iterdir()) == [mine.name]
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o600  # replaced, with the permissions it had
     return refused.exit_code
 
 
@@ -532,14 +534,19 @@ def _(ctx: Ctx) -> int:
 
 # --- Flox and the probe -------------------------------------------------------------
 
-MINE = "version = 1\n# mine\n"
+MINE = b"version = 1\n# mine, in Latin-1: caf\xe9\n"
 
 
 def _users_flox_environment(ctx: Ctx) -> tuple[Path, Path]:
     manifest = ctx.tmp / "project" / ".flox" / "env" / "manifest.toml"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(MINE)
+    manifest.write_bytes(MINE)
+    manifest.chmod(0o600)
     return ctx.tmp / "project", manifest
+
+
+def _untouched(manifest: Path) -> bool:
+    return manifest.read_bytes() == MINE and stat.S_IMODE(manifest.stat().st_mode) == 0o600
 
 
 def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
@@ -558,7 +565,7 @@ def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
     process.send_signal(sig)
     _, err = process.communicate(timeout=30)
     assert "was stopped" in err and "Traceback" not in err
-    assert manifest.read_text() == MINE
+    assert _untouched(manifest)
     with pytest.raises(ProcessLookupError):  # flox did not outlive pickvariant
         os.kill(ctx.flox_calls()[-1]["pid"], 0)
     return process.returncode, err
@@ -604,7 +611,7 @@ def _(ctx: Ctx) -> int:
     ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "fail:7")
     failed = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify")
     assert "exit code 7" in failed.stderr and "something went wrong" in failed.stderr and ".log" in failed.stderr
-    assert manifest.read_text() == MINE
+    assert _untouched(manifest)
     ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
     slow = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify", "--timeout", "0.5")
     assert "timed out after 0.5 s" in slow.stderr and slow.exit_code == failed.exit_code
