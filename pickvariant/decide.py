@@ -262,6 +262,12 @@ def _no_variant(
         for gpu in targets:
             if not _any_arch_for(catalog, branches, (gpu,)):
                 why.append(f"no variant has kernels for GPU {gpu.index} ({gpu.name}, compute capability {gpu.compute_capability})")
+                newest = max(arch.compute_capability for arch in catalog.gpu_archs.values())
+                if gpu.compute_capability > newest:
+                    hints.append(
+                        f"compute capability {gpu.compute_capability} is newer than every GPU architecture of this catalog (newest {newest}): "
+                        "a newer pickvariant, or a site catalog that has it (PICKVARIANT_CATALOG), may offer a variant"
+                    )
                 for arch in catalog.gpu_archs.values():
                     if arch.reported_before_cuda_13 == gpu.compute_capability:
                         newest = catalog.branches[0]

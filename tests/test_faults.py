@@ -313,6 +313,15 @@ def _(ctx: Ctx) -> int:
     return result.exit_code
 
 
+@row("unknown-gpu")
+def _(ctx: Ctx) -> int:
+    result, data = ctx.detect("--cpuinfo", str(SKYLAKE), "--gpu", "13.0", "--driver", "600.10")
+    assert data["recommendation"] is None
+    assert any("newer than every GPU architecture of this catalog (newest 12.1)" in hint for hint in data["hints"])
+    assert "PICKVARIANT_CATALOG" in result.stderr
+    return result.exit_code
+
+
 @row("mig")
 def _(ctx: Ctx) -> int:
     ctx.with_nvml(fake_nvml([dict(H200, mig=1, instances=3)]))

@@ -216,6 +216,16 @@ def _mutated(path: tuple, kind: str, value: Any) -> dict:
     return data
 
 
+@given(json_values)
+@settings(max_examples=200)
+def test_any_other_json_document_is_rejected_as_a_catalog(document: Any) -> None:
+    generated("parse_catalog: arbitrary JSON documents")
+    with pytest.raises(BadInput) as raised:
+        parse_catalog(document, Path("site.json"))
+    assert_one_clear_line(raised.value)
+    assert str(raised.value).startswith("catalog site.json: ")
+
+
 SAMPLE_MACHINES = [
     (frozenset({"avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe", "sse4_2", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}), "x86_64", ("9.0",)),
     (frozenset({"fphp", "asimdhp", "asimddp", "sve", "sve2"}), "aarch64", ("12.1",)),
