@@ -39,6 +39,10 @@ class Workload(str, Enum):
     bf16 = "bf16"
 
 
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def exits_on_error(command: F) -> F:
     """Turn pickvariant's one exception family into one line on stderr and its exit code."""
 
@@ -47,7 +51,9 @@ def exits_on_error(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except PickVariantError as error:
-            typer.echo(f"pickvariant: {error}", err=True)
+            # A failed operation may add its log's tail; anything else is one line, whatever the input held.
+            message = str(error) if error.exit_code == 1 else _one_line(str(error))
+            typer.echo(f"pickvariant: {message}", err=True)
             raise typer.Exit(error.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("pickvariant: interrupted", err=True)
@@ -323,7 +329,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
     except click.UsageError as error:
-        print(f"pickvariant: {error.format_message()}", file=sys.stderr)
+        print(f"pickvariant: {_one_line(error.format_message())}", file=sys.stderr)
         return 2
     except click.Abort:
         print("pickvariant: aborted", file=sys.stderr)

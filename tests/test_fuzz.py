@@ -290,3 +290,58 @@ def test_detect_on_any_dump_exits_0_3_with_json_or_2_with_one_line(dump_dir: Pat
         isa = data["recommendation"]["cpu_isa"]
         requires = {entry["name"]: entry["requires"] for entry in RAW_CATALOG["cpu_isas"]}[isa]
         assert set(requires) <= flags
+
+
+# Whole command lines: any mix of known options, values and junk ends in a documented
+# exit code, with one line on stderr for a failure, and never a traceback.
+def _option_values(directory: Path) -> dict[str, list[str]]:
+    return {
+        "--format": ["text", "json", "markdown", "xml", ""],
+        "--workload": ["general", "int8", "bf16", "fp8"],
+        "--cpuinfo": [str(CPUINFO / "linux-rhel7-haswell"), str(CPUINFO / "linux-rhel9-neoverse_v2"), str(directory / "missing"), str(directory)],
+        "--gpu": ["9.0", "sm_89", "12.1", "13.0", "8.7", "x", ""],
+        "--driver": ["580.65.06", "525.60.13", "1", "abc"],
+        "--torch": ["2.10.0", "2.8.0", "9"],
+        "--cuda": ["12.9", "13.0", "x"],
+        "--gpu-index": ["0", "1", "-1", "x"],
+        "--branch": ["cuda-13_0", "main", "nope"],
+        "--isa": ["avx2", "armv9", "x"],
+        "-o": [str(directory / "recipes")],
+        "--package": ["pytorch-python313-cuda13_0-sm90-avx512", "../../etc/passwd"],
+    }
+
+
+FLAGS = ["--no-gpu", "--all", "--force", "--dry-run", "--help", "--version", "--bogus"]
+PACKAGES = ["pytorch-python313-cuda13_0-sm90-avx512", "pytorch-python313-cpu-avx2", "nope", "../x"]
+
+
+@given(
+    st.sampled_from(["detect", "list", "recipe", "install", "frobnicate"]),
+    st.lists(st.one_of(st.tuples(st.sampled_from(sorted(_option_values(Path("/")))), st.integers(0, 9)), st.sampled_from(FLAGS), st.sampled_from(PACKAGES), st.text(max_size=8)), max_size=6),
+)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_command_line_ends_in_a_documented_exit_code(dump_dir: Path, command: str, parts: list[Any]) -> None:
+    import contextlib
+    import io
+
+    from pickvariant.cli import main
+
+    generated("pickvariant command lines: options, values and junk")
+    values = _option_values(dump_dir)
+    argv = [command]
+    for part in parts:
+        if isinstance(part, tuple):
+            option, pick = part
+            argv += [option, values[option][pick % len(values[option])]]
+        else:
+            argv.append(part)
+    if command == "install" and "--dry-run" not in argv:
+        argv.append("--dry-run")  # never run flox (there is none here): the plan is what is judged
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(argv)
+    event(f"{command}: exit {code}")
+    assert code in (0, 1, 2, 3), (argv, code, stderr.getvalue())
+    if code:
+        assert stderr.getvalue().startswith("pickvariant: ") and stderr.getvalue().count("\n") == 1, (argv, stderr.getvalue())
+    assert "Traceback" not in stdout.getvalue() + stderr.getvalue()
