@@ -76,8 +76,6 @@ class Ctx:
         """Detection as on a machine whose NVIDIA library loads and whose pynvml is `module`."""
         self.monkeypatch.setattr(gpu, "_nvml_library_loads", lambda: True)
         self.monkeypatch.setitem(sys.modules, "pynvml", module)
-        for name in ("PICKVARIANT_GPU", "PICKVARIANT_DRIVER", "CUDA_VISIBLE_DEVICES"):
-            self.monkeypatch.delenv(name, raising=False)
 
 
 SCENARIOS: dict[str, Callable[[Ctx], int]] = {}
@@ -93,6 +91,9 @@ def row(key: str) -> Callable[[Callable[[Ctx], int]], Callable[[Ctx], int]]:
 @pytest.fixture
 def ctx(tmp_path, monkeypatch, fake_flox) -> Ctx:
     monkeypatch.chdir(tmp_path)
+    # The developer's own settings must not leak into a scenario.
+    for name in ("PICKVARIANT_CPUINFO", "PICKVARIANT_GPU", "PICKVARIANT_DRIVER", "PICKVARIANT_CATALOG", "CUDA_VISIBLE_DEVICES", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
     return Ctx(tmp_path, monkeypatch, fake_flox)
 
 
@@ -185,7 +186,6 @@ def _(ctx: Ctx) -> int:
 
 @row("cpuinfo-unreadable")
 def _(ctx: Ctx) -> int:
-    ctx.monkeypatch.delenv("PICKVARIANT_CPUINFO", raising=False)
     ctx.monkeypatch.setattr(cpu, "PROC_CPUINFO", ctx.tmp)  # a directory: read() fails like EACCES would
     result, data = ctx.detect("--no-gpu")
     assert data["recommendation"] is None and data["hardware"]["cpu"]["flags"] == []
@@ -254,8 +254,6 @@ def _(ctx: Ctx) -> int:
     import pynvml
 
     skip_where_the_nvidia_driver_is_installed()
-    for name in ("PICKVARIANT_GPU", "PICKVARIANT_DRIVER"):
-        ctx.monkeypatch.delenv(name, raising=False)
     result, data = ctx.detect("--cpuinfo", str(HASWELL))
     assert data["hardware"]["gpus"] == [] and not data["hardware"]["gpu_detection_inconclusive"]
     assert any("libnvidia-ml.so.1" in note for note in data["notes"])
