@@ -320,18 +320,19 @@ def root(
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Console entry point: click's usage errors become one line on stderr and exit 2."""
-    import click
-
+    # click's UsageError from wherever this typer takes click: typer >= 0.26 carries its own copy,
+    # and `import click` would name a class it never raises.
+    usage_error = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
     for stream in (sys.stdout, sys.stderr):
         # An ASCII or Latin-1 locale must not turn a "…" or a box line into a traceback.
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
         result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
-    except click.UsageError as error:
+    except usage_error as error:
         print(f"pickvariant: {_one_line(error.format_message())}", file=sys.stderr)
         return 2
-    except click.Abort:
+    except typer.Abort:
         print("pickvariant: aborted", file=sys.stderr)
         return 130
     return result if isinstance(result, int) else 0

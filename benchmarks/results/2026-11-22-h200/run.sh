@@ -4,17 +4,22 @@
 # Writes everything under $OUT (default ./out).
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-pip install -q --no-index --find-links .whl --target /tmp/site typer nvidia-ml-py pytest hypothesis >"$OUT/pip.txt" 2>&1
+# The image's own packages where it has them (its typer vendors click: typer >= 0.26);
+# carried wheels from .whl only for what is missing.
+for module in typer:typer pynvml:nvidia-ml-py pytest:pytest hypothesis:hypothesis; do
+  python3 -c "import ${module%%:*}" 2>/dev/null || pip install -q --no-index --find-links .whl --target /tmp/site "${module##*:}" >>"$OUT/pip.txt" 2>&1
+done
 export PYTHONPATH=/tmp/site:$PWD
 pv() { python3 -m pickvariant "$@"; }
 step() { name=$1; shift; echo "\$ $*" >"$OUT/$name.txt"; "$@" >>"$OUT/$name.txt" 2>&1; echo "exit $?" >>"$OUT/$name.txt"; }
 
-python3 -c 'import sys, torch; print(sys.version.split()[0], torch.__version__)' >"$OUT/versions.txt" 2>&1
+python3 -c 'import sys, torch, typer, hypothesis; print("python", sys.version.split()[0], "torch", torch.__version__, "typer", typer.__version__, "hypothesis", hypothesis.__version__)' >"$OUT/versions.txt" 2>&1
 nvidia-smi --query-gpu=name,compute_cap,driver_version,mig.mode.current --format=csv >>"$OUT/versions.txt" 2>&1
 cp /proc/cpuinfo "$OUT/proc-cpuinfo"
 step detect pv detect --format json
 step detect-visible-none env CUDA_VISIBLE_DEVICES= python3 -m pickvariant detect --format json
 step detect-visible-minus1 env CUDA_VISIBLE_DEVICES=-1 python3 -m pickvariant detect
+step usage-error pv detect --bogus
 step detect-visible-0 env CUDA_VISIBLE_DEVICES=0 python3 -m pickvariant detect --format json
 step verify-visible-none env CUDA_VISIBLE_DEVICES= python3 -m pickvariant verify --quick
 step verify-quick pv verify --quick
