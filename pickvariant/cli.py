@@ -320,7 +320,7 @@ def root(
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Console entry point: click's usage errors become one line on stderr and exit 2."""
-    # click's UsageError from wherever this typer takes click: typer >= 0.26 carries its own copy,
+    # click's UsageError from wherever this typer takes click: newer typer (0.27, 0.29) carries its own copy,
     # and `import click` would name a class it never raises.
     usage_error = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
     for stream in (sys.stdout, sys.stderr):

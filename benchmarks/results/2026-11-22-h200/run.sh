@@ -4,7 +4,7 @@
 # Writes everything under $OUT (default ./out).
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-# The image's own packages where it has them (its typer vendors click: typer >= 0.26);
+# The image's own packages where it has them (its typer 0.27 vendors click);
 # carried wheels from .whl only for what is missing.
 for module in typer:typer pynvml:nvidia-ml-py pytest:pytest hypothesis:hypothesis; do
   python3 -c "import ${module%%:*}" 2>/dev/null || pip install -q --no-index --find-links .whl --target /tmp/site "${module##*:}" >>"$OUT/pip.txt" 2>&1
