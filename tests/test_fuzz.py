@@ -216,6 +216,27 @@ def _mutated(path: tuple, kind: str, value: Any) -> dict:
     return data
 
 
+CATALOG_BYTES = (REPO / "catalog.json").read_bytes()
+
+
+@given(st.integers(0, len(CATALOG_BYTES) - 1))
+@settings(max_examples=200)
+def test_a_truncated_catalog_file_is_one_bad_input_line(cut: int) -> None:
+    from pickvariant.catalog import load_catalog
+
+    generated("load_catalog: catalog.json cut at any byte")
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "catalog.json"
+        path.write_bytes(CATALOG_BYTES[:cut])
+        try:
+            load_catalog(path)
+        except BadInput as error:
+            assert_one_clear_line(error)
+            return
+    # Only a cut in the trailing whitespace leaves a whole catalog.
+    assert not CATALOG_BYTES[cut:].strip()
+
+
 @given(json_values)
 @settings(max_examples=200)
 def test_any_other_json_document_is_rejected_as_a_catalog(document: Any) -> None:
