@@ -182,6 +182,8 @@ def install(
     from pickvariant import install as installer
     from pickvariant.errors import BadInput
 
+    if timeout is not None and not timeout > 0:
+        raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
     catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index)
     if package is not None:
         variant = catalog.variant(package)

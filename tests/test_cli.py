@@ -132,3 +132,9 @@ def test_installed_command_runs_as_a_module() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["recommendation"]["package"] == "pytorch-python313-cpu-avx2"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan"])
+def test_install_timeout_must_be_above_zero(value) -> None:
+    result = runner.invoke(app, ["install", "--no-gpu", "--dry-run", "--timeout", value])
+    assert result.exit_code == 2 and "--timeout" in result.stderr

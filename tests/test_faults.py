@@ -402,6 +402,16 @@ def _(ctx: Ctx) -> int:
     return code
 
 
+@row("markup-in-input")
+def _(ctx: Ctx) -> int:
+    text = SKYLAKE.read_text(encoding="utf-8").replace("Intel(R) Xeon(R)", "[/] [bold red]Xeon | `x`")
+    result = ctx.cli("detect", "--cpuinfo", str(ctx.dump("[bold]dump", text)), "--no-gpu", env={"COLUMNS": "250"})
+    assert "[/] [bold red]Xeon" in result.stdout and "[bold]dump" in result.stdout
+    markdown = ctx.cli("detect", "--cpuinfo", str(ctx.tmp / "[bold]dump"), "--no-gpu", "--format", "markdown")
+    assert "| CPU | [/] [bold red]Xeon \\| `x`" in markdown.stdout  # the table keeps its columns
+    return result.exit_code
+
+
 @row("non-utf8-locale")
 def _(ctx: Ctx) -> int:
     text = SKYLAKE.read_text(encoding="utf-8").replace("Intel(R) Xeon(R)", "Intel® Xeon® “Gold”…")
