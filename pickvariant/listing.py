@@ -47,17 +47,19 @@ _COLUMNS = ("package", "branch", "torch", "cuda", "gpu_arch", "cpu_isa", "platfo
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    lines += ["| " + " | ".join(str(row[c] if row[c] is not None else "-") for c in _COLUMNS) + " |" for row in rows]
+    lines += ["| " + " | ".join(str(row[c] if row[c] is not None else "-").replace("|", "\\|") for c in _COLUMNS) + " |" for row in rows]
     return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
 
 
 def print_rich(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"{len(rows)} variants", header_style="bold")
     for column in _COLUMNS:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(str(row[c] if row[c] is not None else "-") for c in _COLUMNS))
+        # Text, not markup: a site catalog's description may hold brackets.
+        table.add_row(*(Text(str(row[c] if row[c] is not None else "-")) for c in _COLUMNS))
     Console().print(table)

@@ -409,6 +409,11 @@ def _(ctx: Ctx) -> int:
     assert "[/] [bold red]Xeon" in result.stdout and "[bold]dump" in result.stdout
     markdown = ctx.cli("detect", "--cpuinfo", str(ctx.tmp / "[bold]dump"), "--no-gpu", "--format", "markdown")
     assert "| CPU | [/] [bold red]Xeon \\| `x`" in markdown.stdout  # the table keeps its columns
+    data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
+    data["gpu_archs"][0]["description"] = "[/] Pascal | [red]"
+    site = ctx.dump("site-catalog.json", json.dumps(data))
+    listed = ctx.cli("list", "--gpu", "sm61", env={"PICKVARIANT_CATALOG": str(site), "COLUMNS": "250"})
+    assert listed.exit_code == 0 and "[/] Pascal | [red]" in listed.stdout
     return result.exit_code
 
 
