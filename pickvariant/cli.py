@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from pickvariant import __version__
-from pickvariant.errors import NoVariant, PickVariantError
+from pickvariant.errors import BadInput, NoVariant, PickVariantError
 
 app = typer.Typer(
     name="pickvariant",
@@ -73,6 +73,11 @@ GpuIndexOpt = Annotated[Optional[int], typer.Option("--gpu-index", help="Target 
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 
 
+def _no_variant(decision: Any) -> NoVariant:
+    """The one stderr line for exit 3: the last reason and what would help."""
+    return NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+
+
 def _decide(cpuinfo: Optional[Path], gpu: Optional[list[str]], no_gpu: bool, driver: Optional[str], workload: Workload,
             torch: Optional[str], cuda: Optional[str], gpu_index: Optional[int]) -> tuple[Any, Any, Any]:
     from pickvariant.catalog import load_catalog
@@ -103,7 +108,7 @@ def detect(
     else:
         present.print_decision_rich(facts, decision, catalog, workload.value)
     if decision.variant is None:
-        raise NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+        raise _no_variant(decision)
 
 
 @app.command("list")
@@ -138,7 +143,6 @@ def recipe(
 ) -> None:
     """Render the Flox/Nix recipe of a catalog variant."""
     from pickvariant.catalog import load_catalog
-    from pickvariant.errors import BadInput
     from pickvariant.recipe import render, write_recipes
 
     catalog = load_catalog()
@@ -180,7 +184,6 @@ def install(
 ) -> None:
     """Detect, decide, explain, ask, then install (or build) the variant through Flox and verify it."""
     from pickvariant import install as installer
-    from pickvariant.errors import BadInput
 
     if timeout is not None and not timeout > 0:
         raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
@@ -191,7 +194,7 @@ def install(
         if problems and not force:
             raise BadInput(f"{package} does not fit this machine ({'; '.join(problems)}): pass --force to install it anyway")
     elif decision.variant is None:
-        raise NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+        raise _no_variant(decision)
     else:
         variant = decision.variant
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force)

@@ -25,3 +25,15 @@ class OperationFailed(PickVariantError):
     """Something pickvariant ran or wrote failed (exit 1)."""
 
     exit_code = 1
+
+
+class Interrupted(PickVariantError):
+    """The user pressed Ctrl-C while a command ran (exit 130)."""
+
+    exit_code = 130
+
+
+class Terminated(PickVariantError):
+    """pickvariant got SIGTERM (a job's time limit, `kill`) while a command ran (exit 143)."""
+
+    exit_code = 143

@@ -13,22 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pickvariant.errors import OperationFailed, PickVariantError
+from pickvariant.errors import Interrupted, OperationFailed, Terminated
 
 FLOX_INSTALL_HELP = "flox is not on PATH: install Flox (https://flox.dev/docs/install-flox/) and run this again"
 LOG_TAIL_LINES = 15
-
-
-class Interrupted(PickVariantError):
-    """The user pressed Ctrl-C while a command ran (exit 130)."""
-
-    exit_code = 130
-
-
-class Terminated(PickVariantError):
-    """pickvariant got SIGTERM (a job's time limit, `kill`) while a command ran (exit 143)."""
-
-    exit_code = 143
 
 
 class _SigTerm(BaseException):
@@ -66,7 +54,7 @@ def tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:
-    """Run one command, appending its output to `log`; raise OperationFailed/Interrupted on failure."""
+    """Run one command, appending its output to `log`; raise OperationFailed, Interrupted or Terminated on failure."""
     program = require_program(command.argv[0])
     try:
         handle = open(log, "a", encoding="utf-8")
@@ -92,20 +80,17 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
         try:
             while process.poll() is None:
                 if deadline is not None and time.monotonic() > deadline:
-                    _stop(process)
-                    reader.join(5)
-                    raise OperationFailed(
-                        f"{command.argv[0]} {command.argv[1] if len(command.argv) > 1 else ''} timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}"
-                    )
+                    raise TimeoutError
                 time.sleep(0.05)
-        except KeyboardInterrupt:
+        except (TimeoutError, KeyboardInterrupt, _SigTerm) as stopped_by:
             _stop(process)
             reader.join(5)
-            raise Interrupted(f"interrupted: {command.argv[0]} was stopped; log: {log}") from None
-        except _SigTerm:
-            _stop(process)
-            reader.join(5)
-            raise Terminated(f"terminated (SIGTERM): {command.argv[0]} was stopped; log: {log}") from None
+            name = command.argv[0]
+            if isinstance(stopped_by, KeyboardInterrupt):
+                raise Interrupted(f"interrupted: {name} was stopped; log: {log}") from None
+            if isinstance(stopped_by, _SigTerm):
+                raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
+            raise OperationFailed(f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}") from None
         finally:
             if in_main_thread:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

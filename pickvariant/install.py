@@ -6,7 +6,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant.catalog import Catalog, Variant
@@ -56,7 +56,7 @@ class Plan:
     recipe_text: str | None = None
     warnings: tuple[str, ...] = ()
     result: Path | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
 
 
 def plan_install(

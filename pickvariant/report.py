@@ -24,6 +24,10 @@ def _scrub(text: str) -> str:
     return text
 
 
+def _cuda_major(version: str | None) -> str | None:
+    return version.split(".")[0] if version else None
+
+
 def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str]) -> dict[str, Any]:
     data = decision_json(facts, decision, catalog, workload)
     data["pickvariant"] = __version__
@@ -37,7 +41,8 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
         rec = data["recommendation"]
         if rec is not None:
             expected_cuda = rec["cuda"]
-            if (probe.get("cuda") or None) != expected_cuda and not (expected_cuda and probe.get("cuda", "") and probe["cuda"].startswith(expected_cuda.split(".")[0] + ".")):
+            # Minor CUDA versions of one major share a driver ABI: only a different major (or none) is a mismatch.
+            if _cuda_major(probe.get("cuda")) != _cuda_major(expected_cuda):
                 mismatches.append(f"installed torch has CUDA {probe.get('cuda') or 'none'}, the recommendation {expected_cuda or 'none (CPU-only)'}")
             if not probe["torch"].startswith(rec["torch"]):
                 mismatches.append(f"installed torch {probe['torch']}, the recommendation ships {rec['torch']}")
