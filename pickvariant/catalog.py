@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pickvariant import settings
 from pickvariant.errors import BadInput
 from pickvariant.schema import SchemaError, validate
 from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version
 
-CATALOG_ENV = "PICKVARIANT_CATALOG"
+CATALOG_ENV = settings.CATALOG
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _MAX_CATALOG_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
@@ -156,8 +157,9 @@ class Catalog:
 def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
     """PICKVARIANT_CATALOG if set, else the catalog installed with the package (or the checkout's)."""
     env = os.environ if env is None else env
-    if env.get(CATALOG_ENV):
-        return Path(env[CATALOG_ENV])
+    stated = settings.setting(env, CATALOG_ENV)
+    if stated is not None:
+        return Path(stated)
     installed = _PACKAGE_DIR / "catalog.json"
     return installed if installed.exists() else _PACKAGE_DIR.parent / "catalog.json"
 

@@ -7,13 +7,16 @@ was turned down records why not.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from pickvariant.catalog import Branch, Catalog, GpuArch, Variant
+from pickvariant.catalog import Branch, Catalog, Variant
+from pickvariant.compat import (
+    TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, kernels_run_on, missing_flags, runs_on_all, why_not,
+)
 from pickvariant.errors import BadInput
 from pickvariant.facts import HostFacts
-from pickvariant.gpu import GpuFacts, cuda_visible_count
-from pickvariant.versions import ComputeCapability
+from pickvariant.gpu import DriverFacts, GpuFacts, cuda_visible_count
+from pickvariant.versions import ComputeCapability, cuda_version_key, release_matches
 
 
 @dataclass(frozen=True)
@@ -40,27 +43,11 @@ class Decision:
     targets: tuple[GpuFacts, ...] = ()
 
 
-def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
-    """None when sm_XY machine code runs on `capability`, else why not (CUDA binary compatibility)."""
-    built = arch.compute_capability
-    if built.major != capability.major:
-        return f"kernels for {built} do not run on {capability} (a different major version)"
-    device_tegra = catalog.is_tegra(capability)
-    if arch.tegra or device_tegra:
-        if built != capability:
-            kind = "an integrated Tegra GPU" if device_tegra else "a desktop GPU"
-            return f"kernels for {built} do not run on {kind} of {capability} (no binary compatibility across Tegra and desktop, nor between Tegra GPUs)"
-        return None
-    if built.minor > capability.minor:
-        return f"kernels for {built} do not run on the older {capability}"
-    return None
-
-
-def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[str]:
-    return [flag for flag in isa_requires if flag not in flags]
-
-
 def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> Decision:
+    return _decide(facts, catalog, options, with_hints=True)
+
+
+def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bool) -> Decision:
     if options.workload not in catalog.workloads:
         raise BadInput(f"unknown workload {options.workload!r}; choose one of {', '.join(catalog.workloads)}")
     reasons: list[str] = []
@@ -95,15 +82,15 @@ def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> 
     branches = _pinned_branches(catalog, options, rejected)
     admissible_branches = []
     for branch in branches:
-        why = _driver_rejection(facts, branch) if targets else None
+        why = driver_rejection(facts.driver, branch, targets, catalog)
         if why:
             rejected.append(Rejection(f"branch {branch.name} (PyTorch {branch.torch}, CUDA {branch.cuda})", why))
         else:
             admissible_branches.append(branch)
     if targets and facts.driver_assumed:
         reasons.append("driver: none given, assumed new enough for every branch")
-    elif targets and facts.driver and facts.driver.version:
-        reasons.append(f"driver {facts.driver.version} can run {', '.join(b.name for b in admissible_branches) or 'no branch'}")
+    elif targets and facts.driver is not None:
+        reasons.append(_driver_reason(facts.driver, targets, catalog, branches, admissible_branches))
 
     # 4. CPU instruction sets.
     workload = catalog.workloads[options.workload]
@@ -118,28 +105,20 @@ def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> 
         else:
             usable_isas.add(isa.name)
 
-    # 5. Whole variants: a variant counts only if every part of it fits.
-    def fits(variant: Variant) -> bool:
-        if variant.cpu_isa not in usable_isas:
-            return False
-        if not targets:
-            return variant.gpu_arch is None
-        if variant.gpu_arch is None:
-            return False
-        arch = catalog.gpu_archs[variant.gpu_arch]
-        return all(kernels_run_on(arch, gpu.compute_capability, catalog) is None for gpu in targets)
-
+    # 5. Whole variants: a variant counts only if every part of it fits (the one predicate, compat.why_not).
     branch_rank = {branch.name: rank for rank, branch in enumerate(catalog.branches)}
 
     def rank(variant: Variant) -> tuple[int, int, int, int]:
         capability = catalog.gpu_archs[variant.gpu_arch].compute_capability if variant.gpu_arch else ComputeCapability(0, 0)
         return (branch_rank[variant.branch], -capability.major, -capability.minor, isa_rank[variant.cpu_isa])
 
-    candidates = sorted((v for branch in admissible_branches for v in branch.variants if fits(v)), key=rank)
-    _explain_gpu_archs(catalog, targets, admissible_branches, rejected)
+    candidates = sorted(
+        (v for branch in admissible_branches for v in branch.variants if not why_not(v, facts, catalog, targets)), key=rank
+    )
+    _explain_gpu_archs(catalog, targets, rejected)
 
     if not candidates:
-        return _no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected)
+        return _no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints)
 
     chosen = candidates[0]
     branch = catalog.branch(chosen.branch)
@@ -161,17 +140,33 @@ def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> 
                 + ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in targets)
             )
     isa = catalog.isas[chosen.cpu_isa]
+    ranked_usable = [name for name in workload.isa_preference if name in usable_isas]
     reasons.append(
         f"CPU instruction set {isa.name}: every required flag is present ({' '.join(isa.requires)}); "
-        f"workload {workload.name} ranks {' > '.join(i for i in workload.isa_preference if i in usable_isas)}"
+        f"workload {workload.name} ranks {' > '.join(ranked_usable)}"
     )
-    for other in usable_isas - {chosen.cpu_isa}:
+    for other in ranked_usable:
+        if other == chosen.cpu_isa:
+            continue
         same = [v for v in candidates if v.cpu_isa == other and v.branch == chosen.branch and v.gpu_arch == chosen.gpu_arch]
         if same:
             rejected.append(Rejection(same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"))
         else:
             rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but there is no {chosen.gpu_arch or 'CPU-only'} variant of it on branch {chosen.branch}"))
     return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets)
+
+
+def _driver_reason(driver: DriverFacts, targets: tuple[GpuFacts, ...], catalog: Catalog, branches: list[Branch], admissible: list[Branch]) -> str:
+    label = f"driver {driver.version or 'of unknown version'}" + (f" (CUDA {driver.cuda})" if driver.cuda else "")
+    rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(targets, driver, catalog) else ""
+    if admissible:
+        return f"{label} can run {', '.join(b.name for b in admissible)}{rule}"
+    if len(branches) < len(catalog.branches):
+        # The pins removed branches: "can run no branch" would blame the driver for the user's own choice.
+        unpinned = [b.name for b in catalog.branches if not driver_rejection(driver, b, targets, catalog)]
+        otherwise = f"; without the pins it could run {', '.join(unpinned)}" if unpinned else ""
+        return f"{label} can run none of the branches the pins leave ({', '.join(b.name for b in branches)}){otherwise}{rule}"
+    return f"{label} can run no branch of the catalog{rule}"
 
 
 def _targets(facts: HostFacts, options: Options) -> tuple[GpuFacts, ...]:
@@ -204,9 +199,9 @@ def _hidden_by_cuda_visible_devices(facts: HostFacts) -> str | None:
 def _pinned_branches(catalog: Catalog, options: Options, rejected: list[Rejection]) -> list[Branch]:
     branches = []
     for branch in catalog.branches:
-        if options.torch and options.torch != branch.torch:
+        if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
             rejected.append(Rejection(f"branch {branch.name}", f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}"))
-        elif options.cuda and options.cuda != branch.cuda:
+        elif options.cuda and not release_matches(options.cuda, branch.cuda, "--cuda"):
             rejected.append(Rejection(f"branch {branch.name}", f"uses CUDA {branch.cuda}, not the pinned --cuda {options.cuda}"))
         else:
             branches.append(branch)
@@ -216,15 +211,7 @@ def _pinned_branches(catalog: Catalog, options: Options, rejected: list[Rejectio
     return branches
 
 
-def _driver_rejection(facts: HostFacts, branch: Branch) -> str | None:
-    if facts.driver is None or facts.driver.version is None:
-        return None
-    if facts.driver.version < branch.min_driver:
-        return f"driver {facts.driver.version} is older than {branch.min_driver}, the minimum for CUDA {branch.cuda}"
-    return None
-
-
-def _explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], branches: list[Branch], rejected: list[Rejection]) -> None:
+def _explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection]) -> None:
     for arch in catalog.gpu_archs.values():
         for gpu in targets:
             why = kernels_run_on(arch, gpu.compute_capability, catalog)
@@ -236,7 +223,7 @@ def _explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], branches
 def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, arch_name: str) -> str:
     if not targets:
         return "has no CPU-only variant"
-    compatible = {v.gpu_arch for v in branch.variants if v.gpu_arch and all(kernels_run_on(catalog.gpu_archs[v.gpu_arch], g.compute_capability, catalog) is None for g in targets)}
+    compatible = {v.gpu_arch for v in branch.variants if v.gpu_arch and runs_on_all(catalog, v.gpu_arch, targets)}
     if not compatible:
         return "builds no GPU architecture whose kernels run on " + ", ".join(f"{g.compute_capability}" for g in targets)
     with_isa = {v.cpu_isa for v in branch.variants if v.gpu_arch in compatible}
@@ -245,10 +232,11 @@ def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usabl
 
 def _no_variant(
     facts: HostFacts, catalog: Catalog, options: Options, targets: tuple[GpuFacts, ...], branches: list[Branch],
-    usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection],
+    usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool,
 ) -> Decision:
     why: list[str] = []
     hints: list[str] = []
+    preference = catalog.workloads[options.workload].isa_preference
     if not usable_isas:
         why.append(f"this CPU ({facts.cpu.model or facts.arch}) has the flags of no {facts.arch} instruction set in the catalog")
         if not facts.cpu.flags:
@@ -262,34 +250,26 @@ def _no_variant(
         for gpu in targets:
             if not _any_arch_for(catalog, branches, (gpu,)):
                 why.append(f"no variant has kernels for GPU {gpu.index} ({gpu.name}, compute capability {gpu.compute_capability})")
-                newest = max(arch.compute_capability for arch in catalog.gpu_archs.values())
-                if gpu.compute_capability > newest:
-                    hints.append(
-                        f"compute capability {gpu.compute_capability} is newer than every GPU architecture of this catalog (newest {newest}): "
-                        "a newer pickvariant, or a site catalog that has it (PICKVARIANT_CATALOG), may offer a variant"
-                    )
-                for arch in catalog.gpu_archs.values():
-                    if arch.reported_before_cuda_13 == gpu.compute_capability:
-                        newest = catalog.branches[0]
-                        hints.append(
-                            f"{arch.description} reports {gpu.compute_capability} under CUDA 12 drivers and {arch.compute_capability} under CUDA 13: "
-                            f"a driver >= {newest.min_driver} makes the {arch.name} variants usable"
-                        )
-        gpu_isas = {v.cpu_isa for b in branches for v in b.variants if v.gpu_arch and _runs_on_all(catalog, v.gpu_arch, targets)}
+                hints.extend(_newer_gpu_hints(facts, catalog, gpu))
+        gpu_isas = {v.cpu_isa for b in branches for v in b.variants if v.gpu_arch and runs_on_all(catalog, v.gpu_arch, targets)}
         if gpu_isas and usable_isas and not gpu_isas & usable_isas:
             platform_isas = sorted(i for i in gpu_isas if catalog.isas[i].platform == facts.arch)
             why.append(
                 f"the variants with kernels for these GPUs are built for {', '.join(platform_isas) or 'other CPU architectures'}, "
                 f"and this CPU can run only {', '.join(sorted(usable_isas))}"
             )
-        relaxed = _candidates_ignoring_driver(facts, catalog, branches, targets, usable_isas)
-        if relaxed and facts.driver and facts.driver.version:
-            branch = catalog.branch(relaxed.branch)
-            why.append(f"driver {facts.driver.version} is too old for every branch that has a variant for this machine")
-            hints.append(f"a driver >= {branch.min_driver} (CUDA {branch.cuda}) would allow {relaxed.package}")
+        upgrade = _driver_upgrade(facts, catalog, options, branches, targets) if with_hints else None
+        if upgrade is not None:
+            branch, variant = upgrade
+            shown = facts.driver.version if facts.driver and facts.driver.version else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
+            why.append(f"driver {shown} is too old for every branch that has a variant for this machine")
+            if judged_by_cuda_version(targets, facts.driver, catalog):
+                hints.append(f"a Jetson driver (JetPack) that supports CUDA {branch.cuda} would allow {variant.package}")
+            else:
+                hints.append(f"a driver >= {branch.min_driver} (CUDA {branch.cuda}) would allow {variant.package}")
         cpu_only = [v for b in branches for v in b.variants if v.gpu_arch is None and v.cpu_isa in usable_isas]
         if cpu_only:
-            best = sorted(cpu_only, key=lambda v: catalog.workloads[options.workload].isa_preference.index(v.cpu_isa))[0]
+            best = min(cpu_only, key=lambda v: preference.index(v.cpu_isa))
             hints.append(f"--no-gpu would give {best.package} (CPU only: the GPU would go unused)")
     else:
         cpu_branches = [b.name for b in catalog.branches if any(v.gpu_arch is None for v in b.variants)]
@@ -302,28 +282,53 @@ def _no_variant(
     return Decision(None, None, reasons + tuple(why), tuple(_dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
 
 
-def _runs_on_all(catalog: Catalog, gpu_arch: str, gpus: Sequence[GpuFacts]) -> bool:
-    return all(kernels_run_on(catalog.gpu_archs[gpu_arch], g.compute_capability, catalog) is None for g in gpus)
+def _newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[str]:
+    hints = []
+    newest = max(arch.compute_capability for arch in catalog.gpu_archs.values())
+    if gpu.compute_capability > newest:
+        hints.append(
+            f"compute capability {gpu.compute_capability} is newer than every GPU architecture of this catalog (newest {newest}): "
+            "a newer pickvariant, or a site catalog that has it (PICKVARIANT_CATALOG), may offer a variant"
+        )
+    for arch in catalog.gpu_archs.values():
+        if arch.reported_before_cuda_13 != gpu.compute_capability:
+            continue
+        builds = next((b for b in catalog.branches if any(v.gpu_arch == arch.name for v in b.variants)), None)
+        if builds is None:
+            continue
+        renamed = f"{arch.description} reports {gpu.compute_capability} under CUDA 12 drivers and {arch.compute_capability} under CUDA 13"
+        as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
+        if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, builds, as_renamed, catalog):
+            hints.append(f"{renamed}: a driver >= {builds.min_driver} (CUDA {builds.cuda}) makes the {arch.name} variants usable")
+        else:
+            # The user already has that driver: telling them to get it would send them in circles.
+            hints.append(
+                f"{renamed}, and driver {facts.driver.version or facts.driver.cuda} already runs CUDA {builds.cuda}: "
+                f"check the stated compute capability (--gpu {arch.compute_capability})"
+            )
+    return hints
+
+
+def _driver_upgrade(
+    facts: HostFacts, catalog: Catalog, options: Options, branches: list[Branch], targets: tuple[GpuFacts, ...]
+) -> tuple[Branch, Variant] | None:
+    """The smallest driver upgrade that gives a variant, and the variant the rules would then pick."""
+    driver = facts.driver
+    if driver is None or facts.driver_assumed:
+        return None
+    by_cuda = judged_by_cuda_version(targets, driver, catalog)
+    too_old = [b for b in branches if driver_rejection(driver, b, targets, catalog)]
+    for branch in sorted(too_old, key=lambda b: cuda_version_key(b.cuda) if by_cuda else b.min_driver.parts):
+        upgraded = DriverFacts(driver.version, branch.cuda) if by_cuda else DriverFacts(branch.min_driver, branch.cuda)
+        # Decide again rather than guess: the hint must name what the rules would really choose.
+        decision = _decide(replace(facts, driver=upgraded), catalog, options, with_hints=False)
+        if decision.variant is not None and decision.branch is not None:
+            return decision.branch, decision.variant
+    return None
 
 
 def _any_arch_for(catalog: Catalog, branches: list[Branch], gpus: Sequence[GpuFacts]) -> bool:
-    return any(
-        v.gpu_arch and all(kernels_run_on(catalog.gpu_archs[v.gpu_arch], g.compute_capability, catalog) is None for g in gpus)
-        for b in branches for v in b.variants
-    )
-
-
-def _candidates_ignoring_driver(
-    facts: HostFacts, catalog: Catalog, branches: list[Branch], targets: tuple[GpuFacts, ...], usable_isas: set[str]
-) -> Variant | None:
-    # The smallest driver upgrade first: the lowest minimum driver, then the newest branch.
-    for branch in sorted(branches, key=lambda b: b.min_driver):
-        for variant in branch.variants:
-            if variant.gpu_arch and variant.cpu_isa in usable_isas and all(
-                kernels_run_on(catalog.gpu_archs[variant.gpu_arch], g.compute_capability, catalog) is None for g in targets
-            ):
-                return variant
-    return None
+    return any(v.gpu_arch and runs_on_all(catalog, v.gpu_arch, gpus) for b in branches for v in b.variants)
 
 
 def _dedupe(rejected: list[Rejection]) -> list[Rejection]:

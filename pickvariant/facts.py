@@ -12,18 +12,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pickvariant import settings
 from pickvariant.catalog import Catalog
 from pickvariant.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.errors import BadInput
 from pickvariant.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
 from pickvariant.versions import parse_compute_capability, parse_driver_version
 
-ENV_CPUINFO = "PICKVARIANT_CPUINFO"
-ENV_GPU = "PICKVARIANT_GPU"
-ENV_DRIVER = "PICKVARIANT_DRIVER"
+ENV_CPUINFO = settings.CPUINFO
+ENV_GPU = settings.GPU
+ENV_DRIVER = settings.DRIVER
 # NVML lists every GPU whatever this says; CUDA programs (PyTorch) see only these.
 ENV_CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
-NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu", ""})
+NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu"})
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,9 @@ def gather_facts(
     if what_if.cpuinfo is not None:
         cpu = read_cpuinfo_dump(what_if.cpuinfo)
         sources["cpu"] = f"--cpuinfo {what_if.cpuinfo}"
-    elif env.get(ENV_CPUINFO):
-        cpu = read_cpuinfo_dump(Path(env[ENV_CPUINFO]))
-        sources["cpu"] = f"{ENV_CPUINFO}={env[ENV_CPUINFO]}"
+    elif (stated_cpuinfo := settings.setting(env, ENV_CPUINFO)) is not None:
+        cpu = read_cpuinfo_dump(Path(stated_cpuinfo))
+        sources["cpu"] = f"{ENV_CPUINFO}={stated_cpuinfo}"
     else:
         cpu = detect_cpu_fn()
         sources["cpu"] = f"detected ({cpu.source})"
@@ -81,8 +82,7 @@ def gather_facts(
         stated_gpus, sources["gpus"] = (), "--no-gpu"
     elif what_if.gpus:
         stated_gpus, sources["gpus"] = what_if.gpus, "--gpu"
-    elif ENV_GPU in env:
-        value = env[ENV_GPU]
+    elif (value := settings.setting(env, ENV_GPU)) is not None:
         stated_gpus = () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
         sources["gpus"] = f"{ENV_GPU}={value}"
 
@@ -90,9 +90,10 @@ def gather_facts(
     detected_driver: DriverFacts | None = None
     cuda_visible: str | None = None
     if stated_gpus is None:
-        cuda_visible = env.get(ENV_CUDA_VISIBLE)
         report = read_gpus_fn()
         gpus = report.gpus
+        # Only a machine whose GPUs were detected has a CUDA_VISIBLE_DEVICES that means something.
+        cuda_visible = env.get(ENV_CUDA_VISIBLE) if gpus else None
         detected_driver = report.driver
         inconclusive = report.inconclusive
         notes.extend(report.notes)
@@ -107,9 +108,9 @@ def gather_facts(
     if what_if.driver is not None:
         driver: DriverFacts | None = DriverFacts(parse_driver_version(what_if.driver), None)
         sources["driver"] = "--driver"
-    elif env.get(ENV_DRIVER):
-        driver = DriverFacts(parse_driver_version(env[ENV_DRIVER]), None)
-        sources["driver"] = f"{ENV_DRIVER}={env[ENV_DRIVER]}"
+    elif (stated_driver := settings.setting(env, ENV_DRIVER)) is not None:
+        driver = DriverFacts(parse_driver_version(stated_driver), None)
+        sources["driver"] = f"{ENV_DRIVER}={stated_driver}"
     elif detected_driver is not None:
         driver = detected_driver
         sources["driver"] = "detected (NVML)"

@@ -17,6 +17,7 @@ from pickvariant.errors import Interrupted, OperationFailed, Terminated
 
 FLOX_INSTALL_HELP = "flox is not on PATH: install Flox (https://flox.dev/docs/install-flox/) and run this again"
 LOG_TAIL_LINES = 15
+_STDERR_TAIL_BYTES = 64 * 1024
 
 
 class _SigTerm(BaseException):
@@ -53,9 +54,36 @@ def tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
         return ""
 
 
+class _Overflow(Exception):
+    """The child printed more than it may: stopped rather than read into memory without bound."""
+
+
+def _wait(process: subprocess.Popen, deadline: float | None, overflowed: threading.Event | None = None) -> None:
+    """Wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow stops its whole process group first."""
+    # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
+    # that killed only pickvariant would leave it running on, unseen.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
+    try:
+        while process.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError
+            if overflowed is not None and overflowed.is_set():
+                raise _Overflow
+            time.sleep(0.05)
+    except (TimeoutError, KeyboardInterrupt, _SigTerm, _Overflow):
+        _stop(process)
+        raise
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:
     """Run one command, appending its output to `log`; raise OperationFailed, Interrupted or Terminated on failure."""
     program = require_program(command.argv[0])
+    if not command.cwd.is_dir():
+        raise OperationFailed(f"cannot run {command.argv[0]} in {command.cwd}: the directory does not exist")
     try:
         handle = open(log, "a", encoding="utf-8")
     except OSError as error:
@@ -72,31 +100,83 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
             raise OperationFailed(f"cannot run {command.argv[0]}: {error.strerror or error}") from error
         reader = threading.Thread(target=_pump, args=(process, handle, on_line), daemon=True)
         reader.start()
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
-        # that killed only pickvariant would leave flox building on, unseen.
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
+        name = command.argv[0]
         try:
-            while process.poll() is None:
-                if deadline is not None and time.monotonic() > deadline:
-                    raise TimeoutError
-                time.sleep(0.05)
-        except (TimeoutError, KeyboardInterrupt, _SigTerm) as stopped_by:
-            _stop(process)
+            _wait(process, None if timeout_s is None else time.monotonic() + timeout_s)
+        except KeyboardInterrupt:
             reader.join(5)
-            name = command.argv[0]
-            if isinstance(stopped_by, KeyboardInterrupt):
-                raise Interrupted(f"interrupted: {name} was stopped; log: {log}") from None
-            if isinstance(stopped_by, _SigTerm):
-                raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
+            raise Interrupted(f"interrupted: {name} was stopped; log: {log}") from None
+        except _SigTerm:
+            reader.join(5)
+            raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
+        except TimeoutError:
+            reader.join(5)
             raise OperationFailed(f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}") from None
-        finally:
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         reader.join(5)
     if process.returncode != 0:
         raise OperationFailed(f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}")
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a program printed, bounded: `problem` says why it was stopped, if it was."""
+
+    returncode: int | None
+    stdout: str
+    stderr_tail: str
+    problem: str | None = None
+
+
+def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -> Captured:
+    """Run `argv` to completion with its output in memory, at most `max_stdout` bytes of it.
+
+    A child that prints more, or runs past `timeout_s`, is stopped with its whole process
+    group (so nothing it started runs on); so is one that is running when Ctrl-C or SIGTERM
+    reaches pickvariant, which then raises Interrupted or Terminated.
+    """
+    try:
+        process = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as error:
+        return Captured(None, "", "", f"cannot run {argv[0]}: {error.strerror or error}")
+    assert process.stdout is not None and process.stderr is not None
+    out = bytearray()
+    err = bytearray()
+    overflowed = threading.Event()
+
+    def keep_head(stream, buffer: bytearray) -> None:
+        while chunk := stream.read1(65536):
+            if len(buffer) + len(chunk) > max_stdout:
+                overflowed.set()
+                return
+            buffer.extend(chunk)
+
+    def keep_tail(stream, buffer: bytearray) -> None:
+        while chunk := stream.read1(65536):
+            buffer.extend(chunk)
+            del buffer[:-_STDERR_TAIL_BYTES]
+
+    readers = [threading.Thread(target=keep_head, args=(process.stdout, out), daemon=True),
+               threading.Thread(target=keep_tail, args=(process.stderr, err), daemon=True)]
+    for reader in readers:
+        reader.start()
+    problem = None
+    try:
+        _wait(process, time.monotonic() + timeout_s, overflowed)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {what} was stopped") from None
+    except _SigTerm:
+        raise Terminated(f"terminated (SIGTERM): {what} was stopped") from None
+    except TimeoutError:
+        problem = f"{what} did not finish within {timeout_s:g} s and was stopped"
+    except _Overflow:
+        problem = f"{what} printed more than {max_stdout // (1024 * 1024)} MiB and was stopped: that is not its output"
+    for reader in readers:
+        reader.join(5)
+    process.stdout.close()
+    process.stderr.close()
+    return Captured(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), problem)
 
 
 def _pump(process: subprocess.Popen[str], handle, on_line: Callable[[str], None]) -> None:
@@ -107,18 +187,32 @@ def _pump(process: subprocess.Popen[str], handle, on_line: Callable[[str], None]
         on_line(line.rstrip("\n"))
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    """SIGINT first (flox cleans up), then SIGTERM, then SIGKILL, to the child's whole process group."""
+def _stop(process: subprocess.Popen) -> None:
+    """SIGINT first (flox cleans up), then SIGTERM, then SIGKILL, to the child's whole process group,
+    until no process of the group is left: children that outlive their parent are stopped too."""
+    group = process.pid
     for sig, grace in ((signal.SIGINT, 10.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         try:
-            os.killpg(process.pid, sig)
+            os.killpg(group, sig)
         except ProcessLookupError:
+            process.poll()
             return
-        try:
-            process.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            process.poll()  # reap the leader, or a zombie would keep the group alive
+            if not _group_alive(group):
+                return
+            time.sleep(0.05)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def run_all(commands: Sequence[Command], log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pickvariant import settings
 from pickvariant.catalog import Catalog, Variant
-from pickvariant.decide import kernels_run_on, missing_flags
+from pickvariant.compat import why_not
 from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.facts import HostFacts
 from pickvariant.flox import Command, run_all
 from pickvariant.fsutil import check_writable, create_new, write_atomic
 from pickvariant.recipe import recipe_path, render
 
-ORG_ENV = "PICKVARIANT_FLOX_ORG"
+ORG_ENV = settings.FLOX_ORG
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -26,24 +28,22 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "pickvariant"
 
 
+# Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$
+# (flox/flox@6536dac, cli/catalog-api-v1/src/client.rs, CatalogName). A leading '-' would also
+# reach flox's argument parser as an option, so it is refused too.
+FLOX_CATALOG_NAME = re.compile(r"[A-Za-z0-9_-]{3,63}")
+
+
+def check_org(org: str) -> None:
+    if not FLOX_CATALOG_NAME.fullmatch(org) or org.startswith("-"):
+        raise BadInput(
+            f"--org {org!r:.80} is not a Flox organisation name: 3 to 63 letters, digits, '-' or '_', not starting with '-'"
+        )
+
+
 def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[str]:
     """What makes a forced --package unsafe on this machine (empty when it fits)."""
-    isa = catalog.isas[variant.cpu_isa]
-    problems = []
-    if isa.platform != facts.arch:
-        problems.append(f"it is built for {isa.platform} CPUs, this one is {facts.arch}")
-    missing = missing_flags(isa.requires, facts.cpu.flags)
-    if missing:
-        problems.append(f"this CPU lacks {', '.join(missing)}")
-    if variant.gpu_arch:
-        arch = catalog.gpu_archs[variant.gpu_arch]
-        for gpu in facts.gpus:
-            why = kernels_run_on(arch, gpu.compute_capability, catalog)
-            if why:
-                problems.append(f"GPU {gpu.index}: {why}")
-    elif facts.gpus:
-        problems.append("it is CPU-only and would leave this machine's GPUs unused")
-    return problems
+    return list(why_not(variant, facts, catalog))
 
 
 @dataclass(frozen=True)
@@ -64,16 +64,22 @@ def plan_install(
     force: bool, env: Mapping[str, str] | None = None,
 ) -> Plan:
     env = os.environ if env is None else env
-    org = org or env.get(ORG_ENV) or None
+    org = org if org is not None else settings.setting(env, ORG_ENV)
     if org is not None and not build:
-        if not org.replace("-", "").replace("_", "").isalnum():
-            raise BadInput(f"{org!r} is not a Flox organisation name")
+        check_org(org)
+        if target_dir.exists() and not target_dir.is_dir():
+            raise BadInput(f"--dir {target_dir}: exists and is not a directory")
         commands = []
         notes = []
+        # Every flox command names its directory with -d, so it may run from anywhere that exists;
+        # `flox init -d` creates a missing directory with its parents.
+        cwd = target_dir if target_dir.is_dir() else Path.cwd()
+        if not target_dir.exists():
+            notes.append(f"{target_dir} does not exist: flox init will create it")
         if not (target_dir / ".flox").is_dir():
-            commands.append(Command(("flox", "init", "-d", str(target_dir)), target_dir, f"create a Flox environment in {target_dir}"))
+            commands.append(Command(("flox", "init", "-d", str(target_dir)), cwd, f"create a Flox environment in {target_dir}"))
             notes.append(f"{target_dir} has no Flox environment: one will be created")
-        commands.append(Command(("flox", "install", "-d", str(target_dir), f"{org}/{variant.package}"), target_dir, f"install the published {org}/{variant.package}"))
+        commands.append(Command(("flox", "install", "-d", str(target_dir), f"{org}/{variant.package}"), cwd, f"install the published {org}/{variant.package}"))
         return Plan(variant, "published", target_dir, tuple(commands), notes=tuple(notes))
 
     directory = build_dir or cache_dir(env) / "build" / variant.package

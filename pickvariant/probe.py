@@ -139,6 +139,15 @@ def check_int8_cpu(results, n):
     results.append(entry)
 
 
+def arch_list(torch) -> list:
+    """The GPU architectures this torch was built for, also where no GPU or driver is present
+    (torch.cuda.get_arch_list() answers [] then, which would hide a wrong build)."""
+    flags = getattr(torch._C, "_cuda_getArchFlags", None)
+    if flags is not None and torch.version.cuda:
+        return sorted(set((flags() or "").split()))
+    return torch.cuda.get_arch_list() if torch.cuda.is_available() else []
+
+
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     info_only = "--info" in argv
@@ -150,7 +159,7 @@ def main(argv: list[str]) -> int:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "arch_list": torch.cuda.get_arch_list() if torch.cuda.is_available() else [],
+        "arch_list": arch_list(torch),
         "cuda_available": torch.cuda.is_available(),
         "devices": [],
         "checks": [],

@@ -11,7 +11,7 @@ from pickvariant.catalog import Catalog
 from pickvariant.decide import Decision
 from pickvariant.facts import HostFacts
 from pickvariant.present import decision_json, flags_that_matter
-from pickvariant.verify import run_probe
+from pickvariant.verify import run_probe, variant_mismatches
 
 
 def _scrub(text: str) -> str:
@@ -24,10 +24,6 @@ def _scrub(text: str) -> str:
     return text
 
 
-def _cuda_major(version: str | None) -> str | None:
-    return version.split(".")[0] if version else None
-
-
 def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str]) -> dict[str, Any]:
     data = decision_json(facts, decision, catalog, workload)
     data["pickvariant"] = __version__
@@ -38,16 +34,8 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
     installed: dict[str, Any] | None = None
     if probe is not None:
         installed = {k: probe.get(k) for k in ("torch", "cuda", "arch_list", "cpu_capability")}
-        rec = data["recommendation"]
-        if rec is not None:
-            expected_cuda = rec["cuda"]
-            # Minor CUDA versions of one major share a driver ABI: only a different major (or none) is a mismatch.
-            if _cuda_major(probe.get("cuda")) != _cuda_major(expected_cuda):
-                mismatches.append(f"installed torch has CUDA {probe.get('cuda') or 'none'}, the recommendation {expected_cuda or 'none (CPU-only)'}")
-            if not probe["torch"].startswith(rec["torch"]):
-                mismatches.append(f"installed torch {probe['torch']}, the recommendation ships {rec['torch']}")
-            if rec["gpu_arch"] and not any(entry.replace("_", "").startswith(rec["gpu_arch"]) for entry in probe.get("arch_list", [])):
-                mismatches.append(f"installed torch has no {rec['gpu_arch']} kernels (arch list {', '.join(probe.get('arch_list', [])) or 'empty'})")
+        if decision.variant is not None:
+            mismatches = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
     data["installed_torch"] = installed if installed else {"error": _scrub(problem or "unknown")}
     data["mismatches"] = mismatches
     data["sources"] = {key: _scrub(value) for key, value in data["sources"].items()}

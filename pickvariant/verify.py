@@ -5,20 +5,24 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from pickvariant.catalog import Catalog, Variant
-from pickvariant.decide import kernels_run_on, missing_flags
+from pickvariant.compat import kernels_run_on, missing_flags
 from pickvariant.facts import HostFacts
+from pickvariant.flox import capture
 from pickvariant.gpu import cuda_visible_count
 from pickvariant.versions import ComputeCapability
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
 QUICK_TIMEOUT_S = 120.0
 FULL_TIMEOUT_S = 600.0
+# The probe prints one JSON line of a few KiB; anything near this is some other program.
+MAX_PROBE_OUTPUT = 4 * 1024 * 1024
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
 
 
@@ -31,15 +35,13 @@ class VerifyResult:
 
 
 def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s: float | None = None) -> tuple[dict[str, Any] | None, str | None]:
-    """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch)."""
+    """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch, a flood of output)."""
     args = [*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
     limit = timeout_s or (QUICK_TIMEOUT_S if quick or info_only else FULL_TIMEOUT_S)
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=limit, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return None, f"the probe did not finish within {limit:g} s"
-    except OSError as error:
-        return None, f"cannot run {python[0]}: {error.strerror or error}"
+    done = capture(args, limit, MAX_PROBE_OUTPUT, "the probe")
+    if done.problem is not None:
+        return None, done.problem
+    assert done.returncode is not None
     if done.returncode < 0:
         name = signal.Signals(-done.returncode).name
         cause = {
@@ -49,15 +51,18 @@ def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s
             "SIGKILL": "it was killed (out of memory?)",
         }.get(name, "it was killed by a signal")
         return None, f"the probe died with {name}: {cause}"
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    last = (done.stderr_tail.strip().splitlines() or ["no output"])[-1]
     if done.returncode != 0:
-        if "No module named 'torch'" in done.stderr:
+        if "No module named 'torch'" in done.stderr_tail:
             return None, f"{' '.join(python)} has no torch installed"
         return None, f"the probe failed with exit code {done.returncode}: {last[:300]}"
     try:
-        return json.loads(done.stdout.strip().splitlines()[-1]), None
-    except (json.JSONDecodeError, IndexError):
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError, RecursionError):
         return None, f"the probe printed no result: {last[:300]}"
+    if not isinstance(result, dict) or not isinstance(result.get("torch"), str):
+        return None, "the probe printed something that is not its result"
+    return result, None
 
 
 def _arch_capabilities(arch_list: list[str]) -> list[tuple[str, ComputeCapability]]:
@@ -122,10 +127,43 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         findings.append(finding)
         if check.get("ok") is False:
             failures.append(f"{check['name']} on {check['device']}: " + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}"))
-    if variant is not None and probe.get("cuda") and variant.gpu_arch is None:
-        reasons.append("note: a CUDA torch is installed where a CPU-only variant was recommended")
+    if variant is not None:
+        mismatches = variant_mismatches(probe, variant, catalog)
+        failures.extend(f"this torch is not {variant.package}: {mismatch}" for mismatch in mismatches)
+        if not mismatches:
+            reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
     passed = not failures
     return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings))
+
+
+def _release(version: str | None) -> tuple[int, ...] | None:
+    """'2.10.0+cu130' -> (2, 10), '13.0' -> (13,): the numbers, without trailing zeros, or None."""
+    if not version:
+        return None
+    try:
+        parts = list(Version(version).release)
+    except InvalidVersion:
+        return None
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog) -> list[str]:
+    """Each field in which the probed torch differs from `variant`'s build: torch version, CUDA version, arch list."""
+    branch = catalog.branch(variant.branch)
+    problems = []
+    if _release(probe.get("torch")) != _release(branch.torch):
+        problems.append(f"torch {probe.get('torch')}, the variant ships {branch.torch}")
+    expected_cuda = branch.cuda if variant.gpu_arch else None
+    if _release(probe.get("cuda")) != _release(expected_cuda):
+        problems.append(f"CUDA {probe.get('cuda') or 'none'}, the variant is built with {expected_cuda or 'no CUDA (CPU-only)'}")
+    if variant.gpu_arch:
+        wanted = catalog.gpu_archs[variant.gpu_arch].compute_capability
+        arch_list = probe.get("arch_list") or []
+        if not any(kind == "sm" and capability == wanted for kind, capability in _arch_capabilities(arch_list)):
+            problems.append(f"arch list {', '.join(arch_list) or 'empty'} has no sm_{wanted.major}{wanted.minor} kernels, the variant's GPU target")
+    return problems
 
 
 def _cubin_runs(built: ComputeCapability, device: ComputeCapability, catalog: Catalog) -> bool:

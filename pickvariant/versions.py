@@ -80,3 +80,22 @@ def parse_driver_version(text: str) -> DriverVersion:
 def decode_cuda_driver_version(value: int) -> str:
     """NVML's CUDA version integer, e.g. 13000 -> '13.0' (NVML_CUDA_DRIVER_VERSION_MAJOR/MINOR)."""
     return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+_RELEASE = re.compile(r"^\s*(\d{1,4}(?:\.\d{1,4}){0,3})\s*$")
+
+
+def cuda_version_key(text: str) -> tuple[int, ...]:
+    """'12.9' -> (12, 9), for ordering CUDA versions as numbers."""
+    return tuple(int(part) for part in text.split("."))
+
+
+def release_matches(pin: str, release: str, flag: str) -> bool:
+    """Does `--torch 2.10` (or `--cuda 13`) name `release` 2.10.0 (13.0)? Missing parts are free, extra zeros equal."""
+    match = _RELEASE.match(pin)
+    if not match:
+        raise BadInput(f"{flag} {pin!r:.40}: not a version; write it as 2.10, 2.10.0 or 13.0")
+    wanted = tuple(int(part) for part in match.group(1).split("."))
+    have = cuda_version_key(release)
+    have = have + (0,) * max(0, len(wanted) - len(have))
+    return have[: len(wanted)] == wanted

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA
+from conftest import DATA, cpuinfo_path
 from machines import host
-from pickvariant.decide import Options, decide, kernels_run_on
+from pickvariant.compat import kernels_run_on
+from pickvariant.decide import Options, decide
 from pickvariant.errors import BadInput
 from pickvariant.versions import parse_compute_capability
 
@@ -86,6 +87,80 @@ def test_thor_reporting_10_1_under_cuda_12_is_told_to_update_the_driver(catalog)
     decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="575.57.08"), catalog)
     assert decision.variant is None
     assert any("580.65.06" in hint and "sm110" in hint for hint in decision.hints)
+
+
+def _thor(catalog, driver: str, cuda: int):
+    """A Jetson AGX Thor as NVML reports it under JetPack 7 (driver "580.00"); Grace's Neoverse V2 dump stands in
+    for Thor's Neoverse V3AE (both armv9 with SVE2; no real V3AE dump is in the fixtures)."""
+    from fakenvml import fake_nvml
+    from pickvariant.cpu import read_cpuinfo_dump
+    from pickvariant.facts import WhatIf, gather_facts
+    from pickvariant.gpu import query_nvml
+
+    nvml = fake_nvml([{"name": "NVIDIA Thor", "cc": (11, 0), "mem": 125772, "mig": None}], driver=driver, cuda=cuda)
+    return gather_facts(catalog, WhatIf(), env={}, detect_cpu_fn=lambda: read_cpuinfo_dump(cpuinfo_path("linux-rhel9-neoverse_v2")),
+                        read_gpus_fn=lambda: query_nvml(nvml))
+
+
+def test_a_real_jetson_thor_report_is_judged_by_its_cuda_version_not_its_driver_number(catalog) -> None:
+    facts = _thor(catalog, "580.00", 13000)  # below the desktop minimum 580.65.06, yet a CUDA 13.0 driver
+    decision = decide(facts, catalog)
+    assert package(decision) == "pytorch-python313-cuda13_0-sm110-armv9"
+    assert any("CUDA 13.0" in reason and "Jetson drivers are judged by the CUDA version" in reason for reason in decision.reasons)
+
+
+def test_a_thor_driver_for_an_older_cuda_gets_the_jetpack_it_needs_named(catalog) -> None:
+    decision = decide(_thor(catalog, "540.4.0", 12080), catalog)
+    assert decision.variant is None
+    assert "a Jetson driver (JetPack) that supports CUDA 13.0 would allow pytorch-python313-cuda13_0-sm110-armv9" in decision.hints
+
+
+def test_the_driver_upgrade_hint_names_the_variant_the_rules_would_then_choose(catalog) -> None:
+    old = host(catalog, "linux-rocky8.5-zen4", gpus=("8.9",), driver="525.60.12")
+    decision = decide(old, catalog)
+    upgraded = decide(host(catalog, "linux-rocky8.5-zen4", gpus=("8.9",), driver="525.60.13"), catalog)
+    assert decision.variant is None and upgraded.variant is not None and upgraded.variant.cpu_isa == "avx512"
+    assert f"a driver >= 525.60.13 (CUDA {upgraded.branch.cuda}) would allow {upgraded.variant.package}" in decision.hints
+    assert not any("sm80" in hint or "avx2" in hint for hint in decision.hints)
+
+
+def test_the_driver_upgrade_hint_for_an_armv9_cpu_names_an_armv9_build(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("11.0",), driver="570.86.10"), catalog)
+    assert any("would allow pytorch-python313-cuda13_0-sm110-armv9" in hint for hint in decision.hints)
+    assert not any("armv8_2" in hint for hint in decision.hints)
+
+
+def test_a_driver_reason_does_not_blame_the_driver_for_branches_the_pins_removed(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="570.86.10"), catalog, Options(torch="2.10.0"))
+    assert decision.variant is None
+    driver_line = next(reason for reason in decision.reasons if reason.startswith("driver 570.86.10"))
+    assert "can run no branch" not in driver_line
+    assert "none of the branches the pins leave (cuda-13_0)" in driver_line and "cuda-12_9" in driver_line
+
+
+def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="580.65.06"), catalog)
+    assert decision.variant is None
+    assert not any("a driver >= 580.65.06" in hint for hint in decision.hints)
+    assert any("--gpu 11.0" in hint for hint in decision.hints)
+
+
+@pytest.mark.parametrize(("pin", "value", "branch"), [("torch", "2.10", "cuda-13_0"), ("cuda", "13", "cuda-13_0"), ("torch", "2.9", "cuda-12_9"),
+                                                     ("cuda", "12.9.0", "cuda-12_9"), ("torch", " 2.8 ", "main")])
+def test_short_version_pins_match_the_release_they_name(catalog, pin, value, branch) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(**{pin: value}))
+    assert decision.branch is not None and decision.branch.name == branch
+
+
+@pytest.mark.parametrize("value", ["2.1", "13.1", "1"])
+def test_a_pin_is_no_text_prefix(catalog, value) -> None:
+    with pytest.raises(BadInput, match="no branch matches the pins"):
+        decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(torch=value, cuda=None))
+
+
+def test_a_pin_that_is_not_a_version_is_bad_input(catalog) -> None:
+    with pytest.raises(BadInput, match="--cuda 'thirteen': not a version"):
+        decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(cuda="thirteen"))
 
 
 def test_mixed_gpus_take_the_architecture_that_runs_on_all(catalog) -> None:

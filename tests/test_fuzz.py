@@ -19,7 +19,8 @@ from conftest import CPUINFO, REPO, generated
 from pickvariant.catalog import parse_catalog
 from pickvariant.cli import app
 from pickvariant.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
-from pickvariant.decide import Options, decide, missing_flags
+from pickvariant.compat import missing_flags
+from pickvariant.decide import Options, decide
 from pickvariant.errors import BadInput, NoVariant
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import GpuFacts

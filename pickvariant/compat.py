@@ -1,0 +1,97 @@
+"""Can this variant run on these facts, and if not, why: the one compatibility predicate.
+
+The decision, its hints, `install --package`, `verify` and (later) `plan` all ask here
+instead of re-deriving the rules, so that what one of them admits the others admit too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pickvariant.catalog import Branch, Catalog, GpuArch, Variant
+from pickvariant.facts import HostFacts
+from pickvariant.gpu import DriverFacts, GpuFacts
+from pickvariant.versions import ComputeCapability, cuda_version_key
+
+# Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
+# "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.
+# What a driver can run is the CUDA version cuDriverGetVersion reports, "the latest CUDA
+# version supported by driver". Sources: docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VERSION.html;
+# developer.nvidia.com/blog/simplifying-cuda-upgrades-for-nvidia-jetson-users/ ("the CUDA driver
+# is part of the Jetson Linux BSP").
+TEGRA_DRIVER_RULE = "Jetson drivers are judged by the CUDA version they report, not by desktop driver minimums"
+
+
+def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
+    """None when sm_XY machine code runs on `capability`, else why not (CUDA binary compatibility)."""
+    built = arch.compute_capability
+    if built.major != capability.major:
+        return f"kernels for {built} do not run on {capability} (a different major version)"
+    device_tegra = catalog.is_tegra(capability)
+    if arch.tegra or device_tegra:
+        if built != capability:
+            kind = "an integrated Tegra GPU" if device_tegra else "a desktop GPU"
+            return f"kernels for {built} do not run on {kind} of {capability} (no binary compatibility across Tegra and desktop, nor between Tegra GPUs)"
+        return None
+    if built.minor > capability.minor:
+        return f"kernels for {built} do not run on the older {capability}"
+    return None
+
+
+def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[str]:
+    return [flag for flag in isa_requires if flag not in flags]
+
+
+def judged_by_cuda_version(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Catalog) -> bool:
+    """Tegra GPUs with a driver that reports its CUDA version: that version decides, not the number."""
+    return driver is not None and driver.cuda is not None and any(catalog.is_tegra(gpu.compute_capability) for gpu in gpus)
+
+
+def driver_rejection(driver: DriverFacts | None, branch: Branch, gpus: Sequence[GpuFacts], catalog: Catalog) -> str | None:
+    """None when the driver can run `branch`'s CUDA (or nothing is known of it), else why not."""
+    if driver is None or not gpus:
+        return None
+    if judged_by_cuda_version(gpus, driver, catalog):
+        assert driver.cuda is not None
+        if cuda_version_key(driver.cuda) < cuda_version_key(branch.cuda):
+            return f"the driver supports CUDA {driver.cuda}, older than CUDA {branch.cuda} ({TEGRA_DRIVER_RULE})"
+        return None
+    if driver.version is not None and driver.version < branch.min_driver:
+        return f"driver {driver.version} is older than {branch.min_driver}, the minimum for CUDA {branch.cuda}"
+    return None
+
+
+def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence[GpuFacts] | None = None) -> tuple[str, ...]:
+    """Every reason `variant` cannot run on `facts` (on `gpus`, default every GPU); empty when it can."""
+    gpus = facts.gpus if gpus is None else gpus
+    isa = catalog.isas[variant.cpu_isa]
+    problems: list[str] = []
+    if facts.os != "linux":
+        problems.append(f"it is built for Linux, this is {facts.os}")
+    if isa.platform != facts.arch:
+        problems.append(f"it is built for {isa.platform} CPUs, this one is {facts.arch}")
+    else:
+        missing = missing_flags(isa.requires, facts.cpu.flags)
+        if missing:
+            problems.append(f"this CPU lacks {', '.join(missing)}: it would crash with an illegal instruction")
+    if variant.gpu_arch is None:
+        if gpus:
+            problems.append("it is CPU-only and would leave this machine's GPUs unused")
+        return tuple(problems)
+    if not gpus:
+        problems.append(f"it is a CUDA build ({variant.gpu_arch}) and this machine has no NVIDIA GPU")
+        return tuple(problems)
+    arch = catalog.gpu_archs[variant.gpu_arch]
+    for gpu in gpus:
+        why = kernels_run_on(arch, gpu.compute_capability, catalog)
+        if why:
+            problems.append(f"GPU {gpu.index}: {why}")
+    why_driver = driver_rejection(facts.driver, catalog.branch(variant.branch), gpus, catalog)
+    if why_driver:
+        problems.append(why_driver)
+    return tuple(problems)
+
+
+def runs_on_all(catalog: Catalog, gpu_arch: str, gpus: Sequence[GpuFacts]) -> bool:
+    arch = catalog.gpu_archs[gpu_arch]
+    return all(kernels_run_on(arch, gpu.compute_capability, catalog) is None for gpu in gpus)

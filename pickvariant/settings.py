@@ -1,0 +1,22 @@
+"""pickvariant's environment variables, read one way: an empty value means unset.
+
+`PICKVARIANT_GPU=$UNSET_VARIABLE` must not quietly turn an H200 machine into a
+CPU-only plan, so a blank value never states a fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+CPUINFO = "PICKVARIANT_CPUINFO"
+GPU = "PICKVARIANT_GPU"
+DRIVER = "PICKVARIANT_DRIVER"
+CATALOG = "PICKVARIANT_CATALOG"
+FLOX_ORG = "PICKVARIANT_FLOX_ORG"
+ALL = (CPUINFO, GPU, DRIVER, CATALOG, FLOX_ORG)
+
+
+def setting(env: Mapping[str, str], name: str) -> str | None:
+    """The variable's value, or None when it is unset or holds only white space."""
+    value = env.get(name)
+    return value if value is not None and value.strip() else None
