@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pickvariant import settings
 from pickvariant.errors import BadInput
+from pickvariant.fsutil import read_regular
 from pickvariant.schema import SchemaError, validate
 from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version
 
@@ -166,17 +167,13 @@ def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_MAX_CATALOG_BYTES + 1)
-    except OSError as error:
-        raise BadInput(f"cannot read catalog {path}: {error.strerror or error}") from error
-    if len(raw) > _MAX_CATALOG_BYTES:
-        raise BadInput(f"catalog {path} is larger than {_MAX_CATALOG_BYTES // (1024 * 1024)} MiB")
+    raw = read_regular(path, _MAX_CATALOG_BYTES, "catalog")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise BadInput(f"catalog {path} is not valid JSON: {error}") from error
+    except RecursionError:
+        raise BadInput(f"catalog {path} is nested too deeply to be a catalog") from None
     return parse_catalog(data, path)
 
 
@@ -188,6 +185,8 @@ def parse_catalog(data: Any, path: Path) -> Catalog:
         return _build(data, path)
     except SchemaError as error:
         raise BadInput(f"catalog {path}: {error}") from error
+    except RecursionError:
+        raise BadInput(f"catalog {path} is nested too deeply to be a catalog") from None
 
 
 def _unique(items: Iterable[Mapping[str, Any]], key: str, where: str) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -31,6 +33,11 @@ class Format(str, Enum):
     text = "text"
     json = "json"
     markdown = "markdown"
+
+
+class ReportFormat(str, Enum):
+    markdown = "markdown"
+    json = "json"
 
 
 class Workload(str, Enum):
@@ -137,7 +144,7 @@ def list_variants(
 def recipe(
     package: Annotated[Optional[str], typer.Argument(help="The package to render, e.g. pytorch-python313-cuda13_0-sm90-avx512.")] = None,
     all_variants: Annotated[bool, typer.Option("--all", help="Render every variant of a branch (needs -o).")] = False,
-    branch: Annotated[Optional[str], typer.Option("--branch", help="The branch for --all (default: the newest).")] = None,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="The branch: for --all, whose variants (default: the newest); with PACKAGE, the branch it must be on.")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")] = False,
 ) -> None:
@@ -154,6 +161,8 @@ def recipe(
         variants = list(catalog.branch(branch or catalog.branches[0].name).variants)
     else:
         variants = [catalog.variant(package or "")]
+        if branch is not None and catalog.branch(branch).name != variants[0].branch:
+            raise BadInput(f"{package} is a package of branch {variants[0].branch}, not of --branch {branch}")
     if output is None:
         typer.echo(render(variants[0], catalog), nl=False)
         return
@@ -263,7 +272,7 @@ def verify(
         for reason in result.reasons:
             typer.echo(f"- {reason}")
         for check in result.findings:
-            rate = f"{check['tflops']:.2f} TFLOP/s" if "tflops" in check else f"{check.get('tops', 0):.2f} TOP/s" if "tops" in check else "-"
+            rate = verifier.rate_text(check)
             peak = f" ({check['percent_of_peak']:.0f}% of peak)" if "percent_of_peak" in check else ""
             state = {True: "ok", False: "FAIL", None: "n/a"}[check.get("ok")]
             typer.echo(f"- {check['name']} on {check['device']}: {state}, {rate}{peak}")
@@ -274,7 +283,7 @@ def verify(
 @app.command()
 @exits_on_error
 def report(
-    format: Annotated[Format, typer.Option("--format", help="markdown (default) or json.")] = Format.markdown,
+    format: Annotated[ReportFormat, typer.Option("--format", help="markdown (default) or json.")] = ReportFormat.markdown,
     python: Annotated[Optional[str], typer.Option("--python", help="The interpreter whose PyTorch to report.")] = None,
     workload: WorkloadOpt = Workload.general,
 ) -> None:
@@ -283,7 +292,7 @@ def report(
 
     catalog, facts, decision = _decide(None, None, False, None, workload, None, None, None)
     data = reporter.build(catalog, facts, decision, workload.value, [python] if python else _default_python())
-    typer.echo(json.dumps(data, indent=2) if format is Format.json else reporter.markdown(data), nl=format is Format.json)
+    typer.echo(json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data), nl=format is ReportFormat.json)
 
 
 def _progress(label: str) -> Any:
@@ -323,21 +332,54 @@ def root(
     """Pick, build and verify the right custom PyTorch variant for this machine."""
 
 
+def _usage_line(error: Any) -> str:
+    """click's usage error as one line, with where to read more (click's own form spans three lines)."""
+    message = _one_line(error.format_message())
+    ctx = getattr(error, "ctx", None)
+    return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"
+
+
+def _output_failed(error: OSError) -> int:
+    """stdout went away (a closed pipe) or filled up (a full disk): one line, exit 1, no second failure at exit."""
+    if error.errno != errno.EPIPE:
+        print(f"pickvariant: cannot write the output: {error.strerror or error}", file=sys.stderr)
+    # The interpreter flushes stdout once more on the way out: point it where that cannot fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1
+
+
+_OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT})
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Console entry point: click's usage errors become one line on stderr and exit 2."""
     # click's UsageError from wherever this typer takes click: newer typer (0.27, 0.29) carries its own copy,
     # and `import click` would name a class it never raises.
     usage_error = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
+    if sys.stdout is None:  # started with stdout closed (`>&-`): nothing it prints could arrive
+        print("pickvariant: standard output is closed: nothing could be printed", file=sys.stderr)
+        return 1
     for stream in (sys.stdout, sys.stderr):
         # An ASCII or Latin-1 locale must not turn a "…" or a box line into a traceback.
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
         result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
+        sys.stdout.flush()
     except usage_error as error:
-        print(f"pickvariant: {_one_line(error.format_message())}", file=sys.stderr)
+        if type(error).__name__ == "NoArgsIsHelpError":
+            # `pickvariant` alone: the help itself, as click shows it, not squeezed into one line.
+            error.show()
+            return error.exit_code
+        print(_usage_line(error), file=sys.stderr)
         return 2
     except typer.Abort:
         print("pickvariant: aborted", file=sys.stderr)
         return 130
+    except OSError as error:
+        if error.errno not in _OUTPUT_ERRNOS:
+            raise
+        return _output_failed(error)
     return result if isinstance(result, int) else 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pickvariant.errors import BadInput
+from pickvariant.fsutil import read_regular
 
 PROC_CPUINFO = Path("/proc/cpuinfo")
 # /proc/cpuinfo of a 512-thread host is under 2 MiB; anything far larger is not one.
@@ -84,6 +85,9 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
 
 
 def _arch(flag_key: str | None, first: Mapping[str, str], keys: set[str]) -> str:
+    # s390x prints a `features` line too (esan3 zarch …): recognise it before taking features for ARM.
+    if "s390" in first.get("vendor_id", "").lower() or any(key.startswith("processor ") for key in keys):
+        return "s390x"
     if flag_key == "flags":
         return "x86_64"
     if flag_key == "features":
@@ -96,8 +100,6 @@ def _arch(flag_key: str | None, first: Mapping[str, str], keys: set[str]) -> str
         return "ppc64le"
     if first.get("isa", "").startswith("rv64"):
         return "riscv64"
-    if "s390" in first.get("vendor_id", "").lower() or any(key.startswith("processor ") for key in keys):
-        return "s390x"
     return "unknown"
 
 
@@ -133,14 +135,7 @@ def from_py_cpuinfo(info: Mapping[str, Any], os_name: str) -> CpuFacts:
 
 def read_text(path: Path) -> str:
     """Read a dump with a size bound; undecodable bytes become U+FFFD rather than an error."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CPUINFO_BYTES + 1)
-    except OSError as error:
-        raise BadInput(f"cannot read {path}: {error.strerror or error}") from error
-    if len(raw) > MAX_CPUINFO_BYTES:
-        raise BadInput(f"{path} is larger than {MAX_CPUINFO_BYTES // (1024 * 1024)} MiB: not a /proc/cpuinfo dump")
-    return raw.decode("utf-8", errors="replace")
+    return read_regular(path, MAX_CPUINFO_BYTES, "the CPU dump").decode("utf-8", errors="replace")
 
 
 def read_cpuinfo_dump(path: Path) -> CpuFacts:

@@ -2,17 +2,71 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from pickvariant.errors import BadInput, OperationFailed
 
 
+def read_regular(path: Path, limit: int, what: str) -> bytes:
+    """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before any read can block.
+
+    Raises BadInput naming the file (its content is the user's input), also when it is larger than `limit`.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInput(f"cannot read {what} {path}: it is not a regular file (a pipe, device or directory)")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            raw = handle.read(limit + 1)
+        except OSError as error:
+            raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
+    if len(raw) > limit:
+        raise BadInput(f"{what} {path} is larger than {limit // (1024 * 1024)} MiB")
+    return raw
+
+
 def check_inside(path: Path, root: Path) -> None:
     """Refuse a path that resolves (through `..` or symbolic links) outside `root`."""
-    if not path.resolve().is_relative_to(root.resolve()):
-        raise BadInput(f"{path} resolves to {path.resolve()}, outside {root}: refusing to write there")
+    resolved = resolved_path(path)
+    if not resolved.is_relative_to(resolved_path(root)):
+        raise BadInput(f"{path} resolves to {resolved}, outside {root}: refusing to write there")
+
+
+def resolved_path(path: Path) -> Path:
+    """path.resolve(), with a symbolic-link loop or an unreadable directory on the way as a clear error."""
+    try:
+        return path.resolve()
+    except RuntimeError as error:  # Python < 3.13 reports a loop so
+        raise BadInput(f"{path}: a loop of symbolic links") from error
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise BadInput(f"{path}: a loop of symbolic links") from error
+        raise OperationFailed(f"cannot look at {path}: {error.strerror or error}") from error
+
+
+def check_output_dir(directory: Path) -> None:
+    """A directory to write into: it exists as one, or can be created; anything else is said plainly."""
+    try:
+        info = os.stat(directory)
+    except FileNotFoundError:
+        if os.path.islink(directory):
+            raise BadInput(f"{directory} is a symbolic link to {os.readlink(directory)}, which does not exist") from None
+        return
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise BadInput(f"{directory}: a loop of symbolic links") from None
+        raise OperationFailed(f"cannot look at {directory}: {error.strerror or error}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise BadInput(f"{directory} exists and is not a directory")
 
 
 def check_writable(path: Path, text: str, force: bool, root: Path | None = None) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 from pickvariant import __version__
 from pickvariant.catalog import Catalog, Variant
 from pickvariant.errors import BadInput
-from pickvariant.fsutil import check_writable, write_atomic
+from pickvariant.fsutil import check_output_dir, check_writable, write_atomic
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
@@ -122,8 +122,7 @@ def recipe_path(directory: Path, variant: Variant) -> Path:
 
 def write_recipes(directory: Path, variants: list[Variant], catalog: Catalog, force: bool) -> list[Written]:
     """Write every recipe, or none: all clobber checks run before the first write."""
-    if directory.exists() and not directory.is_dir():
-        raise BadInput(f"{directory} exists and is not a directory")
+    check_output_dir(directory)
     rendered = [(recipe_path(directory, variant), render(variant, catalog)) for variant in variants]
     needed = [(path, text, check_writable(path, text, force, root=directory)) for path, text in rendered]
     for path, text, must_write in needed:

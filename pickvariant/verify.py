@@ -136,6 +136,15 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings))
 
 
+def rate_text(check: dict[str, Any]) -> str:
+    """A check's throughput in units that show it: CPU figures are GFLOP/s, not "0.00 TFLOP/s"."""
+    for key, unit in (("tflops", "FLOP/s"), ("tops", "OP/s")):
+        if key in check:
+            value = float(check[key])
+            return f"{value:.2f} T{unit}" if value >= 1 else f"{value * 1000:.1f} G{unit}"
+    return "-"
+
+
 def _release(version: str | None) -> tuple[int, ...] | None:
     """'2.10.0+cu130' -> (2, 10), '13.0' -> (13,): the numbers, without trailing zeros, or None."""
     if not version:

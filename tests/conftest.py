@@ -73,6 +73,11 @@ args = sys.argv[1:]
 directory = pathlib.Path(args[args.index("-d") + 1]) if "-d" in args else pathlib.Path.cwd()
 if mode.startswith("sleep:"):
     print("building...", flush=True)
+    if os.environ.get("FAKE_FLOX_CHILD"):
+        # A builder process that ignores SIGINT, as nix's daemon children may: stopping flox must stop it too.
+        import subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"])
+        pathlib.Path(os.environ["FAKE_FLOX_CHILD"]).write_text(str(child.pid))
     time.sleep(float(mode.split(":")[1]))
 if mode == "long":
     for i in range(500):

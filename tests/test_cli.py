@@ -138,3 +138,79 @@ def test_installed_command_runs_as_a_module() -> None:
 def test_install_timeout_must_be_above_zero(value) -> None:
     result = runner.invoke(app, ["install", "--no-gpu", "--dry-run", "--timeout", value])
     assert result.exit_code == 2 and "--timeout" in result.stderr
+
+
+# --- issue 10: what a new user sees --------------------------------------------------------
+
+def _pickvariant(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "pickvariant", *args], capture_output=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_json_output_is_the_same_bytes_whatever_the_hash_seed() -> None:
+    # Sets iterate in hash order, which changes between runs: the order of `rejected` must not.
+    args = ("detect", "--format", "json", "--cpuinfo", str(cpuinfo_path("linux-unknown-sapphirerapids")), "--gpu", "9.0", "--driver", "580.95.05")
+    outputs = {_pickvariant(*args, env={"PYTHONHASHSEED": str(seed)}).stdout for seed in (0, 1, 2, 3)}
+    assert len(outputs) == 1
+    rejected = json.loads(outputs.pop())["rejected"]
+    assert [r["choice"] for r in rejected if "prefers" in r["why"]] == [
+        "pytorch-python313-cuda13_0-sm90-avx512bf16", "pytorch-python313-cuda13_0-sm90-avx512vnni", "pytorch-python313-cuda13_0-sm90-avx2",
+    ]
+
+
+def test_list_never_cuts_a_package_name_in_a_pipe() -> None:
+    done = _pickvariant("list", env={"COLUMNS": "80"})
+    catalog_packages = {row["package"] for row in json.loads(_pickvariant("list", "--format", "json").stdout)["variants"]}
+    listed = {line.split()[0] for line in done.stdout.decode().splitlines()[1:] if line.startswith("pytorch-")}
+    assert listed == catalog_packages and "…" not in done.stdout.decode()
+
+
+def test_list_on_an_80_column_terminal_shows_whole_package_names() -> None:
+    import os
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(sys.executable, [sys.executable, "-m", "pickvariant", "list", "--branch", "cuda-12_9"], {**os.environ, "COLUMNS": "80", "TERM": "dumb"})
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.waitpid(pid, 0)
+    text = shown.decode()
+    assert "pytorch-python313-cuda12_9-sm120-avx512bf16" in text and "pytorch-python313-cuda12_9-sm61-avx" in text
+    assert "pytorch…" not in text and "not shown, for want of width" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_usage_errors_are_one_line_that_says_where_help_is() -> None:
+    done = _pickvariant("detect", "--frob")
+    assert done.returncode == 2
+    assert done.stderr.decode() == "pickvariant: No such option '--frob'. (see 'pickvariant detect --help')\n"
+
+
+def test_recipe_with_a_package_checks_its_branch() -> None:
+    wrong = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main"])
+    assert wrong.exit_code == 2 and "is a package of branch cuda-13_0, not of --branch main" in wrong.stderr
+    right = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "cuda-13_0"])
+    assert right.exit_code == 0 and 'pname = "pytorch210-python313-cpu-avx2"' in right.stdout
+
+
+def test_report_takes_only_its_documented_formats() -> None:
+    result = runner.invoke(app, ["report", "--format", "text"])
+    assert result.exit_code == 2 and "'text' is not one of 'markdown', 'json'" in result.stderr
+
+
+def test_cpu_rates_are_shown_in_units_that_show_them() -> None:
+    from pickvariant.verify import rate_text
+
+    assert rate_text({"tflops": 0.0012}) == "1.2 GFLOP/s"
+    assert rate_text({"tops": 0.0004}) == "0.4 GOP/s"
+    assert rate_text({"tflops": 766.5}) == "766.50 TFLOP/s"
+    assert rate_text({"name": "matmul int8"}) == "-"

@@ -92,7 +92,8 @@ def row(key: str) -> Callable[[Callable[[Ctx], int]], Callable[[Ctx], int]]:
 def ctx(tmp_path, monkeypatch, fake_flox) -> Ctx:
     monkeypatch.chdir(tmp_path)
     # The developer's own settings must not leak into a scenario.
-    for name in ("PICKVARIANT_CPUINFO", "PICKVARIANT_GPU", "PICKVARIANT_DRIVER", "PICKVARIANT_CATALOG", "CUDA_VISIBLE_DEVICES", "NO_COLOR"):
+    for name in ("PICKVARIANT_CPUINFO", "PICKVARIANT_GPU", "PICKVARIANT_DRIVER", "PICKVARIANT_CATALOG", "PICKVARIANT_FLOX_ORG",
+                 "CUDA_VISIBLE_DEVICES", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     return Ctx(tmp_path, monkeypatch, fake_flox)
 
@@ -571,10 +572,21 @@ def _untouched(manifest: Path) -> bool:
     return manifest.read_bytes() == MINE and stat.S_IMODE(manifest.stat().st_mode) == 0o600
 
 
+def _gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie not yet reaped by its new parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
     """A real signal to a real pickvariant process while the fake flox is installing."""
     project, manifest = _users_flox_environment(ctx)
     ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
+    child_pid = ctx.tmp / "builder.pid"
+    ctx.monkeypatch.setenv("FAKE_FLOX_CHILD", str(child_pid))
     process = subprocess.Popen(
         [sys.executable, "-m", "pickvariant", *INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -588,8 +600,8 @@ def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
     _, err = process.communicate(timeout=30)
     assert "was stopped" in err and "Traceback" not in err
     assert _untouched(manifest)
-    with pytest.raises(ProcessLookupError):  # flox did not outlive pickvariant
-        os.kill(ctx.flox_calls()[-1]["pid"], 0)
+    assert _gone(ctx.flox_calls()[-1]["pid"])  # flox did not outlive pickvariant
+    assert _gone(int(child_pid.read_text()))  # nor did what flox started, though it ignores SIGINT
     return process.returncode, err
 
 
@@ -680,3 +692,188 @@ def _(ctx: Ctx) -> int:
     result = ctx.cli("verify", "--quick", "--format", "json")
     assert json.loads(result.stdout)["probe"]["executable"] == sys.executable
     return result.exit_code
+
+
+# --- First impressions (issue 10) ----------------------------------------------------
+
+@row("no-arguments")
+def _(ctx: Ctx) -> int:
+    done = _run()
+    shown = done.stdout + done.stderr
+    assert b"\\n" not in shown and b"Usage: pickvariant" in shown and b"\n  detect " in shown and b"Traceback" not in shown
+    return done.returncode
+
+
+@row("not-a-regular-file")
+def _(ctx: Ctx) -> int:
+    fifo = ctx.tmp / "fifo"
+    os.mkfifo(fifo)
+    codes = set()
+    start = time.monotonic()
+    for args, env in ((("detect", "--cpuinfo", str(fifo), "--no-gpu"), None), (("list",), {"PICKVARIANT_CATALOG": str(fifo)}),
+                      (("detect", "--cpuinfo", str(ctx.tmp), "--no-gpu"), None), (("detect", "--cpuinfo", "/dev/zero", "--no-gpu"), None)):
+        result = ctx.cli(*args, env=env)
+        assert "not a regular file" in result.stderr, result.stderr
+        codes.add(result.exit_code)
+    assert time.monotonic() - start < 10  # nothing waited for a writer
+    (code,) = codes
+    return code
+
+
+@row("catalog-nested")
+def _(ctx: Ctx) -> int:
+    deep = ctx.dump("deep.json", "[" * 200_000 + "]" * 200_000)
+    result = ctx.cli("list", env={"PICKVARIANT_CATALOG": str(deep)})
+    assert "nested too deeply" in result.stderr
+    return result.exit_code
+
+
+@row("symlink-loop")
+def _(ctx: Ctx) -> int:
+    (ctx.tmp / "loop").symlink_to(ctx.tmp / "loop")
+    (ctx.tmp / "dangling").symlink_to(ctx.tmp / "nowhere")
+    codes = set()
+    for target, says in (("loop", "a loop of symbolic links"), ("loop/inner", "a loop of symbolic links"), ("dangling", "which does not exist")):
+        result = ctx.cli("recipe", "pytorch-python313-cpu-avx2", "-o", str(ctx.tmp / target))
+        assert says in result.stderr, result.stderr
+        codes.add(result.exit_code)
+    assert not (ctx.tmp / "nowhere").exists()
+    (code,) = codes
+    return code
+
+
+def _as_nobody(args: list[str]) -> tuple[int, str]:
+    """Run pickvariant in-process in a forked child that has dropped root: permission checks then bite, as for a user."""
+    runner.invoke(app, args)  # import lazily-loaded modules while they can still be read
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            result = runner.invoke(app, args)
+            os.write(write_end, json.dumps([result.exit_code, result.stderr]).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        code, stderr = json.loads(handle.read() or b'[-1, "the child wrote nothing"]')
+    os.waitpid(pid, 0)
+    return code, stderr
+
+
+@row("unsearchable-directory")
+def _(ctx: Ctx) -> int:
+    locked = ctx.tmp / "locked"
+    (locked / "inner").mkdir(parents=True)
+    locked.chmod(0o700)
+    args = ["recipe", "pytorch-python313-cpu-avx2", "-o", str(locked / "inner" / "out")]
+    if os.geteuid() == 0:
+        code, stderr = _as_nobody(args)
+    else:
+        result = ctx.cli(*args)
+        code, stderr = result.exit_code, result.stderr
+    assert "Permission denied" in stderr and str(locked / "inner" / "out") in stderr and "Traceback" not in stderr, stderr
+    assert stderr.count("\n") == 1
+    return code
+
+
+@row("output-full")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for command in (["list"], ["detect", "--cpuinfo", str(HASWELL), "--no-gpu", "--format", "json"], ["recipe", "pytorch-python313-cpu-avx2"]):
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run([sys.executable, "-m", "pickvariant", *command], stdout=full, stderr=subprocess.PIPE, timeout=60)
+        assert done.stderr.decode() == "pickvariant: cannot write the output: No space left on device\n", done.stderr
+        codes.add(done.returncode)
+    closed = subprocess.run([sys.executable, "-m", "pickvariant", "list"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            timeout=60, preexec_fn=lambda: os.close(1))
+    assert closed.stderr.decode() == "pickvariant: standard output is closed: nothing could be printed\n"
+    codes.add(closed.returncode)
+    (code,) = codes
+    return code
+
+
+@row("probe-floods")
+def _(ctx: Ctx) -> int:
+    start = time.monotonic()
+    result = ctx.cli("verify", "--python", "yes")
+    assert "printed more than 4 MiB and was stopped" in result.stdout and time.monotonic() - start < 60
+    return result.exit_code
+
+
+@row("empty-variable")
+def _(ctx: Ctx) -> int:
+    ctx.with_nvml(fake_nvml([H200]))
+    blank = {"PICKVARIANT_GPU": "", "PICKVARIANT_DRIVER": " ", "PICKVARIANT_CPUINFO": "", "PICKVARIANT_CATALOG": ""}
+    result, data = ctx.detect("--cpuinfo", str(SKYLAKE), env=blank)
+    assert data["sources"]["gpus"] == "detected (NVML)" and data["sources"]["driver"] == "detected (NVML)"
+    assert data["recommendation"]["gpu_arch"] == "sm90", "an empty PICKVARIANT_GPU must not drop the H200 for a CPU build"
+    plan = ctx.cli(*INSTALL, "--dry-run", env={"PICKVARIANT_FLOX_ORG": ""})
+    assert "build from the recipe" in plan.stdout
+    return result.exit_code
+
+
+@row("gpu-uuids")
+def _(ctx: Ctx) -> int:
+    ctx.with_nvml(fake_nvml([H200, H200]))
+    uuid = "MIG-5c1d7e3a-1b2c-4d5e-8f90-a1b2c3d4e5f6,GPU-0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+    env = {"CUDA_VISIBLE_DEVICES": uuid}
+    texts = []
+    for fmt in ("json", "markdown"):
+        result = ctx.cli("report", "--format", fmt, "--python", str(ctx.tmp / "no-python"), env=env)
+        assert result.exit_code == 0, result.output
+        texts.append(result.stdout)
+    data = json.loads(texts[0])
+    assert data["hardware"]["cuda_visible_devices"] == "MIG-<uuid>,GPU-<uuid>"
+    for text in texts:
+        assert "5c1d7e3a" not in text and "0a1b2c3d" not in text and "MIG-<uuid>" in text
+    return 0
+
+
+@row("bad-org")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for org in ("-rf", "a/b", "x", "acme corp", "--dir", "a" * 64):
+        result = ctx.cli(*INSTALL, "--org", org, "--dry-run")
+        assert "is not a Flox organisation name" in result.stderr, (org, result.stderr)
+        codes.add(result.exit_code)
+    assert ctx.flox_calls() == [] and ctx.cli(*INSTALL, "--org", "acme-ml_2", "--dry-run").exit_code == 0
+    (code,) = codes
+    return code
+
+
+@row("dir-not-a-directory")
+def _(ctx: Ctx) -> int:
+    result = ctx.cli(*INSTALL, "--org", "acme", "--dir", "/etc/passwd", "--yes", "--no-verify")
+    assert "/etc/passwd: exists and is not a directory" in result.stderr and ctx.flox_calls() == []
+    return result.exit_code
+
+
+@row("dir-missing")
+def _(ctx: Ctx) -> int:
+    target = ctx.tmp / "new" / "project"
+    plan = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(target), "--dry-run")
+    assert "does not exist: flox init will create it" in plan.stdout
+    result = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify")
+    assert result.exit_code == 0, result.output
+    assert [call["argv"][:3] for call in ctx.flox_calls()] == [["init", "-d", str(target)], ["install", "-d", str(target)]]
+    return result.exit_code
+
+
+@row("ctrl-c-verify")
+def _(ctx: Ctx) -> int:
+    child_pid = ctx.tmp / "probe-child.pid"
+    python = _fake_python(ctx, f"sleep 60 & echo $! > '{child_pid}'\nsleep 60")
+    process = subprocess.Popen([sys.executable, "-m", "pickvariant", "verify", "--python", python],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if child_pid.exists() and child_pid.read_text().strip():
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert "interrupted: the probe was stopped" in err and "Traceback" not in err
+    assert _gone(int(child_pid.read_text()))
+    return process.returncode

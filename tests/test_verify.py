@@ -12,7 +12,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from conftest import require
+from conftest import cpuinfo_path, require
 from machines import host
 from pickvariant.cli import app
 from pickvariant.verify import judge, run_probe
@@ -108,6 +108,11 @@ def test_report_is_one_block_without_host_or_user_names(probe) -> None:
     assert socket.gethostname() not in text
     user = os.environ.get("USER", "")
     assert not (len(user) > 2 and user in text)
+    stated = str(cpuinfo_path("linux-rhel7-haswell"))
+    sourced = runner.invoke(app, ["report", "--python", sys.executable], env={"PICKVARIANT_CPUINFO": stated, "PICKVARIANT_GPU": "none"})
+    # A stale PICKVARIANT_CPUINFO must not read as detection.
+    assert "(source: PICKVARIANT_CPUINFO=" in sourced.stdout and "linux-rhel7-haswell)" in sourced.stdout  # home paths are written ~
+    assert "(source: PICKVARIANT_GPU=none)" in sourced.stdout
     data = json.loads(runner.invoke(app, ["report", "--python", sys.executable, "--format", "json"]).stdout)
     assert data["installed_torch"]["torch"] == probe["torch"] and data["mismatches"]
 
