@@ -275,7 +275,7 @@ def verify(
             rate = verifier.rate_text(check)
             peak = f" ({check['percent_of_peak']:.0f}% of peak)" if "percent_of_peak" in check else ""
             state = {True: "ok", False: "FAIL", None: "n/a"}[check.get("ok")]
-            typer.echo(f"- {check['name']} on {check['device']}: {state}, {rate}{peak}")
+            typer.echo(f"- {check['name']} on {check.get('gpu') or check['device']}: {state}, {rate}{peak}")
     if not result.passed:
         raise typer.Exit(1)
 

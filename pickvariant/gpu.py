@@ -28,6 +28,9 @@ class GpuFacts:
     memory_mib: int | None = None
     mig_enabled: bool | None = None
     mig_instances: int | None = None
+    # PCI domain:bus:device ("0000:19:00"), which CUDA reports too: how verify matches a CUDA
+    # ordinal to this index. Not part of the JSON.
+    pci: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,12 @@ def _device(nvml: ModuleType, error_type: type[BaseException], index: int) -> Gp
             mig_instances = sum(1 for slot in range(mig_instances) if _mig_present(nvml, error_type, handle, slot))
         except error_type:
             mig_instances = None
-    return GpuFacts(index, name, ComputeCapability(int(major), int(minor)), memory_mib, mig_enabled, mig_instances)
+    try:
+        info = nvml.nvmlDeviceGetPciInfo(handle)
+        pci: str | None = f"{int(info.domain):04x}:{int(info.bus):02x}:{int(info.device):02x}"
+    except error_type:
+        pci = None
+    return GpuFacts(index, name, ComputeCapability(int(major), int(minor)), memory_mib, mig_enabled, mig_instances, pci)
 
 
 def _mig_present(nvml: ModuleType, error_type: type[BaseException], handle: Any, slot: int) -> bool:

@@ -21,22 +21,37 @@ def rel_error(out, ref) -> float:
     return float(torch.linalg.norm(out64 - ref) / torch.linalg.norm(ref))
 
 
+def on_device(device: str):
+    """Make `device` the current CUDA device for the block (a no-op for the CPU).
+
+    Events record on the current device's stream and synchronize() waits for the current
+    device: left on GPU 0 while GPU 1 works, they time nothing (issue 16: 852 "TFLOP/s" of fp32).
+    """
+    import contextlib
+
+    import torch
+
+    return torch.cuda.device(torch.device(device)) if device.startswith("cuda") else contextlib.nullcontext()
+
+
 def timed(fn, device: str, repeats: int) -> float:
     """Median seconds of fn() after a warm-up; CUDA events on GPUs, perf_counter on the CPU."""
     import torch
 
-    fn()
     if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
-        samples = []
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+        with on_device(device):
             fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1000.0)
+            torch.cuda.synchronize()
+            samples = []
+            for _ in range(repeats):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end) / 1000.0)
         return statistics.median(samples)
+    fn()
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -79,17 +94,18 @@ def bare_loop_bf16(device, n, iterations):
     """The baseline verify is held to: a plain loop of a @ b timed with CUDA events around it."""
     import torch
 
-    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    torch.cuda.synchronize(device)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iterations):
-        a @ b
-    end.record()
-    end.synchronize()
+    with on_device(device):
+        a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        for _ in range(3):
+            a @ b
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iterations):
+            a @ b
+        end.record()
+        end.synchronize()
     return 2 * n**3 * iterations / (start.elapsed_time(end) / 1000.0) / 1e12
 
 
@@ -139,6 +155,15 @@ def check_int8_cpu(results, n):
     results.append(entry)
 
 
+def pci_location(props):
+    """'0000:19:00' (domain:bus:device), which NVML reports too: how a CUDA ordinal is matched to
+    NVML's index when CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER renumber the GPUs. None where torch has no PCI fields."""
+    try:
+        return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
+    except AttributeError:
+        return None
+
+
 def arch_list(torch) -> list:
     """The GPU architectures this torch was built for, also where no GPU or driver is present
     (torch.cuda.get_arch_list() answers [] then, which would hide a wrong build)."""
@@ -167,7 +192,7 @@ def main(argv: list[str]) -> int:
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(index)
-            device = {"index": index, "name": props.name, "capability": [props.major, props.minor]}
+            device = {"index": index, "name": props.name, "capability": [props.major, props.minor], "pci": pci_location(props)}
             if not info_only:
                 try:
                     x = torch.arange(1024, device=f"cuda:{index}", dtype=torch.float32)
@@ -191,12 +216,13 @@ def main(argv: list[str]) -> int:
             continue
         name = f"cuda:{device['index']}"
         n_time = 2048 if quick else 8192
-        for dtype in ("bf16", "fp16", "tf32", "fp32"):
-            check_matmul(results, name, dtype, 256, n_time, 5 if quick else 10, tf32=dtype == "tf32")
-        check_conv(results, name, "bf16", quick)
-        check_conv(results, name, "fp32", quick)
-        if not quick:
-            device["bare_loop_bf16_tflops"] = bare_loop_bf16(name, 8192, 20)
+        with on_device(name):
+            for dtype in ("bf16", "fp16", "tf32", "fp32"):
+                check_matmul(results, name, dtype, 256, n_time, 5 if quick else 10, tf32=dtype == "tf32")
+            check_conv(results, name, "bf16", quick)
+            check_conv(results, name, "fp32", quick)
+            if not quick:
+                device["bare_loop_bf16_tflops"] = bare_loop_bf16(name, 8192, 20)
     print(json.dumps(report))
     return 0
 

@@ -21,6 +21,10 @@ from pickvariant.versions import ComputeCapability
 PROBE = Path(__file__).resolve().parent / "probe.py"
 QUICK_TIMEOUT_S = 120.0
 FULL_TIMEOUT_S = 600.0
+# A figure above the GPU's catalog peak by more than this is a measurement error, not a fast GPU:
+# boost clocks above the rated one and GeForce ratings that understate the silicon stay below it
+# (RTX 5090: 224 TFLOP/s bf16 measured against 209.5 rated, 107%; hardware-facts.md table 7).
+PEAK_TOLERANCE_PERCENT = 15.0
 # The probe prints one JSON line of a few KiB; anything near this is some other program.
 MAX_PROBE_OUTPUT = 4 * 1024 * 1024
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
@@ -102,16 +106,18 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         failures.append(f"this machine has {len(facts.gpus)} GPU(s) but this torch cannot use CUDA")
     elif visible < len(facts.gpus):
         reasons.append(f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked")
+    labels = gpu_labels(probe, facts)
     for device in probe.get("devices", []):
         capability = ComputeCapability(*device["capability"])
+        label = labels[f"cuda:{device['index']}"]
         cubins = [cap for kind, cap in kernels if kind == "sm"]
         runnable = [cap for cap in cubins if _cubin_runs(cap, capability, catalog)]
         if not runnable:
-            failures.append(f"GPU {device['index']} ({device['name']}, {capability}): the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})")
+            failures.append(f"{label}, {capability}: the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})")
         elif device.get("kernel_ran") is False:
-            failures.append(f"GPU {device['index']}: a kernel failed to run: {device.get('error', '')}")
+            failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
         else:
-            reasons.append(f"GPU {device['index']} ({device['name']}, {capability}): kernels for {', '.join(str(c) for c in runnable)} run there")
+            reasons.append(f"{label}, {capability}: kernels for {', '.join(str(c) for c in runnable)} run there")
     expected = expected_capability(catalog, facts, variant)
     order = catalog.torch_capability_order
     got = probe.get("cpu_capability")
@@ -121,12 +127,20 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         reasons.append(f"CPU dispatch {got} matches the expected {expected}")
     for check in probe.get("checks", []):
         finding = dict(check)
+        where = labels.get(check["device"], check["device"])
+        finding["gpu"] = where if where != check["device"] else None
         peak = _peak(catalog, probe, check)
         if peak:
             finding["percent_of_peak"] = 100.0 * check["tflops"] / peak
         findings.append(finding)
         if check.get("ok") is False:
-            failures.append(f"{check['name']} on {check['device']}: " + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}"))
+            failures.append(f"{check['name']} on {where}: " + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}"))
+        elif peak and finding["percent_of_peak"] > 100.0 + PEAK_TOLERANCE_PERCENT:
+            finding["ok"] = False
+            failures.append(
+                f"{check['name']} on {where}: {rate_text(check)} is {finding['percent_of_peak']:.0f}% of the GPU's peak {peak:g} TFLOP/s, "
+                f"more than it can do: a measurement error (the timing did not cover the work), so the figure is not trusted"
+            )
     if variant is not None:
         mismatches = variant_mismatches(probe, variant, catalog)
         failures.extend(f"this torch is not {variant.package}: {mismatch}" for mismatch in mismatches)
@@ -134,6 +148,26 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
             reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
     passed = not failures
     return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings))
+
+
+def gpu_labels(probe: dict[str, Any], facts: HostFacts) -> dict[str, str]:
+    """How each CUDA device of the probe is named in the verdict: as NVML and `detect` name it
+    (index and name), with the CUDA ordinal where CUDA_VISIBLE_DEVICES or CUDA's ordering renumbers it.
+
+    The PCI location is the link: CUDA's ordinal alone says nothing of which card it is.
+    """
+    by_pci = {gpu.pci: gpu for gpu in facts.gpus if gpu.pci}
+    labels = {}
+    for device in probe.get("devices", []):
+        ordinal = f"cuda:{device['index']}"
+        gpu = by_pci.get(device.get("pci") or "")
+        if gpu is None:
+            labels[ordinal] = f"{ordinal} ({device['name']})"
+        elif gpu.index == device["index"]:
+            labels[ordinal] = f"GPU {gpu.index} ({gpu.name})"
+        else:
+            labels[ordinal] = f"GPU {gpu.index} ({gpu.name}, CUDA ordinal {ordinal})"
+    return labels
 
 
 def rate_text(check: dict[str, Any]) -> str:

@@ -51,6 +51,7 @@ def fake_nvml(devices=(), driver="580.159.04", cuda=13000, init_error=None, devi
     module.nvmlDeviceGetCudaComputeCapability = lambda h: h["cc"]
     module.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h["mem"] * 1024 * 1024)
     module.nvmlDeviceGetMigMode = mig
+    module.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(domain=0, bus=h.get("bus", 0x19), device=0)
     module.nvmlDeviceGetMaxMigDeviceCount = lambda h: 7
     module.nvmlDeviceGetMigDeviceHandleByIndex = lambda h, i: i if i < h.get("instances", 0) else (_ for _ in ()).throw(module.NVMLError_NotSupported("none"))
     return module

@@ -143,3 +143,52 @@ def test_verify_package_with_the_real_cpu_torch_fails_on_the_torch_version(probe
     result = runner.invoke(app, ["verify", "--python", sys.executable, "--quick", "--package", "pytorch-python313-cuda13_0-sm90-avx2"])
     assert result.exit_code == 1
     assert f"torch {probe['torch']}, the variant ships 2.10.0" in result.stdout
+
+
+# --- issue 16: several GPUs -------------------------------------------------------------------
+
+def _two_h200s(catalog, visible: str | None = None):
+    from pickvariant.gpu import GpuFacts
+    from pickvariant.versions import ComputeCapability
+
+    facts = host(catalog, "linux-unknown-sapphirerapids")
+    gpus = tuple(GpuFacts(i, "NVIDIA H200", ComputeCapability(9, 0), pci=f"0000:{bus:02x}:00") for i, bus in enumerate((0x19, 0x3b)))
+    return dataclasses.replace(facts, gpus=gpus, driver_assumed=False, cuda_visible_devices=visible)
+
+
+def _h200_probe(devices, checks):
+    return reported(cuda="13.0", cuda_available=True, arch_list=["sm_90"], cpu_capability="AVX512", devices=devices, checks=checks)
+
+
+def test_a_figure_above_the_gpus_peak_fails_as_a_measurement_error(catalog) -> None:
+    devices = [{"index": i, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": True, "pci": pci} for i, pci in ((0, "0000:19:00"), (1, "0000:3b:00"))]
+    timed_wrong = {"name": "matmul fp32", "device": "cuda:1", "dtype": "fp32", "ok": True, "rel_error": 1e-6, "tolerance": 1e-4, "tflops": 852.18}
+    verdict = judge(_h200_probe(devices, [timed_wrong]), catalog, _two_h200s(catalog), None)
+    assert not verdict.passed
+    assert "matmul fp32 on GPU 1 (NVIDIA H200): 852.18 TFLOP/s is 1272% of the GPU's peak 67 TFLOP/s" in verdict.reasons[0]
+    assert "measurement error" in verdict.reasons[0]
+    plausible = dict(timed_wrong, tflops=50.9)  # the H200's measured fp32 rate (hardware-facts table 7)
+    assert judge(_h200_probe(devices, [plausible]), catalog, _two_h200s(catalog), None).passed
+
+
+def test_gpus_are_named_as_nvml_names_them_with_the_cuda_ordinal_where_it_differs(catalog) -> None:
+    # CUDA_VISIBLE_DEVICES=1: the probe's cuda:0 is the card NVML calls GPU 1.
+    seen = [{"index": 0, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": True, "pci": "0000:3b:00"}]
+    check = {"name": "matmul bf16", "device": "cuda:0", "dtype": "bf16", "ok": True, "rel_error": 1e-3, "tolerance": 1e-2, "tflops": 780.0}
+    verdict = judge(_h200_probe(seen, [check]), catalog, _two_h200s(catalog, visible="1"), None)
+    assert verdict.passed, verdict.reasons
+    assert any(reason.startswith("GPU 1 (NVIDIA H200, CUDA ordinal cuda:0), 9.0: kernels for 9.0 run there") for reason in verdict.reasons)
+    assert verdict.findings[0]["gpu"] == "GPU 1 (NVIDIA H200, CUDA ordinal cuda:0)"
+    unmatched = judge(_h200_probe([dict(seen[0], pci=None)], [check]), catalog, _two_h200s(catalog, visible="1"), None)
+    assert any(reason.startswith("cuda:0 (NVIDIA H200), 9.0") for reason in unmatched.reasons)
+
+
+def test_the_probe_times_on_the_device_it_is_given_with_real_torch(probe) -> None:
+    import importlib
+
+    probe_module = importlib.import_module("pickvariant.probe")
+    results: list[dict] = []
+    with probe_module.on_device("cpu"):
+        probe_module.check_matmul(results, "cpu", "fp32", 64, 128, 3)
+    assert results[0]["ok"] and results[0]["tflops"] > 0
+    assert all("pci" in device for device in probe.get("devices", []))
