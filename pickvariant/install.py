@@ -83,6 +83,8 @@ def plan_install(
         return Plan(variant, "published", target_dir, tuple(commands), notes=tuple(notes))
 
     directory = build_dir or cache_dir(env) / "build" / variant.package
+    if directory.exists() and not directory.is_dir():
+        raise BadInput(f"--build-dir {directory}: exists and is not a directory")
     pkgs = directory / ".flox" / "pkgs"
     text = render(variant, catalog)
     recipe = recipe_path(pkgs, variant)

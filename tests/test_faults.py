@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from conftest import REPO, cpuinfo_path, require
 from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
-from pickvariant import cpu, gpu
+from pickvariant import cpu, gpu, settings
 from pickvariant.cli import app
 
 runner = CliRunner()
@@ -92,8 +92,7 @@ def row(key: str) -> Callable[[Callable[[Ctx], int]], Callable[[Ctx], int]]:
 def ctx(tmp_path, monkeypatch, fake_flox) -> Ctx:
     monkeypatch.chdir(tmp_path)
     # The developer's own settings must not leak into a scenario.
-    for name in ("PICKVARIANT_CPUINFO", "PICKVARIANT_GPU", "PICKVARIANT_DRIVER", "PICKVARIANT_CATALOG", "PICKVARIANT_FLOX_ORG",
-                 "CUDA_VISIBLE_DEVICES", "NO_COLOR"):
+    for name in (*settings.ALL, "CUDA_VISIBLE_DEVICES", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     return Ctx(tmp_path, monkeypatch, fake_flox)
 
@@ -848,6 +847,8 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     result = ctx.cli(*INSTALL, "--org", "acme", "--dir", "/etc/passwd", "--yes", "--no-verify")
     assert "/etc/passwd: exists and is not a directory" in result.stderr and ctx.flox_calls() == []
+    build = ctx.cli(*INSTALL, "--build-dir", "/etc/passwd", "--yes", "--no-verify")
+    assert "--build-dir /etc/passwd: exists and is not a directory" in build.stderr and build.exit_code == result.exit_code
     return result.exit_code
 
 
