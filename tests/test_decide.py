@@ -41,6 +41,8 @@ def package(decision) -> str | None:
         ("linux-rhel7-ivybridge", ("6.1",), "general", "pytorch-python313-cuda12_9-sm61-avx"),
         ("linux-kvm-xeon-amx-16core", ("9.0",), "bf16", "pytorch-python313-cuda13_0-sm90-avx512bf16"),  # the H200 device host
         ("linux-kvm-xeon-2core", (), "int8", "pytorch-python313-cpu-avx512vnni"),
+        ("linux-kvm-epyc-2core", (), "general", "pytorch-python313-cpu-avx2"),  # Zen 3: no AVX-512
+        ("linux-kvm-epyc-2core", ("8.9",), "bf16", "pytorch-python313-cuda13_0-sm89-avx2"),
     ],
 )
 def test_real_cpus_get_the_safe_fastest_variant(catalog, dump, gpus, workload, expected) -> None:
