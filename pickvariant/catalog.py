@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -126,10 +127,14 @@ class Catalog:
     def variants(self) -> tuple[Variant, ...]:
         return tuple(variant for branch in self.branches for variant in branch.variants)
 
+    @cached_property
+    def _branch_by_name(self) -> Mapping[str, Branch]:
+        # compat.why_not asks for a variant's branch once per variant of every decision.
+        return {branch.name: branch for branch in self.branches}
+
     def branch(self, name: str) -> Branch:
-        for branch in self.branches:
-            if branch.name == name:
-                return branch
+        if name in self._branch_by_name:
+            return self._branch_by_name[name]
         raise BadInput(f"unknown branch {name!r}; the catalog has {', '.join(b.name for b in self.branches)}")
 
     def variant(self, package: str) -> Variant:

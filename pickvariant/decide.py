@@ -112,8 +112,12 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
         capability = catalog.gpu_archs[variant.gpu_arch].compute_capability if variant.gpu_arch else ComputeCapability(0, 0)
         return (branch_rank[variant.branch], -capability.major, -capability.minor, isa_rank[variant.cpu_isa])
 
+    # The ISA test is a cheap first cut (usable_isas is why_not's flag rule, already applied per set);
+    # why_not then has the last word on each variant that passes it.
     candidates = sorted(
-        (v for branch in admissible_branches for v in branch.variants if not why_not(v, facts, catalog, targets)), key=rank
+        (v for branch in admissible_branches for v in branch.variants
+         if v.cpu_isa in usable_isas and not why_not(v, facts, catalog, targets)),
+        key=rank,
     )
     _explain_gpu_archs(catalog, targets, rejected)
 
