@@ -1,4 +1,9 @@
-"""catalog.json: every hardware and release fact pickvariant decides by, validated on load."""
+"""catalog.json: the build repository's variants joined with pickvariant's hardware facts, validated on load.
+
+`pickvariant catalog sync` writes it (pickvariant/sync.py); nothing here touches git.
+A variant is identified by (branch, package): the same package name is built on
+several branches with different PyTorch versions.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +23,18 @@ from pickvariant.schema import SchemaError, validate
 from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version
 
 CATALOG_ENV = settings.CATALOG
+SCHEMA_VERSION = 2
+MPS = "mps"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _MAX_CATALOG_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Platform:
+    nix_system: str
+    os: str
+    arch: str
 
 
 @dataclass(frozen=True)
@@ -55,38 +69,98 @@ class GpuArch:
 
 
 @dataclass(frozen=True)
+class CudaRelease:
+    cuda: str
+    min_driver: DriverVersion
+    toolkit_driver: str
+    source: str
+
+
+@dataclass(frozen=True)
+class CudaLine:
+    """One CUDA release as a branch builds it: its own nixpkgs pin and CUDA package set."""
+
+    branch: str
+    cuda: str
+    cuda_packages: str
+    nixpkgs_rev: str
+    min_driver: DriverVersion
+    min_driver_source: str
+
+    @property
+    def tag(self) -> str:
+        return self.cuda.replace(".", "_")
+
+
+@dataclass(frozen=True)
 class Variant:
     package: str
     branch: str
-    gpu_arch: str | None
-    cpu_isa: str
+    path: str
+    torch: str
+    python: str
+    gpu_arch: str | None  # "sm90", "mps", or None for CPU-only
+    cpu_isa: str | None  # None for MPS: the Apple CPU is not chosen by flags
+    cuda: str | None
+    platform: str  # the Nix system
+    nixpkgs_rev: str
+    cudnn: bool
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Variant:
+        """A variant from a validated catalog row whose keys are exactly the fields.
+
+        The frozen dataclass __init__ sets each field through object.__setattr__, which
+        costs a third of loading a thousand-variant catalog; filling __dict__ at once
+        gives the same immutable object.
+        """
+        variant = object.__new__(cls)
+        variant.__dict__.update(row)
+        return variant
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.cuda is not None
+
+    @property
+    def is_mps(self) -> bool:
+        return self.gpu_arch == MPS
+
+    @property
+    def label(self) -> str:
+        return f"{self.package} ({self.branch})"
 
 
 @dataclass(frozen=True)
 class TorchSource:
+    version: str
     owner: str
     repo: str
     rev: str
     fetch_submodules: bool
-    hash: str | None
-    hash_note: str
+    hash: str
     source: str
 
 
 @dataclass(frozen=True)
 class Branch:
     name: str
+    commit: str
     torch: str
-    cuda: str
-    cuda_tag: str
-    min_driver: DriverVersion
-    min_driver_source: str
-    nixpkgs_rev: str
-    cuda_packages: str
-    recipe: str
-    pname_prefix: str
-    torch_source: TorchSource | None
+    python: str
+    aligned_with: str | None  # e.g. "vllm 0.15.1": chosen only when named with --branch
+    cuda_lines: tuple[CudaLine, ...]
     variants: tuple[Variant, ...]
+
+    @property
+    def general(self) -> bool:
+        return self.aligned_with is None
+
+    def line(self, cuda: str) -> CudaLine:
+        for line in self.cuda_lines:
+            if line.cuda == cuda:
+                return line
+        raise KeyError(cuda)
 
 
 @dataclass(frozen=True)
@@ -105,12 +179,17 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Source:
+    repo: str
+    commit: str
+    date: str
+
+
+@dataclass(frozen=True)
 class Catalog:
     path: Path
-    python_tag: str
-    python_version: str
-    python_packages_attr: str
-    nix_systems: Mapping[str, str]
+    source: Source
+    platforms: Mapping[str, Platform]
     build_hours: str
     build_disk_gb: float
     build_memory_gb: float
@@ -118,33 +197,64 @@ class Catalog:
     tegra_capabilities: frozenset[ComputeCapability]
     isas: Mapping[str, CpuIsa]
     gpu_archs: Mapping[str, GpuArch]
+    cuda_releases: Mapping[str, CudaRelease]
+    compiler_flags: Mapping[str, tuple[str, ...]]
+    nixpkgs_torch: Mapping[str, str]
+    torch_sources: Mapping[str, TorchSource]
+    python_preference: tuple[str, ...]
+    min_macos: str
     workloads: Mapping[str, Workload]
     branches: tuple[Branch, ...]
     peaks: tuple[PeakThroughput, ...]
     torch_capability_order: tuple[str, ...]
 
-    @property
+    @cached_property
     def variants(self) -> tuple[Variant, ...]:
         return tuple(variant for branch in self.branches for variant in branch.variants)
 
     @cached_property
     def _branch_by_name(self) -> Mapping[str, Branch]:
-        # compat.why_not asks for a variant's branch once per variant of every decision.
         return {branch.name: branch for branch in self.branches}
+
+    @cached_property
+    def _variants_by_package(self) -> Mapping[str, tuple[Variant, ...]]:
+        by_package: dict[str, list[Variant]] = {}
+        for variant in self.variants:
+            by_package.setdefault(variant.package, []).append(variant)
+        return {package: tuple(found) for package, found in by_package.items()}
 
     def branch(self, name: str) -> Branch:
         if name in self._branch_by_name:
             return self._branch_by_name[name]
-        raise BadInput(f"unknown branch {name!r}; the catalog has {', '.join(b.name for b in self.branches)}")
+        raise BadInput(f"unknown branch {name!r:.80}; the catalog has {', '.join(b.name for b in self.branches)}")
 
-    def variant(self, package: str) -> Variant:
-        for variant in self.variants:
-            if variant.package == package:
-                return variant
-        raise BadInput(f"{package!r:.120} is not a package of the catalog (see `pickvariant list`)")
+    def variant(self, package: str, branch: str | None = None) -> Variant:
+        """The variant of that name, on `branch` when given; a name built on several branches needs one."""
+        found = self._variants_by_package.get(package, ())
+        if not found:
+            raise BadInput(f"{package!r:.120} is not a package of the catalog (see `pickvariant list`)")
+        if branch is not None:
+            self.branch(branch)
+            for variant in found:
+                if variant.branch == branch:
+                    return variant
+            raise BadInput(f"{package} is not built on branch {branch}; it is on {', '.join(v.branch for v in found)}")
+        if len(found) > 1:
+            listing = ", ".join(f"{v.branch} (PyTorch {v.torch})" for v in found)
+            raise BadInput(f"{package} is built on {len(found)} branches: {listing}; name one with --branch")
+        return found[0]
+
+    def cuda_line(self, variant: Variant) -> CudaLine | None:
+        return None if variant.cuda is None else self.branch(variant.branch).line(variant.cuda)
 
     def is_tegra(self, capability: ComputeCapability) -> bool:
         return capability in self.tegra_capabilities
+
+    def nix_system(self, os_name: str, arch: str) -> str | None:
+        for platform in self.platforms.values():
+            if platform.os == os_name and platform.arch == arch:
+                return platform.nix_system
+        return None
 
     def canonical_flags(self, flags: Iterable[str]) -> frozenset[str]:
         """Map every spelling a tool reports (py-cpuinfo, macOS sysctl) to the kernel's name."""
@@ -170,23 +280,39 @@ def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
     return installed if installed.exists() else _PACKAGE_DIR.parent / "catalog.json"
 
 
+def hardware_facts_path() -> Path:
+    return _PACKAGE_DIR / "hardware.json"
+
+
+def load_json(path: Path, what: str) -> Any:
+    raw = read_regular(path, _MAX_CATALOG_BYTES, what)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInput(f"{what} {path} is not valid JSON: {error}") from error
+    except RecursionError:
+        raise BadInput(f"{what} {path} is nested too deeply to be a {what}") from None
+
+
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
-    raw = read_regular(path, _MAX_CATALOG_BYTES, "catalog")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BadInput(f"catalog {path} is not valid JSON: {error}") from error
-    except RecursionError:
-        raise BadInput(f"catalog {path} is nested too deeply to be a catalog") from None
-    return parse_catalog(data, path)
+    return parse_catalog(load_json(path, "catalog"), path)
+
+
+def catalog_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((_PACKAGE_DIR / "catalog.schema.json").read_text(encoding="utf-8"))
+    return schema
 
 
 def parse_catalog(data: Any, path: Path) -> Catalog:
     """Validate `data` against the schema and the cross-references, then build the catalog."""
-    schema = json.loads((_PACKAGE_DIR / "catalog.schema.json").read_text(encoding="utf-8"))
+    if isinstance(data, dict) and data.get("schema_version") == 1:
+        raise BadInput(
+            f"catalog {path} is schema_version 1 (pickvariant < 0.3); regenerate it with "
+            "`pickvariant catalog sync REPO -o FILE` from the build repository or your fork"
+        )
     try:
-        validate(data, schema)
+        validate(data, catalog_schema())
         return _build(data, path)
     except SchemaError as error:
         raise BadInput(f"catalog {path}: {error}") from error
@@ -218,17 +344,29 @@ def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
         raise SchemaError(where, str(error)) from None
 
 
-def _version_key(text: str) -> tuple[int, ...]:
+def version_key(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-def _build(data: Mapping[str, Any], path: Path) -> Catalog:
-    _unique(data["cpu_isas"], "name", "cpu_isas")
-    _unique(data["gpu_archs"], "name", "gpu_archs")
-    _unique(data["branches"], "name", "branches")
-    _unique(data["platforms"], "arch", "platforms")
-    _unique(data["flag_aliases"], "spelling", "flag_aliases")
-    nix_systems = {entry["arch"]: entry["nix_system"] for entry in data["platforms"]}
+@dataclass(frozen=True)
+class HardwareFacts:
+    """The part of the catalog that is pickvariant's own (hardware.json), checked for consistency."""
+
+    platforms: Mapping[str, Platform]
+    isas: Mapping[str, CpuIsa]
+    gpu_archs: Mapping[str, GpuArch]
+    cuda_releases: Mapping[str, CudaRelease]
+    compiler_flags: Mapping[str, tuple[str, ...]]
+    nixpkgs_torch: Mapping[str, str]
+    torch_sources: Mapping[str, TorchSource]
+
+
+def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
+    for key, field in (("cpu_isas", "name"), ("gpu_archs", "name"), ("platforms", "nix_system"), ("flag_aliases", "spelling"),
+                       ("cuda_releases", "cuda"), ("compiler_flags", "flag"), ("nixpkgs_pins", "rev"), ("torch_sources", "version")):
+        _unique(data[key], field, key)
+    platforms = {entry["nix_system"]: Platform(entry["nix_system"], entry["os"], entry["arch"]) for entry in data["platforms"]}
+    arches = {platform.arch for platform in platforms.values()}
     isas = {
         entry["name"]: CpuIsa(
             entry["name"], entry["platform"], entry["description"], tuple(entry["requires"]),
@@ -238,15 +376,10 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     }
     capability_order = data["torch_cpu_capability_order"]["order"]
     for index, isa in enumerate(isas.values()):
-        if isa.platform not in nix_systems:
+        if isa.platform not in arches:
             raise SchemaError(f"cpu_isas[{index}].platform", f"platform {isa.platform!r} is not in platforms")
         if isa.torch_cpu_capability not in capability_order:
             raise SchemaError(f"cpu_isas[{index}].torch_cpu_capability", f"{isa.torch_cpu_capability!r} is not in torch_cpu_capability_order.order")
-    for index, entry in enumerate(data["peak_tflops"]):
-        try:
-            re.compile(entry["name_pattern"])
-        except re.error as error:
-            raise SchemaError(f"peak_tflops[{index}].name_pattern", f"not a regular expression: {error}") from None
     gpu_archs: dict[str, GpuArch] = {}
     for index, entry in enumerate(data["gpu_archs"]):
         capability = _parsed(parse_compute_capability, entry["compute_capability"], f"gpu_archs[{index}].compute_capability")
@@ -259,6 +392,36 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
             _parsed(parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13") if renamed else None,
             _build_env(entry, f"gpu_archs[{index}]"), entry["source"],
         )
+    cuda_releases = {
+        entry["cuda"]: CudaRelease(
+            entry["cuda"], _parsed(parse_driver_version, entry["min_driver"], f"cuda_releases[{index}].min_driver"),
+            entry["toolkit_driver"], entry["min_driver_source"],
+        )
+        for index, entry in enumerate(data["cuda_releases"])
+    }
+    compiler_flags = {entry["flag"]: tuple(entry["requires"]) for entry in data["compiler_flags"]}
+    for index, isa in enumerate(isas.values()):
+        for flag in isa.compiler_flags:
+            if flag not in compiler_flags:
+                raise SchemaError(f"cpu_isas[{index}].compiler_flags", f"{flag!r} is not in compiler_flags")
+            if not set(compiler_flags[flag]) <= set(isa.requires):
+                raise SchemaError(f"cpu_isas[{index}].compiler_flags", f"{flag} needs {list(compiler_flags[flag])}, more than {isa.name} requires")
+    for index, entry in enumerate(data["peak_tflops"]):
+        try:
+            re.compile(entry["name_pattern"])
+        except re.error as error:
+            raise SchemaError(f"peak_tflops[{index}].name_pattern", f"not a regular expression: {error}") from None
+    return HardwareFacts(
+        platforms, isas, gpu_archs, cuda_releases, compiler_flags,
+        {entry["rev"]: entry["torch"] for entry in data["nixpkgs_pins"]},
+        {entry["version"]: TorchSource(entry["version"], entry["owner"], entry["repo"], entry["rev"], entry["fetch_submodules"], entry["hash"], entry["source"])
+         for entry in data["torch_sources"]},
+    )
+
+
+def _build(data: Mapping[str, Any], path: Path) -> Catalog:
+    hardware = build_hardware(data)
+    isas = hardware.isas
     workloads: dict[str, Workload] = {}
     for name, entry in data["workloads"].items():
         preference = tuple(entry["isa_preference"])
@@ -270,19 +433,22 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
                 f"must rank every CPU instruction set once (unknown: {unknown}, missing: {missing})",
             )
         workloads[name] = Workload(name, entry["description"], preference)
-    branches = tuple(_branch(index, entry, data, isas, gpu_archs) for index, entry in enumerate(data["branches"]))
-    packages: set[str] = set()
-    for b_index, branch in enumerate(branches):
-        for v_index, variant in enumerate(branch.variants):
-            if variant.package in packages:
-                raise SchemaError(f"branches[{b_index}].variants[{v_index}].package", f"duplicate package {variant.package!r}")
-            packages.add(variant.package)
+    _unique(data["branches"], "name", "branches")
+    variants_by_branch: dict[str, list[Variant]] = {entry["name"]: [] for entry in data["branches"]}
+    lines = {entry["name"]: {line["cuda"]: line for line in entry["cuda_lines"]} for entry in data["branches"]}
+    seen: set[tuple[str, str]] = set()
+    checked: set[tuple[Any, ...]] = set()
+    for index, raw in enumerate(data["variants"]):
+        variant = _variant(index, raw, hardware, lines, checked)
+        if (variant.branch, variant.package) in seen:
+            raise SchemaError(f"variants[{index}].package", f"duplicate {variant.package!r} on branch {variant.branch}")
+        seen.add((variant.branch, variant.package))
+        variants_by_branch[variant.branch].append(variant)
+    branches = tuple(_branch(index, entry, hardware, tuple(variants_by_branch[entry["name"]])) for index, entry in enumerate(data["branches"]))
     return Catalog(
         path=path,
-        python_tag=data["python"]["tag"],
-        python_version=data["python"]["version"],
-        python_packages_attr=data["python"]["packages_attr"],
-        nix_systems=nix_systems,
+        source=Source(data["source"]["repo"], data["source"]["commit"], data["source"]["date"]),
+        platforms=hardware.platforms,
         build_hours=data["build"]["hours"],
         build_disk_gb=data["build"]["disk_gb"],
         build_memory_gb=data["build"]["memory_gb"],
@@ -291,9 +457,15 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
             _parsed(parse_compute_capability, entry["compute_capability"], f"tegra_compute_capabilities[{index}].compute_capability")
             for index, entry in enumerate(data["tegra_compute_capabilities"])
         )
-        | frozenset(arch.compute_capability for arch in gpu_archs.values() if arch.tegra),
+        | frozenset(arch.compute_capability for arch in hardware.gpu_archs.values() if arch.tegra),
         isas=isas,
-        gpu_archs=gpu_archs,
+        gpu_archs=hardware.gpu_archs,
+        cuda_releases=hardware.cuda_releases,
+        compiler_flags=hardware.compiler_flags,
+        nixpkgs_torch=hardware.nixpkgs_torch,
+        torch_sources=hardware.torch_sources,
+        python_preference=tuple(data["python_preference"]["order"]),
+        min_macos=data["apple"]["min_macos"],
         workloads=workloads,
         branches=branches,
         peaks=tuple(
@@ -304,43 +476,72 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     )
 
 
-def _branch(index: int, entry: Mapping[str, Any], data: Mapping[str, Any], isas: Mapping[str, CpuIsa], gpu_archs: Mapping[str, GpuArch]) -> Branch:
+def _variant(index: int, raw: Mapping[str, Any], hardware: HardwareFacts, lines: Mapping[str, Mapping[str, Any]],
+             checked: set[tuple[Any, ...]]) -> Variant:
+    # A thousand rows share a few hundred hardware combinations and a few dozen CUDA lines:
+    # each is checked once.
+    hardware_key = (raw["platform"], raw["gpu_arch"], raw["cpu_isa"], raw["cuda"])
+    if hardware_key not in checked:
+        _check_hardware(f"variants[{index}]", raw, hardware)
+        checked.add(hardware_key)
+    line_key = ("line", raw["branch"], raw["cuda"], raw["nixpkgs_rev"])
+    if line_key not in checked:
+        _check_line(f"variants[{index}]", raw, lines)
+        checked.add(line_key)
+    return Variant.from_row(raw)
+
+
+def _check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) -> None:
+    platform = hardware.platforms.get(raw["platform"])
+    if platform is None:
+        raise SchemaError(f"{where}.platform", f"{raw['platform']!r} is not in platforms")
+    gpu, isa_name, cuda = raw["gpu_arch"], raw["cpu_isa"], raw["cuda"]
+    if gpu == MPS:
+        if isa_name is not None or cuda is not None or platform.os != "darwin":
+            raise SchemaError(where, "an MPS variant has no CPU instruction set and no CUDA line, and is built for darwin")
+        return
+    if isa_name not in hardware.isas:
+        raise SchemaError(f"{where}.cpu_isa", f"unknown CPU instruction set {isa_name!r}")
+    isa = hardware.isas[isa_name]
+    if platform.os != "linux" or platform.arch != isa.platform:
+        raise SchemaError(f"{where}.platform", f"{raw['platform']} cannot run {isa_name} ({isa.platform} Linux)")
+    if (gpu is None) != (cuda is None):
+        raise SchemaError(where, "a CUDA variant has both gpu_arch and cuda; a CPU-only one has neither")
+    if gpu is None:
+        return
+    if gpu not in hardware.gpu_archs:
+        raise SchemaError(f"{where}.gpu_arch", f"unknown GPU architecture {gpu!r}")
+    arch = hardware.gpu_archs[gpu]
+    if version_key(cuda) < version_key(arch.min_cuda) or (arch.max_cuda and version_key(cuda) > version_key(arch.max_cuda)):
+        raise SchemaError(f"{where}.gpu_arch", f"{gpu} cannot be built with CUDA {cuda} (needs {arch.min_cuda}..{arch.max_cuda or ''})")
+    if isa.platform not in arch.platforms:
+        raise SchemaError(f"{where}.cpu_isa", f"{gpu} has no {isa.platform} host (platforms {list(arch.platforms)})")
+
+
+def _check_line(where: str, raw: Mapping[str, Any], lines: Mapping[str, Mapping[str, Any]]) -> None:
+    branch_name, cuda = raw["branch"], raw["cuda"]
+    if branch_name not in lines:
+        raise SchemaError(f"{where}.branch", f"unknown branch {branch_name!r}")
+    if cuda is None:
+        return
+    if cuda not in lines[branch_name]:
+        raise SchemaError(f"{where}.cuda", f"branch {branch_name} has no CUDA {cuda} line")
+    if lines[branch_name][cuda]["nixpkgs_rev"] != raw["nixpkgs_rev"]:
+        raise SchemaError(f"{where}.nixpkgs_rev", f"differs from the pin of branch {branch_name}'s CUDA {cuda} line")
+
+
+def _branch(index: int, entry: Mapping[str, Any], hardware: HardwareFacts, variants: tuple[Variant, ...]) -> Branch:
     where = f"branches[{index}]"
-    if entry["cuda_tag"] != entry["cuda"].replace(".", "_"):
-        raise SchemaError(f"{where}.cuda_tag", f"{entry['cuda_tag']!r} does not match cuda {entry['cuda']!r}")
-    variants = []
-    for v_index, raw in enumerate(entry["variants"]):
-        v_where = f"{where}.variants[{v_index}]"
-        if raw["cpu_isa"] not in isas:
-            raise SchemaError(f"{v_where}.cpu_isa", f"unknown CPU instruction set {raw['cpu_isa']!r}")
-        isa = isas[raw["cpu_isa"]]
-        gpu = raw["gpu_arch"]
-        if gpu is not None:
-            if gpu not in gpu_archs:
-                raise SchemaError(f"{v_where}.gpu_arch", f"unknown GPU architecture {gpu!r}")
-            arch = gpu_archs[gpu]
-            cuda = _version_key(entry["cuda"])
-            if cuda < _version_key(arch.min_cuda) or (arch.max_cuda and cuda > _version_key(arch.max_cuda)):
-                raise SchemaError(f"{v_where}.gpu_arch", f"{gpu} cannot be built with CUDA {entry['cuda']} (needs {arch.min_cuda}..{arch.max_cuda or ''})")
-            if isa.platform not in arch.platforms:
-                raise SchemaError(f"{v_where}.cpu_isa", f"{gpu} has no {isa.platform} host (platforms {list(arch.platforms)})")
-            expected = f"pytorch-{data['python']['tag']}-cuda{entry['cuda_tag']}-{gpu}-{isa.name}"
-        else:
-            expected = f"pytorch-{data['python']['tag']}-cpu-{isa.name}"
-        if raw["package"] != expected:
-            raise SchemaError(f"{v_where}.package", f"{raw['package']!r} should be {expected!r}")
-        variants.append(Variant(raw["package"], entry["name"], gpu, isa.name))
-    source = entry["torch_source"]
-    if source is None and any(variant.gpu_arch is None for variant in variants):
-        raise SchemaError(f"{where}.torch_source", "a branch with CPU-only variants must give the PyTorch source (the CPU recipe upgrades it)")
-    return Branch(
-        name=entry["name"], torch=entry["torch"], cuda=entry["cuda"], cuda_tag=entry["cuda_tag"],
-        min_driver=_parsed(parse_driver_version, entry["min_driver"], f"{where}.min_driver"), min_driver_source=entry["min_driver_source"],
-        nixpkgs_rev=entry["nixpkgs_rev"], cuda_packages=entry["cuda_packages"], recipe=entry["recipe"],
-        pname_prefix=entry["pname_prefix"],
-        torch_source=None if source is None else TorchSource(
-            source["owner"], source["repo"], source["rev"], source["fetch_submodules"], source["hash"],
-            source.get("hash_note", ""), source["source"],
-        ),
-        variants=tuple(variants),
-    )
+    cuda_lines = []
+    for l_index, line in enumerate(entry["cuda_lines"]):
+        release = hardware.cuda_releases.get(line["cuda"])
+        if release is None:
+            raise SchemaError(f"{where}.cuda_lines[{l_index}].cuda", f"no driver minimum is known for CUDA {line['cuda']} (cuda_releases)")
+        min_driver = _parsed(parse_driver_version, line["min_driver"], f"{where}.cuda_lines[{l_index}].min_driver")
+        if min_driver != release.min_driver:
+            raise SchemaError(f"{where}.cuda_lines[{l_index}].min_driver", f"{min_driver} differs from cuda_releases ({release.min_driver})")
+        cuda_lines.append(CudaLine(entry["name"], line["cuda"], line["cuda_packages"], line["nixpkgs_rev"], min_driver, release.source))
+    for variant in variants:
+        if variant.torch != entry["torch"] or variant.python != entry["python"]:
+            raise SchemaError(f"{where}", f"variant {variant.package} has PyTorch {variant.torch}/Python {variant.python}, the branch {entry['torch']}/{entry['python']}")
+    return Branch(entry["name"], entry["commit"], entry["torch"], entry["python"], entry["aligned_with"], tuple(cuda_lines), variants)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from pickvariant import __version__
-from pickvariant.errors import BadInput, NoVariant, PickVariantError
+from pickvariant.errors import BadInput, NoVariant, OperationFailed, PickVariantError
 
 app = typer.Typer(
     name="pickvariant",
@@ -74,8 +74,10 @@ GpuOpt = Annotated[Optional[list[str]], typer.Option("--gpu", help="Decide for a
 NoGpuOpt = Annotated[bool, typer.Option("--no-gpu", help="Decide for a machine without GPUs (CPU-only build).")]
 DriverOpt = Annotated[Optional[str], typer.Option("--driver", help="NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).")]
 WorkloadOpt = Annotated[Workload, typer.Option("--workload", help="What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.")]
-TorchOpt = Annotated[Optional[str], typer.Option("--torch", help="Only consider the branch with this PyTorch version (e.g. 2.9.1).")]
-CudaOpt = Annotated[Optional[str], typer.Option("--cuda", help="Only consider the branch with this CUDA version (e.g. 12.9).")]
+TorchOpt = Annotated[Optional[str], typer.Option("--torch", help="Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).")]
+CudaOpt = Annotated[Optional[str], typer.Option("--cuda", help="Only consider CUDA builds of this CUDA line (e.g. 12.9).")]
+BranchOpt = Annotated[Optional[str], typer.Option("--branch", help="Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).")]
+PythonOpt = Annotated[Optional[str], typer.Option("--python-version", help="Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).")]
 GpuIndexOpt = Annotated[Optional[int], typer.Option("--gpu-index", help="Target only the GPU with this index (machines with mixed GPUs).")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 
@@ -85,15 +87,22 @@ def _no_variant(decision: Any) -> NoVariant:
     return NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
 
 
+def _python_pin(python_version: Optional[str]) -> Optional[str]:
+    from pickvariant import settings
+
+    return python_version if python_version is not None else settings.setting(os.environ, settings.PYTHON)
+
+
 def _decide(cpuinfo: Optional[Path], gpu: Optional[list[str]], no_gpu: bool, driver: Optional[str], workload: Workload,
-            torch: Optional[str], cuda: Optional[str], gpu_index: Optional[int]) -> tuple[Any, Any, Any]:
+            torch: Optional[str], cuda: Optional[str], gpu_index: Optional[int],
+            branch: Optional[str] = None, python_version: Optional[str] = None) -> tuple[Any, Any, Any]:
     from pickvariant.catalog import load_catalog
     from pickvariant.decide import Options, decide
     from pickvariant.facts import WhatIf, gather_facts
 
     catalog = load_catalog()
     facts = gather_facts(catalog, WhatIf(cpuinfo, tuple(gpu or ()), no_gpu, driver))
-    decision = decide(facts, catalog, Options(workload.value, torch, cuda, gpu_index))
+    decision = decide(facts, catalog, Options(workload.value, torch, cuda, gpu_index, branch, _python_pin(python_version)))
     return catalog, facts, decision
 
 
@@ -103,11 +112,12 @@ def detect(
     workload: WorkloadOpt = Workload.general, format: FormatOpt = Format.text,
     cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
     torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
+    branch: BranchOpt = None, python_version: PythonOpt = None,
 ) -> None:
     """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
     from pickvariant import present
 
-    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index)
+    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
     if format is Format.json:
         typer.echo(json.dumps(present.decision_json(facts, decision, catalog, workload.value), indent=2))
     elif format is Format.markdown:
@@ -121,30 +131,77 @@ def detect(
 @app.command("list")
 @exits_on_error
 def list_variants(
-    branch: Annotated[Optional[str], typer.Option("--branch", help="Only this branch (cuda-13_0, cuda-12_9, main).")] = None,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="Only this GPU architecture (sm90, 9.0) or 'cpu' for CPU-only builds.")] = None,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="Only this branch (e.g. pytorch-2.10-python313).")] = None,
+    python_version: Annotated[Optional[str], typer.Option("--python-version", help="Only builds for this Python (e.g. 3.12).")] = None,
+    cuda: Annotated[Optional[str], typer.Option("--cuda", help="Only this CUDA line (e.g. 12.9), or 'none' for CPU-only and MPS builds.")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="Only this GPU architecture (sm90, 9.0), 'mps', or 'cpu' for CPU-only builds.")] = None,
     isa: Annotated[Optional[str], typer.Option("--isa", help="Only this CPU instruction set (avx2, avx512, armv9, ...).")] = None,
+    platform: Annotated[Optional[str], typer.Option("--platform", help="Only this Nix system (x86_64-linux, aarch64-linux, aarch64-darwin).")] = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="Every row, even without a filter (the default text output is a summary).")] = False,
     format: FormatOpt = Format.text,
 ) -> None:
-    """List the catalog's variants."""
+    """List the catalog's variants: a summary by branch, or rows with --all or any filter."""
     from pickvariant import listing
     from pickvariant.catalog import load_catalog
 
-    rows = listing.select(load_catalog(), branch, gpu, isa)
+    catalog = load_catalog()
+    filters = listing.Filters(branch, python_version, cuda, gpu, isa, platform)
+    rows = listing.select(catalog, filters)
     if format is Format.json:
-        typer.echo(json.dumps({"schema_version": 1, "variants": rows}, indent=2))
+        typer.echo(json.dumps({"schema_version": 2, "source": listing.source_json(catalog), "variants": rows}, indent=2))
     elif format is Format.markdown:
         typer.echo(listing.markdown(rows), nl=False)
-    else:
+    elif all_rows or filters.any():
         listing.print_rich(rows)
+    else:
+        listing.print_summary(catalog)
+
+
+catalog_app = typer.Typer(help="Build and check catalog.json from the build repository.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+
+@catalog_app.command("sync")
+@exits_on_error
+def catalog_sync(
+    repo: Annotated[str, typer.Argument(help="A clone of the build repository (path) or its URL; a fork's too.")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the catalog here (default: print it).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 when --output differs from what REPO gives.")] = False,
+    source_url: Annotated[Optional[str], typer.Option("--source-url", help="The repository name to record in `source` (default: the URL, or the clone's origin).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")] = False,
+) -> None:
+    """Read every branch of REPO with git and derive one catalog row per PyTorch recipe."""
+    from pickvariant import sync as syncer
+    from pickvariant.fsutil import check_writable, write_atomic
+
+    if check and output is None:
+        raise BadInput("--check compares against a file: give it with -o FILE")
+    result = syncer.sync(repo, source_url)
+    text = syncer.render(result.document)
+    for line in syncer.summary(result):
+        typer.echo(line, err=True)
+    if check:
+        assert output is not None
+        found = syncer.check(output, result.document, text)
+        if found:
+            raise OperationFailed(f"{output} differs from {result.document['source']['repo']} at {result.document['source']['commit'][:12]}: {'; '.join(found)}")
+        typer.echo(f"{output} matches {result.document['source']['repo']} at {result.document['source']['commit'][:12]}", err=True)
+    elif output is None:
+        typer.echo(text, nl=False)
+    elif check_writable(output, text, force):
+        write_atomic(output, text)
+        typer.echo(f"{output} written ({result.variant_count} variants)", err=True)
+    else:
+        typer.echo(f"{output} unchanged ({result.variant_count} variants)", err=True)
 
 
 @app.command()
 @exits_on_error
 def recipe(
     package: Annotated[Optional[str], typer.Argument(help="The package to render, e.g. pytorch-python313-cuda13_0-sm90-avx512.")] = None,
-    all_variants: Annotated[bool, typer.Option("--all", help="Render every variant of a branch (needs -o).")] = False,
-    branch: Annotated[Optional[str], typer.Option("--branch", help="The branch: for --all, whose variants (default: the newest); with PACKAGE, the branch it must be on.")] = None,
+    all_variants: Annotated[bool, typer.Option("--all", help="Render every variant of a branch (needs -o and --branch).")] = False,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="The branch: for --all, whose variants; with PACKAGE, the branch it is on (needed when several build it).")] = None,
+    cuda: Annotated[Optional[str], typer.Option("--cuda", help="With --all: only this CUDA line of the branch.")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")] = False,
 ) -> None:
@@ -158,11 +215,17 @@ def recipe(
     if all_variants:
         if output is None:
             raise BadInput("--all writes one file per variant: give the directory with -o DIR")
-        variants = list(catalog.branch(branch or catalog.branches[0].name).variants)
+        if branch is None:
+            raise BadInput(f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})")
+        variants = [v for v in catalog.branch(branch).variants if cuda is None or v.cuda == cuda]
+        if not variants:
+            raise BadInput(f"branch {branch} has no CUDA {cuda} line")
+        mps = [v for v in variants if v.is_mps]
+        for variant in mps:
+            typer.echo(f"skipped {variant.package}: an MPS build has no template; take {variant.path} from the build repository", err=True)
+        variants = [v for v in variants if not v.is_mps]
     else:
-        variants = [catalog.variant(package or "")]
-        if branch is not None and catalog.branch(branch).name != variants[0].branch:
-            raise BadInput(f"{package} is a package of branch {variants[0].branch}, not of --branch {branch}")
+        variants = [catalog.variant(package or "", branch)]
     if output is None:
         typer.echo(render(variants[0], catalog), nl=False)
         return
@@ -180,7 +243,8 @@ def install(
     workload: WorkloadOpt = Workload.general,
     cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
     torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
-    package: Annotated[Optional[str], typer.Option("--package", help="Install this catalog package instead of the recommendation.")] = None,
+    branch: BranchOpt = None, python_version: PythonOpt = None,
+    package: Annotated[Optional[str], typer.Option("--package", help="Install this catalog package instead of the recommendation (with --branch where several branches build it).")] = None,
     org: Annotated[Optional[str], typer.Option("--org", help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="The Flox environment to install into (published packages).")] = Path("."),
     build: Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")] = False,
@@ -196,9 +260,9 @@ def install(
 
     if timeout is not None and not timeout > 0:
         raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
-    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index)
+    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
     if package is not None:
-        variant = catalog.variant(package)
+        variant = catalog.variant(package, branch)
         problems = installer.fit_problems(variant, facts, catalog)
         if problems and not force:
             raise BadInput(f"{package} does not fit this machine ({'; '.join(problems)}): pass --force to install it anyway")
@@ -207,7 +271,7 @@ def install(
     else:
         variant = decision.variant
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force)
-    typer.echo(f"Variant: {variant.package}")
+    typer.echo(f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})")
     for reason in decision.reasons if package is None else (f"chosen with --package{' (forced)' if force else ''}",):
         typer.echo(f"  why: {reason}")
     for line in installer.describe(plan) + [f"warning: {w}" for w in plan.warnings] + [f"note: {n}" for n in plan.notes]:
@@ -255,6 +319,7 @@ def verify(
     python: Annotated[Optional[str], typer.Option("--python", help="The interpreter to probe (default: the last install's, else this one).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Small sizes: under 20 s on a 2-core CPU machine.")] = False,
     package: Annotated[Optional[str], typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level).")] = None,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="The branch of --package, where several build it.")] = None,
     format: FormatOpt = Format.text,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
@@ -262,7 +327,7 @@ def verify(
     from pickvariant.catalog import load_catalog
 
     catalog = load_catalog()
-    variant = catalog.variant(package) if package else None
+    variant = catalog.variant(package, branch) if package else None
     result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
     if format is Format.json:
         typer.echo(json.dumps({"schema_version": 1, "passed": result.passed, "reasons": list(result.reasons),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.catalog import Branch, Catalog, GpuArch, Variant
+from pickvariant.catalog import Catalog, CudaLine, GpuArch, Variant
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import DriverFacts, GpuFacts
 from pickvariant.versions import ComputeCapability, cuda_version_key
@@ -47,30 +47,41 @@ def judged_by_cuda_version(gpus: Sequence[GpuFacts], driver: DriverFacts | None,
     return driver is not None and driver.cuda is not None and any(catalog.is_tegra(gpu.compute_capability) for gpu in gpus)
 
 
-def driver_rejection(driver: DriverFacts | None, branch: Branch, gpus: Sequence[GpuFacts], catalog: Catalog) -> str | None:
-    """None when the driver can run `branch`'s CUDA (or nothing is known of it), else why not."""
-    if driver is None or not gpus:
+def driver_rejection(driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> str | None:
+    """None when the driver can run the CUDA line (or nothing is known of it, or there is none), else why not."""
+    if driver is None or line is None or not gpus:
         return None
     if judged_by_cuda_version(gpus, driver, catalog):
         assert driver.cuda is not None
-        if cuda_version_key(driver.cuda) < cuda_version_key(branch.cuda):
-            return f"the driver supports CUDA {driver.cuda}, older than CUDA {branch.cuda} ({TEGRA_DRIVER_RULE})"
+        if cuda_version_key(driver.cuda) < cuda_version_key(line.cuda):
+            return f"the driver supports CUDA {driver.cuda}, older than CUDA {line.cuda} ({TEGRA_DRIVER_RULE})"
         return None
-    if driver.version is not None and driver.version < branch.min_driver:
-        return f"driver {driver.version} is older than {branch.min_driver}, the minimum for CUDA {branch.cuda}"
+    if driver.version is not None and driver.version < line.min_driver:
+        return f"driver {driver.version} is older than {line.min_driver}, the minimum for CUDA {line.cuda}"
     return None
+
+
+def platform_rejection(variant: Variant, facts: HostFacts, catalog: Catalog) -> str | None:
+    """None when the variant is built for this machine's OS and CPU architecture (its Nix system)."""
+    system = catalog.nix_system(facts.os, facts.arch)
+    if variant.platform == system:
+        return None
+    return f"it is built for {variant.platform}, this machine is {facts.os}/{facts.arch}"
 
 
 def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence[GpuFacts] | None = None) -> tuple[str, ...]:
     """Every reason `variant` cannot run on `facts` (on `gpus`, default every GPU); empty when it can."""
     gpus = facts.gpus if gpus is None else gpus
-    isa = catalog.isas[variant.cpu_isa]
     problems: list[str] = []
-    if facts.os != "linux":
-        problems.append(f"it is built for Linux, this is {facts.os}")
-    if isa.platform != facts.arch:
-        problems.append(f"it is built for {isa.platform} CPUs, this one is {facts.arch}")
-    else:
+    wrong_platform = platform_rejection(variant, facts, catalog)
+    if wrong_platform:
+        problems.append(wrong_platform)
+    if variant.is_mps:
+        # The Apple GPU is part of every Apple Silicon Mac; NVIDIA GPUs stated for one change nothing.
+        return tuple(problems)
+    assert variant.cpu_isa is not None
+    isa = catalog.isas[variant.cpu_isa]
+    if not wrong_platform:
         missing = missing_flags(isa.requires, facts.cpu.flags)
         if missing:
             problems.append(f"this CPU lacks {', '.join(missing)}: it would crash with an illegal instruction")
@@ -86,12 +97,14 @@ def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence
         why = kernels_run_on(arch, gpu.compute_capability, catalog)
         if why:
             problems.append(f"GPU {gpu.index}: {why}")
-    why_driver = driver_rejection(facts.driver, catalog.branch(variant.branch), gpus, catalog)
+    why_driver = driver_rejection(facts.driver, catalog.cuda_line(variant), gpus, catalog)
     if why_driver:
         problems.append(why_driver)
     return tuple(problems)
 
 
-def runs_on_all(catalog: Catalog, gpu_arch: str, gpus: Sequence[GpuFacts]) -> bool:
+def runs_on_all(catalog: Catalog, gpu_arch: str | None, gpus: Sequence[GpuFacts]) -> bool:
+    if gpu_arch is None or gpu_arch not in catalog.gpu_archs:
+        return False
     arch = catalog.gpu_archs[gpu_arch]
     return all(kernels_run_on(arch, gpu.compute_capability, catalog) is None for gpu in gpus)

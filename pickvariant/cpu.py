@@ -153,9 +153,27 @@ def detect_cpu() -> CpuFacts:
         machine = _machine()
         # The userland decides what runs: a 32-bit userland on a 64-bit kernel is not aarch64.
         return facts if facts.arch == machine else CpuFacts(facts.os, machine, facts.model, facts.flags, facts.source, facts.notes)
-    import cpuinfo  # py-cpuinfo: only where there is no /proc/cpuinfo
+    if sys.platform == "darwin":
+        facts = read_sysctl()
+        if facts is not None:
+            return facts
+    import cpuinfo  # py-cpuinfo: only where there is neither /proc/cpuinfo nor sysctl
 
     return from_py_cpuinfo(cpuinfo.get_cpu_info(), "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789"))
+
+
+def read_sysctl() -> CpuFacts | None:
+    """macOS: `sysctl -a` names the chip (machdep.cpu.brand_string) and, on Apple Silicon, its
+    FEAT_* features, where py-cpuinfo reports no flags at all. None when sysctl cannot be run."""
+    import subprocess
+
+    try:
+        result = subprocess.run(["sysctl", "-a"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0 or len(result.stdout) > MAX_CPUINFO_BYTES:
+        return None
+    return parse_sysctl(result.stdout.decode("utf-8", errors="replace"), "sysctl -a")
 
 
 def _machine() -> str:

@@ -1,7 +1,16 @@
 """The selection rules: a pure function from facts, catalog and options to a decision.
 
 Nothing here looks at the machine. Every step records why; every alternative that
-was turned down records why not.
+was turned down records why not. Whether one variant can run here is asked of
+compat.why_not alone; this module only ranks what it admits:
+
+1. the newest PyTorch;
+2. within it, the newest CUDA line the driver can run that has a fitting variant;
+3. the preferred Python (`--python-version` restricts; otherwise 3.13 > 3.12 > 3.11);
+4. the highest GPU architecture whose kernels run on every targeted GPU;
+5. the CPU instruction set the workload ranks first among those the CPU can run.
+
+Branches aligned with another project (vLLM) are considered only when named with --branch.
 """
 
 from __future__ import annotations
@@ -9,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pickvariant.catalog import Branch, Catalog, Variant
+from pickvariant.catalog import Branch, Catalog, CudaLine, Variant, version_key
 from pickvariant.compat import (
     TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, kernels_run_on, missing_flags, runs_on_all, why_not,
 )
@@ -25,6 +34,8 @@ class Options:
     torch: str | None = None
     cuda: str | None = None
     gpu_index: int | None = None
+    branch: str | None = None
+    python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class Decision:
     rejected: tuple[Rejection, ...]
     hints: tuple[str, ...] = ()
     targets: tuple[GpuFacts, ...] = ()
+    line: CudaLine | None = None
 
 
 def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> Decision:
@@ -53,14 +65,15 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
     reasons: list[str] = []
     rejected: list[Rejection] = []
 
-    # 1. Platform.
-    platform = f"{facts.os}/{facts.arch}"
-    if facts.os != "linux" or facts.arch not in catalog.nix_systems:
-        supported = ", ".join(f"linux/{arch}" for arch in catalog.nix_systems)
-        return Decision(None, None, (f"platform {platform} is not supported: every variant is built for {supported}",), (), ())
-    reasons.append(f"platform {platform} is supported")
+    # 1. Platform: the Nix system this machine runs, and whether anything is built for it.
+    system = catalog.nix_system(facts.os, facts.arch)
+    built_for = sorted({v.platform for v in catalog.variants})
+    if system is None or system not in built_for:
+        return Decision(None, None, (_unsupported_platform(facts, built_for),), (), ())
+    reasons.append(f"platform {facts.os}/{facts.arch} ({system}) has builds")
+    darwin = facts.os == "darwin"
 
-    if facts.gpu_inconclusive:
+    if facts.gpu_inconclusive and not darwin:
         return Decision(
             None, None,
             tuple(reasons) + ("GPU detection was inconclusive, so no variant can be shown to have kernels for this machine's GPUs",),
@@ -68,36 +81,30 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
         )
 
     # 2. Which GPUs the variant must run on.
-    targets = _targets(facts, options)
+    targets = () if darwin else _targets(facts, options)
+    if darwin:
+        reasons.append("Apple Silicon: the MPS build runs on the Apple GPU through Metal")
+        if facts.gpus:
+            reasons.append("the stated NVIDIA GPUs change nothing on macOS: no build there uses CUDA")
     for gpu in targets:
         kind = "integrated Tegra" if catalog.is_tegra(gpu.compute_capability) else "desktop"
         reasons.append(f"GPU {gpu.index}: {gpu.name}, compute capability {gpu.compute_capability} ({kind})")
-    if not targets:
+    if not targets and not darwin:
         reasons.append("no GPU: choosing among CPU-only builds")
-    hidden = _hidden_by_cuda_visible_devices(facts)
+    hidden = _hidden_by_cuda_visible_devices(facts) if not darwin else None
     if hidden:
         reasons.append(hidden)
 
-    # 3. Branches: pins, then the driver.
+    # 3. Branches by the pins, then CUDA lines by the pins and the driver.
     branches = _pinned_branches(catalog, options, rejected)
-    admissible_branches = []
-    for branch in branches:
-        why = driver_rejection(facts.driver, branch, targets, catalog)
-        if why:
-            rejected.append(Rejection(f"branch {branch.name} (PyTorch {branch.torch}, CUDA {branch.cuda})", why))
-        else:
-            admissible_branches.append(branch)
-    if targets and facts.driver_assumed:
-        reasons.append("driver: none given, assumed new enough for every branch")
-    elif targets and facts.driver is not None:
-        reasons.append(_driver_reason(facts.driver, targets, catalog, branches, admissible_branches))
+    lines = _admissible_lines(facts, catalog, options, branches, targets, rejected, reasons)
 
     # 4. CPU instruction sets.
     workload = catalog.workloads[options.workload]
     isa_rank = {name: rank for rank, name in enumerate(workload.isa_preference)}
     usable_isas: set[str] = set()
     for isa in catalog.isas.values():
-        if isa.platform != facts.arch:
+        if isa.platform != facts.arch or darwin:
             continue
         missing = missing_flags(isa.requires, facts.cpu.flags)
         if missing:
@@ -105,35 +112,46 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
         else:
             usable_isas.add(isa.name)
 
-    # 5. Whole variants: a variant counts only if every part of it fits (the one predicate, compat.why_not).
-    branch_rank = {branch.name: rank for rank, branch in enumerate(catalog.branches)}
+    # 5. Whole variants: a variant counts only if every part of it fits (compat.why_not has the last word).
+    python_rank = {version: rank for rank, version in enumerate(catalog.python_preference)}
 
-    def rank(variant: Variant) -> tuple[int, int, int, int]:
-        capability = catalog.gpu_archs[variant.gpu_arch].compute_capability if variant.gpu_arch else ComputeCapability(0, 0)
-        return (branch_rank[variant.branch], -capability.major, -capability.minor, isa_rank[variant.cpu_isa])
+    def rank(variant: Variant) -> tuple[object, ...]:
+        capability = catalog.gpu_archs[variant.gpu_arch].compute_capability if variant.gpu_arch in catalog.gpu_archs else ComputeCapability(0, 0)
+        return (
+            tuple(-part for part in version_key(variant.torch)),
+            tuple(-part for part in version_key(variant.cuda)) if variant.cuda else (),
+            python_rank.get(variant.python, len(python_rank)),
+            -capability.major, -capability.minor,
+            isa_rank.get(variant.cpu_isa or "", 0),
+            variant.branch,
+        )
 
-    # The ISA test is a cheap first cut (usable_isas is why_not's flag rule, already applied per set);
-    # why_not then has the last word on each variant that passes it.
+    def cheap_fit(variant: Variant, branch: Branch) -> bool:
+        # A first cut by platform, instruction set and admissible line; why_not then judges each survivor.
+        if variant.platform != system:
+            return False
+        if variant.cpu_isa is not None and variant.cpu_isa not in usable_isas:
+            return False
+        return variant.cuda is None or (branch.name, variant.cuda) in lines
+
     candidates = sorted(
-        (v for branch in admissible_branches for v in branch.variants
-         if v.cpu_isa in usable_isas and not why_not(v, facts, catalog, targets)),
+        (v for branch in branches for v in branch.variants
+         if cheap_fit(v, branch) and _allowed_kind(v, darwin) and not why_not(v, facts, catalog, targets)),
         key=rank,
     )
     _explain_gpu_archs(catalog, targets, rejected)
 
     if not candidates:
-        return _no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints)
+        return _no_variant(facts, catalog, options, targets, branches, lines, usable_isas, tuple(reasons), rejected, with_hints)
 
     chosen = candidates[0]
     branch = catalog.branch(chosen.branch)
-    newer = [b.name for b in admissible_branches if branch_rank[b.name] < branch_rank[branch.name]]
-    branch_why = f"branch {branch.name} (PyTorch {branch.torch}, CUDA {branch.cuda}): the newest admissible branch with a variant for this machine"
-    if newer:
-        branch_why += f" ({', '.join(newer)} {'has' if len(newer) == 1 else 'have'} none)"
-        for name in newer:
-            rejected.append(Rejection(f"branch {name}", _why_branch_has_nothing(catalog.branch(name), targets, usable_isas, catalog, facts.arch)))
-    reasons.append(branch_why)
-    if chosen.gpu_arch:
+    line = catalog.cuda_line(chosen)
+    reasons.append(_branch_reason(chosen, branch, line, options))
+    _explain_other_branches(catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected)
+    if chosen.is_mps:
+        reasons.append(f"GPU: Apple MPS (needs macOS {catalog.min_macos} or newer)")
+    elif chosen.gpu_arch:
         arch = catalog.gpu_archs[chosen.gpu_arch]
         exact = all(gpu.compute_capability == arch.compute_capability for gpu in targets)
         if exact:
@@ -143,34 +161,104 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
                 f"GPU architecture {arch.name}: the highest architecture with a variant whose kernels run on "
                 + ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in targets)
             )
-    isa = catalog.isas[chosen.cpu_isa]
-    ranked_usable = [name for name in workload.isa_preference if name in usable_isas]
-    reasons.append(
-        f"CPU instruction set {isa.name}: every required flag is present ({' '.join(isa.requires)}); "
-        f"workload {workload.name} ranks {' > '.join(ranked_usable)}"
-    )
-    for other in ranked_usable:
-        if other == chosen.cpu_isa:
+        if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
+            reasons.append(f"built without cuDNN (cuDNN 9.11+ has no kernels for {arch.name}): convolutions use PyTorch's own CUDA kernels")
+    if chosen.cpu_isa is not None:
+        isa = catalog.isas[chosen.cpu_isa]
+        ranked_usable = [name for name in workload.isa_preference if name in usable_isas]
+        reasons.append(
+            f"CPU instruction set {isa.name}: every required flag is present ({' '.join(isa.requires)}); "
+            f"workload {workload.name} ranks {' > '.join(ranked_usable)}"
+        )
+        for other in ranked_usable:
+            if other == chosen.cpu_isa:
+                continue
+            same = [v for v in candidates if v.cpu_isa == other and v.branch == chosen.branch and v.gpu_arch == chosen.gpu_arch and v.cuda == chosen.cuda]
+            if same:
+                rejected.append(Rejection(same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"))
+            else:
+                rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
+                                          + (f" on CUDA {chosen.cuda}" if chosen.cuda else "")))
+    return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets, line)
+
+
+def _unsupported_platform(facts: HostFacts, built_for: list[str]) -> str:
+    platform = f"{facts.os}/{facts.arch}"
+    if facts.os == "darwin" and facts.arch == "x86_64":
+        return f"platform {platform} (an Intel Mac) is not supported: macOS builds are for Apple Silicon only (aarch64-darwin, MPS); the catalog builds {', '.join(built_for)}"
+    return f"platform {platform} is not supported: every variant is built for one of {', '.join(built_for)}"
+
+
+def _allowed_kind(variant: Variant, darwin: bool) -> bool:
+    return variant.is_mps == darwin
+
+
+def _branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, options: Options) -> str:
+    parts = [f"PyTorch {chosen.torch}"]
+    if line is not None:
+        parts.append(f"CUDA {line.cuda} (nixpkgs {line.nixpkgs_rev[:7]}, {line.cuda_packages})")
+    parts.append(f"Python {chosen.python}")
+    why = "named with --branch" if options.branch else "the newest PyTorch, then the newest CUDA line the driver can run, then the preferred Python, that has a variant for this machine"
+    return f"branch {branch.name}: {', '.join(parts)}: {why}"
+
+
+def _explain_other_branches(
+    catalog: Catalog, chosen: Variant, branches: list[Branch], candidates: list[Variant], targets: tuple[GpuFacts, ...],
+    usable_isas: set[str], facts: HostFacts, rejected: list[Rejection],
+) -> None:
+    """Say why each newer or otherwise preferred branch lost: the question users ask first."""
+    by_branch = {v.branch for v in candidates}
+    for branch in branches:
+        if branch.name == chosen.branch:
             continue
-        same = [v for v in candidates if v.cpu_isa == other and v.branch == chosen.branch and v.gpu_arch == chosen.gpu_arch]
-        if same:
-            rejected.append(Rejection(same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"))
+        if branch.name in by_branch:
+            best = next(v for v in candidates if v.branch == branch.name)
+            if version_key(best.torch) < version_key(chosen.torch):
+                rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"))
+            elif best.cuda and chosen.cuda and cuda_version_key(best.cuda) < cuda_version_key(chosen.cuda):
+                rejected.append(Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}"))
+            else:
+                rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}"))
+            continue
+        if version_key(branch.torch) < version_key(chosen.torch):
+            rejected.append(Rejection(f"branch {branch.name}", f"ships the older PyTorch {branch.torch}"))
+            continue
+        rejected.append(Rejection(f"branch {branch.name}", _why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
+
+
+def _admissible_lines(
+    facts: HostFacts, catalog: Catalog, options: Options, branches: list[Branch], targets: tuple[GpuFacts, ...],
+    rejected: list[Rejection], reasons: list[str],
+) -> set[tuple[str, str]]:
+    admissible: set[tuple[str, str]] = set()
+    too_old: dict[str, str] = {}
+    can_run: set[str] = set()
+    for branch in branches:
+        for line in branch.cuda_lines:
+            if options.cuda and not release_matches(options.cuda, line.cuda, "--cuda"):
+                continue
+            why = driver_rejection(facts.driver, line, targets, catalog)
+            if why:
+                too_old[line.cuda] = why
+            else:
+                admissible.add((branch.name, line.cuda))
+                can_run.add(line.cuda)
+    for cuda in sorted(too_old, key=cuda_version_key, reverse=True):
+        rejected.append(Rejection(f"CUDA {cuda} (every branch)", too_old[cuda]))
+    if options.cuda and targets:
+        built = sorted({line.cuda for b in branches for line in b.cuda_lines}, key=cuda_version_key)
+        if not any(release_matches(options.cuda, cuda, "--cuda") for cuda in built):
+            raise BadInput(f"--cuda {options.cuda}: no branch left by the pins builds it (CUDA lines: {', '.join(built)})")
+    if targets and facts.driver_assumed:
+        reasons.append("driver: none given, assumed new enough for every CUDA line")
+    elif targets and facts.driver is not None:
+        label = f"driver {facts.driver.version or 'of unknown version'}" + (f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else "")
+        rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(targets, facts.driver, catalog) else ""
+        if can_run:
+            reasons.append(f"{label} can run CUDA {', '.join(sorted(can_run, key=cuda_version_key))}{rule}")
         else:
-            rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but there is no {chosen.gpu_arch or 'CPU-only'} variant of it on branch {chosen.branch}"))
-    return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets)
-
-
-def _driver_reason(driver: DriverFacts, targets: tuple[GpuFacts, ...], catalog: Catalog, branches: list[Branch], admissible: list[Branch]) -> str:
-    label = f"driver {driver.version or 'of unknown version'}" + (f" (CUDA {driver.cuda})" if driver.cuda else "")
-    rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(targets, driver, catalog) else ""
-    if admissible:
-        return f"{label} can run {', '.join(b.name for b in admissible)}{rule}"
-    if len(branches) < len(catalog.branches):
-        # The pins removed branches: "can run no branch" would blame the driver for the user's own choice.
-        unpinned = [b.name for b in catalog.branches if not driver_rejection(driver, b, targets, catalog)]
-        otherwise = f"; without the pins it could run {', '.join(unpinned)}" if unpinned else ""
-        return f"{label} can run none of the branches the pins leave ({', '.join(b.name for b in branches)}){otherwise}{rule}"
-    return f"{label} can run no branch of the catalog{rule}"
+            reasons.append(f"{label} can run none of the CUDA lines {'the pins leave' if options.cuda or options.torch or options.branch or options.python else 'of the catalog'}{rule}")
+    return admissible
 
 
 def _targets(facts: HostFacts, options: Options) -> tuple[GpuFacts, ...]:
@@ -201,17 +289,31 @@ def _hidden_by_cuda_visible_devices(facts: HostFacts) -> str | None:
 
 
 def _pinned_branches(catalog: Catalog, options: Options, rejected: list[Rejection]) -> list[Branch]:
+    if options.branch is not None:
+        named = catalog.branch(options.branch)
+        for branch in catalog.branches:
+            if branch.name != named.name:
+                rejected.append(Rejection(f"branch {branch.name}", f"--branch {named.name} was named"))
+        candidates = [named]
+    else:
+        candidates = []
+        for branch in catalog.branches:
+            if branch.aligned_with:
+                rejected.append(Rejection(f"branch {branch.name}", f"aligned with {branch.aligned_with}: chosen only when named with --branch"))
+            else:
+                candidates.append(branch)
     branches = []
-    for branch in catalog.branches:
+    for branch in candidates:
         if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
             rejected.append(Rejection(f"branch {branch.name}", f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}"))
-        elif options.cuda and not release_matches(options.cuda, branch.cuda, "--cuda"):
-            rejected.append(Rejection(f"branch {branch.name}", f"uses CUDA {branch.cuda}, not the pinned --cuda {options.cuda}"))
+        elif options.python and not release_matches(options.python, branch.python, "--python-version"):
+            rejected.append(Rejection(f"branch {branch.name}", f"builds Python {branch.python}, not the requested {options.python}"))
         else:
             branches.append(branch)
     if not branches:
-        known = "; ".join(f"{b.name}: PyTorch {b.torch} with CUDA {b.cuda}" for b in catalog.branches)
-        raise BadInput(f"no branch matches the pins (--torch {options.torch or 'any'}, --cuda {options.cuda or 'any'}); the catalog has {known}")
+        known = "; ".join(f"{b.name}: PyTorch {b.torch}, Python {b.python}" for b in catalog.branches if b.aligned_with is None or options.branch)
+        pins = ", ".join(f"{flag} {value}" for flag, value in (("--branch", options.branch), ("--torch", options.torch), ("--python-version", options.python)) if value)
+        raise BadInput(f"no branch matches {pins}; the catalog has {known}")
     return branches
 
 
@@ -224,65 +326,82 @@ def _explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected
                 break
 
 
-def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, arch_name: str) -> str:
+def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, facts: HostFacts) -> str:
+    system = catalog.nix_system(facts.os, facts.arch)
+    own = [v for v in branch.variants if v.platform == system]
+    if not own:
+        return f"builds nothing for {system}"
+    if facts.os == "darwin":
+        return "has no MPS build"
     if not targets:
-        return "has no CPU-only variant"
-    compatible = {v.gpu_arch for v in branch.variants if v.gpu_arch and runs_on_all(catalog, v.gpu_arch, targets)}
+        return "has no CPU-only variant for " + (", ".join(sorted(usable_isas)) or f"this {facts.arch} CPU")
+    compatible = {v.gpu_arch for v in own if runs_on_all(catalog, v.gpu_arch, targets)}
     if not compatible:
-        return "builds no GPU architecture whose kernels run on " + ", ".join(f"{g.compute_capability}" for g in targets)
-    with_isa = {v.cpu_isa for v in branch.variants if v.gpu_arch in compatible}
-    return f"its {', '.join(sorted(compatible))} variants exist only for {', '.join(sorted(with_isa))}, none of which this {arch_name} CPU can run"
+        wanted = ", ".join(sorted({gpu.compute_capability.sm.upper() for gpu in targets}))
+        return f"no {wanted} build (nor one whose kernels run on " + ", ".join(f"{g.compute_capability}" for g in targets) + ")"
+    with_isa = {v.cpu_isa for v in own if v.gpu_arch in compatible and v.cpu_isa}
+    if not with_isa & usable_isas:
+        return f"its {', '.join(sorted(c for c in compatible if c))} variants exist only for {', '.join(sorted(i for i in with_isa if i))}, none of which this CPU can run"
+    lines = sorted({v.cuda for v in own if v.gpu_arch in compatible and v.cuda}, key=cuda_version_key)
+    return f"its fitting variants are on CUDA {', '.join(lines)}, which the driver cannot run"
 
 
 def _no_variant(
     facts: HostFacts, catalog: Catalog, options: Options, targets: tuple[GpuFacts, ...], branches: list[Branch],
-    usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool,
+    lines: set[tuple[str, str]], usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool,
 ) -> Decision:
     why: list[str] = []
     hints: list[str] = []
     preference = catalog.workloads[options.workload].isa_preference
+    system = catalog.nix_system(facts.os, facts.arch)
+    own = [v for b in branches for v in b.variants if v.platform == system]
+    for branch in branches:
+        rejected.append(Rejection(f"branch {branch.name}", _why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
+    if facts.os == "darwin":
+        why.append(f"no branch left by the pins has an MPS build for {system}")
+        if options.torch or options.python or options.branch:
+            hints.append("drop --torch/--python-version/--branch to consider every branch")
+        return Decision(None, None, reasons + tuple(why), tuple(_dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
     if not usable_isas:
         why.append(f"this CPU ({facts.cpu.model or facts.arch}) has the flags of no {facts.arch} instruction set in the catalog")
         if not facts.cpu.flags:
             hints.append("no CPU flags are known (see the notes): describe the CPU with --cpuinfo FILE, a copy of its /proc/cpuinfo")
     if targets:
-        per_gpu_ok = all(_any_arch_for(catalog, branches, (gpu,)) for gpu in targets)
-        if len(targets) > 1 and per_gpu_ok and not _any_arch_for(catalog, branches, targets):
+        cuda_variants = [v for v in own if v.cuda]
+        per_gpu_ok = all(_any_arch_for(catalog, cuda_variants, (gpu,)) for gpu in targets)
+        if len(targets) > 1 and per_gpu_ok and not _any_arch_for(catalog, cuda_variants, targets):
             listing = ", ".join(f"GPU {g.index} ({g.name}, {g.compute_capability})" for g in targets)
             why.append(f"the GPUs conflict: no variant has kernels for all of {listing}")
             hints.append("target one GPU with --gpu-index N")
         for gpu in targets:
-            if not _any_arch_for(catalog, branches, (gpu,)):
+            if not _any_arch_for(catalog, cuda_variants, (gpu,)):
                 why.append(f"no variant has kernels for GPU {gpu.index} ({gpu.name}, compute capability {gpu.compute_capability})")
                 hints.extend(_newer_gpu_hints(facts, catalog, gpu))
-        gpu_isas = {v.cpu_isa for b in branches for v in b.variants if v.gpu_arch and runs_on_all(catalog, v.gpu_arch, targets)}
+        gpu_isas = {v.cpu_isa for v in cuda_variants if runs_on_all(catalog, v.gpu_arch, targets) and v.cpu_isa}
         if gpu_isas and usable_isas and not gpu_isas & usable_isas:
-            platform_isas = sorted(i for i in gpu_isas if catalog.isas[i].platform == facts.arch)
             why.append(
-                f"the variants with kernels for these GPUs are built for {', '.join(platform_isas) or 'other CPU architectures'}, "
+                f"the variants with kernels for these GPUs are built for {', '.join(sorted(gpu_isas))}, "
                 f"and this CPU can run only {', '.join(sorted(usable_isas))}"
             )
         upgrade = _driver_upgrade(facts, catalog, options, branches, targets) if with_hints else None
         if upgrade is not None:
-            branch, variant = upgrade
+            line, variant = upgrade
             shown = facts.driver.version if facts.driver and facts.driver.version else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
-            why.append(f"driver {shown} is too old for every branch that has a variant for this machine")
+            why.append(f"driver {shown} is too old for every CUDA line that has a variant for this machine")
             if judged_by_cuda_version(targets, facts.driver, catalog):
-                hints.append(f"a Jetson driver (JetPack) that supports CUDA {branch.cuda} would allow {variant.package}")
+                hints.append(f"a Jetson driver (JetPack) that supports CUDA {line.cuda} would allow {variant.label}")
             else:
-                hints.append(f"a driver >= {branch.min_driver} (CUDA {branch.cuda}) would allow {variant.package}")
-        cpu_only = [v for b in branches for v in b.variants if v.gpu_arch is None and v.cpu_isa in usable_isas]
+                hints.append(f"a driver >= {line.min_driver} (CUDA {line.cuda}) would allow {variant.label}")
+        cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
         if cpu_only:
-            best = min(cpu_only, key=lambda v: preference.index(v.cpu_isa))
-            hints.append(f"--no-gpu would give {best.package} (CPU only: the GPU would go unused)")
-    else:
-        cpu_branches = [b.name for b in catalog.branches if any(v.gpu_arch is None for v in b.variants)]
-        if usable_isas:
-            why.append(f"there is no CPU-only variant for {', '.join(sorted(usable_isas))} on the admissible branches (CPU-only builds come from {', '.join(cpu_branches)})")
-    if options.torch or options.cuda:
-        hints.append("drop --torch/--cuda to consider every branch")
+            best = min(cpu_only, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or "")))
+            hints.append(f"--no-gpu would give {best.label} (CPU only: the GPU would go unused)")
+    elif usable_isas:
+        why.append(f"there is no CPU-only variant for {', '.join(sorted(usable_isas))} on the branches the pins leave")
+    if options.torch or options.cuda or options.python or options.branch:
+        hints.append("drop --torch/--cuda/--python-version/--branch to consider every branch")
     if not why:
-        why.append("no variant combines an admissible branch, a GPU architecture with kernels for this machine and a CPU instruction set it can run")
+        why.append("no variant combines an admissible branch and CUDA line, a GPU architecture with kernels for this machine and a CPU instruction set it can run")
     return Decision(None, None, reasons + tuple(why), tuple(_dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
 
 
@@ -297,17 +416,19 @@ def _newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[
     for arch in catalog.gpu_archs.values():
         if arch.reported_before_cuda_13 != gpu.compute_capability:
             continue
-        builds = next((b for b in catalog.branches if any(v.gpu_arch == arch.name for v in b.variants)), None)
-        if builds is None:
+        builds = [catalog.cuda_line(v) for v in catalog.variants if v.gpu_arch == arch.name]
+        lines = sorted({line for line in builds if line is not None}, key=lambda line: line.min_driver.parts)
+        if not lines:
             continue
+        line = lines[0]
         renamed = f"{arch.description} reports {gpu.compute_capability} under CUDA 12 drivers and {arch.compute_capability} under CUDA 13"
         as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
-        if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, builds, as_renamed, catalog):
-            hints.append(f"{renamed}: a driver >= {builds.min_driver} (CUDA {builds.cuda}) makes the {arch.name} variants usable")
+        if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, line, as_renamed, catalog):
+            hints.append(f"{renamed}: a driver >= {line.min_driver} (CUDA {line.cuda}) makes the {arch.name} variants usable")
         else:
             # The user already has that driver: telling them to get it would send them in circles.
             hints.append(
-                f"{renamed}, and driver {facts.driver.version or facts.driver.cuda} already runs CUDA {builds.cuda}: "
+                f"{renamed}, and driver {facts.driver.version or facts.driver.cuda} already runs CUDA {line.cuda}: "
                 f"check the stated compute capability (--gpu {arch.compute_capability})"
             )
     return hints
@@ -315,24 +436,24 @@ def _newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[
 
 def _driver_upgrade(
     facts: HostFacts, catalog: Catalog, options: Options, branches: list[Branch], targets: tuple[GpuFacts, ...]
-) -> tuple[Branch, Variant] | None:
+) -> tuple[CudaLine, Variant] | None:
     """The smallest driver upgrade that gives a variant, and the variant the rules would then pick."""
     driver = facts.driver
     if driver is None or facts.driver_assumed:
         return None
     by_cuda = judged_by_cuda_version(targets, driver, catalog)
-    too_old = [b for b in branches if driver_rejection(driver, b, targets, catalog)]
-    for branch in sorted(too_old, key=lambda b: cuda_version_key(b.cuda) if by_cuda else b.min_driver.parts):
-        upgraded = DriverFacts(driver.version, branch.cuda) if by_cuda else DriverFacts(branch.min_driver, branch.cuda)
+    too_old = {line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)}
+    for line in sorted(too_old.values(), key=lambda line: cuda_version_key(line.cuda) if by_cuda else line.min_driver.parts):
+        upgraded = DriverFacts(driver.version, line.cuda) if by_cuda else DriverFacts(line.min_driver, line.cuda)
         # Decide again rather than guess: the hint must name what the rules would really choose.
         decision = _decide(replace(facts, driver=upgraded), catalog, options, with_hints=False)
-        if decision.variant is not None and decision.branch is not None:
-            return decision.branch, decision.variant
+        if decision.variant is not None and decision.line is not None:
+            return decision.line, decision.variant
     return None
 
 
-def _any_arch_for(catalog: Catalog, branches: list[Branch], gpus: Sequence[GpuFacts]) -> bool:
-    return any(v.gpu_arch and runs_on_all(catalog, v.gpu_arch, gpus) for b in branches for v in b.variants)
+def _any_arch_for(catalog: Catalog, variants: Sequence[Variant], gpus: Sequence[GpuFacts]) -> bool:
+    return any(runs_on_all(catalog, v.gpu_arch, gpus) for v in variants)
 
 
 def _dedupe(rejected: list[Rejection]) -> list[Rejection]:

@@ -158,7 +158,7 @@ def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
 def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
     """Remember what was installed, so that `pickvariant verify` can default to it."""
     path = cache_dir(env) / "last-install.json"
-    record = {"package": plan.variant.package, "method": plan.method, "directory": str(plan.directory),
+    record = {"package": plan.variant.package, "branch": plan.variant.branch, "torch": plan.variant.torch, "method": plan.method, "directory": str(plan.directory),
               "result": str(plan.result) if plan.result else None, "python": python}
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path

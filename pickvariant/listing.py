@@ -2,47 +2,117 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from pickvariant.catalog import Catalog
+from pickvariant.catalog import MPS, Catalog, Variant
 from pickvariant.errors import BadInput
-from pickvariant.versions import parse_compute_capability
+from pickvariant.versions import parse_compute_capability, release_matches
 
 
-def select(catalog: Catalog, branch: str | None, gpu: str | None, isa: str | None) -> list[dict[str, Any]]:
-    if branch is not None:
-        catalog.branch(branch)  # unknown branch -> BadInput naming the known ones
-    gpu_arch: str | None = None
-    cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
-    if gpu is not None and not cpu_only:
-        gpu_arch = parse_compute_capability(gpu).sm
-        if gpu_arch not in catalog.gpu_archs:
-            raise BadInput(f"no GPU architecture {gpu_arch} in the catalog; it has {', '.join(catalog.gpu_archs)}")
-    if isa is not None and isa not in catalog.isas:
-        raise BadInput(f"unknown CPU instruction set {isa!r}; the catalog has {', '.join(catalog.isas)}")
-    rows = []
-    for b in catalog.branches:
-        for variant in b.variants:
-            if branch and b.name != branch or isa and variant.cpu_isa != isa:
-                continue
-            if cpu_only and variant.gpu_arch is not None or gpu_arch and variant.gpu_arch != gpu_arch:
-                continue
-            arch = catalog.gpu_archs.get(variant.gpu_arch or "")
-            rows.append({
-                "package": variant.package,
-                "branch": b.name,
-                "torch": b.torch,
-                "cuda": b.cuda if arch else None,
-                "gpu_arch": variant.gpu_arch,
-                "compute_capability": str(arch.compute_capability) if arch else None,
-                "cpu_isa": variant.cpu_isa,
-                "platform": catalog.isas[variant.cpu_isa].platform,
-                "gpus": arch.description if arch else "CPU only",
-            })
-    return rows
+@dataclass(frozen=True)
+class Filters:
+    branch: str | None = None
+    python: str | None = None
+    cuda: str | None = None
+    gpu: str | None = None
+    isa: str | None = None
+    platform: str | None = None
+
+    def any(self) -> bool:
+        return any(value is not None for value in (self.branch, self.python, self.cuda, self.gpu, self.isa, self.platform))
 
 
-_COLUMNS = ("package", "branch", "torch", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
+def _gpu_filter(catalog: Catalog, gpu: str | None) -> str | None:
+    """'cpu' -> '' (CPU-only), 'mps' -> 'mps', '9.0'/'sm90' -> 'sm90'."""
+    if gpu is None:
+        return None
+    word = gpu.strip().lower()
+    if word in ("cpu", "none"):
+        return ""
+    if word == MPS:
+        return MPS
+    arch = parse_compute_capability(gpu).sm
+    if arch not in catalog.gpu_archs:
+        raise BadInput(f"no GPU architecture {arch} in the catalog; it has {', '.join(catalog.gpu_archs)}, mps and cpu")
+    return arch
+
+
+def select(catalog: Catalog, filters: Filters = Filters()) -> list[dict[str, Any]]:
+    if filters.branch is not None:
+        catalog.branch(filters.branch)  # unknown branch -> BadInput naming the known ones
+    gpu = _gpu_filter(catalog, filters.gpu)
+    if filters.isa is not None and filters.isa not in catalog.isas:
+        raise BadInput(f"unknown CPU instruction set {filters.isa!r}; the catalog has {', '.join(catalog.isas)}")
+    if filters.platform is not None and filters.platform not in catalog.platforms:
+        raise BadInput(f"unknown platform {filters.platform!r}; the catalog has {', '.join(catalog.platforms)}")
+    no_cuda = filters.cuda is not None and filters.cuda.strip().lower() in ("none", "cpu")
+
+    def wanted(variant: Variant) -> bool:
+        if filters.branch and variant.branch != filters.branch or filters.isa and variant.cpu_isa != filters.isa:
+            return False
+        if filters.platform and variant.platform != filters.platform:
+            return False
+        if filters.python and not release_matches(filters.python, variant.python, "--python-version"):
+            return False
+        if filters.cuda is not None:
+            if no_cuda != (variant.cuda is None) or (not no_cuda and not release_matches(filters.cuda, variant.cuda or "", "--cuda")):
+                return False
+        return gpu is None or (variant.gpu_arch or "") == gpu
+
+    return [row(variant, catalog) for variant in catalog.variants if wanted(variant)]
+
+
+def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
+    """One variant as `list --format json` and `detect`'s recommendation show it (schema_version 2)."""
+    arch = catalog.gpu_archs.get(variant.gpu_arch or "")
+    return {
+        "package": variant.package,
+        "branch": variant.branch,
+        "torch": variant.torch,
+        "python": variant.python,
+        "cuda": variant.cuda,
+        "gpu_arch": variant.gpu_arch,
+        "cpu_isa": variant.cpu_isa,
+        "platform": variant.platform,
+        "nixpkgs_rev": variant.nixpkgs_rev,
+        "cudnn": variant.cudnn,
+        "compute_capability": str(arch.compute_capability) if arch else None,
+        "aligned_with": catalog.branch(variant.branch).aligned_with,
+        "gpus": arch.description if arch else ("Apple Silicon (MPS)" if variant.is_mps else "CPU only"),
+    }
+
+
+def source_json(catalog: Catalog) -> dict[str, str]:
+    return {"repo": catalog.source.repo, "commit": catalog.source.commit, "date": catalog.source.date}
+
+
+def summary(catalog: Catalog) -> str:
+    """One line per branch: what a thousand rows would hide."""
+    lines = [f"{len(catalog.variants)} variants on {len(catalog.branches)} branches of {catalog.source.repo} "
+             f"at {catalog.source.commit[:12]} ({catalog.source.date[:10]})", ""]
+    table = [("branch", "torch", "python", "cuda lines", "variants", "gpu archs", "kind")]
+    for branch in catalog.branches:
+        archs = sorted({v.gpu_arch for v in branch.variants if v.gpu_arch}, key=lambda a: (a != MPS, int(a[2:]) if a.startswith("sm") else 0))
+        table.append((
+            branch.name, branch.torch, branch.python,
+            " ".join(line.cuda for line in branch.cuda_lines) or "-",
+            str(len(branch.variants)), " ".join(archs) or "-",
+            f"aligned with {branch.aligned_with}" if branch.aligned_with else "general",
+        ))
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
+    lines += ["", "Rows: pickvariant list --all, or filter with --branch, --python-version, --cuda, --gpu, --isa, --platform."]
+    return "\n".join(lines) + "\n"
+
+
+def print_summary(catalog: Catalog) -> None:
+    import sys
+
+    sys.stdout.write(summary(catalog))
+
+
+_COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -60,7 +130,7 @@ def plain(rows: list[dict[str, Any]]) -> str:
 
 
 # The columns a narrow terminal loses first; the package name is never dropped nor cut.
-_DROP_ORDER = ("gpus", "platform", "torch", "cuda", "branch", "gpu_arch", "cpu_isa")
+_DROP_ORDER = ("gpus", "platform", "python", "torch", "cuda", "gpu_arch", "cpu_isa", "branch")
 
 
 def print_rich(rows: list[dict[str, Any]]) -> None:

@@ -10,7 +10,8 @@ from pickvariant.decide import Decision
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import GpuFacts
 
-JSON_SCHEMA_VERSION = 1
+# 2: recommendation gained python, platform, nixpkgs_rev, cudnn; gpu_arch may be "mps", cpu_isa null (README: JSON output).
+JSON_SCHEMA_VERSION = 2
 
 
 def hardware_json(facts: HostFacts) -> dict[str, Any]:
@@ -41,17 +42,20 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
 
 
 def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] | None:
-    variant, branch = decision.variant, decision.branch
-    if variant is None or branch is None:
+    variant = decision.variant
+    if variant is None:
         return None
     return {
         "package": variant.package,
-        "branch": branch.name,
-        "torch": branch.torch,
-        "cuda": branch.cuda if variant.gpu_arch else None,
+        "branch": variant.branch,
+        "torch": variant.torch,
+        "python": variant.python,
+        "cuda": variant.cuda,
         "gpu_arch": variant.gpu_arch,
         "cpu_isa": variant.cpu_isa,
-        "python": catalog.python_version,
+        "platform": variant.platform,
+        "nixpkgs_rev": variant.nixpkgs_rev,
+        "cudnn": variant.cudnn,
     }
 
 
@@ -61,6 +65,7 @@ def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, worklo
         "pickvariant": __version__,
         "hardware": hardware_json(facts),
         "workload": workload,
+        "catalog": {"repo": catalog.source.repo, "commit": catalog.source.commit},
         "recommendation": recommendation_json(decision, catalog),
         "reasons": list(decision.reasons),
         "rejected": [{"choice": r.choice, "why": r.why} for r in decision.rejected],
@@ -90,7 +95,7 @@ def _md_cell(text: str) -> str:
 def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> str:
     lines = ["## pickvariant recommendation", ""]
     rec = recommendation_json(decision, catalog)
-    lines.append(f"**Recommendation:** `{rec['package']}`" if rec else "**Recommendation:** none (no compatible variant)")
+    lines.append(f"**Recommendation:** `{rec['package']}` (branch `{rec['branch']}`, PyTorch {rec['torch']}, Python {rec['python']})" if rec else "**Recommendation:** none (no compatible variant)")
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
 
     def row(*cells: str) -> None:
@@ -149,7 +154,7 @@ def print_decision_rich(facts: HostFacts, decision: Decision, catalog: Catalog, 
         row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
     console.print(table)
     rec = recommendation_json(decision, catalog)
-    title = Text(f"Recommendation: {rec['package']}", style="bold green") if rec else Text("No compatible variant", style="bold red")
+    title = Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green") if rec else Text("No compatible variant", style="bold red")
     tree = Tree(title)
     why = tree.add(Text(f"why (workload {workload})"))
     for reason in decision.reasons:

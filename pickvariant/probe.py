@@ -51,11 +51,15 @@ def timed(fn, device: str, repeats: int) -> float:
                 end.synchronize()
                 samples.append(start.elapsed_time(end) / 1000.0)
         return statistics.median(samples)
+    # MPS runs asynchronously too: torch.mps.synchronize() makes the wall clock cover the work.
+    sync = torch.mps.synchronize if device == "mps" else (lambda: None)
     fn()
+    sync()
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
+        sync()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
@@ -173,6 +177,12 @@ def arch_list(torch) -> list:
     return torch.cuda.get_arch_list() if torch.cuda.is_available() else []
 
 
+def mps_available(torch) -> bool | None:
+    """True/False on builds that know MPS (torch.backends.mps), None where torch has no such backend."""
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend.is_available()) if backend is not None else None
+
+
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     info_only = "--info" in argv
@@ -186,6 +196,7 @@ def main(argv: list[str]) -> int:
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "arch_list": arch_list(torch),
         "cuda_available": torch.cuda.is_available(),
+        "mps_available": mps_available(torch),
         "devices": [],
         "checks": [],
     }
@@ -211,6 +222,10 @@ def main(argv: list[str]) -> int:
         check_matmul(results, "cpu", dtype, 128, cpu_n, 3 if quick else 5)
     check_int8_cpu(results, cpu_n)
     check_conv(results, "cpu", "fp32", quick)
+    if report["mps_available"]:
+        n_time = 1024 if quick else 4096
+        for dtype in ("fp32", "fp16"):
+            check_matmul(results, "mps", dtype, 256, n_time, 5 if quick else 10)
     for device in report["devices"]:
         if not device.get("kernel_ran"):
             continue

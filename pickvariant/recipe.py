@@ -44,65 +44,95 @@ def _comment(text: str) -> str:
 
 
 def template_for(variant: Variant, catalog: Catalog) -> str:
-    return "cpu" if variant.gpu_arch is None else catalog.branch(variant.branch).recipe
+    if variant.is_mps:
+        raise BadInput(
+            f"{variant.package} is an Apple MPS build: pickvariant has no template for it; "
+            f"use the build repository's own recipe ({catalog.source.repo}, branch {variant.branch}, {variant.path})"
+        )
+    if variant.cuda is None:
+        return "cpu"
+    return "cuda13" if variant.cuda.split(".")[0] == "13" else "cuda12"
+
+
+def _torch_overlay(variant: Variant, catalog: Catalog, python_attr: str) -> str:
+    """The overlay that swaps nixpkgs' torch source for the variant's release, or nothing when the pin has it."""
+    if catalog.nixpkgs_torch.get(variant.nixpkgs_rev) == variant.torch:
+        return "      # nixpkgs at this pin has PyTorch " + variant.torch + ": no source upgrade"
+    source = catalog.torch_sources.get(variant.torch)
+    if source is None:
+        raise BadInput(
+            f"{variant.package} ({variant.branch}) needs PyTorch {variant.torch} on nixpkgs {variant.nixpkgs_rev[:12]}, "
+            "and hardware.json has no source hash for it (torch_sources): use the build repository's recipe"
+        )
+    return f"""      # PyTorch source upgrade to {variant.torch}; hash: {_comment(source.source)}
+      (final: prev: {{
+        {python_attr} = prev.{python_attr}.override {{
+          overrides = pfinal: pprev: {{
+            torch = pprev.torch.overrideAttrs (oldAttrs: {{
+              version = {nix_string(variant.torch)};
+              src = prev.fetchFromGitHub {{
+                owner = {nix_string(source.owner)};
+                repo = {nix_string(source.repo)};
+                rev = {nix_string(source.rev)};
+                fetchSubmodules = {"true" if source.fetch_submodules else "false"};
+                hash = {nix_string(source.hash)};
+              }};
+              patches = [ ];
+            }});
+          }};
+        }};
+      }})"""
 
 
 def render(variant: Variant, catalog: Catalog) -> str:
-    branch = catalog.branch(variant.branch)
+    template_name = template_for(variant, catalog)
+    assert variant.cpu_isa is not None
     isa = catalog.isas[variant.cpu_isa]
     arch = catalog.gpu_archs[variant.gpu_arch] if variant.gpu_arch else None
-    system = catalog.nix_systems[isa.platform]
+    line = catalog.cuda_line(variant)
+    python_attr = f"python{variant.python.replace('.', '')}Packages"
     build_env = {**(arch.build_env if arch else {}), **isa.build_env}
+    if arch and variant.cudnn is False:
+        build_env["USE_CUDNN"] = "0"
     gpu_text = f"{arch.description}" if arch else "CPU only"
-    title = f"PyTorch {branch.torch} for {gpu_text} + {isa.description}"
+    title = f"PyTorch {variant.torch} for {gpu_text} + {isa.description}"
     long_description = "\n".join([
         "Custom PyTorch build with targeted optimizations:",
         f"- GPU: {arch.description} ({arch.name}, compute capability {arch.compute_capability})" if arch else "- GPU: none (CPU-only build)",
         f"- CPU: {isa.description} ({' '.join(isa.compiler_flags)})",
-        f"- CUDA: {branch.cuda}" if arch else "- CUDA: disabled",
-        f"- Python: {catalog.python_version}",
+        f"- CUDA: {variant.cuda}" if variant.cuda else "- CUDA: disabled",
+        f"- Python: {variant.python}",
     ]) + "\n"
     values = {
         "title": _comment(title),
         "package": nix_string(variant.package),
         "packageComment": _comment(variant.package),
-        "torchComment": _comment(branch.torch),
-        "cudaComment": _comment(branch.cuda),
-        "branch": _comment(branch.name),
-        "torch": nix_string(branch.torch),
-        "cuda": nix_string(branch.cuda),
+        "torchComment": _comment(variant.torch),
+        "cudaComment": _comment(variant.cuda or "none"),
+        "branch": _comment(f"{variant.branch} of {catalog.source.repo} at {catalog.source.commit[:12]}"),
+        "torch": nix_string(variant.torch),
+        "cuda": nix_string(variant.cuda or ""),
         "pickvariantVersion": __version__,
-        "nixpkgsRev": nix_string(branch.nixpkgs_rev),
+        "nixpkgsRev": nix_string(variant.nixpkgs_rev),
         "gpuArchSM": nix_string(str(arch.compute_capability)) if arch else "null",
         "gpuArchNum": nix_string(f"{arch.compute_capability.major}{arch.compute_capability.minor}") if arch else "null",
         "isaDescription": _comment(f"{isa.description}, needs /proc/cpuinfo flags {' '.join(isa.requires)}"),
         "cpuFlags": nix_list(isa.compiler_flags),
         "buildEnv": nix_attrs(build_env),
-        "system": nix_string(system),
-        "cudaPackages": branch.cuda_packages,
-        "pythonPackages": catalog.python_packages_attr,
-        "pname": nix_string(branch.pname_prefix + variant.package.removeprefix("pytorch")),
-        "description": nix_string(f"PyTorch {branch.torch} for {gpu_text} with {isa.description}"),
+        "system": nix_string(variant.platform),
+        "cudaPackages": line.cuda_packages if line else "cudaPackages",
+        "pythonPackages": python_attr,
+        "pname": nix_string(variant.package),
+        "description": nix_string(f"PyTorch {variant.torch} for {gpu_text} with {isa.description}"),
         "longDescription": nix_string(long_description),
+        "torchOverlay": _torch_overlay(variant, catalog, python_attr),
     }
-    source = branch.torch_source
-    if source is not None:
-        values |= {
-            "srcOwner": nix_string(source.owner),
-            "srcRepo": nix_string(source.repo),
-            "srcRev": nix_string(source.rev),
-            "srcFetchSubmodules": "true" if source.fetch_submodules else "false",
-            "srcHash": nix_string(source.hash) if source.hash else "lib.fakeHash",
-            "srcHashComment": "# Hash from catalog.json." if source.hash else "# " + _comment(
-                f"NO REAL HASH YET: lib.fakeHash is a placeholder, so the first build fails and prints the real one ('got: sha256-...'). {source.hash_note}"
-            ),
-        }
-    template = (templates_dir() / f"{template_for(variant, catalog)}.nix").read_text(encoding="utf-8")
+    template = (templates_dir() / f"{template_name}.nix").read_text(encoding="utf-8")
 
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
-            raise BadInput(f"recipe template {template_for(variant, catalog)}.nix needs {name!r}, which branch {branch.name} does not provide")
+            raise BadInput(f"recipe template {template_name}.nix needs {name!r}, which pickvariant does not provide")
         return values[name]
 
     return _PLACEHOLDER.sub(substitute, template)

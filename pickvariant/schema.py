@@ -8,6 +8,7 @@ package agrees with it on the shipped catalog and on broken ones.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -29,56 +30,151 @@ class SchemaError(ValueError):
         self.path = path
 
 
-def _is_type(value: Any, name: str) -> bool:
-    if name in ("integer", "number") and isinstance(value, bool):
-        return False
-    return isinstance(value, _TYPES[name])
+class _Mismatch(Exception):
+    """Raised by a compiled check; each enclosing object or array adds its key on the way out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.keys: list[str | int] = []
 
 
-def _join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
+Check = Callable[[Any], None]
 
 
-def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = None, path: str = "") -> None:
-    """Raise SchemaError naming the first field that does not match `schema`."""
-    root = schema if root is None else root
+def _path(keys: list[str | int]) -> str:
+    path = ""
+    for key in reversed(keys):
+        path = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+    return path
+
+
+def _compile(schema: dict[str, Any], root: dict[str, Any], refs: dict[str, Check]) -> Check:
+    """One closure per schema node, built once: a thousand catalog rows are checked without
+    re-reading the schema or formatting a path until something fails."""
     if "$ref" in schema:
         ref = schema["$ref"]
         if not ref.startswith("#/$defs/"):
-            raise SchemaError(path, f"unsupported $ref {ref}")
-        validate(instance, root["$defs"][ref.removeprefix("#/$defs/")], root, path)
-        return
+            raise SchemaError("", f"unsupported $ref {ref}")
+        name = ref.removeprefix("#/$defs/")
+        if name not in refs:
+            refs[name] = _compile(root["$defs"][name], root, refs)
+        return refs[name]
+    checks: list[Check] = []
     types = schema.get("type")
     if types is not None:
-        names = [types] if isinstance(types, str) else types
-        if not any(_is_type(instance, name) for name in names):
-            raise SchemaError(path, f"expected {' or '.join(names)}, got {type(instance).__name__} {instance!r:.60}")
-    if instance is None:
-        return
-    if "enum" in schema and instance not in schema["enum"]:
-        raise SchemaError(path, f"{instance!r} is not one of {schema['enum']}")
-    if isinstance(instance, str) and "pattern" in schema and not re.search(schema["pattern"], instance):
-        raise SchemaError(path, f"{instance!r:.80} does not match {schema['pattern']}")
-    if _is_type(instance, "number") and "minimum" in schema and instance < schema["minimum"]:
-        raise SchemaError(path, f"{instance} is below the minimum {schema['minimum']}")
-    if isinstance(instance, list):
-        if len(instance) < schema.get("minItems", 0):
-            raise SchemaError(path, f"needs at least {schema['minItems']} item(s)")
-        if "items" in schema:
-            for index, item in enumerate(instance):
-                validate(item, schema["items"], root, _join(path, index))
-    if isinstance(instance, dict):
-        for key in schema.get("required", ()):
-            if key not in instance:
-                raise SchemaError(_join(path, key), "required field is missing")
-        properties = schema.get("properties", {})
+        names = [types] if isinstance(types, str) else list(types)
+        allowed = tuple(t for name in names for t in _TYPES[name])
+        no_bool = "boolean" not in names
+        wanted = " or ".join(names)
+
+        def check_type(value: Any) -> None:
+            if not isinstance(value, allowed) or (no_bool and isinstance(value, bool)):
+                raise _Mismatch(f"expected {wanted}, got {type(value).__name__} {value!r:.60}")
+
+        checks.append(check_type)
+    if "enum" in schema:
+        choices = schema["enum"]
+
+        def check_enum(value: Any) -> None:
+            if value is not None and value not in choices:
+                raise _Mismatch(f"{value!r} is not one of {choices}")
+
+        checks.append(check_enum)
+    if "pattern" in schema:
+        pattern = re.compile(schema["pattern"])
+
+        def check_pattern(value: Any) -> None:
+            if isinstance(value, str) and not pattern.search(value):
+                raise _Mismatch(f"{value!r:.80} does not match {pattern.pattern}")
+
+        checks.append(check_pattern)
+    if "minimum" in schema:
+        minimum = schema["minimum"]
+
+        def check_minimum(value: Any) -> None:
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < minimum:
+                raise _Mismatch(f"{value} is below the minimum {minimum}")
+
+        checks.append(check_minimum)
+    if "minItems" in schema or "items" in schema:
+        min_items = schema.get("minItems", 0)
+        item_check = _compile(schema["items"], root, refs) if "items" in schema else None
+
+        def check_items(value: Any) -> None:
+            if not isinstance(value, list):
+                return
+            if len(value) < min_items:
+                raise _Mismatch(f"needs at least {min_items} item(s)")
+            if item_check is not None:
+                for index, item in enumerate(value):
+                    try:
+                        item_check(item)
+                    except _Mismatch as mismatch:
+                        mismatch.keys.append(index)
+                        raise
+
+        checks.append(check_items)
+    if any(key in schema for key in ("required", "properties", "additionalProperties")):
+        required = tuple(schema.get("required", ()))
+        properties = {key: _compile(sub, root, refs) for key, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
-        for key, value in instance.items():
-            if key in properties:
-                validate(value, properties[key], root, _join(path, key))
-            elif extra is False:
-                raise SchemaError(_join(path, key), "unknown field")
-            elif isinstance(extra, dict):
-                validate(value, extra, root, _join(path, key))
+        extra_check = _compile(extra, root, refs) if isinstance(extra, dict) else None
+
+        required_keys = frozenset(required)
+
+        def check_object(value: Any) -> None:
+            if not isinstance(value, dict):
+                return
+            if not required_keys <= value.keys():
+                mismatch = _Mismatch("required field is missing")
+                mismatch.keys.append(next(key for key in required if key not in value))
+                raise mismatch
+            for key, item in value.items():
+                check = properties.get(key)
+                if check is None:
+                    if extra is False:
+                        mismatch = _Mismatch("unknown field")
+                        mismatch.keys.append(key)
+                        raise mismatch
+                    check = extra_check
+                    if check is None:
+                        continue
+                try:
+                    check(item)
+                except _Mismatch as mismatch:
+                    mismatch.keys.append(key)
+                    raise
+
+        checks.append(check_object)
+
+    def check_all(value: Any) -> None:
+        for check in checks:
+            check(value)
+            if value is None:
+                return
+
+    whole = checks[0] if len(checks) == 1 else check_all
+    if "items" in schema or "properties" in schema or "additionalProperties" in schema or "required" in schema:
+        return whole
+    # A leaf: catalog rows repeat the same few values (branch, version, platform) a thousand
+    # times, so each value that passed is remembered rather than matched again.
+    passed_strings: set[str] = set()
+
+    def check_leaf(value: Any) -> None:
+        if type(value) is str:
+            if value not in passed_strings:
+                whole(value)
+                passed_strings.add(value)
+            return
+        whole(value)
+
+    return check_leaf
+
+
+def validate(instance: Any, schema: dict[str, Any]) -> None:
+    """Raise SchemaError naming the first field that does not match `schema`."""
+    try:
+        _compile(schema, schema, {})(instance)
+    except _Mismatch as mismatch:
+        raise SchemaError(_path(mismatch.keys), mismatch.message) from None

@@ -82,6 +82,8 @@ def expected_capability(catalog: Catalog, facts: HostFacts, variant: Variant | N
     """The CPU dispatch level torch should pick: the variant's, else the best this CPU can run."""
     order = catalog.torch_capability_order
     if variant is not None:
+        if variant.cpu_isa is None:
+            return None
         isa = catalog.isas[variant.cpu_isa]
         return isa.torch_cpu_capability if isa.platform == "x86_64" else None
     if facts.arch != "x86_64":
@@ -104,6 +106,8 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         )
     elif facts.gpus and not probe.get("cuda_available"):
         failures.append(f"this machine has {len(facts.gpus)} GPU(s) but this torch cannot use CUDA")
+    elif facts.os == "darwin" and facts.arch == "aarch64" and not probe.get("mps_available"):
+        failures.append("this Mac's torch cannot use the Apple GPU: torch.backends.mps.is_available() is not True")
     elif visible < len(facts.gpus):
         reasons.append(f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked")
     labels = gpu_labels(probe, facts)
@@ -194,14 +198,15 @@ def _release(version: str | None) -> tuple[int, ...] | None:
 
 def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog) -> list[str]:
     """Each field in which the probed torch differs from `variant`'s build: torch version, CUDA version, arch list."""
-    branch = catalog.branch(variant.branch)
     problems = []
-    if _release(probe.get("torch")) != _release(branch.torch):
-        problems.append(f"torch {probe.get('torch')}, the variant ships {branch.torch}")
-    expected_cuda = branch.cuda if variant.gpu_arch else None
+    if _release(probe.get("torch")) != _release(variant.torch):
+        problems.append(f"torch {probe.get('torch')}, the variant ships {variant.torch}")
+    expected_cuda = variant.cuda
     if _release(probe.get("cuda")) != _release(expected_cuda):
         problems.append(f"CUDA {probe.get('cuda') or 'none'}, the variant is built with {expected_cuda or 'no CUDA (CPU-only)'}")
-    if variant.gpu_arch:
+    if variant.is_mps and probe.get("mps_available") is False:
+        problems.append("torch.backends.mps.is_available() is False, the variant is an MPS build")
+    if variant.gpu_arch in catalog.gpu_archs:
         wanted = catalog.gpu_archs[variant.gpu_arch].compute_capability
         arch_list = probe.get("arch_list") or []
         if not any(kind == "sm" and capability == wanted for kind, capability in _arch_capabilities(arch_list)):

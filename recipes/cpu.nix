@@ -22,25 +22,7 @@ let
     system = @@system@@;
     config = { cudaSupport = false; };
     overlays = [
-      # The one overlay: PyTorch source upgrade
-      (final: prev: {
-        @@pythonPackages@@ = prev.@@pythonPackages@@.override {
-          overrides = pfinal: pprev: {
-            torch = pprev.torch.overrideAttrs (oldAttrs: {
-              version = @@torch@@;
-              src = prev.fetchFromGitHub {
-                owner = @@srcOwner@@;
-                repo = @@srcRepo@@;
-                rev = @@srcRev@@;
-                fetchSubmodules = @@srcFetchSubmodules@@;
-                @@srcHashComment@@
-                hash = @@srcHash@@;
-              };
-              patches = [ ];
-            });
-          };
-        };
-      })
+@@torchOverlay@@
     ];
   };
 in

@@ -29,6 +29,7 @@ let
     overlays = [
       # The CUDA package set of this branch
       (final: prev: { cudaPackages = final.@@cudaPackages@@; })
+@@torchOverlay@@
     ];
   };
 

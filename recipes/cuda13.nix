@@ -27,7 +27,7 @@ let
     system = @@system@@;
     config = { allowUnfree = true; cudaSupport = true; };
     overlays = [
-      # Overlay 1: CUDA 13.0 package set
+      # Overlay 1: this line's CUDA 13 package set
       (final: prev: { cudaPackages = final.@@cudaPackages@@; })
 
       # Overlay 2: MAGMA needs a patch for CUDA 13.0 (cudaDeviceProp.clockRate was removed)
@@ -43,25 +43,7 @@ let
         });
       })
 
-      # Overlay 3: PyTorch source upgrade
-      (final: prev: {
-        @@pythonPackages@@ = prev.@@pythonPackages@@.override {
-          overrides = pfinal: pprev: {
-            torch = pprev.torch.overrideAttrs (oldAttrs: {
-              version = @@torch@@;
-              src = prev.fetchFromGitHub {
-                owner = @@srcOwner@@;
-                repo = @@srcRepo@@;
-                rev = @@srcRev@@;
-                fetchSubmodules = @@srcFetchSubmodules@@;
-                @@srcHashComment@@
-                hash = @@srcHash@@;
-              };
-              patches = [ ];
-            });
-          };
-        };
-      })
+@@torchOverlay@@
     ];
   };
 

@@ -2,13 +2,12 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from conftest import DATA, REPO
+from conftest import REPO
 from pickvariant.catalog import load_catalog, parse_catalog
 from pickvariant.errors import BadInput
 
@@ -16,40 +15,60 @@ RAW = json.loads((REPO / "catalog.json").read_text())
 SCHEMA = json.loads((REPO / "pickvariant" / "catalog.schema.json").read_text())
 
 
-def seed_003_packages() -> set[str]:
-    text = (DATA / "seed-003-build-matrix.md").read_text()
-    matrix = text.split("### Complete Variant Matrix", 1)[1].split("### Variants on Other Branches", 1)[0]
-    return set(re.findall(r"\.flox/pkgs/(pytorch-[a-z0-9_-]+)\.nix", matrix))
-
-
 def test_the_shipped_catalog_is_valid_for_the_real_json_schema_library_too() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     jsonschema.validate(RAW, SCHEMA)
 
 
-def test_branches_newest_first_with_the_facts_values(catalog) -> None:
-    rows = [(b.name, b.torch, b.cuda, str(b.min_driver), b.nixpkgs_rev[:7], len(b.variants)) for b in catalog.branches]
-    assert rows == [
-        ("cuda-13_0", "2.10.0", "13.0", "580.65.06", "6a030d5", 59),
-        ("cuda-12_9", "2.9.1", "12.9", "525.60.13", "6a030d5", 50),
-        ("main", "2.8.0", "12.8", "525.60.13", "fe5e41d", 44),
-    ]
+def test_the_shipped_catalog_records_the_upstream_commit_it_was_synced_from(catalog) -> None:
+    assert catalog.source.repo == "https://github.com/barstoolbluz/build-pytorch"
+    assert catalog.source.commit.startswith("670c310") and catalog.source.date.startswith("2026-02-28")
 
 
-def test_cuda_13_variants_are_exactly_the_59_of_seed_003(catalog) -> None:
-    assert {v.package for v in catalog.branch("cuda-13_0").variants} == seed_003_packages()
+def test_branches_with_their_torch_python_and_cuda_lines(catalog) -> None:
+    rows = {b.name: (b.torch, b.python, tuple(line.cuda for line in b.cuda_lines), b.aligned_with, len(b.variants)) for b in catalog.branches}
+    assert rows == {
+        "main": ("2.8.0", "3.13", ("12.8",), None, 58),
+        "pytorch-2.8-python311": ("2.8.0", "3.11", ("12.8",), None, 58),
+        "pytorch-2.8-python312": ("2.8.0", "3.12", ("12.8",), None, 58),
+        "pytorch-2.9-python311": ("2.9.1", "3.11", ("12.8", "12.9"), None, 131),
+        "pytorch-2.9-python313": ("2.9.1", "3.13", ("12.8", "12.9", "13.0"), None, 177),
+        "pytorch-2.9-vllm-0.14.0": ("2.9.1", "3.12", ("12.8", "12.9"), "vllm 0.14.0", 131),
+        "pytorch-2.9-vllm-0.15.1": ("2.9.1", "3.13", ("12.8", "12.9"), "vllm 0.15.1", 117),
+        "pytorch-2.10-python313": ("2.10.0", "3.13", ("12.8", "12.9", "13.0", "13.1"), None, 237),
+    }
+    lines = {(line.branch, line.cuda): (line.cuda_packages, line.nixpkgs_rev[:7], str(line.min_driver)) for b in catalog.branches for line in b.cuda_lines}
+    assert lines[("pytorch-2.10-python313", "13.1")] == ("cudaPackages_13_1", "2017d6d", "580.65.06")
+    assert lines[("pytorch-2.10-python313", "13.0")] == ("cudaPackages_13", "6a030d5", "580.65.06")
+    assert lines[("pytorch-2.10-python313", "12.9")] == ("cudaPackages_12_9", "0182a36", "525.60.13")
+    assert lines[("main", "12.8")] == ("cudaPackages_12_8", "fe5e41d", "525.60.13")
 
 
-def test_older_branches_have_the_issue_matrix(catalog) -> None:
-    def matrix(name: str) -> set[tuple[str | None, str]]:
-        return {(v.gpu_arch, v.cpu_isa) for v in catalog.branch(name).variants}
+def test_the_same_package_name_is_several_variants_told_apart_by_branch(catalog) -> None:
+    name = "pytorch-python313-cuda12_8-sm90-avx512"
+    assert {(v.branch, v.torch) for v in catalog.variants if v.package == name} == {
+        ("main", "2.8.0"), ("pytorch-2.9-python313", "2.9.1"), ("pytorch-2.9-vllm-0.15.1", "2.9.1"), ("pytorch-2.10-python313", "2.10.0"),
+    }
+    with pytest.raises(BadInput, match="built on 4 branches"):
+        catalog.variant(name)
+    assert catalog.variant(name, "main").torch == "2.8.0"
 
-    six = {"avx2", "avx512", "avx512bf16", "avx512vnni", "armv8_2", "armv9"}
-    sms = ["sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120"]
-    expected = {("sm61", "avx"), ("sm61", "avx2")} | {(sm, isa) for sm in sms for isa in six}
-    assert matrix("cuda-12_9") == expected
-    assert matrix("main") == {pair for pair in expected if pair[0] != "sm103"}
-    assert "pytorch-python313-cuda12_8-sm61-avx2" in {v.package for v in catalog.branch("main").variants}
+
+def test_sm61_and_sm70_build_without_cudnn_and_only_up_to_cuda_12_9(catalog) -> None:
+    old = [v for v in catalog.variants if v.gpu_arch in ("sm61", "sm70")]
+    assert old and all(not v.cudnn and v.cuda in ("12.8", "12.9") for v in old)
+    assert {v.branch for v in old if v.gpu_arch == "sm70"} == {"pytorch-2.9-python311", "pytorch-2.9-vllm-0.14.0"}
+
+
+def test_apple_silicon_has_an_mps_build_on_every_branch(catalog) -> None:
+    mps = [v for v in catalog.variants if v.is_mps]
+    assert {v.branch for v in mps} == {b.name for b in catalog.branches}
+    assert all(v.platform == "aarch64-darwin" and v.cpu_isa is None and v.cuda is None for v in mps)
+
+
+def test_a_variants_platform_follows_its_instruction_set_not_the_recipes_extra_systems(catalog) -> None:
+    # The build repository's cpu-avx2 recipes also list aarch64-linux (KNOWN-ERRORS.md).
+    assert {v.platform for v in catalog.variants if v.cpu_isa == "avx2"} == {"x86_64-linux"}
 
 
 def test_seed_errors_are_corrected(catalog) -> None:
@@ -65,12 +84,12 @@ def test_seed_errors_are_corrected(catalog) -> None:
 
 
 def test_every_fact_carries_its_source() -> None:
-    facts_lists = ["cpu_isas", "gpu_archs", "tegra_compute_capabilities", "flag_aliases", "peak_tflops"]
+    facts_lists = ["cpu_isas", "gpu_archs", "tegra_compute_capabilities", "flag_aliases", "peak_tflops", "compiler_flags", "nixpkgs_pins", "torch_sources"]
     for key in facts_lists:
         for entry in RAW[key]:
             assert entry["source"].strip(), f"{key} entry {entry} has no source"
-    for branch in RAW["branches"]:
-        assert branch["min_driver_source"].strip() and branch["variants_source"].strip()
+    for release in RAW["cuda_releases"]:
+        assert release["min_driver_source"].strip()
 
 
 def test_catalog_is_found_from_an_environment_variable(tmp_path, monkeypatch) -> None:
@@ -86,22 +105,38 @@ def _broken(mutate) -> dict:
     return data
 
 
+def _variant_index(data: dict, package: str, branch: str) -> int:
+    return next(i for i, v in enumerate(data["variants"]) if (v["package"], v["branch"]) == (package, branch))
+
+
+def _append_variant(data: dict, **changes) -> None:
+    row = dict(data["variants"][_variant_index(data, "pytorch-python313-cuda13_1-sm90-avx2", "pytorch-2.10-python313")])
+    row.update(changes)
+    data["variants"].append(row)
+
+
 BROKEN = {
-    "missing min_driver": (lambda d: d["branches"][0].pop("min_driver"), "branches[0].min_driver"),
-    "unknown isa in a variant": (lambda d: d["branches"][1]["variants"][0].update(cpu_isa="avx1024"), "branches[1].variants[0].cpu_isa"),
-    "unknown sm in a variant": (lambda d: d["branches"][0]["variants"][9].update(gpu_arch="sm99"), "branches[0].variants[9]"),
-    "duplicate package": (lambda d: d["branches"][2]["variants"].append(dict(d["branches"][2]["variants"][0])), "package"),
-    "bad driver": (lambda d: d["branches"][0].update(min_driver="new"), "branches[0].min_driver"),
+    "missing min_driver": (lambda d: d["cuda_releases"][0].pop("min_driver"), "cuda_releases[0].min_driver"),
+    "line driver differs from the facts": (lambda d: d["branches"][0]["cuda_lines"][0].update(min_driver="550.1"), "branches[0].cuda_lines[0].min_driver"),
+    "unknown isa in a variant": (lambda d: d["variants"][3].update(cpu_isa="avx1024"), "variants[3].cpu_isa"),
+    "unknown sm in a variant": (lambda d: d["variants"][9].update(gpu_arch="sm99"), "variants[9]"),
+    "duplicate package on a branch": (lambda d: d["variants"].append(dict(d["variants"][0])), "duplicate"),
+    "bad driver": (lambda d: d["cuda_releases"][0].update(min_driver="new"), "cuda_releases[0].min_driver"),
     "wrong type": (lambda d: d["gpu_archs"][0].update(tegra="no"), "gpu_archs[0].tegra"),
     "unknown field": (lambda d: d["cpu_isas"][0].update(colour="red"), "cpu_isas[0].colour"),
-    "sm121 on x86": (lambda d: d["branches"][0]["variants"].append({"package": "pytorch-python313-cuda13_0-sm121-avx2", "gpu_arch": "sm121", "cpu_isa": "avx2"}), "cpu_isa"),
-    "sm110 in cuda 12.9": (lambda d: d["branches"][1]["variants"].append({"package": "pytorch-python313-cuda12_9-sm110-armv9", "gpu_arch": "sm110", "cpu_isa": "armv9"}), "CUDA 12.9"),
+    "sm121 on x86": (lambda d: _append_variant(d, package="pytorch-python313-cuda13_1-sm121-avx2", gpu_arch="sm121"), "cpu_isa"),
+    "sm110 in cuda 12.9": (lambda d: _append_variant(d, package="x-sm110", gpu_arch="sm110", cpu_isa="armv9", platform="aarch64-linux", cuda="12.9",
+                                                     nixpkgs_rev="0182a361324364ae3f436a63005877674cf45efb"), "CUDA 12.9"),
+    "line the branch lacks": (lambda d: _append_variant(d, package="x-sm90", cuda="12.6"), "no CUDA 12.6 line"),
+    "avx512 on an ARM system": (lambda d: _append_variant(d, package="x-arm", cpu_isa="avx512", platform="aarch64-linux"), "cannot run avx512"),
+    "torch disagrees with its branch": (lambda d: _append_variant(d, package="x-torch", torch="2.9.1"), "PyTorch 2.9.1"),
     "workload ranks an unknown isa": (lambda d: d["workloads"]["int8"]["isa_preference"].append("avx10"), "workloads.int8"),
     "peak name pattern is no regex": (lambda d: d["peak_tflops"][0].update(name_pattern="H100 ("), "peak_tflops[0].name_pattern"),
     "capability the schema allows but no GPU has": (lambda d: d["gpu_archs"][0].update(compute_capability="610.1"), "gpu_archs[0].compute_capability"),
-    "driver the schema allows but no driver has": (lambda d: d["branches"][0].update(min_driver="58000.65"), "branches[0].min_driver"),
+    "driver the schema allows but no driver has": (lambda d: d["cuda_releases"][0].update(min_driver="58000.65"), "cuda_releases[0].min_driver"),
     "isa with a dispatch level torch lacks": (lambda d: d["cpu_isas"][0].update(torch_cpu_capability="AVX1024"), "cpu_isas[0].torch_cpu_capability"),
-    "package escaping the recipe directory": (lambda d: d["branches"][0]["variants"][0].update(package="../../etc/passwd"), "branches[0].variants[0].package"),
+    "isa compiled with flags it does not require": (lambda d: d["cpu_isas"][1]["compiler_flags"].append("-mavx512f"), "cpu_isas[1].compiler_flags"),
+    "package escaping the recipe directory": (lambda d: d["variants"][0].update(package="../../etc/passwd"), "variants[0].package"),
 }
 
 
@@ -114,7 +149,7 @@ def test_broken_catalogs_are_rejected_naming_the_field(case) -> None:
 
 
 def test_the_real_json_schema_library_rejects_what_the_schema_alone_rejects() -> None:
-    for case in ("missing min_driver", "bad driver", "wrong type", "unknown field"):
+    for case in ("missing min_driver", "bad driver", "wrong type", "unknown field", "package escaping the recipe directory"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(_broken(BROKEN[case][0]), SCHEMA)
 

@@ -26,10 +26,11 @@ def test_detect_json_has_the_documented_shape() -> None:
     code, data, _ = detect_json("--cpuinfo", str(cpuinfo_path("linux-unknown-sapphirerapids")), "--gpu", "9.0", "--driver", "580.95.05")
     assert code == 0
     assert set(data) >= {"schema_version", "hardware", "workload", "recommendation", "reasons", "rejected", "sources"}
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["recommendation"] == {
-        "package": "pytorch-python313-cuda13_0-sm90-avx512", "branch": "cuda-13_0", "torch": "2.10.0",
-        "cuda": "13.0", "gpu_arch": "sm90", "cpu_isa": "avx512", "python": "3.13",
+        "package": "pytorch-python313-cuda13_1-sm90-avx512", "branch": "pytorch-2.10-python313", "torch": "2.10.0",
+        "cuda": "13.1", "gpu_arch": "sm90", "cpu_isa": "avx512", "python": "3.13", "platform": "x86_64-linux",
+        "nixpkgs_rev": "2017d6d515f8a7b289fe06d3a880a7ec588c3900", "cudnn": True,
     }
     hardware = data["hardware"]
     assert hardware["arch"] == "x86_64" and "avx512_bf16" in hardware["cpu"]["flags"]
@@ -83,7 +84,7 @@ def test_override_order_is_flag_then_environment_then_detection() -> None:
     assert data["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm80-avx2"
     assert data["sources"]["gpus"].startswith("PICKVARIANT_GPU") and data["sources"]["driver"].startswith("PICKVARIANT_DRIVER")
     code, data, _ = detect_json("--gpu", "9.0", "--driver", "580.65.06", env=env)
-    assert data["recommendation"]["package"] == "pytorch-python313-cuda13_0-sm90-avx2"
+    assert data["recommendation"]["package"] == "pytorch-python313-cuda13_1-sm90-avx2"
     assert data["sources"]["gpus"] == "--gpu" and data["sources"]["cpu"].startswith("PICKVARIANT_CPUINFO")
 
 
@@ -101,18 +102,21 @@ def test_stated_gpu_without_driver_says_the_driver_is_assumed() -> None:
 def test_text_and_markdown_formats_show_the_recommendation_and_reasons() -> None:
     args = ["detect", "--cpuinfo", str(cpuinfo_path("linux-rhel9-neoverse_v2")), "--gpu", "9.0"]
     text = runner.invoke(app, args, env={"COLUMNS": "200"})
-    assert text.exit_code == 0 and "pytorch-python313-cuda13_0-sm90-armv9" in text.stdout and "exact match" in text.stdout
+    assert text.exit_code == 0 and "pytorch-python313-cuda13_1-sm90-armv9" in text.stdout and "exact match" in text.stdout
     markdown = runner.invoke(app, [*args, "--format", "markdown"])
-    assert markdown.exit_code == 0 and "**Recommendation:** `pytorch-python313-cuda13_0-sm90-armv9`" in markdown.stdout
+    assert markdown.exit_code == 0 and "**Recommendation:** `pytorch-python313-cuda13_1-sm90-armv9`" in markdown.stdout
 
 
 def test_list_filters_and_counts() -> None:
-    result = runner.invoke(app, ["list", "--branch", "cuda-13_0", "--format", "json"])
-    assert result.exit_code == 0 and len(json.loads(result.stdout)["variants"]) == 59
-    rows = json.loads(runner.invoke(app, ["list", "--gpu", "sm_121", "--format", "json"]).stdout)["variants"]
-    assert {r["package"] for r in rows} == {"pytorch-python313-cuda13_0-sm121-armv8_2", "pytorch-python313-cuda13_0-sm121-armv9"}
-    rows = json.loads(runner.invoke(app, ["list", "--gpu", "cpu", "--isa", "avx", "--format", "json"]).stdout)["variants"]
-    assert [r["package"] for r in rows] == ["pytorch-python313-cpu-avx"]
+    result = runner.invoke(app, ["list", "--branch", "pytorch-2.10-python313", "--cuda", "13.1", "--format", "json"])
+    assert result.exit_code == 0 and len(json.loads(result.stdout)["variants"]) == 60
+    rows = json.loads(runner.invoke(app, ["list", "--gpu", "sm_121", "--cuda", "13.1", "--format", "json"]).stdout)["variants"]
+    assert {r["package"] for r in rows} == {"pytorch-python313-cuda13_1-sm121-armv8_2", "pytorch-python313-cuda13_1-sm121-armv9"}
+    rows = json.loads(runner.invoke(app, ["list", "--gpu", "cpu", "--isa", "avx", "--python-version", "3.11", "--format", "json"]).stdout)["variants"]
+    assert [(r["package"], r["branch"]) for r in rows] == [("pytorch-python311-cpu-avx", "pytorch-2.9-python311")]
+    rows = json.loads(runner.invoke(app, ["list", "--platform", "aarch64-darwin", "--format", "json"]).stdout)["variants"]
+    assert len(rows) == 8 and {r["gpu_arch"] for r in rows} == {"mps"} and {r["cpu_isa"] for r in rows} == {None}
+    assert set(rows[0]) >= {"package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "nixpkgs_rev", "cudnn"}
     assert runner.invoke(app, ["list", "--isa", "avx1024"]).exit_code == 2
     assert runner.invoke(app, ["list", "--branch", "cuda-99"]).exit_code == 2
     table = runner.invoke(app, ["list", "--gpu", "6.1"], env={"COLUMNS": "250"})
@@ -155,14 +159,16 @@ def test_json_output_is_the_same_bytes_whatever_the_hash_seed() -> None:
     assert len(outputs) == 1
     rejected = json.loads(outputs.pop())["rejected"]
     assert [r["choice"] for r in rejected if "prefers" in r["why"]] == [
-        "pytorch-python313-cuda13_0-sm90-avx512bf16", "pytorch-python313-cuda13_0-sm90-avx512vnni", "pytorch-python313-cuda13_0-sm90-avx2",
+        "pytorch-python313-cuda13_1-sm90-avx512bf16", "pytorch-python313-cuda13_1-sm90-avx512vnni", "pytorch-python313-cuda13_1-sm90-avx2",
+        "pytorch-python313-cuda13_1-sm90-avx",
     ]
 
 
 def test_list_never_cuts_a_package_name_in_a_pipe() -> None:
-    done = _pickvariant("list", env={"COLUMNS": "80"})
+    done = _pickvariant("list", "--all", env={"COLUMNS": "80"})
     catalog_packages = {row["package"] for row in json.loads(_pickvariant("list", "--format", "json").stdout)["variants"]}
     listed = {line.split()[0] for line in done.stdout.decode().splitlines()[1:] if line.startswith("pytorch-")}
+    assert len(done.stdout.decode().splitlines()) > 900
     assert listed == catalog_packages and "…" not in done.stdout.decode()
 
 
@@ -172,7 +178,7 @@ def test_list_on_an_80_column_terminal_shows_whole_package_names() -> None:
 
     pid, fd = pty.fork()
     if pid == 0:
-        os.execvpe(sys.executable, [sys.executable, "-m", "pickvariant", "list", "--branch", "cuda-12_9"], {**os.environ, "COLUMNS": "80", "TERM": "dumb"})
+        os.execvpe(sys.executable, [sys.executable, "-m", "pickvariant", "list", "--branch", "pytorch-2.10-python313", "--cuda", "12.9"], {**os.environ, "COLUMNS": "80", "TERM": "dumb"})
     shown = b""
     while True:
         try:
@@ -196,10 +202,12 @@ def test_usage_errors_are_one_line_that_says_where_help_is() -> None:
 
 
 def test_recipe_with_a_package_checks_its_branch() -> None:
-    wrong = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main"])
-    assert wrong.exit_code == 2 and "is a package of branch cuda-13_0, not of --branch main" in wrong.stderr
-    right = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "cuda-13_0"])
-    assert right.exit_code == 0 and 'pname = "pytorch210-python313-cpu-avx2"' in right.stdout
+    ambiguous = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2"])
+    assert ambiguous.exit_code == 2 and "built on 4 branches" in ambiguous.stderr and "name one with --branch" in ambiguous.stderr
+    wrong = runner.invoke(app, ["recipe", "pytorch-python311-cuda12_9-sm70-avx2", "--branch", "main"])
+    assert wrong.exit_code == 2 and "not built on branch main" in wrong.stderr
+    right = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "pytorch-2.10-python313"])
+    assert right.exit_code == 0 and 'version = "2.10.0"' in right.stdout and "2017d6d" not in right.stdout
 
 
 def test_report_takes_only_its_documented_formats() -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from conftest import DATA, cpuinfo_path
 from machines import host
-from pickvariant.compat import kernels_run_on
+from pickvariant.compat import kernels_run_on, why_not
 from pickvariant.decide import Options, decide
 from pickvariant.errors import BadInput
 from pickvariant.versions import parse_compute_capability
@@ -25,24 +25,24 @@ def package(decision) -> str | None:
 @pytest.mark.parametrize(
     "dump, gpus, workload, expected",
     [
-        ("linux-rhel7-haswell", ("9.0",), "general", "pytorch-python313-cuda13_0-sm90-avx2"),
-        ("linux-rhel7-skylake_avx512", ("9.0",), "int8", "pytorch-python313-cuda13_0-sm90-avx512"),  # no VNNI on Skylake-SP
-        ("linux-centos7-cascadelake", ("8.0",), "int8", "pytorch-python313-cuda13_0-sm80-avx512vnni"),
-        ("linux-centos7-cascadelake", ("8.0",), "bf16", "pytorch-python313-cuda13_0-sm80-avx512"),
-        ("linux-unknown-sapphirerapids", ("9.0",), "bf16", "pytorch-python313-cuda13_0-sm90-avx512bf16"),
-        ("linux-unknown-sapphirerapids", ("9.0",), "general", "pytorch-python313-cuda13_0-sm90-avx512"),
-        ("linux-rocky8.5-zen4", ("8.9",), "general", "pytorch-python313-cuda13_0-sm89-avx512"),
-        ("linux-rhel9-neoverse_v2", ("9.0",), "general", "pytorch-python313-cuda13_0-sm90-armv9"),
-        ("linux-amazon-neoverse_n1", ("7.5",), "general", "pytorch-python313-cuda13_0-sm75-armv8_2"),
-        ("linux-rhel9-neoverse_v2", ("12.1",), "general", "pytorch-python313-cuda13_0-sm121-armv9"),
-        ("linux-rhel9-neoverse_v2", ("11.0",), "general", "pytorch-python313-cuda13_0-sm110-armv9"),
+        ("linux-rhel7-haswell", ("9.0",), "general", "pytorch-python313-cuda13_1-sm90-avx2"),
+        ("linux-rhel7-skylake_avx512", ("9.0",), "int8", "pytorch-python313-cuda13_1-sm90-avx512"),  # no VNNI on Skylake-SP
+        ("linux-centos7-cascadelake", ("8.0",), "int8", "pytorch-python313-cuda13_1-sm80-avx512vnni"),
+        ("linux-centos7-cascadelake", ("8.0",), "bf16", "pytorch-python313-cuda13_1-sm80-avx512"),
+        ("linux-unknown-sapphirerapids", ("9.0",), "bf16", "pytorch-python313-cuda13_1-sm90-avx512bf16"),
+        ("linux-unknown-sapphirerapids", ("9.0",), "general", "pytorch-python313-cuda13_1-sm90-avx512"),
+        ("linux-rocky8.5-zen4", ("8.9",), "general", "pytorch-python313-cuda13_1-sm89-avx512"),
+        ("linux-rhel9-neoverse_v2", ("9.0",), "general", "pytorch-python313-cuda13_1-sm90-armv9"),
+        ("linux-amazon-neoverse_n1", ("7.5",), "general", "pytorch-python313-cuda13_1-sm75-armv8_2"),
+        ("linux-rhel9-neoverse_v2", ("12.1",), "general", "pytorch-python313-cuda13_1-sm121-armv9"),
+        ("linux-rhel9-neoverse_v2", ("11.0",), "general", "pytorch-python313-cuda13_1-sm110-armv9"),
         ("linux-rhel7-haswell", (), "general", "pytorch-python313-cpu-avx2"),
         ("linux-rhel7-ivybridge", (), "general", "pytorch-python313-cpu-avx"),
         ("linux-rhel7-ivybridge", ("6.1",), "general", "pytorch-python313-cuda12_9-sm61-avx"),
-        ("linux-kvm-xeon-amx-16core", ("9.0",), "bf16", "pytorch-python313-cuda13_0-sm90-avx512bf16"),  # the H200 device host
+        ("linux-kvm-xeon-amx-16core", ("9.0",), "bf16", "pytorch-python313-cuda13_1-sm90-avx512bf16"),  # the H200 device host
         ("linux-kvm-xeon-2core", (), "int8", "pytorch-python313-cpu-avx512vnni"),
         ("linux-kvm-epyc-2core", (), "general", "pytorch-python313-cpu-avx2"),  # Zen 3: no AVX-512
-        ("linux-kvm-epyc-2core", ("8.9",), "bf16", "pytorch-python313-cuda13_0-sm89-avx2"),
+        ("linux-kvm-epyc-2core", ("8.9",), "bf16", "pytorch-python313-cuda13_1-sm89-avx2"),
     ],
 )
 def test_real_cpus_get_the_safe_fastest_variant(catalog, dump, gpus, workload, expected) -> None:
@@ -51,7 +51,7 @@ def test_real_cpus_get_the_safe_fastest_variant(catalog, dump, gpus, workload, e
 
 def test_gb10_on_x86_falls_back_to_sm120_and_says_why(catalog) -> None:
     decision = decide(host(catalog, "linux-rocky8.5-zen4", gpus=("12.1",)), catalog)
-    assert package(decision) == "pytorch-python313-cuda13_0-sm120-avx512"
+    assert package(decision) == "pytorch-python313-cuda13_1-sm120-avx512"
     assert any("highest architecture" in reason for reason in decision.reasons)
 
 
@@ -68,8 +68,9 @@ def test_sm103_is_not_on_main_so_pinning_torch_2_8_falls_back_to_sm100(catalog) 
 
 def test_pascal_falls_back_to_the_newest_branch_that_still_builds_sm61(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("6.1",), driver="580.95.05"), catalog)
-    assert package(decision) == "pytorch-python313-cuda12_9-sm61-avx2"
-    assert any(r.choice == "branch cuda-13_0" for r in decision.rejected)
+    assert (package(decision), decision.variant.branch, decision.variant.torch) == ("pytorch-python313-cuda12_9-sm61-avx2", "pytorch-2.10-python313", "2.10.0")
+    # CUDA 13 cannot build sm61: the newer lines of the same branch have none.
+    assert not any(v.gpu_arch == "sm61" and v.cuda.startswith("13") for v in catalog.variants if v.cuda)
 
 
 def test_driver_too_old_for_every_branch_names_the_version_needed(catalog) -> None:
@@ -114,7 +115,7 @@ def test_a_real_jetson_thor_report_is_judged_by_its_cuda_version_not_its_driver_
 def test_a_thor_driver_for_an_older_cuda_gets_the_jetpack_it_needs_named(catalog) -> None:
     decision = decide(_thor(catalog, "540.4.0", 12080), catalog)
     assert decision.variant is None
-    assert "a Jetson driver (JetPack) that supports CUDA 13.0 would allow pytorch-python313-cuda13_0-sm110-armv9" in decision.hints
+    assert "a Jetson driver (JetPack) that supports CUDA 13.0 would allow pytorch-python313-cuda13_0-sm110-armv9 (pytorch-2.10-python313)" in decision.hints
 
 
 def test_the_driver_upgrade_hint_names_the_variant_the_rules_would_then_choose(catalog) -> None:
@@ -122,7 +123,7 @@ def test_the_driver_upgrade_hint_names_the_variant_the_rules_would_then_choose(c
     decision = decide(old, catalog)
     upgraded = decide(host(catalog, "linux-rocky8.5-zen4", gpus=("8.9",), driver="525.60.13"), catalog)
     assert decision.variant is None and upgraded.variant is not None and upgraded.variant.cpu_isa == "avx512"
-    assert f"a driver >= 525.60.13 (CUDA {upgraded.branch.cuda}) would allow {upgraded.variant.package}" in decision.hints
+    assert f"a driver >= 525.60.13 (CUDA {upgraded.variant.cuda}) would allow {upgraded.variant.label}" in decision.hints
     assert not any("sm80" in hint or "avx2" in hint for hint in decision.hints)
 
 
@@ -133,11 +134,10 @@ def test_the_driver_upgrade_hint_for_an_armv9_cpu_names_an_armv9_build(catalog) 
 
 
 def test_a_driver_reason_does_not_blame_the_driver_for_branches_the_pins_removed(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="570.86.10"), catalog, Options(torch="2.10.0"))
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="570.86.10"), catalog, Options(cuda="13"))
     assert decision.variant is None
     driver_line = next(reason for reason in decision.reasons if reason.startswith("driver 570.86.10"))
-    assert "can run no branch" not in driver_line
-    assert "none of the branches the pins leave (cuda-13_0)" in driver_line and "cuda-12_9" in driver_line
+    assert "of the catalog" not in driver_line
 
 
 def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
@@ -147,16 +147,19 @@ def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
     assert any("--gpu 11.0" in hint for hint in decision.hints)
 
 
-@pytest.mark.parametrize(("pin", "value", "branch"), [("torch", "2.10", "cuda-13_0"), ("cuda", "13", "cuda-13_0"), ("torch", "2.9", "cuda-12_9"),
-                                                     ("cuda", "12.9.0", "cuda-12_9"), ("torch", " 2.8 ", "main")])
-def test_short_version_pins_match_the_release_they_name(catalog, pin, value, branch) -> None:
+@pytest.mark.parametrize(("pin", "value", "branch", "cuda"), [
+    ("torch", "2.10", "pytorch-2.10-python313", "13.1"), ("cuda", "13", "pytorch-2.10-python313", "13.1"),
+    ("torch", "2.9", "pytorch-2.9-python313", "13.0"), ("cuda", "12.9.0", "pytorch-2.10-python313", "12.9"),
+    ("torch", " 2.8 ", "main", "12.8"), ("python", "3.12", "pytorch-2.8-python312", "12.8"),
+])
+def test_short_version_pins_match_the_release_they_name(catalog, pin, value, branch, cuda) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(**{pin: value}))
-    assert decision.branch is not None and decision.branch.name == branch
+    assert decision.variant is not None and (decision.variant.branch, decision.variant.cuda) == (branch, cuda)
 
 
 @pytest.mark.parametrize("value", ["2.1", "13.1", "1"])
 def test_a_pin_is_no_text_prefix(catalog, value) -> None:
-    with pytest.raises(BadInput, match="no branch matches the pins"):
+    with pytest.raises(BadInput, match="no branch matches --torch"):
         decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(torch=value, cuda=None))
 
 
@@ -167,7 +170,7 @@ def test_a_pin_that_is_not_a_version_is_bad_input(catalog) -> None:
 
 def test_mixed_gpus_take_the_architecture_that_runs_on_all(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("8.0", "8.9")), catalog)
-    assert package(decision) == "pytorch-python313-cuda13_0-sm80-avx2"
+    assert package(decision) == "pytorch-python313-cuda13_1-sm80-avx2"
 
 
 def test_conflicting_gpus_exit_with_both_named_and_gpu_index_resolves(catalog) -> None:
@@ -175,7 +178,7 @@ def test_conflicting_gpus_exit_with_both_named_and_gpu_index_resolves(catalog) -
     decision = decide(facts, catalog)
     assert decision.variant is None
     assert any("conflict" in reason and "GPU 0" in reason and "GPU 1" in reason for reason in decision.reasons)
-    assert package(decide(facts, catalog, Options(gpu_index=1))) == "pytorch-python313-cuda13_0-sm90-avx2"
+    assert package(decide(facts, catalog, Options(gpu_index=1))) == "pytorch-python313-cuda13_1-sm90-avx2"
 
 
 def test_gpu_index_that_does_not_exist_is_bad_input(catalog) -> None:
@@ -183,10 +186,10 @@ def test_gpu_index_that_does_not_exist_is_bad_input(catalog) -> None:
         decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(gpu_index=3))
 
 
-def test_an_avx_only_cpu_with_a_gpu_is_not_silently_given_a_cpu_build(catalog) -> None:
+def test_an_avx_only_cpu_with_a_gpu_gets_the_avx_build_of_its_gpu(catalog) -> None:
+    # The build repository now builds AVX-only CUDA variants (pytorch-2.9 and 2.10 branches).
     decision = decide(host(catalog, "linux-rhel7-ivybridge", gpus=("8.6",)), catalog)
-    assert decision.variant is None
-    assert any("pytorch-python313-cpu-avx" in hint for hint in decision.hints)
+    assert package(decision) == "pytorch-python313-cuda13_1-sm86-avx"
 
 
 def test_missing_flags_are_named(catalog) -> None:
@@ -195,7 +198,7 @@ def test_missing_flags_are_named(catalog) -> None:
     assert "avx512_vnni" in why["CPU instruction set avx512vnni"]
 
 
-@pytest.mark.parametrize("dump", ["linux-centos7-power8le", "darwin-sequoia-m4"])
+@pytest.mark.parametrize("dump", ["linux-centos7-power8le", "darwin-mojave-skylake"])
 def test_unsupported_platforms_get_no_variant(catalog, dump) -> None:
     decision = decide(host(catalog, dump), catalog)
     assert decision.variant is None
@@ -207,10 +210,9 @@ def test_pins_that_match_no_branch_are_bad_input(catalog) -> None:
         decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(torch="2.7.0"))
 
 
-def test_cpu_only_builds_come_only_from_the_newest_branch(catalog) -> None:
+def test_cpu_only_builds_follow_the_pins(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(torch="2.9.1"))
-    assert decision.variant is None
-    assert any("cuda-13_0" in reason for reason in decision.reasons)
+    assert (package(decision), decision.variant.branch) == ("pytorch-python313-cpu-avx2", "pytorch-2.9-python313")
 
 
 # --- the facts file, row by row -----------------------------------------------------------
@@ -241,6 +243,10 @@ def test_every_gpu_of_the_facts_gets_its_exact_variant_or_none(catalog, gpu) -> 
     arm_only = exact is not None and catalog.gpu_archs[exact.lower()].platforms == ("aarch64",)
     dump = "linux-rhel9-neoverse_v2" if arm_only else "linux-unknown-sapphirerapids"
     decision = decide(host(catalog, dump, gpus=(gpu["compute_capability"],), driver="580.95.05"), catalog)
+    # The facts name the exact variant of the seeds' matrix; the build repository also builds SM70 (V100).
+    native = parse_compute_capability(gpu["compute_capability"]).sm
+    if exact is None and native in catalog.gpu_archs and not catalog.gpu_archs[native].tegra:
+        exact = native
     if exact is None:
         assert decision.variant is None
     else:
@@ -261,12 +267,17 @@ def test_catalog_compute_capabilities_agree_with_the_facts(catalog) -> None:
 def test_every_variant_is_reachable_by_some_machine(catalog) -> None:
     workload_for = {"avx512bf16": "bf16", "avx512vnni": "int8"}
     for variant in catalog.variants:
-        branch = catalog.branch(variant.branch)
-        isa = catalog.isas[variant.cpu_isa]
-        gpus = (str(catalog.gpu_archs[variant.gpu_arch].compute_capability),) if variant.gpu_arch else ()
-        facts = host(catalog, flags=set(isa.requires), arch=isa.platform, gpus=gpus, driver=str(branch.min_driver) if gpus else None)
-        options = Options(workload_for.get(isa.name, "general"), torch=branch.torch)
-        assert package(decide(facts, catalog, options)) == variant.package
+        line = catalog.cuda_line(variant)
+        if variant.is_mps:
+            facts = host(catalog, "darwin-monterey-m2")
+            options = Options(branch=variant.branch)
+        else:
+            isa = catalog.isas[variant.cpu_isa]
+            gpus = (str(catalog.gpu_archs[variant.gpu_arch].compute_capability),) if variant.gpu_arch else ()
+            facts = host(catalog, flags=set(isa.requires), arch=isa.platform, gpus=gpus, driver=str(line.min_driver) if line else None)
+            options = Options(workload_for.get(isa.name, "general"), branch=variant.branch, cuda=variant.cuda)
+        decision = decide(facts, catalog, options)
+        assert (package(decision), decision.variant.branch) == (variant.package, variant.branch)
 
 
 ALL_FLAGS = sorted({
@@ -291,6 +302,8 @@ def test_no_decision_names_a_variant_that_could_crash_or_lack_kernels(catalog, f
         assert decision.reasons
         return
     variant = decision.variant
+    assert not why_not(variant, facts, catalog)
+    assert catalog.branch(variant.branch).aligned_with is None
     assert set(catalog.isas[variant.cpu_isa].requires) <= facts.cpu.flags
     assert catalog.isas[variant.cpu_isa].platform == arch
     if gpus:
@@ -298,6 +311,6 @@ def test_no_decision_names_a_variant_that_could_crash_or_lack_kernels(catalog, f
         for gpu in facts.gpus:
             assert kernels_run_on(catalog.gpu_archs[variant.gpu_arch], gpu.compute_capability, catalog) is None
         if driver:
-            assert facts.driver.version >= catalog.branch(variant.branch).min_driver
+            assert facts.driver.version >= catalog.cuda_line(variant).min_driver
     else:
         assert variant.gpu_arch is None

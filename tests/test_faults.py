@@ -218,10 +218,10 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     codes = set()
     for field, mutate in (
-        ("branches[0].min_driver", lambda d: d["branches"][0].pop("min_driver")),
-        ("branches[0].variants[3].cpu_isa", lambda d: d["branches"][0]["variants"][3].update(cpu_isa="avx9")),
-        ("branches[0].variants[5].gpu_arch", lambda d: d["branches"][0]["variants"][5].update(gpu_arch="sm99")),
-        ("branches[2].variants[44].package", lambda d: d["branches"][2]["variants"].append(dict(d["branches"][2]["variants"][0]))),
+        ("cuda_releases[0].min_driver", lambda d: d["cuda_releases"][0].pop("min_driver")),
+        ("variants[3].cpu_isa", lambda d: d["variants"][3].update(cpu_isa="avx9")),
+        ("variants[9].gpu_arch", lambda d: d["variants"][9].update(gpu_arch="sm99")),
+        ("variants[967].package", lambda d: d["variants"].append(dict(d["variants"][0]))),
     ):
         data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
         mutate(data)
@@ -378,7 +378,7 @@ def _run_in_pty(*args: str, env: dict[str, str]) -> tuple[int, bytes]:
 @row("no-terminal-output")
 def _(ctx: Ctx) -> int:
     done = _run("detect", "--cpuinfo", str(SKYLAKE), "--gpu", "9.0", "--driver", "580.95.05", env={"TERM": "xterm-256color"})
-    assert b"\x1b[" not in done.stdout + done.stderr and b"Recommendation: pytorch-python313-cuda13_0-sm90-avx512" in done.stdout
+    assert b"\x1b[" not in done.stdout + done.stderr and b"Recommendation: pytorch-python313-cuda13_1-sm90-avx512" in done.stdout
     code, shown = _run_in_pty("detect", "--cpuinfo", str(SKYLAKE), "--gpu", "9.0", "--driver", "580.95.05", env={"TERM": "xterm-256color"})
     assert code == 0 and SGR.search(shown.decode()), "on a terminal the same command does colour its output"
     return done.returncode
@@ -441,7 +441,7 @@ def _(ctx: Ctx) -> int:
     env = {"HOME": str(blocker / "home"), "XDG_CACHE_HOME": str(blocker / "cache")}
     assert ctx.cli("detect", "--cpuinfo", str(HASWELL), "--no-gpu", env=env).exit_code == 0
     assert ctx.cli("list", env=env).exit_code == 0
-    assert ctx.cli("recipe", "pytorch-python313-cuda13_0-sm86-avx2", env=env).exit_code == 0
+    assert ctx.cli("recipe", "pytorch-python313-cuda13_1-sm86-avx2", env=env).exit_code == 0
     assert ctx.cli(*INSTALL, "--dry-run", env=env).exit_code == 0
     project = ctx.tmp / "project"
     project.mkdir()
@@ -454,7 +454,7 @@ def _(ctx: Ctx) -> int:
 @row("clobber")
 def _(ctx: Ctx) -> int:
     out = ctx.tmp / "recipes"
-    package = "pytorch-python313-cuda13_0-sm90-avx512"
+    package = "pytorch-python313-cuda13_1-sm90-avx512"
     assert ctx.cli("recipe", package, "-o", str(out)).exit_code == 0
     mine = out / f"{package}.nix"
     mine.write_text("# my edits\n")
@@ -471,7 +471,7 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     outside = ctx.tmp / "outside"
     outside.mkdir()
-    package = "pytorch-python313-cuda13_0-sm86-avx2"
+    package = "pytorch-python313-cuda13_1-sm86-avx2"
     out = ctx.tmp / "recipes"
     out.mkdir()
     (out / f"{package}.nix").symlink_to(outside / "victim.nix")
@@ -519,7 +519,7 @@ def _(ctx: Ctx) -> int:
     import pickvariant.fsutil as fsutil
 
     out = ctx.tmp / "recipes"
-    package = "pytorch-python313-cuda13_0-sm90-avx512"
+    package = "pytorch-python313-cuda13_1-sm90-avx512"
     out.mkdir()
     mine = out / f"{package}.nix"
     mine.write_text("# the old recipe\n")
@@ -733,7 +733,7 @@ def _(ctx: Ctx) -> int:
     (ctx.tmp / "dangling").symlink_to(ctx.tmp / "nowhere")
     codes = set()
     for target, says in (("loop", "a loop of symbolic links"), ("loop/inner", "a loop of symbolic links"), ("dangling", "which does not exist")):
-        result = ctx.cli("recipe", "pytorch-python313-cpu-avx2", "-o", str(ctx.tmp / target))
+        result = ctx.cli("recipe", "pytorch-python313-cpu-avx2", "--branch", "main", "-o", str(ctx.tmp / target))
         assert says in result.stderr, result.stderr
         codes.add(result.exit_code)
     assert not (ctx.tmp / "nowhere").exists()
@@ -767,7 +767,7 @@ def _(ctx: Ctx) -> int:
     locked = ctx.tmp / "locked"
     (locked / "inner").mkdir(parents=True)
     locked.chmod(0o700)
-    args = ["recipe", "pytorch-python313-cpu-avx2", "-o", str(locked / "inner" / "out")]
+    args = ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main", "-o", str(locked / "inner" / "out")]
     if os.geteuid() == 0:
         code, stderr = _as_nobody(args)
     else:
@@ -781,7 +781,7 @@ def _(ctx: Ctx) -> int:
 @row("output-full")
 def _(ctx: Ctx) -> int:
     codes = set()
-    for command in (["list"], ["detect", "--cpuinfo", str(HASWELL), "--no-gpu", "--format", "json"], ["recipe", "pytorch-python313-cpu-avx2"]):
+    for command in (["list"], ["detect", "--cpuinfo", str(HASWELL), "--no-gpu", "--format", "json"], ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main"]):
         with open("/dev/full", "wb") as full:
             done = subprocess.run([sys.executable, "-m", "pickvariant", *command], stdout=full, stderr=subprocess.PIPE, timeout=60)
         assert done.stderr.decode() == "pickvariant: cannot write the output: No space left on device\n", done.stderr

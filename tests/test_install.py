@@ -24,7 +24,7 @@ def test_published_path_inits_and_installs_into_the_target(tmp_path, fake_flox) 
     target.mkdir()
     result = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
     assert result.exit_code == 0, result.output
-    package = "pytorch-python313-cuda13_0-sm86-avx2"
+    package = "pytorch-python313-cuda13_1-sm86-avx2"
     assert [c["argv"] for c in fake_flox()] == [["init", "-d", str(target)], ["install", "-d", str(target), f"acme/{package}"]]
     assert f"acme/{package}" in (target / ".flox/env/manifest.toml").read_text()
     assert "Verify: skipped" in result.stdout
@@ -43,7 +43,7 @@ def test_build_path_writes_a_tracked_recipe_and_builds(tmp_path, fake_flox) -> N
     build = tmp_path / "build"
     result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--yes", "--no-verify"])
     assert result.exit_code == 0, result.output
-    package = "pytorch-python313-cuda13_0-sm86-avx2"
+    package = "pytorch-python313-cuda13_1-sm86-avx2"
     recipe = build / ".flox/pkgs" / f"{package}.nix"
     assert recipe.read_text().startswith("# PyTorch 2.10.0")
     tracked = subprocess.run(["git", "ls-files"], cwd=build, capture_output=True, text=True).stdout.split()
@@ -63,7 +63,7 @@ def test_dry_run_runs_nothing_and_shows_every_command(tmp_path, fake_flox) -> No
 
 
 def test_a_package_that_does_not_fit_is_refused_unless_forced(tmp_path, fake_flox) -> None:
-    args = ["install", *HASWELL, "--package", "pytorch-python313-cuda13_0-sm90-avx512", "--build-dir", str(tmp_path / "b"), "--dry-run"]
+    args = ["install", *HASWELL, "--package", "pytorch-python313-cuda13_1-sm90-avx512", "--build-dir", str(tmp_path / "b"), "--dry-run"]
     refused = runner.invoke(app, args)
     assert refused.exit_code == 2
     assert "avx512f" in refused.stderr and "8.6" in refused.stderr
@@ -72,7 +72,7 @@ def test_a_package_that_does_not_fit_is_refused_unless_forced(tmp_path, fake_flo
 
 def test_an_existing_different_recipe_is_not_overwritten(tmp_path, fake_flox) -> None:
     build = tmp_path / "build"
-    mine = build / ".flox/pkgs/pytorch-python313-cuda13_0-sm86-avx2.nix"
+    mine = build / ".flox/pkgs/pytorch-python313-cuda13_1-sm86-avx2.nix"
     mine.parent.mkdir(parents=True)
     mine.write_text("# my tuned recipe\n")
     result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--yes", "--no-verify"])

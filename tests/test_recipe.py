@@ -17,11 +17,12 @@ from pickvariant.recipe import nix_string, render
 NIX = TESTS / "nix"
 GOLDEN = TESTS / "golden"
 GOLDEN_PACKAGES = [
-    "pytorch-python313-cuda13_0-sm90-avx512",
-    "pytorch-python313-cuda13_0-sm121-armv9",
-    "pytorch-python313-cpu-avx2",
-    "pytorch-python313-cuda12_9-sm61-avx",
-    "pytorch-python313-cuda12_8-sm89-avx512vnni",
+    ("pytorch-python313-cuda13_0-sm90-avx512", "pytorch-2.10-python313"),
+    ("pytorch-python313-cuda13_1-sm121-armv9", "pytorch-2.10-python313"),
+    ("pytorch-python313-cpu-avx2", "pytorch-2.10-python313"),
+    ("pytorch-python313-cuda12_9-sm61-avx", "pytorch-2.10-python313"),
+    ("pytorch-python313-cuda12_8-sm89-avx512vnni", "main"),
+    ("pytorch-python311-cuda12_9-sm70-avx2", "pytorch-2.9-python311"),
 ]
 runner = CliRunner()
 
@@ -48,60 +49,67 @@ def write_branch(tmp_path: Path, branch: str) -> Path:
     return out
 
 
-@pytest.mark.parametrize("branch", ["cuda-13_0", "cuda-12_9", "main"])
+BRANCHES = [
+    "main", "pytorch-2.8-python311", "pytorch-2.8-python312", "pytorch-2.9-python311", "pytorch-2.9-python313",
+    "pytorch-2.9-vllm-0.14.0", "pytorch-2.9-vllm-0.15.1", "pytorch-2.10-python313",
+]
+
+
+@pytest.mark.parametrize("branch", BRANCHES)
 def test_every_recipe_parses_and_evaluates_to_what_the_catalog_says(tmp_path, catalog, branch) -> None:
     nix = nix_instantiate()
     out = write_branch(tmp_path, branch)
-    variants = catalog.branch(branch).variants
+    variants = [v for v in catalog.branch(branch).variants if not v.is_mps]
     files = sorted(out.glob("*.nix"))
     assert [f.stem for f in files] == sorted(v.package for v in variants)
     parsed = subprocess.run([nix, "--parse", *map(str, files)], capture_output=True, text=True, timeout=300)
     assert parsed.returncode == 0, parsed.stderr
     listing = tmp_path / f"all-{branch}.nix"
-    names = " ".join(f'"{v.package}" = import {NIX / "eval-recipe.nix"} {{ recipe = {out / (v.package + ".nix")}; torchVersion = "{catalog.branch(branch).torch}"; }};' for v in variants)
+    pin_torch = {v.nixpkgs_rev: catalog.nixpkgs_torch.get(v.nixpkgs_rev, "0.0.0") for v in variants}
+    names = " ".join(
+        f'"{v.package}" = import {NIX / "eval-recipe.nix"} {{ recipe = {out / (v.package + ".nix")}; torchVersion = "{pin_torch[v.nixpkgs_rev]}"; }};'
+        for v in variants
+    )
     listing.write_text("{ " + names + " }\n")
     results = nix_eval(listing)
-    b = catalog.branch(branch)
     for variant in variants:
         got = results[variant.package]
         isa = catalog.isas[variant.cpu_isa]
-        system = catalog.nix_systems[isa.platform]
-        assert got["pname"] == b.pname_prefix + variant.package.removeprefix("pytorch")
-        assert got["version"] == b.torch
-        assert got["meta"]["platforms"] == [system]
+        line = catalog.cuda_line(variant)
+        assert got["pname"] == variant.package
+        assert got["version"] == variant.torch
+        assert got["meta"]["platforms"] == [variant.platform]
         assert got["pickvariant"]["cpuFlags"] == list(isa.compiler_flags)
         flags = " ".join(isa.compiler_flags)
         assert f'export CXXFLAGS="$CXXFLAGS {flags}"' in got["preConfigure"]
-        assert f'export CFLAGS="$CFLAGS {flags}"' in got["preConfigure"]
-        assert got["fromNixpkgs"]["rev"] == b.nixpkgs_rev and got["fromNixpkgs"]["system"] == system
-        for name, value in {**(catalog.gpu_archs[variant.gpu_arch].build_env if variant.gpu_arch else {}), **isa.build_env}.items():
+        assert got["fromNixpkgs"]["rev"] == variant.nixpkgs_rev and got["fromNixpkgs"]["system"] == variant.platform
+        build_env = {**(catalog.gpu_archs[variant.gpu_arch].build_env if variant.gpu_arch else {}), **isa.build_env}
+        for name, value in build_env.items():
             assert got["pickvariant"]["extraBuildEnv"][name] == value
-            assert f"export {name}={value}" in got["preConfigure"]
         if variant.gpu_arch:
             arch = catalog.gpu_archs[variant.gpu_arch]
             assert got["overrideArgs"] == {"cudaSupport": True, "gpuTargets": [str(arch.compute_capability)]}
-            assert f'export TORCH_CUDA_ARCH_LIST="{arch.compute_capability}"' in got["preConfigure"]
-            assert got["fromNixpkgs"]["cudaPackages"] == b.cuda
-            assert got["fromNixpkgs"]["config"]["cudaSupport"] is True
+            assert got["fromNixpkgs"]["cudaPackages"] == variant.cuda
+            assert got["pickvariant"]["extraBuildEnv"].get("USE_CUDNN", "1") == ("1" if variant.cudnn else "0")
         else:
             assert got["overrideArgs"] == {"cudaSupport": False}
-            assert got["fromNixpkgs"]["config"]["cudaSupport"] is False
-        if b.recipe == "cuda13" and variant.gpu_arch:
-            assert got["fromNixpkgs"]["overlayCount"] == 3
-            assert got["fromNixpkgs"]["magmaPatches"][-1] == "cuda-13.0-clockrate-fix.patch"
-            assert "-DCUDA_VERSION=13.0" in got["cmakeFlags"] and f"-DTORCH_BUILD_VERSION={b.torch}" in got["cmakeFlags"]
-            assert "FindCUDAToolkit.cmake" in got["postPatch"]
-        if b.torch_source is not None and (b.recipe == "cuda13" or not variant.gpu_arch):
-            assert got["src"]["fetcher"] == "fetchFromGitHub" and got["src"]["rev"] == b.torch_source.rev
-            assert got["src"]["fetchSubmodules"] is True and got["patches"] == []
+        if pin_torch[variant.nixpkgs_rev] != variant.torch:
+            source = catalog.torch_sources[variant.torch]
+            assert got["src"]["fetcher"] == "fetchFromGitHub" and got["src"]["rev"] == source.rev and got["src"]["hash"] == source.hash
         else:
             assert got["src"]["fetcher"] == "nixpkgs-default"
+        assert line is None or got["fromNixpkgs"]["cudaPackages"] == line.cuda
+
+
+def test_an_mps_build_is_not_generated_but_pointed_to_the_build_repository(catalog) -> None:
+    result = runner.invoke(app, ["recipe", "pytorch-python313-darwin-mps", "--branch", "main"])
+    assert result.exit_code == 2 and ".flox/pkgs/pytorch-python313-darwin-mps.nix" in result.stderr
 
 
 def test_cuda12_recipe_warns_when_the_pin_has_another_torch(tmp_path, catalog) -> None:
     nix = nix_instantiate()
     out = tmp_path / "r.nix"
-    out.write_text(render(catalog.variant("pytorch-python313-cuda12_9-sm90-avx2"), catalog))
+    out.write_text(render(catalog.variant("pytorch-python313-cuda12_9-sm90-avx2", "pytorch-2.9-python313"), catalog))
     result = subprocess.run(
         [nix, "--eval", "--strict", "--json", str(NIX / "eval-recipe.nix"), "--arg", "recipe", str(out), "--argstr", "torchVersion", "2.7.1"],
         capture_output=True, text=True, timeout=120,
@@ -112,12 +120,11 @@ def test_cuda12_recipe_warns_when_the_pin_has_another_torch(tmp_path, catalog) -
 
 def test_seed_000_verification_passes_on_the_cuda_13_matrix(tmp_path, catalog) -> None:
     """The plan's own shell checks (seed 000, Verification), adapted to the 59-variant matrix."""
-    out = write_branch(tmp_path, "cuda-13_0")
+    out = write_branch(tmp_path, "pytorch-2.10-python313")
     gpu = sorted(out.glob("pytorch-python313-cuda13_0-*.nix"))
     cpu = sorted(out.glob("pytorch-python313-cpu-*.nix"))
-    assert (len(gpu), len(cpu)) == (52, 7)
+    assert (len(gpu), len(cpu)) == (60, 7)
     assert not list(out.glob("*-magma.nix")) and not list(out.glob("*-nightly.nix"))
-    assert not [f for f in gpu if f.name.endswith("-avx.nix")]
     markers = re.compile(r'cudaPackages_13|cuda-13\.0-clockrate-fix\.patch|version = "2\.10\.0"')
     for path in gpu:
         assert sum(1 for line in path.read_text().splitlines() if markers.search(line)) == 3, path.name
@@ -125,17 +132,17 @@ def test_seed_000_verification_passes_on_the_cuda_13_matrix(tmp_path, catalog) -
         text = path.read_text()
         assert sum(1 for line in text.splitlines() if 'version = "2.10.0"' in line) == 1, path.name
         assert "cudaPackages_13" not in text
-    assert not [f for f in out.iterdir() if "fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3" in f.read_text()]
+    assert not [f for f in gpu + cpu if "fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3" in f.read_text()]
     for arch in catalog.gpu_archs.values():
         files = list(out.glob(f"pytorch-python313-cuda13_0-{arch.name}-*.nix"))
         assert all(f'gpuArchSM = "{arch.compute_capability}";' in f.read_text() for f in files)
     assert len(list(out.glob("pytorch-python313-cuda13_0-sm121-*.nix"))) == 2
 
 
-@pytest.mark.parametrize("package", GOLDEN_PACKAGES)
-def test_golden_recipes(catalog, package) -> None:
+@pytest.mark.parametrize(("package", "branch"), GOLDEN_PACKAGES)
+def test_golden_recipes(catalog, package, branch) -> None:
     """A template change shows up here as a readable diff; PICKVARIANT_UPDATE_GOLDEN=1 rewrites them."""
-    text = render(catalog.variant(package), catalog)
+    text = render(catalog.variant(package, branch), catalog)
     golden = GOLDEN / f"{package}.nix"
     if os.environ.get("PICKVARIANT_UPDATE_GOLDEN") == "1":
         golden.parent.mkdir(exist_ok=True)
@@ -151,7 +158,7 @@ def test_nix_strings_hold_exactly_the_value(tmp_path, value) -> None:
 
 
 def test_recipe_prints_to_stdout_and_writes_atomically_without_clobbering(tmp_path) -> None:
-    package = "pytorch-python313-cuda13_0-sm89-avx2"
+    package = "pytorch-python313-cuda13_1-sm89-avx2"
     printed = runner.invoke(app, ["recipe", package])
     assert printed.exit_code == 0 and printed.stdout.startswith("# PyTorch 2.10.0")
     out = tmp_path / "pkgs"
@@ -174,8 +181,8 @@ def test_all_writes_nothing_when_one_file_would_be_clobbered(tmp_path) -> None:
     out.mkdir()
     mine = out / "pytorch-python313-cpu-avx2.nix"
     mine.write_text("# mine\n")
-    result = runner.invoke(app, ["recipe", "--all", "-o", str(out)])
-    assert result.exit_code == 2
+    result = runner.invoke(app, ["recipe", "--all", "--branch", "pytorch-2.10-python313", "-o", str(out)])
+    assert result.exit_code == 2 and str(mine) in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["pytorch-python313-cpu-avx2.nix"]
 
 
@@ -185,7 +192,7 @@ def test_a_symlink_in_the_target_is_not_written_through(tmp_path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("keep\n")
     (out / "pytorch-python313-cpu-avx2.nix").symlink_to(outside)
-    result = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "-o", str(out), "--force"])
+    result = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main", "-o", str(out), "--force"])
     assert result.exit_code == 2 and "symbolic link" in result.stderr
     assert outside.read_text() == "keep\n"
 

@@ -62,7 +62,7 @@ def test_a_cuda_less_torch_fails_on_a_machine_with_gpus(catalog) -> None:
 
 
 def test_gpus_hidden_by_cuda_visible_devices_are_named_as_not_checked(catalog) -> None:
-    seen = reported(cuda="13.0", cuda_available=True, arch_list=["sm_90"], cpu_capability="AVX512",
+    seen = reported(cuda="13.1", cuda_available=True, arch_list=["sm_90"], cpu_capability="AVX512",
                     devices=[{"index": 0, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": True}])
     facts = dataclasses.replace(host(catalog, "linux-unknown-sapphirerapids", gpus=("9.0", "9.0")), cuda_visible_devices="1")
     verdict = judge(seen, catalog, facts, None)
@@ -78,14 +78,14 @@ def test_the_judgement_does_not_depend_on_the_cpu_the_tests_run_on(catalog) -> N
 
 
 def test_a_gpu_without_a_kernel_image_fails(catalog) -> None:
-    fake = reported(cuda="13.0", cuda_available=True, arch_list=["sm_80", "sm_86"],
+    fake = reported(cuda="13.1", cuda_available=True, arch_list=["sm_80", "sm_86"],
                     devices=[{"index": 0, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": False}])
     verdict = judge(fake, catalog, host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), None)
     assert not verdict.passed and "no kernel image" in verdict.reasons[0]
 
 
 def test_tegra_gets_no_desktop_kernels_in_verify_either(catalog) -> None:
-    fake = reported(cuda="13.0", cuda_available=True, arch_list=["sm_80", "sm_86"], cpu_capability="DEFAULT",
+    fake = reported(cuda="13.1", cuda_available=True, arch_list=["sm_80", "sm_86"], cpu_capability="DEFAULT",
                     devices=[{"index": 0, "name": "Orin", "capability": [8, 7], "kernel_ran": True}])
     verdict = judge(fake, catalog, host(catalog, "linux-amazon-neoverse_n1", gpus=("8.7",)), None)
     assert not verdict.passed and "no kernel image" in verdict.reasons[0]
@@ -93,7 +93,7 @@ def test_tegra_gets_no_desktop_kernels_in_verify_either(catalog) -> None:
 
 def test_cpu_dispatch_below_the_variants_level_fails(catalog) -> None:
     fake = reported(cpu_capability="AVX2")
-    verdict = judge(fake, catalog, host(catalog, "linux-unknown-sapphirerapids"), catalog.variant("pytorch-python313-cpu-avx512"))
+    verdict = judge(fake, catalog, host(catalog, "linux-unknown-sapphirerapids"), catalog.variant("pytorch-python313-cpu-avx512", "pytorch-2.10-python313"))
     assert not verdict.passed and "AVX512" in verdict.reasons[0]
 
 
@@ -118,29 +118,29 @@ def test_report_is_one_block_without_host_or_user_names(probe) -> None:
 
 
 def test_verify_package_fails_a_torch_that_is_not_the_variants_naming_each_field(catalog) -> None:
-    variant = catalog.variant("pytorch-python313-cuda13_0-sm90-avx2")
+    variant = catalog.variant("pytorch-python313-cuda13_1-sm90-avx2")
     cpu_wheel = reported(torch="2.13.0+cpu", cuda=None, arch_list=[])
     verdict = judge(cpu_wheel, catalog, host(catalog, "linux-rhel7-haswell"), variant)
     assert not verdict.passed
     failures = [reason for reason in verdict.reasons if reason.startswith(f"this torch is not {variant.package}")]
     assert len(failures) == 3
     assert "torch 2.13.0+cpu, the variant ships 2.10.0" in failures[0]
-    assert "CUDA none, the variant is built with 13.0" in failures[1]
+    assert "CUDA none, the variant is built with 13.1" in failures[1]
     assert "no sm_90 kernels" in failures[2]
 
 
 def test_verify_package_passes_the_variants_own_build(catalog) -> None:
-    variant = catalog.variant("pytorch-python313-cuda13_0-sm90-avx2")
-    own = reported(torch="2.10.0", cuda="13.0", arch_list=["sm_90"])
+    variant = catalog.variant("pytorch-python313-cuda13_1-sm90-avx2")
+    own = reported(torch="2.10.0", cuda="13.1", arch_list=["sm_90"])
     verdict = judge(own, catalog, host(catalog, "linux-rhel7-haswell"), variant)
     assert verdict.passed, verdict.reasons
-    assert any("are those of pytorch-python313-cuda13_0-sm90-avx2" in reason for reason in verdict.reasons)
-    cpu_variant = catalog.variant("pytorch-python313-cpu-avx2")
+    assert any("are those of pytorch-python313-cuda13_1-sm90-avx2" in reason for reason in verdict.reasons)
+    cpu_variant = catalog.variant("pytorch-python313-cpu-avx2", "pytorch-2.10-python313")
     assert not judge(own, catalog, host(catalog, "linux-rhel7-haswell"), cpu_variant).passed  # a CUDA build is not the CPU-only one
 
 
 def test_verify_package_with_the_real_cpu_torch_fails_on_the_torch_version(probe) -> None:
-    result = runner.invoke(app, ["verify", "--python", sys.executable, "--quick", "--package", "pytorch-python313-cuda13_0-sm90-avx2"])
+    result = runner.invoke(app, ["verify", "--python", sys.executable, "--quick", "--package", "pytorch-python313-cuda13_1-sm90-avx2"])
     assert result.exit_code == 1
     assert f"torch {probe['torch']}, the variant ships 2.10.0" in result.stdout
 
@@ -157,7 +157,7 @@ def _two_h200s(catalog, visible: str | None = None):
 
 
 def _h200_probe(devices, checks):
-    return reported(cuda="13.0", cuda_available=True, arch_list=["sm_90"], cpu_capability="AVX512", devices=devices, checks=checks)
+    return reported(cuda="13.1", cuda_available=True, arch_list=["sm_90"], cpu_capability="AVX512", devices=devices, checks=checks)
 
 
 def test_a_figure_above_the_gpus_peak_fails_as_a_measurement_error(catalog) -> None:

@@ -38,7 +38,12 @@ let
         cudaPackages_12_8 = cudaSet "12.8";
         cudaPackages_12_9 = cudaSet "12.9";
         cudaPackages_13 = cudaSet "13.0";
+        cudaPackages_13_0 = cudaSet "13.0";
+        cudaPackages_13_1 = cudaSet "13.1";
         cudaPackages = cudaSet "12.8";
+        python311Packages = final.python3Packages;
+        python312Packages = final.python3Packages;
+        python313Packages = final.python3Packages;
         python3Packages = mkPythonPackages (mkDrv {
           pname = "torch";
           version = torchVersion;

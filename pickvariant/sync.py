@@ -1,0 +1,490 @@
+"""`pickvariant catalog sync`: build catalog.json from a clone of the build repository.
+
+Every branch is read with real `git` (`for-each-ref`, `ls-tree`, one `cat-file --batch`
+for all recipes): no checkout, nothing of the user's work tree is touched. Each
+recipe becomes a variant row derived from its package name *and* its own data (nixpkgs
+pin, `cudaPackages_*`, `gpuTargets`, `cpuFlags`, `meta.platforms`, the PyTorch version,
+`pythonNNNPackages`, `USE_CUDNN=0`); where the two disagree, or a fact is missing, the
+recipe is reported by branch and path and left out, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog, version_key
+from pickvariant.errors import BadInput, OperationFailed
+from pickvariant.nixtext import NixText, lex
+from pickvariant.schema import SchemaError
+
+RECIPE_DIR = ".flox/pkgs/"
+# A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.
+MAX_RECIPE_BYTES = 1024 * 1024
+GIT_TIMEOUT_S = 300
+
+_NAME = re.compile(
+    r"^pytorch-python(?P<py>3\d{1,2})-(?:"
+    r"cpu-(?P<cpu_isa>[a-z0-9_]+)"
+    r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+)-(?P<isa>[a-z0-9_]+)"
+    r"|darwin-(?P<mps>mps))$"
+)
+_ALIGNED = re.compile(r"^pytorch-\d+\.\d+-(?P<project>[a-z][a-z0-9_]*)-(?P<version>\d[\d.]*)$")
+_PIN = re.compile(r"github\.com/NixOS/nixpkgs/archive/([0-9a-f]{40})\.tar\.gz")
+_CUDA_SET = re.compile(r"(?<![A-Za-z0-9_])cudaPackages_(\d+(?:_\d+)?)(?![A-Za-z0-9_])")
+_PYTHON_SET = re.compile(r"(?<![A-Za-z0-9_])(python3\d*)Packages(?![A-Za-z0-9_])")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@dataclass(frozen=True)
+class Unclassified:
+    branch: str
+    path: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.branch}:{self.path}: {self.why}"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    document: dict[str, Any]
+    skipped_packages: Counter[str]  # other packages (torchvision, torchaudio) by name prefix
+    skipped_branches: tuple[str, ...]
+    unclassified: tuple[Unclassified, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def variant_count(self) -> int:
+        return len(self.document["variants"])
+
+
+# ---------------------------------------------------------------- git
+
+
+@dataclass
+class GitRepository:
+    """A local git directory read with plumbing commands only (works on bare and non-bare clones)."""
+
+    path: str
+    shown: str
+
+    def run(self, *args: str, input_bytes: bytes | None = None) -> bytes:
+        command = ["git", "-C", self.path, *args]
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        try:
+            result = subprocess.run(command, input=input_bytes, capture_output=True, timeout=GIT_TIMEOUT_S, env=env, check=False)
+        except FileNotFoundError:
+            raise OperationFailed("git is not installed; catalog sync reads the build repository with git") from None
+        except subprocess.TimeoutExpired:
+            raise OperationFailed(f"git {args[0]} on {self.shown} took longer than {GIT_TIMEOUT_S} s") from None
+        if result.returncode != 0:
+            message = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise OperationFailed(f"git {args[0]} on {self.shown} failed: {message[-1] if message else f'exit {result.returncode}'}")
+        return result.stdout
+
+    def branches(self) -> list[tuple[str, str]]:
+        """(name, commit) of every local branch, and of origin's branches that have no local one."""
+        listing = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads", "refs/remotes/origin")
+        local: dict[str, str] = {}
+        remote: dict[str, str] = {}
+        for line in listing.decode("utf-8", "replace").splitlines():
+            ref, _, commit = line.partition("\0")
+            if ref.startswith("refs/heads/"):
+                local[ref.removeprefix("refs/heads/")] = commit
+            elif ref.startswith("refs/remotes/origin/") and ref != "refs/remotes/origin/HEAD":
+                remote[ref.removeprefix("refs/remotes/origin/")] = commit
+        merged = {**remote, **local}
+        return sorted(merged.items())
+
+    def recipe_blobs(self, commit: str) -> list[tuple[str, str, int]]:
+        """(path, blob id, size) of every file under .flox/pkgs/ at `commit`."""
+        out = self.run("ls-tree", "-r", "-l", "-z", commit, "--", RECIPE_DIR)
+        blobs = []
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition(b"\t")
+            parts = meta.split()
+            if len(parts) < 4 or parts[1] != b"blob":
+                continue
+            size = int(parts[3]) if parts[3].isdigit() else MAX_RECIPE_BYTES + 1
+            blobs.append((path.decode("utf-8", "replace"), parts[2].decode(), size))
+        return blobs
+
+    def read_blobs(self, blob_ids: Sequence[str]) -> dict[str, bytes]:
+        """Every blob's content through one `git cat-file --batch`, not one process per file."""
+        if not blob_ids:
+            return {}
+        out = self.run("cat-file", "--batch", input_bytes="".join(f"{blob}\n" for blob in blob_ids).encode())
+        contents: dict[str, bytes] = {}
+        position = 0
+        for _ in blob_ids:
+            header_end = out.index(b"\n", position)
+            header = out[position:header_end].split()
+            if len(header) != 3:
+                raise OperationFailed(f"git cat-file on {self.shown}: unexpected answer {out[position:header_end][:80]!r}")
+            size = int(header[2])
+            contents[header[0].decode()] = out[header_end + 1:header_end + 1 + size]
+            position = header_end + 1 + size + 1
+        return contents
+
+    def head(self) -> tuple[str, str]:
+        commit = self.run("rev-parse", "--verify", "HEAD^{commit}").decode().strip()
+        date = self.run("log", "-1", "--format=%cI", commit).decode().strip()
+        return commit, date
+
+    def origin_url(self) -> str | None:
+        try:
+            url = self.run("config", "--get", "remote.origin.url").decode().strip()
+        except OperationFailed:
+            return None
+        return url or None
+
+
+def _is_url(repo: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", repo)) or bool(re.match(r"^[\w.-]+@[\w.-]+:", repo))
+
+
+def open_repository(repo: str, workdir: Path) -> GitRepository:
+    """A local clone as it is, or a URL cloned (bare, every branch) into `workdir`."""
+    if _is_url(repo):
+        target = workdir / "clone.git"
+        GitRepository(str(workdir), repo).run("clone", "--bare", "--quiet", "--no-tags", "--", repo, str(target))
+        return GitRepository(str(target), repo)
+    path = Path(repo)
+    if not path.exists():
+        raise BadInput(f"{repo!r:.200} is neither a URL nor an existing directory")
+    if not path.is_dir():
+        raise BadInput(f"{repo!r:.200} is not a directory (give a clone of the build repository)")
+    repository = GitRepository(str(path), repo)
+    try:
+        repository.run("rev-parse", "--git-dir")
+    except OperationFailed:
+        raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository)") from None
+    return repository
+
+
+# ---------------------------------------------------------------- one recipe
+
+
+@dataclass
+class _Classifier:
+    hardware: Mapping[str, Any]
+    facts: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.facts = build_hardware(self.hardware)
+
+    def system_for(self, os_name: str, arch: str) -> str:
+        for platform in self.facts.platforms.values():
+            if platform.os == os_name and platform.arch == arch:
+                return str(platform.nix_system)
+        raise BadInput(f"hardware facts have no {os_name}/{arch} platform")
+
+    def classify(self, branch: str, path: str, package: str, text: str) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        """(row, None, notes) for a classified recipe, else (None, why, notes)."""
+        notes: list[str] = []
+        name = _NAME.match(package)
+        if name is None:
+            return None, "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)", notes
+        recipe = lex(text)
+        python = f"3.{name['py'][1:]}"
+        pins = sorted(set(_PIN.findall(recipe.code)))
+        if len(pins) != 1:
+            return None, ("no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)" if not pins else f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"), notes
+        pin = pins[0]
+        python_sets = set(_PYTHON_SET.findall(recipe.code))
+        named = {f"python{name['py']}"}
+        if not python_sets or not python_sets <= {"python3"} | named or len(python_sets - {"python3"}) > 1:
+            return None, f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{name['py']}", notes
+        versions = sorted(set(v for v in recipe.string_binding("version") if _VERSION.match(v)))
+        if len(versions) > 1:
+            return None, f"several PyTorch versions: {', '.join(versions)}", notes
+        torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pin)
+        if torch is None:
+            return None, (f"PyTorch version unknown: the recipe keeps nixpkgs' torch, and hardware.json's nixpkgs_pins "
+                          f"does not give the torch of nixpkgs {pin[:12]}"), notes
+        platforms = recipe.list_binding("platforms")
+        if not platforms or len(platforms) != 1:
+            return None, "meta.platforms is not one literal list of systems", notes
+        listed = platforms[0]
+        if name["mps"]:
+            return self._mps(recipe, pin, torch, python, listed, branch, path, package, notes)
+        isa_name = name["cpu_isa"] or name["isa"]
+        isa = self.facts.isas.get(isa_name)
+        if isa is None:
+            return None, f"unknown CPU instruction set {isa_name!r} (not in hardware.json cpu_isas)", notes
+        why = self._check_cpu_flags(recipe, isa)
+        if why:
+            return None, why, notes
+        system = self.system_for("linux", isa.platform)
+        if system not in listed:
+            return None, f"meta.platforms {listed} lacks {system}, the only system {isa_name} runs on", notes
+        extra = [s for s in listed if s != system]
+        if extra:
+            notes.append(f"{branch}:{path}: meta.platforms also lists {', '.join(extra)}, which cannot run {isa_name}; recorded as {system} only")
+        row = {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
+               "gpu_arch": None, "cpu_isa": isa_name, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}
+        if name["cuda"] is None:
+            stray = sorted(set(_CUDA_SET.findall(recipe.code)))
+            if stray:
+                return None, f"a CPU-only name, but the recipe uses cudaPackages_{stray[0]}", notes
+            return row, None, notes
+        return self._cuda(recipe, row, name["cuda"], name["sm"], isa, notes)
+
+    def _check_cpu_flags(self, recipe: NixText, isa: Any) -> str | None:
+        flag_lists = recipe.list_binding("cpuFlags")
+        if not flag_lists or len(flag_lists) != 1:
+            return "cpuFlags is not one literal list of compiler flags"
+        needed: set[str] = set()
+        for flag in flag_lists[0]:
+            if flag not in self.facts.compiler_flags:
+                return f"compiler flag {flag} is not in hardware.json compiler_flags, so what CPU it needs is unknown"
+            needed.update(self.facts.compiler_flags[flag])
+        beyond = sorted(needed - set(isa.requires))
+        if beyond:
+            # The build would use instructions the CPUs pickvariant gives it to may lack: SIGILL.
+            return f"its cpuFlags need {', '.join(beyond)}, which the {isa.name} rule does not require of a CPU"
+        return None
+
+    def _cuda(self, recipe: NixText, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        cuda = tag.replace("_", ".")
+        arch = self.facts.gpu_archs.get(sm)
+        if arch is None:
+            return None, f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)", notes
+        if cuda not in self.facts.cuda_releases:
+            return None, f"no driver minimum is known for CUDA {cuda} (hardware.json cuda_releases)", notes
+        if version_key(cuda) < version_key(arch.min_cuda) or (arch.max_cuda and version_key(cuda) > version_key(arch.max_cuda)):
+            return None, f"{sm} cannot be built with CUDA {cuda} (nvcc supports it in {arch.min_cuda}..{arch.max_cuda or ''})", notes
+        if isa.platform not in arch.platforms:
+            return None, f"{sm} GPUs have no {isa.platform} host ({arch.description})", notes
+        sets = sorted(set(_CUDA_SET.findall(recipe.code)))
+        if len(sets) != 1 or sets[0] not in (tag, tag.split("_")[0]):
+            found = ", ".join(f"cudaPackages_{s}" for s in sets) or "none"
+            return None, f"the name says CUDA {cuda}, the recipe's CUDA package set is {found}", notes
+        targets = recipe.list_binding("gpuTargets")
+        if not targets or len(targets) != 1 or targets[0] != [arch.sm_dotted]:
+            shown = targets[0] if targets and len(targets) == 1 else "not one literal list"
+            return None, f"the name says {sm}, the recipe's gpuTargets is {shown} (expected [{arch.sm_dotted!r}])", notes
+        cudnn_off = "0" in recipe.exports("USE_CUDNN")
+        return {**row, "gpu_arch": sm, "cuda": cuda, "cudnn": not cudnn_off, "_cuda_packages": f"cudaPackages_{sets[0]}"}, None, notes
+
+    def _mps(self, recipe: NixText, pin: str, torch: str, python: str, listed: list[str], branch: str, path: str, package: str,
+             notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        system = self.system_for("darwin", "aarch64")
+        if listed != [system]:
+            return None, f"a darwin-mps recipe whose meta.platforms is {listed}, not [{system!r}]", notes
+        if _CUDA_SET.search(recipe.code):
+            return None, "a darwin-mps recipe that uses a CUDA package set", notes
+        return {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
+                "gpu_arch": MPS, "cpu_isa": None, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}, None, notes
+
+
+def _package_name(path: str) -> str | None:
+    """Flox builds `.flox/pkgs/NAME.nix` and `.flox/pkgs/NAME/default.nix`; other files are not packages."""
+    rest = path.removeprefix(RECIPE_DIR)
+    if "/" not in rest and rest.endswith(".nix"):
+        return rest.removesuffix(".nix")
+    if rest.count("/") == 1 and rest.endswith("/default.nix"):
+        return rest.split("/")[0]
+    return None
+
+
+def aligned_with(branch: str) -> str | None:
+    """`pytorch-2.9-vllm-0.15.1` is aligned with vLLM 0.15.1; `pytorch-2.9-python311` is general."""
+    match = _ALIGNED.match(branch)
+    if match is None or re.fullmatch(r"python\d+", match["project"]):
+        return None
+    return f"{match['project']} {match['version']}"
+
+
+def is_staging(branch: str) -> bool:
+    return branch.endswith("-staging") or branch == "staging"
+
+
+# ---------------------------------------------------------------- the whole repository
+
+
+def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = None) -> SyncResult:
+    hardware = load_json(hardware_path or hardware_facts_path(), "hardware facts")
+    with tempfile.TemporaryDirectory(prefix="pickvariant-sync-") as workdir:
+        repository = open_repository(repo, Path(workdir))
+        return _sync(repository, hardware, source_url or (repo if _is_url(repo) else repository.origin_url() or repo))
+
+
+def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str) -> SyncResult:
+    try:
+        classifier = _Classifier(hardware)
+    except SchemaError as error:
+        raise BadInput(f"hardware facts: {error}") from error
+    commit, date = repository.head()
+    skipped_branches: list[str] = []
+    skipped_packages: Counter[str] = Counter()
+    wanted: list[tuple[str, str, str, str]] = []  # branch, commit, path, blob
+    unclassified: list[Unclassified] = []
+    branch_commits: dict[str, str] = {}
+    for branch, branch_commit in repository.branches():
+        if is_staging(branch):
+            skipped_branches.append(branch)
+            continue
+        blobs = repository.recipe_blobs(branch_commit)
+        if not blobs:
+            continue
+        branch_commits[branch] = branch_commit
+        for path, blob, size in blobs:
+            package = _package_name(path)
+            if package is None:
+                continue
+            if not package.startswith("pytorch-"):
+                skipped_packages[package.split("-")[0]] += 1
+                continue
+            if size > MAX_RECIPE_BYTES:
+                unclassified.append(Unclassified(branch, path, f"{size} bytes: too large to be a recipe"))
+                continue
+            wanted.append((branch, branch_commit, path, blob))
+    contents = repository.read_blobs(sorted({blob for _, _, _, blob in wanted}))
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for branch, _, path, blob in wanted:
+        text = contents[blob].decode("utf-8", "replace")
+        package = _package_name(path) or ""
+        row, why, found_notes = classifier.classify(branch, path, package, text)
+        notes.extend(found_notes)
+        if row is None:
+            unclassified.append(Unclassified(branch, path, why or "not classified"))
+        else:
+            rows.append(row)
+    rows, branches = _branches(rows, branch_commits, classifier, unclassified)
+    document = _document(hardware, source_repo, commit, date, branches, rows)
+    try:
+        parse_catalog(document, Path("(synced catalog)"))
+    except BadInput as error:
+        raise OperationFailed(f"the synced catalog does not validate: {error}") from error
+    return SyncResult(document, skipped_packages, tuple(sorted(skipped_branches)), tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))), tuple(notes))
+
+
+def _majority(values: Iterable[str]) -> str:
+    counts = Counter(values)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
+
+
+def _branches(rows: list[dict[str, Any]], commits: Mapping[str, str], classifier: _Classifier,
+              unclassified: list[Unclassified]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Group rows into branches; a row that disagrees with the rest of its branch or CUDA line is reported, not kept."""
+    kept: list[dict[str, Any]] = []
+    branches: list[dict[str, Any]] = []
+    for branch in sorted({row["branch"] for row in rows}):
+        own = [row for row in rows if row["branch"] == branch]
+        torch = _majority(row["torch"] for row in own)
+        python = _majority(row["python"] for row in own)
+        agreeing = []
+        for row in own:
+            if (row["torch"], row["python"]) != (torch, python):
+                unclassified.append(Unclassified(branch, row["path"], f"PyTorch {row['torch']} / Python {row['python']}, the rest of the branch builds {torch} / {python}"))
+            else:
+                agreeing.append(row)
+        lines = []
+        for cuda in sorted({row["cuda"] for row in agreeing if row["cuda"]}, key=version_key):
+            members = [row for row in agreeing if row["cuda"] == cuda]
+            pin = _majority(row["nixpkgs_rev"] for row in members)
+            cuda_packages = _majority(row["_cuda_packages"] for row in members)
+            for row in members:
+                if (row["nixpkgs_rev"], row["_cuda_packages"]) != (pin, cuda_packages):
+                    unclassified.append(Unclassified(branch, row["path"], f"nixpkgs {row['nixpkgs_rev'][:12]} with {row['_cuda_packages']}, the rest of the CUDA {cuda} line uses {pin[:12]} with {cuda_packages}"))
+                    agreeing.remove(row)
+            lines.append({"cuda": cuda, "cuda_packages": cuda_packages, "nixpkgs_rev": pin,
+                          "min_driver": str(classifier.facts.cuda_releases[cuda].min_driver)})
+        if not agreeing:
+            continue
+        branches.append({"name": branch, "commit": commits[branch], "torch": torch, "python": python,
+                         "aligned_with": aligned_with(branch), "cuda_lines": lines})
+        kept.extend({key: value for key, value in row.items() if not key.startswith("_")} for row in agreeing)
+    kept.sort(key=lambda row: (row["branch"], row["package"]))
+    return kept, branches
+
+
+def _document(hardware: Mapping[str, Any], source_repo: str, commit: str, date: str,
+              branches: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    facts = {key: value for key, value in hardware.items() if key != "$comment"}
+    return {
+        "$comment": "Generated by `pickvariant catalog sync` from the build repository named in `source`, joined with "
+                    "pickvariant/hardware.json. Do not edit: change hardware.json or the recipes, then sync again.",
+        "schema_version": SCHEMA_VERSION,
+        "source": {"repo": source_repo, "commit": commit, "date": date},
+        **facts,
+        "branches": branches,
+        "variants": rows,
+    }
+
+
+def render(document: Mapping[str, Any]) -> str:
+    """Indented JSON with one variant per line, so that a re-sync's diff shows whole variants."""
+    marker = "\0variants\0"
+    text = json.dumps({**document, "variants": marker}, indent=1, ensure_ascii=False)
+    lines = ",\n".join("  " + json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) for row in document["variants"])
+    return text.replace(json.dumps(marker), "[\n" + lines + "\n ]") + "\n"
+
+
+def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
+    """What `--check` reports: variants added, removed or changed, and other fields that differ."""
+    if not isinstance(old, Mapping) or not isinstance(old.get("variants"), list):
+        return ["it is not a schema_version 2 catalog"]
+
+    def keyed(document: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
+        return {(str(row.get("branch")), str(row.get("package"))): row for row in document.get("variants", []) if isinstance(row, Mapping)}
+
+    before, after = keyed(old), keyed(new)
+    found = []
+    added = sorted(after.keys() - before.keys())
+    removed = sorted(before.keys() - after.keys())
+    changed = sorted(key for key in before.keys() & after.keys() if before[key] != after[key])
+    for label, keys in (("added", added), ("removed", removed), ("changed", changed)):
+        if keys:
+            shown = ", ".join(f"{package} ({branch})" for branch, package in keys[:3])
+            found.append(f"{len(keys)} variant(s) {label}: {shown}{', ...' if len(keys) > 3 else ''}")
+    for key in sorted(set(old) | set(new)):
+        if key != "variants" and old.get(key) != new.get(key):
+            found.append(f"{key} differs")
+    return found
+
+
+def summary(result: SyncResult) -> list[str]:
+    """What sync tells its user on stderr: counts, what it skipped, and every recipe it could not classify."""
+    source = result.document["source"]
+    lines = [f"synced {result.variant_count} variants on {len(result.document['branches'])} branches of {source['repo']} at {source['commit'][:12]}"]
+    if result.skipped_packages:
+        other = ", ".join(f"{count} {name}" for name, count in sorted(result.skipped_packages.items()))
+        lines.append(f"skipped {sum(result.skipped_packages.values())} recipes of other packages ({other})")
+    if result.skipped_branches:
+        lines.append(f"skipped staging branches: {', '.join(result.skipped_branches)}")
+    lines += [f"note: {note}" for note in result.notes]
+    if result.unclassified:
+        lines.append(f"{len(result.unclassified)} recipe(s) not classified, left out of the catalog:")
+        lines += [f"  {item}" for item in result.unclassified]
+    return lines
+
+
+def check(path: Path, new: Mapping[str, Any], text: str) -> list[str]:
+    """Empty when the file at `path` is exactly what the repository gives, else what differs."""
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        return [f"{path} does not exist"]
+    except OSError as error:
+        raise OperationFailed(f"cannot read {path}: {error.strerror or error}") from None
+    if current == text.encode("utf-8"):
+        return []
+    try:
+        old = json.loads(current)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        old = None
+    return differences(old, new) or ["the same data, written differently (run sync without --check to rewrite it)"]
