@@ -20,7 +20,7 @@ from pickvariant import settings
 from pickvariant.errors import BadInput
 from pickvariant.fsutil import read_regular
 from pickvariant.schema import SchemaError, validate
-from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version
+from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version, version_key
 
 CATALOG_ENV = settings.CATALOG
 SCHEMA_VERSION = 2
@@ -342,10 +342,6 @@ def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
         return parse(value)
     except BadInput as error:
         raise SchemaError(where, str(error)) from None
-
-
-def version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
 
 
 @dataclass(frozen=True)

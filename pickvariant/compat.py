@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pickvariant.catalog import Catalog, CudaLine, GpuArch, Variant
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import DriverFacts, GpuFacts
-from pickvariant.versions import ComputeCapability, cuda_version_key
+from pickvariant.versions import ComputeCapability, version_key
 
 # Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
 # "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.
@@ -53,7 +53,7 @@ def driver_rejection(driver: DriverFacts | None, line: CudaLine | None, gpus: Se
         return None
     if judged_by_cuda_version(gpus, driver, catalog):
         assert driver.cuda is not None
-        if cuda_version_key(driver.cuda) < cuda_version_key(line.cuda):
+        if version_key(driver.cuda) < version_key(line.cuda):
             return f"the driver supports CUDA {driver.cuda}, older than CUDA {line.cuda} ({TEGRA_DRIVER_RULE})"
         return None
     if driver.version is not None and driver.version < line.min_driver:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pickvariant.catalog import Branch, Catalog, CudaLine, Variant, version_key
+from pickvariant.catalog import Branch, Catalog, CudaLine, Variant
 from pickvariant.compat import (
     TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, kernels_run_on, missing_flags, runs_on_all, why_not,
 )
 from pickvariant.errors import BadInput
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import DriverFacts, GpuFacts, cuda_visible_count
-from pickvariant.versions import ComputeCapability, cuda_version_key, release_matches
+from pickvariant.versions import ComputeCapability, release_matches, version_key
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _explain_other_branches(
             best = next(v for v in candidates if v.branch == branch.name)
             if version_key(best.torch) < version_key(chosen.torch):
                 rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"))
-            elif best.cuda and chosen.cuda and cuda_version_key(best.cuda) < cuda_version_key(chosen.cuda):
+            elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
                 rejected.append(Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}"))
             else:
                 rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}"))
@@ -243,10 +243,10 @@ def _admissible_lines(
             else:
                 admissible.add((branch.name, line.cuda))
                 can_run.add(line.cuda)
-    for cuda in sorted(too_old, key=cuda_version_key, reverse=True):
+    for cuda in sorted(too_old, key=version_key, reverse=True):
         rejected.append(Rejection(f"CUDA {cuda} (every branch)", too_old[cuda]))
     if options.cuda and targets:
-        built = sorted({line.cuda for b in branches for line in b.cuda_lines}, key=cuda_version_key)
+        built = sorted({line.cuda for b in branches for line in b.cuda_lines}, key=version_key)
         if not any(release_matches(options.cuda, cuda, "--cuda") for cuda in built):
             raise BadInput(f"--cuda {options.cuda}: no branch left by the pins builds it (CUDA lines: {', '.join(built)})")
     if targets and facts.driver_assumed:
@@ -255,7 +255,7 @@ def _admissible_lines(
         label = f"driver {facts.driver.version or 'of unknown version'}" + (f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else "")
         rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(targets, facts.driver, catalog) else ""
         if can_run:
-            reasons.append(f"{label} can run CUDA {', '.join(sorted(can_run, key=cuda_version_key))}{rule}")
+            reasons.append(f"{label} can run CUDA {', '.join(sorted(can_run, key=version_key))}{rule}")
         else:
             reasons.append(f"{label} can run none of the CUDA lines {'the pins leave' if options.cuda or options.torch or options.branch or options.python else 'of the catalog'}{rule}")
     return admissible
@@ -342,7 +342,7 @@ def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usabl
     with_isa = {v.cpu_isa for v in own if v.gpu_arch in compatible and v.cpu_isa}
     if not with_isa & usable_isas:
         return f"its {', '.join(sorted(c for c in compatible if c))} variants exist only for {', '.join(sorted(i for i in with_isa if i))}, none of which this CPU can run"
-    lines = sorted({v.cuda for v in own if v.gpu_arch in compatible and v.cuda}, key=cuda_version_key)
+    lines = sorted({v.cuda for v in own if v.gpu_arch in compatible and v.cuda}, key=version_key)
     return f"its fitting variants are on CUDA {', '.join(lines)}, which the driver cannot run"
 
 
@@ -443,7 +443,7 @@ def _driver_upgrade(
         return None
     by_cuda = judged_by_cuda_version(targets, driver, catalog)
     too_old = {line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)}
-    for line in sorted(too_old.values(), key=lambda line: cuda_version_key(line.cuda) if by_cuda else line.min_driver.parts):
+    for line in sorted(too_old.values(), key=lambda line: version_key(line.cuda) if by_cuda else line.min_driver.parts):
         upgraded = DriverFacts(driver.version, line.cuda) if by_cuda else DriverFacts(line.min_driver, line.cuda)
         # Decide again rather than guess: the hint must name what the rules would really choose.
         decision = _decide(replace(facts, driver=upgraded), catalog, options, with_hints=False)

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog, version_key
+from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog
 from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.nixtext import NixText, lex
 from pickvariant.schema import SchemaError
+from pickvariant.versions import version_key
 
 RECIPE_DIR = ".flox/pkgs/"
 # A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.

@@ -85,8 +85,8 @@ def decode_cuda_driver_version(value: int) -> str:
 _RELEASE = re.compile(r"^\s*(\d{1,4}(?:\.\d{1,4}){0,3})\s*$")
 
 
-def cuda_version_key(text: str) -> tuple[int, ...]:
-    """'12.9' -> (12, 9), for ordering CUDA versions as numbers."""
+def version_key(text: str) -> tuple[int, ...]:
+    """'12.9' -> (12, 9), '2.10.0' -> (2, 10, 0): CUDA and PyTorch releases ordered as numbers."""
     return tuple(int(part) for part in text.split("."))
 
 
@@ -96,6 +96,6 @@ def release_matches(pin: str, release: str, flag: str) -> bool:
     if not match:
         raise BadInput(f"{flag} {pin!r:.40}: not a version; write it as 2.10, 2.10.0 or 13.0")
     wanted = tuple(int(part) for part in match.group(1).split("."))
-    have = cuda_version_key(release)
+    have = version_key(release)
     have = have + (0,) * max(0, len(wanted) - len(have))
     return have[: len(wanted)] == wanted
