@@ -8,6 +8,7 @@ several branches with different PyTorch versions.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -432,13 +433,28 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     _unique(data["branches"], "name", "branches")
     variants_by_branch: dict[str, list[Variant]] = {entry["name"]: [] for entry in data["branches"]}
     lines = {entry["name"]: {line["cuda"]: line for line in entry["cuda_lines"]} for entry in data["branches"]}
-    seen: set[tuple[str, str]] = set()
-    checked: set[tuple[Any, ...]] = set()
-    for index, raw in enumerate(data["variants"]):
-        variant = _variant(index, raw, hardware, lines, checked)
-        if (variant.branch, variant.package) in seen:
-            raise SchemaError(f"variants[{index}].package", f"duplicate {variant.package!r} on branch {variant.branch}")
-        seen.add((variant.branch, variant.package))
+    rows = data["variants"]
+    # A thousand rows share a few hundred hardware combinations and a few dozen CUDA lines:
+    # each distinct combination is checked once, at the first row that has it, so that an
+    # error names that row.
+    first_rows: dict[tuple[Any, ...], int] = {}
+    for index, key in enumerate(map(_HARDWARE_KEY, rows)):
+        first_rows.setdefault(key, index)
+    for index in sorted(first_rows.values()):
+        _check_hardware(f"variants[{index}]", rows[index], hardware)
+    first_rows = {}
+    for index, key in enumerate(map(_LINE_KEY, rows)):
+        first_rows.setdefault(key, index)
+    for index in sorted(first_rows.values()):
+        _check_line(f"variants[{index}]", rows[index], lines)
+    identities = list(map(_IDENTITY, rows))
+    if len(set(identities)) != len(identities):
+        seen: set[tuple[str, str]] = set()
+        for index, (branch_name, package) in enumerate(identities):
+            if (branch_name, package) in seen:
+                raise SchemaError(f"variants[{index}].package", f"duplicate {package!r} on branch {branch_name}")
+            seen.add((branch_name, package))
+    for variant in map(Variant.from_row, rows):
         variants_by_branch[variant.branch].append(variant)
     branches = tuple(_branch(index, entry, hardware, tuple(variants_by_branch[entry["name"]])) for index, entry in enumerate(data["branches"]))
     return Catalog(
@@ -472,19 +488,9 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     )
 
 
-def _variant(index: int, raw: Mapping[str, Any], hardware: HardwareFacts, lines: Mapping[str, Mapping[str, Any]],
-             checked: set[tuple[Any, ...]]) -> Variant:
-    # A thousand rows share a few hundred hardware combinations and a few dozen CUDA lines:
-    # each is checked once.
-    hardware_key = (raw["platform"], raw["gpu_arch"], raw["cpu_isa"], raw["cuda"])
-    if hardware_key not in checked:
-        _check_hardware(f"variants[{index}]", raw, hardware)
-        checked.add(hardware_key)
-    line_key = ("line", raw["branch"], raw["cuda"], raw["nixpkgs_rev"])
-    if line_key not in checked:
-        _check_line(f"variants[{index}]", raw, lines)
-        checked.add(line_key)
-    return Variant.from_row(raw)
+_HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
+_LINE_KEY = operator.itemgetter("branch", "cuda", "nixpkgs_rev")
+_IDENTITY = operator.itemgetter("branch", "package")
 
 
 def _check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) -> None:

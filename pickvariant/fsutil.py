@@ -21,12 +21,18 @@ def read_regular(path: Path, limit: int, what: str) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as error:
         raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
         raise BadInput(f"cannot read {what} {path}: it is not a regular file (a pipe, device or directory)")
     with os.fdopen(fd, "rb") as handle:
         try:
-            raw = handle.read(limit + 1)
+            # read(limit + 1) would allocate the whole limit for every small file; ask for what
+            # fstat says is there, and read on (still bounded) only if the file grew meanwhile.
+            expected = min(status.st_size, limit) + 1
+            raw = handle.read(expected)
+            if len(raw) == expected and expected <= limit:
+                raw += handle.read(limit + 1 - expected)
         except OSError as error:
             raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
     if len(raw) > limit:

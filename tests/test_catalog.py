@@ -137,6 +137,12 @@ BROKEN = {
     "isa with a dispatch level torch lacks": (lambda d: d["cpu_isas"][0].update(torch_cpu_capability="AVX1024"), "cpu_isas[0].torch_cpu_capability"),
     "isa compiled with flags it does not require": (lambda d: d["cpu_isas"][1]["compiler_flags"].append("-mavx512f"), "cpu_isas[1].compiler_flags"),
     "package escaping the recipe directory": (lambda d: d["variants"][0].update(package="../../etc/passwd"), "variants[0].package"),
+    # Variant rows are checked column by column; any failure must still name the row and field.
+    "integer where a boolean belongs": (lambda d: d["variants"][5].update(cudnn=1), "variants[5].cudnn: expected boolean"),
+    "row lacking a field": (lambda d: d["variants"][7].pop("path"), "variants[7].path: required"),
+    "row with an extra field": (lambda d: d["variants"][8].update(extra=1), "variants[8].extra: unknown field"),
+    "list where a package name belongs": (lambda d: d["variants"][9].update(package=["x"]), "variants[9].package: expected string"),
+    "row that is no object": (lambda d: d["variants"].insert(4, "x"), "variants[4]: expected object"),
 }
 
 

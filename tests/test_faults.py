@@ -14,6 +14,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -29,6 +30,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from buildrepo import PIN_28, commit_branch, make_build_repo, recipe
 from conftest import REPO, cpuinfo_path, require
 from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
 from pickvariant import cpu, gpu, settings
@@ -883,3 +885,58 @@ def _(ctx: Ctx) -> int:
     assert "interrupted: the probe was stopped" in err and "Traceback" not in err
     assert _gone(int(child_pid.read_text()))
     return process.returncode
+
+
+# --- catalog sync ----------------------------------------------------------------
+
+def _build_repo(ctx: Ctx) -> Path:
+    require(shutil.which("git") is not None, "git is not installed")
+    return make_build_repo(ctx.tmp / "build-pytorch")
+
+
+@row("sync-not-a-repo")
+def _(ctx: Ctx) -> int:
+    plain = ctx.tmp / "plain"
+    plain.mkdir()
+    missing = ctx.cli("catalog", "sync", str(ctx.tmp / "nowhere"))
+    assert "is neither a URL nor an existing directory" in missing.stderr and missing.exit_code == 2
+    result = ctx.cli("catalog", "sync", str(plain), "-o", str(ctx.tmp / "catalog.json"))
+    assert "is not a git repository (give a clone of the build repository)" in result.stderr
+    assert not (ctx.tmp / "catalog.json").exists()
+    return result.exit_code
+
+
+@row("sync-unreachable")
+def _(ctx: Ctx) -> int:
+    require(shutil.which("git") is not None, "git is not installed")
+    out = ctx.tmp / "catalog.json"
+    result = ctx.cli("catalog", "sync", "file:///nonexistent/build-pytorch.git", "-o", str(out))
+    assert result.stderr.startswith("pickvariant: git clone on file:///nonexistent/build-pytorch.git failed: ") and result.stderr.count("\n") == 1
+    assert not out.exists()
+    return result.exit_code
+
+
+@row("sync-unclassified")
+def _(ctx: Ctx) -> int:
+    repo = _build_repo(ctx)
+    out = ctx.tmp / "catalog.json"
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out))
+    assert "2 recipe(s) not classified, left out of the catalog:" in result.stderr
+    assert "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90" in result.stderr
+    packages = {row["package"] for row in json.loads(out.read_text())["variants"]}
+    assert "pytorch-python313-cuda13_1-sm90-avx2" not in packages and "pytorch-python313-cuda13_1-sm90-avx512" in packages
+    return result.exit_code
+
+
+@row("sync-check-differs")
+def _(ctx: Ctx) -> int:
+    repo = _build_repo(ctx)
+    out = ctx.tmp / "catalog.json"
+    assert ctx.cli("catalog", "sync", str(repo), "-o", str(out)).exit_code == 0
+    written = out.read_bytes()
+    commit_branch(repo, "main", {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_28)})
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out), "--check")
+    assert "differs from" in result.stderr and "variant(s) removed" in result.stderr and "variant(s) added" in result.stderr
+    assert out.read_bytes() == written
+    return result.exit_code
+
