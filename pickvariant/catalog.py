@@ -141,6 +141,13 @@ class TorchSource:
     fetch_submodules: bool
     hash: str
     source: str
+    # nixpkgs' own torch patches, by file name: (name, keep, why); a dropped one says why.
+    nixpkgs_patches: tuple[tuple[str, bool, str], ...] = ()
+    nixpkgs_patches_source: str = ""
+
+    @property
+    def dropped_patches(self) -> tuple[str, ...]:
+        return tuple(name for name, keep, _ in self.nixpkgs_patches if not keep)
 
 
 @dataclass(frozen=True)
@@ -411,7 +418,9 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
     return HardwareFacts(
         platforms, isas, gpu_archs, cuda_releases, compiler_flags,
         {entry["rev"]: entry["torch"] for entry in data["nixpkgs_pins"]},
-        {entry["version"]: TorchSource(entry["version"], entry["owner"], entry["repo"], entry["rev"], entry["fetch_submodules"], entry["hash"], entry["source"])
+        {entry["version"]: TorchSource(entry["version"], entry["owner"], entry["repo"], entry["rev"], entry["fetch_submodules"], entry["hash"], entry["source"],
+                                       tuple((patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]),
+                                       entry["nixpkgs_patches_source"])
          for entry in data["torch_sources"]},
     )
 

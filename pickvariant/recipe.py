@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant import __version__
-from pickvariant.catalog import Catalog, Variant
+from pickvariant.catalog import Catalog, TorchSource, Variant
 from pickvariant.errors import BadInput
 from pickvariant.fsutil import check_output_dir, check_writable, write_atomic
 
@@ -77,11 +77,23 @@ def _torch_overlay(variant: Variant, catalog: Catalog, python_attr: str) -> str:
                 fetchSubmodules = {"true" if source.fetch_submodules else "false"};
                 hash = {nix_string(source.hash)};
               }};
-              patches = [ ];
+{_patches(source)}
             }});
           }};
         }};
       }})"""
+
+
+def _patches(source: TorchSource) -> str:
+    """Keep nixpkgs' own torch patches across the source upgrade, dropping only those the facts say no longer apply."""
+    lines = [f"              # nixpkgs' own torch patches, from {_comment(source.nixpkgs_patches_source)}"]
+    lines += [f"              #   {'keeps' if keep else 'drops'} {name}: {_comment(why)}" for name, keep, why in source.nixpkgs_patches]
+    dropped = source.dropped_patches
+    if not dropped:
+        lines.append("              # (patches is left as nixpkgs has it)")
+    else:
+        lines.append(f"              patches = builtins.filter (patch: !(builtins.elem (baseNameOf (toString patch)) {nix_list(dropped)})) (oldAttrs.patches or [ ]);")
+    return "\n".join(lines)
 
 
 def render(variant: Variant, catalog: Catalog) -> str:
@@ -113,6 +125,7 @@ def render(variant: Variant, catalog: Catalog) -> str:
         "torch": nix_string(variant.torch),
         "cuda": nix_string(variant.cuda or ""),
         "pickvariantVersion": __version__,
+        "catalogComment": _comment(f"the catalog {catalog.path.name} synced from {catalog.source.repo} at {catalog.source.commit[:12]}"),
         "nixpkgsRev": nix_string(variant.nixpkgs_rev),
         "gpuArchSM": nix_string(str(arch.compute_capability)) if arch else "null",
         "gpuArchNum": nix_string(f"{arch.compute_capability.major}{arch.compute_capability.minor}") if arch else "null",

@@ -55,6 +55,45 @@ BRANCHES = [
 ]
 
 
+CONTRACT = json.loads((NIX / "torch-contract.json").read_text())
+
+
+def build_environment(got: dict, top: Path) -> dict[str, str]:
+    """Run the recipe's preConfigure with bash as the builder would (derivation attributes in the
+    environment, NIX_BUILD_TOP set, cuda_cccl laid out as nixpkgs lays it out for the CUDA
+    release) and return the environment it leaves for setup.py."""
+    script = got["preConfigure"]
+    cccl = re.search(r"/nix/store/[0-9a-z]{32}-cuda_cccl-[0-9.]+", script)
+    if cccl:
+        tree = top / "cuda_cccl"
+        for directory in got["fromNixpkgs"]["ccclIncludeDirs"]:
+            (tree / "include" / directory).mkdir(parents=True, exist_ok=True)
+            (tree / "include" / directory / "marker.h").write_text(directory)
+        script = script.replace(cccl.group(0), str(tree))
+    env = {**got["environment"], "NIX_BUILD_TOP": str(top), "PATH": os.environ["PATH"]}
+    dump = top / "environment.0"
+    result = subprocess.run(["bash", "-c", f"{script}\nenv -0 > '{dump}'"], env=env, capture_output=True, text=True, timeout=60, cwd=top)
+    assert result.returncode == 0, result.stderr
+    return dict(item.split("=", 1) for item in dump.read_text().split("\0") if "=" in item)
+
+
+def cmake_definitions(environment: dict[str, str]) -> dict[str, str]:
+    """What setup.py passes CMake as -D: only environment variables, by its prefix rule (cmakeFlags never)."""
+    rule = CONTRACT["setup_py_forwards"]
+    return {name: value for name, value in environment.items()
+            if name.startswith(tuple(rule["prefixes"])) or name in rule["names"]}
+
+
+def evaluate(tmp_path: Path, files: dict[str, Path], pin_torch: dict[str, str]) -> dict:
+    listing = tmp_path / "all.nix"
+    names = " ".join(
+        f'"{name}" = import {NIX / "eval-recipe.nix"} {{ recipe = {path}; torchVersion = "{pin_torch[name]}"; }};'
+        for name, path in files.items()
+    )
+    listing.write_text("{ " + names + " }\n")
+    return nix_eval(listing)
+
+
 @pytest.mark.parametrize("branch", BRANCHES)
 def test_every_recipe_parses_and_evaluates_to_what_the_catalog_says(tmp_path, catalog, branch) -> None:
     nix = nix_instantiate()
@@ -64,41 +103,112 @@ def test_every_recipe_parses_and_evaluates_to_what_the_catalog_says(tmp_path, ca
     assert [f.stem for f in files] == sorted(v.package for v in variants)
     parsed = subprocess.run([nix, "--parse", *map(str, files)], capture_output=True, text=True, timeout=300)
     assert parsed.returncode == 0, parsed.stderr
-    listing = tmp_path / f"all-{branch}.nix"
-    pin_torch = {v.nixpkgs_rev: catalog.nixpkgs_torch.get(v.nixpkgs_rev, "0.0.0") for v in variants}
-    names = " ".join(
-        f'"{v.package}" = import {NIX / "eval-recipe.nix"} {{ recipe = {out / (v.package + ".nix")}; torchVersion = "{pin_torch[v.nixpkgs_rev]}"; }};'
-        for v in variants
-    )
-    listing.write_text("{ " + names + " }\n")
-    results = nix_eval(listing)
+    results = evaluate(tmp_path, {v.package: out / f"{v.package}.nix" for v in variants},
+                       {v.package: catalog.nixpkgs_torch.get(v.nixpkgs_rev, "0.0.0") for v in variants})
     for variant in variants:
         got = results[variant.package]
         isa = catalog.isas[variant.cpu_isa]
         line = catalog.cuda_line(variant)
-        assert got["pname"] == variant.package
-        assert got["version"] == variant.torch
+        assert got["pname"] == variant.package and got["drvPath"].endswith(f"-{variant.package}-{variant.torch}.drv")
+        assert got["version"] == variant.torch and got["environment"]["PYTORCH_BUILD_VERSION"] == variant.torch
         assert got["meta"]["platforms"] == [variant.platform]
         assert got["pickvariant"]["cpuFlags"] == list(isa.compiler_flags)
-        flags = " ".join(isa.compiler_flags)
-        assert f'export CXXFLAGS="$CXXFLAGS {flags}"' in got["preConfigure"]
         assert got["fromNixpkgs"]["rev"] == variant.nixpkgs_rev and got["fromNixpkgs"]["system"] == variant.platform
+        assert "allowBroken" not in got["fromNixpkgs"]["config"]
+        top = tmp_path / "build" / variant.package
+        top.mkdir(parents=True)
+        environment = build_environment(got, top)
+        cmake = cmake_definitions(environment)
+        assert set(isa.compiler_flags) <= set(environment["CXXFLAGS"].split()) and set(isa.compiler_flags) <= set(environment["CFLAGS"].split())
         build_env = {**(catalog.gpu_archs[variant.gpu_arch].build_env if variant.gpu_arch else {}), **isa.build_env}
         for name, value in build_env.items():
-            assert got["pickvariant"]["extraBuildEnv"][name] == value
+            assert environment[name] == value
         if variant.gpu_arch:
             arch = catalog.gpu_archs[variant.gpu_arch]
-            assert got["overrideArgs"] == {"cudaSupport": True, "gpuTargets": [str(arch.compute_capability)]}
+            capability = str(arch.compute_capability)
+            assert got["overrideArgs"] == {"cudaSupport": True, "gpuTargets": [capability]}
             assert got["fromNixpkgs"]["cudaPackages"] == variant.cuda
-            assert got["pickvariant"]["extraBuildEnv"].get("USE_CUDNN", "1") == ("1" if variant.cudnn else "0")
+            assert got["fromNixpkgs"]["magmaCudaCapabilities"] == [capability] == got["fromNixpkgs"]["ncclCudaCapabilities"]
+            assert environment["TORCH_CUDA_ARCH_LIST"] == capability
+            assert cmake["CMAKE_CUDA_ARCHITECTURES"] == f"{arch.compute_capability.major}{arch.compute_capability.minor}"
+            assert cmake.get("USE_CUDNN", "1") == ("1" if variant.cudnn else "0")
+            if variant.cuda.startswith("13."):
+                compat = top / "cccl-compat"
+                assert f"-I{compat}" in cmake["CMAKE_CUDA_FLAGS"].split() and f"-I{compat}" in environment["CXXFLAGS"].split()
+                assert (compat / "cccl" / "cub" / "marker.h").read_text() in ("cub", "cccl/cub")
         else:
             assert got["overrideArgs"] == {"cudaSupport": False}
-        if pin_torch[variant.nixpkgs_rev] != variant.torch:
+            assert cmake["USE_CUDA"] == "0"
+        if catalog.nixpkgs_torch.get(variant.nixpkgs_rev) != variant.torch:
             source = catalog.torch_sources[variant.torch]
             assert got["src"]["fetcher"] == "fetchFromGitHub" and got["src"]["rev"] == source.rev and got["src"]["hash"] == source.hash
+            kept = {name for name, keep, _ in source.nixpkgs_patches if keep}
+            expected = {p["name"] for p in CONTRACT["patches"] if p["when"] == "linux" or variant.gpu_arch} & kept
+            assert expected <= set(got["patches"]), "nixpkgs' own patches are kept across the source upgrade"
         else:
             assert got["src"]["fetcher"] == "nixpkgs-default"
         assert line is None or got["fromNixpkgs"]["cudaPackages"] == line.cuda
+        assert "/build/" not in got["preConfigure"]
+
+
+def test_the_cccl_links_follow_either_layout_and_stop_on_an_unknown_one(tmp_path, catalog) -> None:
+    """nixpkgs flattens include/cccl/ into include/ for CUDA >= 13 (torch-contract.json); a pin
+    without that fixup keeps CUDA's own layout. Both must give <cub/...> and <cccl/cub/...>."""
+    nix_instantiate()
+    variant = catalog.variant("pytorch-python313-cuda13_1-sm90-avx512", "pytorch-2.10-python313")
+    recipe = tmp_path / "r.nix"
+    recipe.write_text(render(variant, catalog))
+    got = evaluate(tmp_path, {"r": recipe}, {"r": "2.9.1"})["r"]
+    for layout in (["cub", "thrust", "cuda", "nv"], ["cccl/cub", "cccl/thrust", "cccl/cuda", "cccl/nv"]):
+        top = tmp_path / layout[0].replace("/", "-")
+        top.mkdir()
+        environment = build_environment({**got, "fromNixpkgs": {**got["fromNixpkgs"], "ccclIncludeDirs": layout}}, top)
+        include = environment["CMAKE_CUDA_FLAGS"].split()[-1].removeprefix("-I")
+        assert (Path(include) / "cccl" / "cub" / "marker.h").exists()
+        assert (Path(include) / "cub" / "marker.h").exists() or (top / "cuda_cccl" / "include" / "cub" / "marker.h").exists()
+    top = tmp_path / "empty"
+    top.mkdir()
+    with pytest.raises(AssertionError, match="has neither include/cub nor include/cccl/cub"):
+        build_environment({**got, "fromNixpkgs": {**got["fromNixpkgs"], "ccclIncludeDirs": ["other"]}}, top)
+
+
+OLD_RECIPE = NIX / "old-pytorch-python313-cuda13_0-sm90-avx512.nix"
+
+
+def nix_eval_error(recipe: Path) -> str:
+    result = subprocess.run([nix_instantiate(), "--eval", "--strict", "--json", str(NIX / "eval-recipe.nix"), "--arg", "recipe", str(recipe)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0, "the stand-in accepted it"
+    return result.stderr
+
+
+def test_the_stand_in_refuses_what_nixpkgs_refuses(tmp_path, catalog) -> None:
+    """The recipe pickvariant 0.3 generated (cmakeFlags, patches = [ ], no broken flag cleared) and
+    single mistakes in a current one fail against the stand-in, as they would against nixpkgs."""
+    assert "is marked as broken, refusing to evaluate" in nix_eval_error(OLD_RECIPE)
+    current = render(catalog.variant("pytorch-python313-cuda13_0-sm90-avx512", "pytorch-2.10-python313"), catalog)
+    mistakes = {
+        "is marked as broken": current.replace("    broken = false;\n", ""),
+        "called with unexpected argument 'cudaCapabilities'": current.replace("  gpuTargets = [ gpuArchSM ];\n", "  gpuTargets = [ gpuArchSM ];\n  cudaCapabilities = [ gpuArchSM ];\n", 1),
+        "lib.fakeHash is a placeholder": current.replace(catalog.torch_sources["2.10.0"].hash, "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="),
+    }
+    for message, text in mistakes.items():
+        assert text != current
+        path = tmp_path / f"{len(message)}.nix"
+        path.write_text(text)
+        assert message in nix_eval_error(path)
+    # With the broken flag allowed, the old recipe evaluates, and shows why it would still not build right.
+    allowed = tmp_path / "old-allowed.nix"
+    allowed.write_text(OLD_RECIPE.read_text().replace("config = { allowUnfree = true; cudaSupport = true; };", "config = { allowUnfree = true; cudaSupport = true; allowBroken = true; };"))
+    old = evaluate(tmp_path, {"old": allowed}, {"old": "2.9.1"})["old"]
+    assert "-DCMAKE_CUDA_FLAGS=-I/build/cccl-compat" in old["cmakeFlags"]
+    top = tmp_path / "old-build"
+    top.mkdir()
+    old_cmake = cmake_definitions(build_environment(old, top))
+    assert "CMAKE_CUDA_FLAGS" not in old_cmake and "TORCH_BUILD_VERSION" not in old_cmake  # the -D flags reached nothing
+    assert old["fromNixpkgs"]["magmaCudaCapabilities"] == CONTRACT["cuda_capabilities_default"]  # MAGMA for every GPU
+    assert not {"fix-cmake-cuda-toolkit.patch", "pytorch-pr-108847.patch"} & set(old["patches"])  # nixpkgs' patches dropped
+    assert not (top / "cccl-compat").exists()  # its links looked for include/cccl/, which nixpkgs flattened away
 
 
 def test_an_mps_build_is_not_generated_but_pointed_to_the_build_repository(catalog) -> None:
