@@ -10,12 +10,15 @@ import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
 from pickvariant import __version__
 from pickvariant.errors import BadInput, NoVariant, OperationFailed, PickVariantError
+
+if TYPE_CHECKING:
+    from pickvariant.catalog import Catalog, Variant
 
 app = typer.Typer(
     name="pickvariant",
@@ -195,17 +198,23 @@ def catalog_sync(
         typer.echo(f"{output} unchanged ({result.variant_count} variants)", err=True)
 
 
+GenerateOpt = Annotated[bool, typer.Option("--generate", help="Render the recipe from pickvariant's templates instead of fetching the build repository's.")]
+RepoOpt = Annotated[Optional[str], typer.Option("--repo", help="The recipe repository: URL or path of the build repository, a fork, mirror or clone (env PICKVARIANT_RECIPES_REPO; default: the catalog's source).")]
+
+
 @app.command()
 @exits_on_error
 def recipe(
-    package: Annotated[Optional[str], typer.Argument(help="The package to render, e.g. pytorch-python313-cuda13_0-sm90-avx512.")] = None,
-    all_variants: Annotated[bool, typer.Option("--all", help="Render every variant of a branch (needs -o and --branch).")] = False,
+    package: Annotated[Optional[str], typer.Argument(help="The package, e.g. pytorch-python313-cuda13_0-sm90-avx512.")] = None,
+    all_variants: Annotated[bool, typer.Option("--all", help="Generate every variant of a branch (needs -o and --branch).")] = False,
     branch: Annotated[Optional[str], typer.Option("--branch", help="The branch: for --all, whose variants; with PACKAGE, the branch it is on (needed when several build it).")] = None,
     cuda: Annotated[Optional[str], typer.Option("--cuda", help="With --all: only this CUDA line of the branch.")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/).")] = None,
+    generate: GenerateOpt = False,
+    repo: RepoOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")] = False,
 ) -> None:
-    """Render the Flox/Nix recipe of a catalog variant."""
+    """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
     from pickvariant.catalog import load_catalog
     from pickvariant.recipe import render, write_recipes
 
@@ -213,28 +222,46 @@ def recipe(
     if all_variants == (package is not None):
         raise BadInput("give either a PACKAGE or --all")
     if all_variants:
-        if output is None:
-            raise BadInput("--all writes one file per variant: give the directory with -o DIR")
-        if branch is None:
-            raise BadInput(f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})")
-        variants = [v for v in catalog.branch(branch).variants if cuda is None or v.cuda == cuda]
-        if not variants:
-            raise BadInput(f"branch {branch} has no CUDA {cuda} line")
-        mps = [v for v in variants if v.is_mps]
-        for variant in mps:
-            typer.echo(f"skipped {variant.package}: an MPS build has no template; take {variant.path} from the build repository", err=True)
-        variants = [v for v in variants if not v.is_mps]
+        if repo is not None:
+            raise BadInput("--all generates a branch's recipes from the templates; --repo fetches one PACKAGE")
+        variants = _branch_variants(catalog, branch, cuda, output)
+        recipes = [(variant, render(variant, catalog)) for variant in variants]
+    elif generate:
+        variant = catalog.variant(package or "", branch)
+        recipes = [(variant, render(variant, catalog))]
     else:
-        variants = [catalog.variant(package or "", branch)]
+        from pickvariant.fetch import fetch_checked
+        from pickvariant.install import cache_dir
+
+        variant = catalog.variant(package or "", branch)
+        fetched = fetch_checked(variant, catalog, repo, cache_dir(), os.environ)
+        typer.echo(f"{variant.package}: {variant.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}"
+                   f"{' (cached)' if fetched.from_cache else ''}; checked against the catalog", err=True)
+        for note in fetched.notes:
+            typer.echo(f"note: {note}", err=True)
+        recipes = [(variant, fetched.text)]
     if output is None:
-        typer.echo(render(variants[0], catalog), nl=False)
+        typer.echo(recipes[0][1], nl=False)
         return
-    written = write_recipes(output, variants, catalog, force)
+    written = write_recipes(output, recipes, force)
     changed = sum(1 for item in written if item.changed)
     for item in written if len(written) == 1 else ():
         typer.echo(f"{item.path} {'written' if item.changed else 'unchanged'}")
     if len(written) > 1:
         typer.echo(f"{len(written)} recipes in {output} ({changed} written, {len(written) - changed} unchanged)")
+
+
+def _branch_variants(catalog: Catalog, branch: str | None, cuda: str | None, output: Path | None) -> list[Variant]:
+    if output is None:
+        raise BadInput("--all writes one file per variant: give the directory with -o DIR")
+    if branch is None:
+        raise BadInput(f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})")
+    variants = [v for v in catalog.branch(branch).variants if cuda is None or v.cuda == cuda]
+    if not variants:
+        raise BadInput(f"branch {branch} has no CUDA {cuda} line")
+    for variant in (v for v in variants if v.is_mps):
+        typer.echo(f"skipped {variant.package}: an MPS build has no template; fetch it with `pickvariant recipe {variant.package} --branch {variant.branch}`", err=True)
+    return [v for v in variants if not v.is_mps]
 
 
 @app.command()
@@ -249,6 +276,8 @@ def install(
     directory: Annotated[Path, typer.Option("--dir", help="The Flox environment to install into (published packages).")] = Path("."),
     build: Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")] = False,
     build_dir: Annotated[Optional[Path], typer.Option("--build-dir", help="Where to build (default: under the user's cache directory).")] = None,
+    generate: GenerateOpt = False,
+    repo: RepoOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and run nothing.")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip `pickvariant verify` after installing.")] = False,
@@ -270,7 +299,8 @@ def install(
         raise _no_variant(decision)
     else:
         variant = decision.variant
-    plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force)
+    plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force,
+                                  generate=generate, repo=repo)
     typer.echo(f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})")
     for reason in decision.reasons if package is None else (f"chosen with --package{' (forced)' if force else ''}",):
         typer.echo(f"  why: {reason}")

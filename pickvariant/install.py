@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pickvariant import settings
+from pickvariant import __version__, settings
 from pickvariant.catalog import Catalog, Variant
 from pickvariant.compat import why_not
 from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.facts import HostFacts
+from pickvariant.fetch import fetch_checked
 from pickvariant.flox import Command, run_all
 from pickvariant.fsutil import check_writable, create_new, write_atomic
 from pickvariant.recipe import recipe_path, render
@@ -57,11 +58,13 @@ class Plan:
     warnings: tuple[str, ...] = ()
     result: Path | None = None
     notes: tuple[str, ...] = ()
+    # Where the recipe came from: {repo, branch, commit, path} when fetched, {generated: …} when rendered.
+    recipe_source: Mapping[str, str] | None = None
 
 
 def plan_install(
     variant: Variant, catalog: Catalog, org: str | None, build: bool, target_dir: Path, build_dir: Path | None,
-    force: bool, env: Mapping[str, str] | None = None,
+    force: bool, env: Mapping[str, str] | None = None, generate: bool = False, repo: str | None = None,
 ) -> Plan:
     env = os.environ if env is None else env
     org = org if org is not None else settings.setting(env, ORG_ENV)
@@ -86,7 +89,15 @@ def plan_install(
     if directory.exists() and not directory.is_dir():
         raise BadInput(f"--build-dir {directory}: exists and is not a directory")
     pkgs = directory / ".flox" / "pkgs"
-    text = render(variant, catalog)
+    notes: list[str] = []
+    if generate:
+        text = render(variant, catalog)
+        source: dict[str, str] = {"generated": f"pickvariant {__version__} from the catalog synced from {catalog.source.repo} at {catalog.source.commit}"}
+    else:
+        fetched = fetch_checked(variant, catalog, repo, cache_dir(env), env)
+        text, source = fetched.text, fetched.provenance()
+        notes += [f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"]
+        notes += list(fetched.notes)
     recipe = recipe_path(pkgs, variant)
     commands = []
     if not (directory / ".git").exists():
@@ -99,7 +110,7 @@ def plan_install(
         f"building PyTorch from source takes {catalog.build_hours} hours, about {catalog.build_disk_gb:g} GB of disk "
         f"and {catalog.build_memory_gb:g} GB+ of RAM; publish it once (flox publish) and install it elsewhere with --org"
     )
-    return Plan(variant, "build", directory, tuple(commands), recipe, text, (warning,), directory / f"result-{variant.package}")
+    return Plan(variant, "build", directory, tuple(commands), recipe, text, (warning,), directory / f"result-{variant.package}", tuple(notes), source)
 
 
 def describe(plan: Plan) -> list[str]:
@@ -159,18 +170,25 @@ def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, st
     """Remember what was installed, so that `pickvariant verify` can default to it."""
     path = cache_dir(env) / "last-install.json"
     record = {"package": plan.variant.package, "branch": plan.variant.branch, "torch": plan.variant.torch, "method": plan.method, "directory": str(plan.directory),
-              "result": str(plan.result) if plan.result else None, "python": python}
+              "result": str(plan.result) if plan.result else None, "python": python,
+              "recipe": dict(plan.recipe_source) if plan.recipe_source else None}
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
 
 
-def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | None:
-    """The interpreter command the last install recorded; None when there is none or it is unreadable."""
+def last_install(env: Mapping[str, str] | None = None) -> dict[str, object] | None:
+    """What the last install recorded; None when there is none or it is unreadable."""
     try:
         record = json.loads((cache_dir(env) / "last-install.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
-    python = record.get("python") if isinstance(record, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | None:
+    """The interpreter command the last install recorded; None when there is none or it is unreadable."""
+    record = last_install(env)
+    python = record.get("python") if record else None
     if isinstance(python, list) and python and all(isinstance(part, str) and part for part in python):
         return python
     return None

@@ -47,7 +47,7 @@ def template_for(variant: Variant, catalog: Catalog) -> str:
     if variant.is_mps:
         raise BadInput(
             f"{variant.package} is an Apple MPS build: pickvariant has no template for it; "
-            f"use the build repository's own recipe ({catalog.source.repo}, branch {variant.branch}, {variant.path})"
+            f"fetch the build repository's own with `pickvariant recipe {variant.package} --branch {variant.branch}` (without --generate)"
         )
     if variant.cuda is None:
         return "cpu"
@@ -163,10 +163,10 @@ def recipe_path(directory: Path, variant: Variant) -> Path:
     return directory / f"{variant.package}.nix"
 
 
-def write_recipes(directory: Path, variants: list[Variant], catalog: Catalog, force: bool) -> list[Written]:
+def write_recipes(directory: Path, recipes: list[tuple[Variant, str]], force: bool) -> list[Written]:
     """Write every recipe, or none: all clobber checks run before the first write."""
     check_output_dir(directory)
-    rendered = [(recipe_path(directory, variant), render(variant, catalog)) for variant in variants]
+    rendered = [(recipe_path(directory, variant), text) for variant, text in recipes]
     needed = [(path, text, check_writable(path, text, force, root=directory)) for path, text in rendered]
     for path, text, must_write in needed:
         if must_write:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 
 from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog
 from pickvariant.errors import BadInput, OperationFailed
+from pickvariant.git import run_git
 from pickvariant.nixtext import NixText, lex
 from pickvariant.schema import SchemaError
 from pickvariant.versions import version_key
@@ -30,7 +30,6 @@ from pickvariant.versions import version_key
 RECIPE_DIR = ".flox/pkgs/"
 # A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.
 MAX_RECIPE_BYTES = 1024 * 1024
-GIT_TIMEOUT_S = 300
 
 _NAME = re.compile(
     r"^pytorch-python(?P<py>3\d{1,2})-(?:"
@@ -79,18 +78,7 @@ class GitRepository:
     shown: str
 
     def run(self, *args: str, input_bytes: bytes | None = None) -> bytes:
-        command = ["git", "-C", self.path, *args]
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-        try:
-            result = subprocess.run(command, input=input_bytes, capture_output=True, timeout=GIT_TIMEOUT_S, env=env, check=False)
-        except FileNotFoundError:
-            raise OperationFailed("git is not installed; catalog sync reads the build repository with git") from None
-        except subprocess.TimeoutExpired:
-            raise OperationFailed(f"git {args[0]} on {self.shown} took longer than {GIT_TIMEOUT_S} s") from None
-        if result.returncode != 0:
-            message = result.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise OperationFailed(f"git {args[0]} on {self.shown} failed: {message[-1] if message else f'exit {result.returncode}'}")
-        return result.stdout
+        return run_git(["-C", self.path, *args], self.shown, input_bytes)
 
     def branches(self) -> list[tuple[str, str]]:
         """(name, commit) of every local branch, and of origin's branches that have no local one."""
@@ -178,7 +166,7 @@ def open_repository(repo: str, workdir: Path) -> GitRepository:
 
 
 @dataclass
-class _Classifier:
+class RecipeClassifier:
     hardware: Mapping[str, Any]
     facts: Any = field(init=False)
 
@@ -324,7 +312,7 @@ def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = 
 
 def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str) -> SyncResult:
     try:
-        classifier = _Classifier(hardware)
+        classifier = RecipeClassifier(hardware)
     except SchemaError as error:
         raise BadInput(f"hardware facts: {error}") from error
     commit, date = repository.head()
@@ -378,7 +366,7 @@ def _majority(values: Iterable[str]) -> str:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
 
 
-def _branches(rows: list[dict[str, Any]], commits: Mapping[str, str], classifier: _Classifier,
+def _branches(rows: list[dict[str, Any]], commits: Mapping[str, str], classifier: RecipeClassifier,
               unclassified: list[Unclassified]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Group rows into branches; a row that disagrees with the rest of its branch or CUDA line is reported, not kept."""
     kept: list[dict[str, Any]] = []

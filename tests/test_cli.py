@@ -202,11 +202,11 @@ def test_usage_errors_are_one_line_that_says_where_help_is() -> None:
 
 
 def test_recipe_with_a_package_checks_its_branch() -> None:
-    ambiguous = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2"])
+    ambiguous = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--generate"])
     assert ambiguous.exit_code == 2 and "built on 4 branches" in ambiguous.stderr and "name one with --branch" in ambiguous.stderr
-    wrong = runner.invoke(app, ["recipe", "pytorch-python311-cuda12_9-sm70-avx2", "--branch", "main"])
+    wrong = runner.invoke(app, ["recipe", "pytorch-python311-cuda12_9-sm70-avx2", "--generate", "--branch", "main"])
     assert wrong.exit_code == 2 and "not built on branch main" in wrong.stderr
-    right = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "pytorch-2.10-python313"])
+    right = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "pytorch-2.10-python313"])
     assert right.exit_code == 0 and 'version = "2.10.0"' in right.stdout and "2017d6d" not in right.stdout
 
 

@@ -40,7 +40,7 @@ runner = CliRunner()
 SKYLAKE = cpuinfo_path("linux-rhel7-skylake_avx512")
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
 TWO_CORES = cpuinfo_path("linux-kvm-xeon-2core")
-INSTALL = ["install", "--cpuinfo", str(HASWELL), "--gpu", "8.6", "--driver", "580.95.05"]
+INSTALL = ["install", "--cpuinfo", str(HASWELL), "--gpu", "8.6", "--driver", "580.95.05", "--generate"]
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
@@ -443,7 +443,7 @@ def _(ctx: Ctx) -> int:
     env = {"HOME": str(blocker / "home"), "XDG_CACHE_HOME": str(blocker / "cache")}
     assert ctx.cli("detect", "--cpuinfo", str(HASWELL), "--no-gpu", env=env).exit_code == 0
     assert ctx.cli("list", env=env).exit_code == 0
-    assert ctx.cli("recipe", "pytorch-python313-cuda13_1-sm86-avx2", env=env).exit_code == 0
+    assert ctx.cli("recipe", "pytorch-python313-cuda13_1-sm86-avx2", "--generate", env=env).exit_code == 0
     assert ctx.cli(*INSTALL, "--dry-run", env=env).exit_code == 0
     project = ctx.tmp / "project"
     project.mkdir()
@@ -457,13 +457,13 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     out = ctx.tmp / "recipes"
     package = "pytorch-python313-cuda13_1-sm90-avx512"
-    assert ctx.cli("recipe", package, "-o", str(out)).exit_code == 0
+    assert ctx.cli("recipe", package, "--generate", "-o", str(out)).exit_code == 0
     mine = out / f"{package}.nix"
     mine.write_text("# my edits\n")
     mine.chmod(0o600)
-    refused = ctx.cli("recipe", package, "-o", str(out))
+    refused = ctx.cli("recipe", package, "--generate", "-o", str(out))
     assert "--force" in refused.stderr and mine.read_text() == "# my edits\n"
-    forced = ctx.cli("recipe", package, "-o", str(out), "--force")
+    forced = ctx.cli("recipe", package, "--generate", "-o", str(out), "--force")
     assert forced.exit_code == 0 and "pytorch" in mine.read_text() and sorted(p.name for p in out.iterdir()) == [mine.name]
     assert stat.S_IMODE(mine.stat().st_mode) == 0o600  # replaced, with the permissions it had
     return refused.exit_code
@@ -477,7 +477,7 @@ def _(ctx: Ctx) -> int:
     out = ctx.tmp / "recipes"
     out.mkdir()
     (out / f"{package}.nix").symlink_to(outside / "victim.nix")
-    refused = ctx.cli("recipe", package, "-o", str(out), "--force")
+    refused = ctx.cli("recipe", package, "--generate", "-o", str(out), "--force")
     assert "symbolic link" in refused.stderr
     # A build directory whose .flox/pkgs points elsewhere: the recipe would land outside it.
     build = ctx.tmp / "build"
@@ -495,7 +495,7 @@ def _(ctx: Ctx) -> int:
     out = ctx.tmp / "recipes"
     codes = set()
     for name in ("../../etc/passwd", "/tmp/pickvariant-escape", "..", "pytorch-python313-cpu-avx2/../../x"):
-        result = ctx.cli("recipe", name, "-o", str(out))
+        result = ctx.cli("recipe", name, "--generate", "-o", str(out))
         assert "not a package of the catalog" in result.stderr
         codes.add(result.exit_code)
         installed = ctx.cli(*INSTALL, "--package", name, "--dry-run")
@@ -530,7 +530,7 @@ def _(ctx: Ctx) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     ctx.monkeypatch.setattr(fsutil.os, "fsync", disk_full)
-    result = ctx.cli("recipe", package, "-o", str(out), "--force")
+    result = ctx.cli("recipe", package, "--generate", "-o", str(out), "--force")
     assert "No space left on device" in result.stderr
     assert mine.read_text() == "# the old recipe\n" and [p.name for p in out.iterdir()] == [mine.name]
     return result.exit_code
@@ -735,7 +735,7 @@ def _(ctx: Ctx) -> int:
     (ctx.tmp / "dangling").symlink_to(ctx.tmp / "nowhere")
     codes = set()
     for target, says in (("loop", "a loop of symbolic links"), ("loop/inner", "a loop of symbolic links"), ("dangling", "which does not exist")):
-        result = ctx.cli("recipe", "pytorch-python313-cpu-avx2", "--branch", "main", "-o", str(ctx.tmp / target))
+        result = ctx.cli("recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "main", "-o", str(ctx.tmp / target))
         assert says in result.stderr, result.stderr
         codes.add(result.exit_code)
     assert not (ctx.tmp / "nowhere").exists()
@@ -769,7 +769,7 @@ def _(ctx: Ctx) -> int:
     locked = ctx.tmp / "locked"
     (locked / "inner").mkdir(parents=True)
     locked.chmod(0o700)
-    args = ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main", "-o", str(locked / "inner" / "out")]
+    args = ["recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "main", "-o", str(locked / "inner" / "out")]
     if os.geteuid() == 0:
         code, stderr = _as_nobody(args)
     else:
@@ -783,7 +783,7 @@ def _(ctx: Ctx) -> int:
 @row("output-full")
 def _(ctx: Ctx) -> int:
     codes = set()
-    for command in (["list"], ["detect", "--cpuinfo", str(HASWELL), "--no-gpu", "--format", "json"], ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main"]):
+    for command in (["list"], ["detect", "--cpuinfo", str(HASWELL), "--no-gpu", "--format", "json"], ["recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "main"]):
         with open("/dev/full", "wb") as full:
             done = subprocess.run([sys.executable, "-m", "pickvariant", *command], stdout=full, stderr=subprocess.PIPE, timeout=60)
         assert done.stderr.decode() == "pickvariant: cannot write the output: No space left on device\n", done.stderr

@@ -41,7 +41,7 @@ def test_org_from_the_environment_and_existing_environment_is_not_reinitialised(
 
 def test_build_path_writes_a_tracked_recipe_and_builds(tmp_path, fake_flox) -> None:
     build = tmp_path / "build"
-    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--yes", "--no-verify"])
+    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--generate", "--yes", "--no-verify"])
     assert result.exit_code == 0, result.output
     package = "pytorch-python313-cuda13_1-sm86-avx2"
     recipe = build / ".flox/pkgs" / f"{package}.nix"
@@ -56,14 +56,14 @@ def test_build_path_writes_a_tracked_recipe_and_builds(tmp_path, fake_flox) -> N
 
 
 def test_dry_run_runs_nothing_and_shows_every_command(tmp_path, fake_flox) -> None:
-    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(tmp_path / "b"), "--dry-run"])
+    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(tmp_path / "b"), "--generate", "--dry-run"])
     assert result.exit_code == 0
     assert "flox build -d" in result.stdout and "Dry run" in result.stdout
     assert fake_flox() == [] and not (tmp_path / "b").exists()
 
 
 def test_a_package_that_does_not_fit_is_refused_unless_forced(tmp_path, fake_flox) -> None:
-    args = ["install", *HASWELL, "--package", "pytorch-python313-cuda13_1-sm90-avx512", "--build-dir", str(tmp_path / "b"), "--dry-run"]
+    args = ["install", *HASWELL, "--package", "pytorch-python313-cuda13_1-sm90-avx512", "--build-dir", str(tmp_path / "b"), "--generate", "--dry-run"]
     refused = runner.invoke(app, args)
     assert refused.exit_code == 2
     assert "avx512f" in refused.stderr and "8.6" in refused.stderr
@@ -75,7 +75,7 @@ def test_an_existing_different_recipe_is_not_overwritten(tmp_path, fake_flox) ->
     mine = build / ".flox/pkgs/pytorch-python313-cuda13_1-sm86-avx2.nix"
     mine.parent.mkdir(parents=True)
     mine.write_text("# my tuned recipe\n")
-    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--yes", "--no-verify"])
+    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--generate", "--yes", "--no-verify"])
     assert result.exit_code == 2 and str(mine) in result.stderr
     assert mine.read_text() == "# my tuned recipe\n"
     assert not [c for c in fake_flox() if c["argv"][0] == "build"]

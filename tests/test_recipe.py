@@ -204,16 +204,18 @@ def test_the_stand_in_refuses_what_nixpkgs_refuses(tmp_path, catalog) -> None:
     assert "-DCMAKE_CUDA_FLAGS=-I/build/cccl-compat" in old["cmakeFlags"]
     top = tmp_path / "old-build"
     top.mkdir()
-    old_cmake = cmake_definitions(build_environment(old, top))
+    # It wrote to a hard-coded /build (the sandbox's top directory on Linux): run it in a temporary one.
+    assert "/build/cccl-compat" in old["preConfigure"]
+    old_cmake = cmake_definitions(build_environment({**old, "preConfigure": old["preConfigure"].replace("/build/", f"{top}/")}, top))
     assert "CMAKE_CUDA_FLAGS" not in old_cmake and "TORCH_BUILD_VERSION" not in old_cmake  # the -D flags reached nothing
     assert old["fromNixpkgs"]["magmaCudaCapabilities"] == CONTRACT["cuda_capabilities_default"]  # MAGMA for every GPU
     assert not {"fix-cmake-cuda-toolkit.patch", "pytorch-pr-108847.patch"} & set(old["patches"])  # nixpkgs' patches dropped
-    assert not (top / "cccl-compat").exists()  # its links looked for include/cccl/, which nixpkgs flattened away
+    assert list((top / "cccl-compat").iterdir()) == []  # its links looked for include/cccl/, which nixpkgs flattened away
 
 
 def test_an_mps_build_is_not_generated_but_pointed_to_the_build_repository(catalog) -> None:
-    result = runner.invoke(app, ["recipe", "pytorch-python313-darwin-mps", "--branch", "main"])
-    assert result.exit_code == 2 and ".flox/pkgs/pytorch-python313-darwin-mps.nix" in result.stderr
+    result = runner.invoke(app, ["recipe", "pytorch-python313-darwin-mps", "--generate", "--branch", "main"])
+    assert result.exit_code == 2 and "pickvariant recipe pytorch-python313-darwin-mps --branch main` (without --generate)" in result.stderr
 
 
 def test_cuda12_recipe_warns_when_the_pin_has_another_torch(tmp_path, catalog) -> None:
@@ -269,19 +271,19 @@ def test_nix_strings_hold_exactly_the_value(tmp_path, value) -> None:
 
 def test_recipe_prints_to_stdout_and_writes_atomically_without_clobbering(tmp_path) -> None:
     package = "pytorch-python313-cuda13_1-sm89-avx2"
-    printed = runner.invoke(app, ["recipe", package])
+    printed = runner.invoke(app, ["recipe", package, "--generate"])
     assert printed.exit_code == 0 and printed.stdout.startswith("# PyTorch 2.10.0")
     out = tmp_path / "pkgs"
-    assert runner.invoke(app, ["recipe", package, "-o", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["recipe", package, "--generate", "-o", str(out)]).exit_code == 0
     target = out / f"{package}.nix"
     assert target.read_text() == printed.stdout
-    again = runner.invoke(app, ["recipe", package, "-o", str(out)])
+    again = runner.invoke(app, ["recipe", package, "--generate", "-o", str(out)])
     assert again.exit_code == 0 and "unchanged" in again.stdout
     target.write_text("# my own edits\n")
-    refused = runner.invoke(app, ["recipe", package, "-o", str(out)])
+    refused = runner.invoke(app, ["recipe", package, "--generate", "-o", str(out)])
     assert refused.exit_code == 2 and str(target) in refused.stderr
     assert target.read_text() == "# my own edits\n"
-    assert runner.invoke(app, ["recipe", package, "-o", str(out), "--force"]).exit_code == 0
+    assert runner.invoke(app, ["recipe", package, "--generate", "-o", str(out), "--force"]).exit_code == 0
     assert target.read_text() == printed.stdout
     assert not [p for p in out.iterdir() if p.name.startswith(".")], "no temporary files left behind"
 
@@ -302,13 +304,13 @@ def test_a_symlink_in_the_target_is_not_written_through(tmp_path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("keep\n")
     (out / "pytorch-python313-cpu-avx2.nix").symlink_to(outside)
-    result = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--branch", "main", "-o", str(out), "--force"])
+    result = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "main", "-o", str(out), "--force"])
     assert result.exit_code == 2 and "symbolic link" in result.stderr
     assert outside.read_text() == "keep\n"
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/tmp/x", "pytorch-python313-cuda13_0-sm121-avx2", "pytorch-python313-cuda13_0-sm61-avx2"])
 def test_packages_not_in_the_catalog_are_refused(tmp_path, name) -> None:
-    result = runner.invoke(app, ["recipe", name, "-o", str(tmp_path)])
+    result = runner.invoke(app, ["recipe", name, "--generate", "-o", str(tmp_path)])
     assert result.exit_code == 2 and "not a package of the catalog" in result.stderr
     assert list(tmp_path.iterdir()) == []
