@@ -19,10 +19,14 @@ SYSTEM = {"avx2": "x86_64-linux", "avx512": "x86_64-linux", "armv9": "aarch64-li
 
 
 def recipe(py: str, isa: str, pin: str, sm: str | None = None, cuda: str | None = None, version: str | None = None,
-           cudnn_off: bool = False, platforms: str | None = None, cpu_flags: str | None = None, python_set: str | None = None) -> str:
+           cudnn_off: bool = False, platforms: str | None = None, cpu_flags: str | None = None, python_set: str | None = None,
+           pname: str | None = None) -> str:
     python_set = python_set or f"python{py}Packages"
-    overlay = f"overlays = [ (final: prev: {{ cudaPackages = final.cudaPackages_{cuda}; }}) ];" if cuda else ""
-    upgrade = f'torch = prev.torch.overrideAttrs (old: {{ version = "{version}"; }});' if version else ""
+    cuda_set = f"(final: prev: {{ cudaPackages = final.cudaPackages_{cuda}; }})" if cuda else ""
+    # The source upgrade, in an overlay as the build repository writes it (a version binding).
+    upgrade = (f"(final: prev: {{ {python_set} = prev.{python_set}.override {{ overrides = pfinal: pprev: {{ "
+               f'torch = pprev.torch.overrideAttrs (old: {{ version = "{version}"; }}); }}; }}; }})') if version else ""
+    overlay = f"overlays = [ {cuda_set} {upgrade} ];" if cuda or version else ""
     dotted = f"{sm[2:-1]}.{sm[-1]}" if sm else ""
     target = f'  gpuArchSM = "{dotted}";  # for TORCH_CUDA_ARCH_LIST\n' if sm else ""
     override = "{ cudaSupport = true; gpuTargets = [ gpuArchSM ]; }" if sm else "{ cudaSupport = false; }"
@@ -34,8 +38,8 @@ let
   }}) {{ config = {{ allowUnfree = true; }}; {overlay} }};
 {target}  cpuFlags = [ {cpu_flags or FLAGS[isa]} ];  # e.g. -mavx512bf16 would go here
   # gpuTargets = [ "9.9" ];  a comment must not count
-  {upgrade}
 in (nixpkgs_pinned.{python_set}.torch.override {override}).overrideAttrs (old: {{
+  {f'pname = "{pname}";' if pname else ""}
   preConfigure = ''
     # export USE_CUDNN=0 in a comment changes nothing
     {"export USE_CUDNN=0" if cudnn_off else "echo building"}
@@ -65,12 +69,12 @@ def commit_branch(repo: Path, branch: str, files: dict[str, str], parent: str = 
     git(repo, "checkout", "-q", "main")
 
 
-def mps_recipe(py: str, pin: str, version: str | None) -> str:
+def mps_recipe(py: str, pin: str, version: str | None, pname: str | None = None) -> str:
     upgrade = f'version = "{version}";' if version else ""
     return f"""{{ pkgs ? import <nixpkgs> {{}} }}:
 let nixpkgs_pinned = import (builtins.fetchTarball {{ url = "https://github.com/NixOS/nixpkgs/archive/{pin}.tar.gz"; }}) {{ }};
 in nixpkgs_pinned.python{py}Packages.torch.overrideAttrs (old: {{
-  {upgrade}
+  {upgrade} {f'pname = "{pname}";' if pname else ""}
   preConfigure = ''
     export USE_MPS=1
   '';
@@ -104,3 +108,18 @@ def make_build_repo(repo: Path) -> Path:
     })
     commit_branch(repo, "main-staging", {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_28)})
     return repo
+
+
+def recipe_for_row(catalog_data: dict, row: dict, pname: str | None = None) -> str:
+    """A recipe in the upstream's shape that `catalog sync` reads back as exactly `row` of `catalog_data`."""
+    py = row["python"].replace(".", "")
+    pin_torch = next((p["torch"] for p in catalog_data["nixpkgs_pins"] if p["rev"] == row["nixpkgs_rev"]), None)
+    version = row["torch"] if pin_torch != row["torch"] else None
+    if row["gpu_arch"] == "mps":
+        return mps_recipe(py, row["nixpkgs_rev"], version, pname or row["package"])
+    flags = " ".join(f'"{flag}"' for flag in next(i for i in catalog_data["cpu_isas"] if i["name"] == row["cpu_isa"])["compiler_flags"])
+    lines = {(b["name"], line["cuda"]): line["cuda_packages"] for b in catalog_data["branches"] for line in b["cuda_lines"]}
+    cuda = lines[(row["branch"], row["cuda"])].removeprefix("cudaPackages_") if row["cuda"] else None
+    return recipe(py, row["cpu_isa"], row["nixpkgs_rev"], row["gpu_arch"], cuda, version, cudnn_off=not row["cudnn"] and bool(row["gpu_arch"]),
+                  platforms=f'"{row["platform"]}"', cpu_flags=flags, pname=pname or row["package"])
+

@@ -19,7 +19,7 @@ from pickvariant.catalog import parse_catalog
 from pickvariant.cli import app
 from pickvariant.decide import Options, decide
 from pickvariant.errors import BadInput
-from buildrepo import PIN_28, commit_branch, git, make_build_repo, mps_recipe, recipe
+from buildrepo import PIN_28, commit_branch, git, make_build_repo, recipe, recipe_for_row
 from machines import host
 
 runner = CliRunner()
@@ -125,20 +125,8 @@ def test_the_shipped_catalog_round_trips_through_sync(tmp_path) -> None:
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
-    lines = {(b["name"], line["cuda"]): line["cuda_packages"] for b in shipped["branches"] for line in b["cuda_lines"]}
     for branch in shipped["branches"]:
-        files = {}
-        for row in (r for r in shipped["variants"] if r["branch"] == branch["name"]):
-            name = row["path"].removeprefix(".flox/pkgs/")
-            py = row["python"].replace(".", "")
-            version = row["torch"] if shipped_pin_torch(shipped, row["nixpkgs_rev"]) != row["torch"] else None
-            if row["gpu_arch"] == "mps":
-                files[name] = mps_recipe(py, row["nixpkgs_rev"], version)
-                continue
-            flags = " ".join(f'"{flag}"' for flag in next(i for i in shipped["cpu_isas"] if i["name"] == row["cpu_isa"])["compiler_flags"])
-            cuda = lines[(row["branch"], row["cuda"])].removeprefix("cudaPackages_") if row["cuda"] else None
-            files[name] = recipe(py, row["cpu_isa"], row["nixpkgs_rev"], row["gpu_arch"], cuda, version, cudnn_off=not row["cudnn"] and bool(row["gpu_arch"]),
-                                 platforms=f'"{row["platform"]}"', cpu_flags=flags)
+        files = {row["path"].removeprefix(".flox/pkgs/"): recipe_for_row(shipped, row) for row in shipped["variants"] if row["branch"] == branch["name"]}
         commit_branch(repo, branch["name"], files, parent="main")
     started = time.perf_counter()
     result = runner.invoke(app, ["catalog", "sync", str(repo), "--source-url", shipped["source"]["repo"]])
@@ -147,7 +135,3 @@ def test_the_shipped_catalog_round_trips_through_sync(tmp_path) -> None:
     assert synced["variants"] == shipped["variants"]
     assert [{k: v for k, v in b.items() if k != "commit"} for b in synced["branches"]] == [{k: v for k, v in b.items() if k != "commit"} for b in shipped["branches"]]
     assert time.perf_counter() - started < 60  # generous: benchmarks/catalog_speed.py measures it
-
-
-def shipped_pin_torch(shipped: dict, rev: str) -> str | None:
-    return next((p["torch"] for p in shipped["nixpkgs_pins"] if p["rev"] == rev), None)
