@@ -26,6 +26,7 @@ from pickvariant.git import run_git
 from pickvariant.nixtext import lex
 
 NIX_PARSE_TIMEOUT_S = 60
+MAX_RECIPE_BYTES = 1024 * 1024
 GENERATE_HINT = "or generate it with --generate"
 # Fields of a catalog row that a fetched recipe must agree with, as sync derives them from it.
 CHECKED_FIELDS = ("gpu_arch", "cpu_isa", "cuda", "platform", "torch", "python", "nixpkgs_rev", "cudnn")
@@ -50,6 +51,9 @@ def recipes_repo(catalog: Catalog, repo: str | None, env: Mapping[str, str]) -> 
     chosen = repo if repo is not None else settings.setting(env, settings.RECIPES_REPO) or catalog.source.repo
     if chosen.startswith("-"):
         raise BadInput(f"recipe repository {chosen!r:.80} starts with '-': give a URL or a path")
+    if "://" not in chosen and Path(chosen).exists():
+        # The cache's own git repository fetches from it, so a relative path must not depend on where that is.
+        return str(Path(chosen).resolve())
     return chosen
 
 
@@ -76,6 +80,9 @@ def _fetch_file(repo: str, branch: str, path: str, git_dir: Path) -> tuple[str, 
     run_git(["-C", str(git_dir), "fetch", "--quiet", "--depth", "1", "--filter=blob:none", "--no-tags", "origin",
              f"+refs/heads/{branch}:refs/remotes/origin/{branch}"], repo)
     commit = run_git(["-C", str(git_dir), "rev-parse", f"refs/remotes/origin/{branch}^{{commit}}"], repo).decode().strip()
+    size = run_git(["-C", str(git_dir), "cat-file", "-s", f"{commit}:{path}"], repo).decode().strip()
+    if not size.isdigit() or int(size) > MAX_RECIPE_BYTES:
+        raise OperationFailed(f"{repo} {branch}:{path} is {size} bytes: too large to be a recipe")
     content = run_git(["-C", str(git_dir), "cat-file", "blob", f"{commit}:{path}"], repo)
     return commit, content
 

@@ -99,6 +99,13 @@ print(f"flox {args[0]} done")
 '''
 
 
+@pytest.fixture(autouse=True)
+def no_recipe_fetch_from_the_internet(monkeypatch) -> None:
+    """Fetching defaults to the upstream repository on GitHub: no test may reach it by accident.
+    Tests of fetching name their own repository; everything else meets an address nobody answers."""
+    monkeypatch.setenv("PICKVARIANT_RECIPES_REPO", "git://127.0.0.1:9/nobody-listens")
+
+
 @pytest.fixture
 def fake_flox(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"

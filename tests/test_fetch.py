@@ -127,9 +127,11 @@ def test_a_local_clone_and_the_environment_variable_name_the_repository(build_re
     assert git(build_repo, "status", "--porcelain") == ""  # the user's clone is only read
 
 
-def test_the_upstream_spelling_of_pname_is_the_same_package(build_repo, cache) -> None:
-    result = fetch(UPSTREAM_PNAME, "--repo", str(build_repo))
+def test_the_upstream_spelling_of_pname_is_the_same_package(build_repo, cache, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = fetch(UPSTREAM_PNAME, "--repo", "served/build-pytorch")  # a relative path, too
     assert result.exit_code == 0, result.output
+    assert f"from {build_repo}" in result.stderr
 
 
 @pytest.mark.parametrize(("package", "field"), [
