@@ -119,6 +119,12 @@ class Variant:
         variant.__dict__.update(row)
         return variant
 
+    def identity(self) -> dict[str, Any]:
+        """What `detect`'s recommendation and `list` both show of a variant (JSON schema_version 2)."""
+        return {"package": self.package, "branch": self.branch, "torch": self.torch, "python": self.python, "cuda": self.cuda,
+                "gpu_arch": self.gpu_arch, "cpu_isa": self.cpu_isa, "platform": self.platform, "nixpkgs_rev": self.nixpkgs_rev,
+                "cudnn": self.cudnn}
+
     @property
     def is_cuda(self) -> bool:
         return self.cuda is not None

@@ -67,16 +67,7 @@ def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
     """One variant as `list --format json` and `detect`'s recommendation show it (schema_version 2)."""
     arch = catalog.gpu_archs.get(variant.gpu_arch or "")
     return {
-        "package": variant.package,
-        "branch": variant.branch,
-        "torch": variant.torch,
-        "python": variant.python,
-        "cuda": variant.cuda,
-        "gpu_arch": variant.gpu_arch,
-        "cpu_isa": variant.cpu_isa,
-        "platform": variant.platform,
-        "nixpkgs_rev": variant.nixpkgs_rev,
-        "cudnn": variant.cudnn,
+        **variant.identity(),
         "compute_capability": str(arch.compute_capability) if arch else None,
         "aligned_with": catalog.branch(variant.branch).aligned_with,
         "gpus": arch.description if arch else ("Apple Silicon (MPS)" if variant.is_mps else "CPU only"),

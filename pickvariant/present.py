@@ -45,18 +45,7 @@ def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] 
     variant = decision.variant
     if variant is None:
         return None
-    return {
-        "package": variant.package,
-        "branch": variant.branch,
-        "torch": variant.torch,
-        "python": variant.python,
-        "cuda": variant.cuda,
-        "gpu_arch": variant.gpu_arch,
-        "cpu_isa": variant.cpu_isa,
-        "platform": variant.platform,
-        "nixpkgs_rev": variant.nixpkgs_rev,
-        "cudnn": variant.cudnn,
-    }
+    return variant.identity()
 
 
 def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
