@@ -32,6 +32,10 @@ GENERATE_HINT = "or generate it with --generate"
 CHECKED_FIELDS = ("gpu_arch", "cpu_isa", "cuda", "platform", "torch", "python", "nixpkgs_rev", "cudnn")
 
 
+class MissingBranch(OperationFailed):
+    """The repository answered, and has no such branch: no cached copy stands in for it."""
+
+
 @dataclass(frozen=True)
 class FetchedRecipe:
     text: str
@@ -68,7 +72,7 @@ def _remote_commit(repo: str, branch: str) -> str:
         commit, _, ref = line.partition("\t")
         if ref == f"refs/heads/{branch}" and re.fullmatch(r"[0-9a-f]{40}", commit):
             return commit
-    raise OperationFailed(f"{repo} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
+    raise MissingBranch(f"{repo} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
 
 
 def _fetch_file(repo: str, branch: str, path: str, git_dir: Path) -> tuple[str, bytes]:
@@ -100,21 +104,30 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path) -> FetchedRecipe:
     root = cache / "recipes" / _cache_key(repo)
     tip_file = root / "branches" / variant.branch
 
-    def cached_file(commit: str) -> Path:
-        return root / "commits" / commit / variant.path
+    def cached(commit: str | None) -> str | None:
+        # A cache file that cannot be read is a cache miss, never an error.
+        try:
+            return (root / "commits" / commit / variant.path).read_text(encoding="utf-8") if commit else None
+        except (OSError, UnicodeDecodeError):
+            return None
 
     try:
         commit = _remote_commit(repo, variant.branch)
+    except MissingBranch:
+        raise
     except OperationFailed as unreachable:
-        last = tip_file.read_text(encoding="utf-8").strip() if tip_file.is_file() else None
-        if last and cached_file(last).is_file():
-            return FetchedRecipe(cached_file(last).read_text(encoding="utf-8"), repo, variant.branch, last, variant.path, True,
+        try:
+            last: str | None = tip_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            last = None
+        text = cached(last)
+        if last and text is not None:
+            return FetchedRecipe(text, repo, variant.branch, last, variant.path, True,
                                  (f"{repo} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",))
-        if "has no branch" in str(unreachable):
-            raise
         raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {repo}: {unreachable}; {GENERATE_HINT}") from None
-    if cached_file(commit).is_file():
-        return FetchedRecipe(cached_file(commit).read_text(encoding="utf-8"), repo, variant.branch, commit, variant.path, True)
+    text = cached(commit)
+    if text is not None:
+        return FetchedRecipe(text, repo, variant.branch, commit, variant.path, True)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -131,7 +144,7 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path) -> FetchedRecipe:
         except OperationFailed as error:
             raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {repo}: {error}; {GENERATE_HINT}") from None
     text = content.decode("utf-8", "replace")
-    write_atomic(cached_file(fetched_commit), text)
+    write_atomic(root / "commits" / fetched_commit / variant.path, text)
     write_atomic(tip_file, fetched_commit + "\n")
     return FetchedRecipe(text, repo, variant.branch, fetched_commit, variant.path, False)
 
