@@ -6,6 +6,7 @@ import errno
 import functools
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -273,7 +274,7 @@ def install(
     branch: BranchOpt = None, python_version: PythonOpt = None,
     package: Annotated[Optional[str], typer.Option("--package", help="Install this catalog package instead of the recommendation (with --branch where several branches build it).")] = None,
     org: Annotated[Optional[str], typer.Option("--org", help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).")] = None,
-    directory: Annotated[Path, typer.Option("--dir", help="The Flox environment to install into (published packages).")] = Path("."),
+    directory: Annotated[Path, typer.Option("--dir", help="The Flox environment to install into, published or built (created if missing).")] = Path("."),
     build: Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")] = False,
     build_dir: Annotated[Optional[Path], typer.Option("--build-dir", help="Where to build (default: under the user's cache directory).")] = None,
     generate: GenerateOpt = False,
@@ -301,10 +302,14 @@ def install(
         variant = decision.variant
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force,
                                   generate=generate, repo=repo)
+    from pickvariant import verify as verifier
+
+    python = installer.interpreter_for(plan)
+    probe = None if no_verify else verifier.probe_argv(python, quick=True)
     typer.echo(f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})")
     for reason in decision.reasons if package is None else (f"chosen with --package{' (forced)' if force else ''}",):
         typer.echo(f"  why: {reason}")
-    for line in installer.describe(plan) + [f"warning: {w}" for w in plan.warnings] + [f"note: {n}" for n in plan.notes]:
+    for line in installer.describe(plan, probe) + [f"warning: {w}" for w in plan.warnings] + [f"note: {n}" for n in plan.notes]:
         typer.echo(f"  {line}")
     if dry_run:
         typer.echo("Dry run: nothing was run.")
@@ -318,23 +323,20 @@ def install(
     log = installer.start_log(plan)
     with _progress(variant.package) as on_line:
         installer.execute(plan, force, log, on_line, timeout)
-    python = installer.interpreter_for(plan)
     try:
         installer.save_last_install(plan, python)
     except PickVariantError as error:
         typer.echo(f"warning: the install worked, but it could not be remembered for `pickvariant verify` ({error})", err=True)
-    typer.echo(f"Done: {variant.package} ({'result: ' + str(plan.result) if plan.result else 'installed in ' + str(plan.directory)}); log: {log}")
-    if no_verify:
+    built = f"built {plan.result}, " if plan.result else ""
+    typer.echo(f"Done: {variant.package} ({built}installed in the Flox environment {plan.directory}); log: {log}")
+    typer.echo(f"Use it: flox activate -d {shlex.quote(str(plan.directory))} -- python3")
+    if probe is None:
         typer.echo("Verify: skipped (--no-verify)")
-    elif python is None:
-        typer.echo("Verify: no Python with the built torch is known; run `pickvariant verify --python PATH`")
-    else:
-        from pickvariant import verify as verifier
-
-        result = verifier.verify(python, catalog, variant, quick=True)
-        typer.echo(f"Verify: {'PASS' if result.passed else 'FAIL'} — {'; '.join(result.reasons[:3])}")
-        if not result.passed:
-            raise typer.Exit(1)
+        return
+    result = verifier.verify(python, catalog, variant, quick=True)
+    typer.echo(f"Verify: {'PASS' if result.passed else 'FAIL'} — {'; '.join(result.reasons[:3])}")
+    if not result.passed:
+        raise typer.Exit(1)
 
 
 def _default_python() -> list[str]:
@@ -350,6 +352,7 @@ def verify(
     quick: Annotated[bool, typer.Option("--quick", help="Small sizes: under 20 s on a 2-core CPU machine.")] = False,
     package: Annotated[Optional[str], typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level).")] = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="The branch of --package, where several build it.")] = None,
+    org: Annotated[Optional[str], typer.Option("--org", help="With --package: probe the variant this Flox organisation published, in a throwaway environment (needs a FloxHub login).")] = None,
     format: FormatOpt = Format.text,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
@@ -358,7 +361,17 @@ def verify(
 
     catalog = load_catalog()
     variant = catalog.variant(package, branch) if package else None
-    result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
+    if org is not None:
+        from pickvariant import install as installer
+
+        if variant is None or python is not None:
+            raise BadInput("--org probes a published --package; it takes no --python")
+        with installer.published_interpreter(variant, catalog, org) as throwaway:
+            for line in throwaway.notes:
+                typer.echo(f"note: {line}")
+            result = verifier.verify(throwaway.python, catalog, variant, quick)
+    else:
+        result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
     if format is Format.json:
         typer.echo(json.dumps({"schema_version": 1, "passed": result.passed, "reasons": list(result.reasons),
                                "probe": result.probe, "checks": list(result.findings)}, indent=2))

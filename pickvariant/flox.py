@@ -99,9 +99,13 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
         except OSError as error:
             raise OperationFailed(f"cannot run {command.argv[0]}: {error.strerror or error}") from error
         reader = threading.Thread(target=_pump, args=(process, handle, on_line), daemon=True)
-        reader.start()
         name = command.argv[0]
         try:
+            try:
+                reader.start()
+            except KeyboardInterrupt:
+                _stop(process)
+                raise
             _wait(process, None if timeout_s is None else time.monotonic() + timeout_s)
         except KeyboardInterrupt:
             reader.join(5)
@@ -159,12 +163,14 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
 
     readers = [threading.Thread(target=keep_head, args=(process.stdout, out), daemon=True),
                threading.Thread(target=keep_tail, args=(process.stderr, err), daemon=True)]
-    for reader in readers:
-        reader.start()
     problem = None
     try:
+        # Inside the try: a Ctrl-C that lands while the readers start must stop the child too.
+        for reader in readers:
+            reader.start()
         _wait(process, time.monotonic() + timeout_s, overflowed)
     except KeyboardInterrupt:
+        _stop(process)  # a no-op when _wait stopped it already
         raise Interrupted(f"interrupted: {what} was stopped") from None
     except _SigTerm:
         raise Terminated(f"terminated (SIGTERM): {what} was stopped") from None
@@ -206,13 +212,28 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def _group_alive(group: int) -> bool:
+    """Whether any process of the group still runs. A zombie does not: where nobody reaps orphans
+    (a container whose PID 1 is no init), kill(0) would see a dead builder as alive for good."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp.
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def run_all(commands: Sequence[Command], log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:

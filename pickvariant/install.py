@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shlex
+import shutil
 import time
-from collections.abc import Callable, Mapping
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pickvariant import __version__, settings
+from pickvariant import __version__, floxcontract, settings
 from pickvariant.catalog import Catalog, Variant
 from pickvariant.compat import why_not
 from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.facts import HostFacts
 from pickvariant.fetch import fetch_checked
-from pickvariant.flox import Command, run_all
+from pickvariant.flox import Command, capture, run_all, tail
 from pickvariant.fsutil import check_writable, create_new, write_atomic
 from pickvariant.recipe import recipe_path, render
 
@@ -49,17 +54,64 @@ def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[s
 
 @dataclass(frozen=True)
 class Plan:
+    """Everything an install will run, in order: `--dry-run` prints exactly these commands."""
+
     variant: Variant
     method: str  # "published" or "build"
-    directory: Path
+    directory: Path  # the Flox environment the user gets, with torch and a matching Python
     commands: tuple[Command, ...]
     recipe_file: Path | None = None
     recipe_text: str | None = None
+    # The recipe is written after this many commands (the build directory's git and flox init).
+    recipe_after: int = 0
     warnings: tuple[str, ...] = ()
     result: Path | None = None
     notes: tuple[str, ...] = ()
     # Where the recipe came from: {repo, branch, commit, path} when fetched, {generated: …} when rendered.
     recipe_source: Mapping[str, str] | None = None
+    build_dir: Path | None = None
+    creates_environment: bool = False
+
+
+def _check_directory(directory: Path, option: str) -> None:
+    """A directory flox can use or create: not a file, and not a `.flox` without an environment in it."""
+    if directory.exists() and not directory.is_dir():
+        raise BadInput(f"{option} {directory}: exists and is not a directory")
+    if (directory / ".flox").exists() and not floxcontract.has_environment(directory):
+        raise BadInput(
+            f"{option} {directory}: {directory / '.flox'} exists but holds no Flox environment (no .flox/env.json); "
+            "flox init refuses it and flox install cannot use it: move it away or choose another directory"
+        )
+
+
+def _check_not_installed_differently(target: Path, install_id: str, wanted: Mapping[str, str]) -> None:
+    """flox install keeps an install id that is already there as it is: a different torch under the same id would stay."""
+    try:
+        installed = tomllib.loads((target / floxcontract.contract()["files"]["manifest"]).read_text(encoding="utf-8")).get("install", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return  # no manifest, or one flox itself will refuse with its own message
+    present = installed.get(install_id)
+    if isinstance(present, dict) and any(present.get(key) != value for key, value in wanted.items()):
+        shown = ", ".join(f"{key} {present.get(key)!r}" for key in wanted)
+        raise BadInput(f"{target} already has {install_id} ({shown}); flox install would keep it: "
+                       f"run `flox uninstall -d {shlex.quote(str(target))} {install_id}` first")
+
+
+def _environment_commands(target: Path, cwd: Path, packages: list[str], what: str) -> tuple[list[Command], list[str]]:
+    """`flox init` where the target has no environment yet, then one transactional `flox install`."""
+    commands, notes = [], []
+    if not target.exists():
+        notes.append(f"{target} does not exist: flox init will create it")
+    if not floxcontract.has_environment(target):
+        # --no-auto-setup: no language prompts or suggestions, the same environment on every machine.
+        commands.append(Command(("flox", "init", "-d", str(target), "--no-auto-setup"), cwd, f"create a Flox environment in {target}"))
+        notes.append(f"{target} has no Flox environment: one will be created (and removed again if the install fails)")
+    commands.append(Command(("flox", "install", "-d", str(target), *packages), cwd, what))
+    return commands, notes
+
+
+def _login_check(cwd: Path) -> Command:
+    return Command(("flox", *floxcontract.contract()["login"]["status_command"]), cwd, "check the FloxHub login (flox init and install need one)")
 
 
 def plan_install(
@@ -68,27 +120,21 @@ def plan_install(
 ) -> Plan:
     env = os.environ if env is None else env
     org = org if org is not None else settings.setting(env, ORG_ENV)
+    _check_directory(target_dir, "--dir")
+    # Every flox command names its directory with -d, so it may run from anywhere that exists.
+    cwd = target_dir if target_dir.is_dir() else Path.cwd()
+    python = floxcontract.python_package(variant.python)
     if org is not None and not build:
         check_org(org)
-        if target_dir.exists() and not target_dir.is_dir():
-            raise BadInput(f"--dir {target_dir}: exists and is not a directory")
-        commands = []
-        notes = []
-        # Every flox command names its directory with -d, so it may run from anywhere that exists;
-        # `flox init -d` creates a missing directory with its parents.
-        cwd = target_dir if target_dir.is_dir() else Path.cwd()
-        if not target_dir.exists():
-            notes.append(f"{target_dir} does not exist: flox init will create it")
-        if not (target_dir / ".flox").is_dir():
-            commands.append(Command(("flox", "init", "-d", str(target_dir)), cwd, f"create a Flox environment in {target_dir}"))
-            notes.append(f"{target_dir} has no Flox environment: one will be created")
-        commands.append(Command(("flox", "install", "-d", str(target_dir), f"{org}/{variant.package}"), cwd, f"install the published {org}/{variant.package}"))
-        return Plan(variant, "published", target_dir, tuple(commands), notes=tuple(notes))
+        # @VERSION: several branches publish the same package name with different PyTorch versions.
+        package = f"{org}/{variant.package}@{variant.torch}"
+        _check_not_installed_differently(target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch})
+        install, notes = _environment_commands(target_dir, cwd, [package, python], f"install the published {package} and Python {variant.python}")
+        return Plan(variant, "published", target_dir, (_login_check(cwd), *install), notes=tuple(notes),
+                    creates_environment=not floxcontract.has_environment(target_dir))
 
     directory = build_dir or cache_dir(env) / "build" / variant.package
-    if directory.exists() and not directory.is_dir():
-        raise BadInput(f"--build-dir {directory}: exists and is not a directory")
-    pkgs = directory / ".flox" / "pkgs"
+    _check_directory(directory, "--build-dir")
     notes: list[str] = []
     if generate:
         text = render(variant, catalog)
@@ -98,61 +144,92 @@ def plan_install(
         text, source = fetched.text, fetched.provenance()
         notes += [f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"]
         notes += list(fetched.notes)
-    recipe = recipe_path(pkgs, variant)
-    commands = []
+    recipe = recipe_path(directory / ".flox" / "pkgs", variant)
+    if recipe.parent.exists():
+        # Refused before anything runs: a recipe of the user's, or a .flox/pkgs that leads elsewhere.
+        check_writable(recipe, text, force, root=directory)
+    result = directory / floxcontract.contract()["files"]["result_link"].format(name=variant.package)
+    commands = [_login_check(cwd)]
     if not (directory / ".git").exists():
-        commands.append(Command(("git", "init", "-q", str(directory)), directory, "make the build directory a git repository (flox build reads tracked files)"))
-    if not (directory / ".flox").is_dir():
-        commands.append(Command(("flox", "init", "-d", str(directory)), directory, "create the build environment"))
-    commands.append(Command(("git", "add", "--", str(recipe.relative_to(directory))), directory, "track the recipe in git"))
+        commands.append(Command(("git", "init", "-q", str(directory)), directory, "make the build directory a git repository (flox build reads tracked files only)"))
+    if not floxcontract.has_environment(directory):
+        commands.append(Command(("flox", "init", "-d", str(directory), "--no-auto-setup"), directory, "create the build environment"))
+    recipe_after = len(commands)
+    commands.append(Command(("git", "add", "--", str(recipe.relative_to(directory))), directory, "track the recipe in git (staged is enough for flox build)"))
     commands.append(Command(("flox", "build", "-d", str(directory), variant.package), directory, f"build {variant.package}"))
-    warning = (
-        f"building PyTorch from source takes {catalog.build_hours} hours, about {catalog.build_disk_gb:g} GB of disk "
-        f"and {catalog.build_memory_gb:g} GB+ of RAM; publish it once (flox publish) and install it elsewhere with --org"
+    creates = not floxcontract.has_environment(target_dir) and target_dir != directory
+    if target_dir == directory:
+        commands.append(Command(("flox", "install", "-d", str(target_dir), str(result), python), cwd, f"install the build result and Python {variant.python}"))
+    else:
+        install, more = _environment_commands(target_dir, cwd, [str(result), python], f"install the build result and Python {variant.python} into {target_dir}")
+        commands += install
+        notes += more
+    hours, disk, memory = catalog.build_hours, catalog.build_disk_gb, catalog.build_memory_gb
+    warning = f"building PyTorch from source takes {hours} hours, about {disk:g} GB of disk and {memory:g} GB+ of RAM"
+    notes.append(
+        "to publish it for other machines: flox publish refuses this build directory (it needs a git repository with a remote, "
+        "the revision pushed and a clean tree); publish from a clone of the build repository or your fork: "
+        f"`git clone -b {variant.branch} {catalog.source.repo} && cd {catalog.source.repo.rstrip('/').rsplit('/', 1)[-1]} && "
+        f"flox publish -o ORG {variant.package}`, then install elsewhere with --org ORG"
     )
-    return Plan(variant, "build", directory, tuple(commands), recipe, text, (warning,), directory / f"result-{variant.package}", tuple(notes), source)
+    return Plan(variant, "build", target_dir, tuple(commands), recipe, text, recipe_after, (warning,), result, tuple(notes), source,
+                directory, creates)
 
 
-def describe(plan: Plan) -> list[str]:
-    lines = [f"method: {'install the published package' if plan.method == 'published' else 'build from the recipe'} ({plan.directory})"]
-    if plan.recipe_file:
-        lines.append(f"write recipe {plan.recipe_file}")
-    lines += [f"run: {' '.join(command.argv)}" for command in plan.commands]
+def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
+    """The plan as the lines `install` prints: every command, in the order it runs."""
+    where = plan.directory if plan.method == "published" else f"{plan.build_dir}, then {plan.directory}"
+    lines = [f"method: {'install the published package' if plan.method == 'published' else 'build from the recipe'} ({where})"]
+    for index, command in enumerate(plan.commands):
+        if plan.recipe_file and index == plan.recipe_after:
+            lines.append(f"write recipe {plan.recipe_file}")
+        lines.append(f"run: {shlex.join(command.argv)}")
+    if verify_command:
+        lines.append(f"run: {shlex.join(verify_command)}")
     return lines
 
 
-def _snapshot(directory: Path) -> dict[Path, bytes]:
-    env_dir = directory / ".flox" / "env"
-    try:
-        return {path: path.read_bytes() for path in sorted(env_dir.glob("manifest.*")) if path.is_file()} if env_dir.is_dir() else {}
-    except OSError as error:
-        raise OperationFailed(f"cannot read the Flox environment in {directory}: {error.strerror or error}") from error
-
-
 def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
-    """Carry out the plan. On failure the user's environment files are put back as they were."""
-    before = _snapshot(plan.directory) if plan.method == "published" else {}
+    """Carry out the plan. Flox's installs are transactional; an environment this run created is removed on failure."""
+    created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
+    existed = plan.directory.exists()
     try:
-        if plan.recipe_file and plan.recipe_text is not None:
-            pre = [c for c in plan.commands if c.argv[:2] in (("git", "init"), ("flox", "init"))]
+        if plan.recipe_file is not None and plan.recipe_text is not None:
+            assert plan.build_dir is not None
             try:
-                plan.directory.mkdir(parents=True, exist_ok=True)
+                plan.build_dir.mkdir(parents=True, exist_ok=True)
             except OSError as error:
-                raise OperationFailed(f"cannot create the build directory {plan.directory}: {error.strerror or error}; choose one with --build-dir") from error
-            run_all(pre, log, on_line, timeout_s)
+                raise OperationFailed(f"cannot create the build directory {plan.build_dir}: {error.strerror or error}; choose one with --build-dir") from error
+            _run(plan.commands[:plan.recipe_after], log, on_line, timeout_s)
             # flox init may have made .flox/pkgs: it must still be inside the build directory.
-            if check_writable(plan.recipe_file, plan.recipe_text, force, root=plan.directory):
+            if check_writable(plan.recipe_file, plan.recipe_text, force, root=plan.build_dir):
                 write_atomic(plan.recipe_file, plan.recipe_text)
-            run_all([c for c in plan.commands if c not in pre], log, on_line, timeout_s)
+            _run(plan.commands[plan.recipe_after:], log, on_line, timeout_s)
         else:
-            run_all(plan.commands, log, on_line, timeout_s)
+            _run(plan.commands, log, on_line, timeout_s)
     except BaseException:
-        for path, content in before.items():
-            if not path.exists() or path.read_bytes() != content:
-                write_atomic(path, content)
+        if created_here:
+            _remove_created_environment(plan.directory, existed)
         raise
     if plan.result is not None and not plan.result.exists():
         raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")
+
+
+def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
+    """Run the commands; a failure whose output Flox's contract knows gets its remedy added."""
+    try:
+        run_all(commands, log, on_line, timeout_s)
+    except OperationFailed as error:
+        advice = floxcontract.remedy(tail(log))
+        raise OperationFailed(f"{error}\nwhat to do: {advice}" if advice else str(error)) from None
+
+
+def _remove_created_environment(directory: Path, existed: bool) -> None:
+    """Take back the `.flox` this run's `flox init` made (and the directory, if init made that too and it is empty)."""
+    shutil.rmtree(directory / ".flox", ignore_errors=True)
+    if not existed:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
@@ -170,7 +247,7 @@ def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, st
     """Remember what was installed, so that `pickvariant verify` can default to it."""
     path = cache_dir(env) / "last-install.json"
     record = {"package": plan.variant.package, "branch": plan.variant.branch, "torch": plan.variant.torch, "method": plan.method, "directory": str(plan.directory),
-              "result": str(plan.result) if plan.result else None, "python": python,
+              "build_dir": str(plan.build_dir) if plan.build_dir else None, "result": str(plan.result) if plan.result else None, "python": python,
               "recipe": dict(plan.recipe_source) if plan.recipe_source else None}
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
@@ -194,12 +271,42 @@ def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | Non
     return None
 
 
-def interpreter_for(plan: Plan) -> list[str] | None:
-    """The command that starts a Python with the installed torch, where one is known."""
-    if plan.method == "published":
-        return ["flox", "activate", "-d", str(plan.directory), "--", "python3"]
-    if plan.result is not None:
-        python = plan.result / "bin" / "python3"
-        if python.exists():
-            return [str(python)]
-    return None
+def interpreter_for(plan: Plan) -> list[str]:
+    """The command that starts the environment's Python, which finds the installed torch.
+
+    A build result holds only lib/pythonX.Y/site-packages; Flox puts it on PYTHONPATH when the
+    environment provides bin/python3 (which is why the plan installs python3NN beside torch)."""
+    return ["flox", "activate", "-d", str(plan.directory), "--", "python3"]
+
+
+@dataclass(frozen=True)
+class ThrowawayProbe:
+    """How `verify --package --org` reached the published variant: the interpreter command and what to say."""
+
+    python: list[str]
+    notes: tuple[str, ...]
+
+
+@contextlib.contextmanager
+def published_interpreter(variant: Variant, catalog: Catalog, org: str, env: Mapping[str, str] | None = None) -> Iterator[ThrowawayProbe]:
+    """A Python with the published `org/variant` for the duration of the block, without touching the user's environments.
+
+    `flox run -p` would need no environment, but it takes no @VERSION and finds commands only inside
+    the package (a PyTorch build has no python3): floxcontract.run_can_probe says whether the installed
+    Flox can; until one can, the variant goes into a throwaway environment that is deleted afterwards."""
+    check_org(org)
+    notes = []
+    version = floxcontract.parse_flox_version(capture(["flox", "--version"], 30, 4096, "flox --version").stdout)
+    support = floxcontract.run_can_probe(version)
+    if not support.usable:
+        notes.append(f"flox run cannot probe it ({'; '.join(support.why_not)}): using a throwaway environment")
+    parent = cache_dir(env) / "verify"
+    parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix=f"{variant.package}-", dir=parent))
+    try:
+        plan = plan_install(variant, catalog, org, False, directory, None, False, env)
+        log = start_log(plan, env)
+        execute(plan, False, log, lambda line: None, None)
+        yield ThrowawayProbe(interpreter_for(plan), tuple(notes))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -38,9 +38,14 @@ class VerifyResult:
     findings: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
 
+def probe_argv(python: list[str], quick: bool, info_only: bool = False) -> list[str]:
+    """The command line that runs the probe in `python` (install's --dry-run prints it as it will run)."""
+    return [*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
+
+
 def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s: float | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch, a flood of output)."""
-    args = [*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
+    args = probe_argv(python, quick, info_only)
     limit = timeout_s or (QUICK_TIMEOUT_S if quick or info_only else FULL_TIMEOUT_S)
     done = capture(args, limit, MAX_PROBE_OUTPUT, "the probe")
     if done.problem is not None:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shlex
 import stat
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -60,45 +63,6 @@ def cpuinfo_path(name: str) -> Path:
     return CPUINFO / name
 
 
-# A stand-in for Flox's documented CLI (init -d, install -d, build -d): Flox cannot be
-# installed here. FAKE_FLOX_MODE makes it sleep, print a lot, or fail.
-FAKE_FLOX = r'''#!/usr/bin/env python3
-import json, os, signal, sys, time, pathlib
-signal.signal(signal.SIGINT, lambda *_: (print("flox: interrupted", flush=True), sys.exit(130)))
-calls = pathlib.Path(os.environ["FAKE_FLOX_CALLS"])
-with calls.open("a") as f:
-    f.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "pid": os.getpid()}) + "\n")
-mode = os.environ.get("FAKE_FLOX_MODE", "ok")
-args = sys.argv[1:]
-directory = pathlib.Path(args[args.index("-d") + 1]) if "-d" in args else pathlib.Path.cwd()
-if mode.startswith("sleep:"):
-    print("building...", flush=True)
-    if os.environ.get("FAKE_FLOX_CHILD"):
-        # A builder process that ignores SIGINT, as nix's daemon children may: stopping flox must stop it too.
-        import subprocess
-        child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"])
-        pathlib.Path(os.environ["FAKE_FLOX_CHILD"]).write_text(str(child.pid))
-    time.sleep(float(mode.split(":")[1]))
-if mode == "long":
-    for i in range(500):
-        print(f"log line {i}")
-if mode.startswith("fail:") and args[0] in ("install", "build"):
-    if args[0] == "install":
-        (directory / ".flox/env/manifest.toml").write_text("half-written\n")
-    print("error: something went wrong", flush=True)
-    sys.exit(int(mode.split(":")[1]))
-if args[0] == "init":
-    (directory / ".flox/env").mkdir(parents=True, exist_ok=True)
-    (directory / ".flox/env/manifest.toml").write_text("version = 1\n")
-elif args[0] == "install":
-    with (directory / ".flox/env/manifest.toml").open("a") as f:
-        f.write(f"[install]\n{args[-1].split('/')[-1]}.pkg-path = \"{args[-1]}\"\n")
-elif args[0] == "build":
-    (directory / f"result-{args[-1]}").mkdir()
-print(f"flox {args[0]} done")
-'''
-
-
 @pytest.fixture(autouse=True)
 def no_recipe_fetch_from_the_internet(monkeypatch) -> None:
     """Fetching defaults to the upstream repository on GitHub: no test may reach it by accident.
@@ -106,20 +70,72 @@ def no_recipe_fetch_from_the_internet(monkeypatch) -> None:
     monkeypatch.setenv("PICKVARIANT_RECIPES_REPO", "git://127.0.0.1:9/nobody-listens")
 
 
+class FloxStandIn:
+    """tests/flox_standin.py on PATH as `flox`, with its catalog, store and login in a temporary directory.
+
+    Calling it returns the recorded calls ({argv, cwd, pid}), oldest first."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog: Catalog) -> None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        flox = bin_dir / "flox"
+        flox.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(TESTS / 'flox_standin.py'))} \"$@\"\n")
+        flox.chmod(flox.stat().st_mode | stat.S_IEXEC)
+        # Every install defaults to the current directory: never the checkout's.
+        monkeypatch.chdir(tmp_path)
+        self.state = tmp_path / "flox-state"
+        (self.state / "store").mkdir(parents=True)
+        self.calls_file = tmp_path / "calls.jsonl"
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("FAKE_FLOX_CALLS", str(self.calls_file))
+        monkeypatch.setenv("FAKE_FLOX_STATE", str(self.state))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        for name in ("PICKVARIANT_FLOX_ORG", "FLOX_FLOXHUB_TOKEN", "FAKE_FLOX_MODE", "FAKE_FLOX_OFFLINE", "FAKE_FLOX_VERSION", "FAKE_FLOX_BUILD_FAILS"):
+            monkeypatch.delenv(name, raising=False)
+        self.site_packages = torch_site_packages()
+        if self.site_packages:
+            monkeypatch.setenv("FAKE_FLOX_SITE_PACKAGES", self.site_packages)
+        else:
+            monkeypatch.delenv("FAKE_FLOX_SITE_PACKAGES", raising=False)
+        self.login("tester")
+        entries: dict[str, dict] = {
+            f"python{minor.replace('.', '')}": {"kind": "python", "versions": [f"{minor}.0"], "interpreter": sys.executable}
+            for minor in ("3.11", "3.12", "3.13")
+        }
+        # The org "acme" has published every variant of the catalog, each at its PyTorch version.
+        for variant in catalog.variants:
+            entry = entries.setdefault(f"acme/{variant.package}", {
+                "kind": "site-packages", "versions": [], "systems": [variant.platform], "members": ["tester"],
+                "site_packages": self.site_packages,
+            })
+            if variant.torch not in entry["versions"]:
+                entry["versions"].append(variant.torch)
+        self.write_catalog(entries)
+
+    def __call__(self) -> list[dict]:
+        return [json.loads(line) for line in self.calls_file.read_text().splitlines()] if self.calls_file.exists() else []
+
+    def write_catalog(self, entries: dict[str, dict]) -> None:
+        (self.state / "catalog.json").write_text(json.dumps(entries))
+
+    def catalog(self) -> dict[str, dict]:
+        return json.loads((self.state / "catalog.json").read_text())
+
+    def login(self, handle: str) -> None:
+        (self.state / "auth.json").write_text(json.dumps({"handle": handle}))
+
+    def logout(self) -> None:
+        (self.state / "auth.json").unlink(missing_ok=True)
+
+
+def torch_site_packages() -> str | None:
+    """The site-packages directory holding this interpreter's torch (and its dependencies), if any."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
 @pytest.fixture
-def fake_flox(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    flox = bin_dir / "flox"
-    flox.write_text(FAKE_FLOX)
-    flox.chmod(flox.stat().st_mode | stat.S_IEXEC)
-    calls = tmp_path / "calls.jsonl"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_FLOX_CALLS", str(calls))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("PICKVARIANT_FLOX_ORG", raising=False)
-
-    def recorded() -> list[dict]:
-        return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
-
-    return recorded
+def fake_flox(tmp_path, monkeypatch, catalog) -> FloxStandIn:
+    return FloxStandIn(tmp_path, monkeypatch, catalog)

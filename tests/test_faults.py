@@ -481,12 +481,12 @@ def _(ctx: Ctx) -> int:
     assert "symbolic link" in refused.stderr
     # A build directory whose .flox/pkgs points elsewhere: the recipe would land outside it.
     build = ctx.tmp / "build"
-    (build / ".flox" / "env").mkdir(parents=True)
-    (build / ".git").mkdir()
+    subprocess.run(["git", "init", "-q", str(build)], check=True)
+    subprocess.run(["flox", "init", "-d", str(build)], check=True, capture_output=True)
     (build / ".flox" / "pkgs").symlink_to(outside, target_is_directory=True)
     escaped = ctx.cli(*INSTALL, "--build-dir", str(build), "--yes", "--no-verify")
     assert "outside" in escaped.stderr and escaped.exit_code == refused.exit_code
-    assert list(outside.iterdir()) == [] and ctx.flox_calls() == []
+    assert list(outside.iterdir()) == [] and [call["argv"][0] for call in ctx.flox_calls()] == ["init"]
     return refused.exit_code
 
 
@@ -510,8 +510,8 @@ def _(ctx: Ctx) -> int:
     build = ctx.tmp / "b; touch PWNED $(touch PWNED2) `touch PWNED3` & echo"
     result = ctx.cli(*INSTALL, "--build-dir", str(build), "--yes", "--no-verify")
     assert result.exit_code == 0, result.output
-    directories = [call["argv"][call["argv"].index("-d") + 1] for call in ctx.flox_calls()]
-    assert directories and set(directories) == {str(build)}
+    directories = [call["argv"][call["argv"].index("-d") + 1] for call in ctx.flox_calls() if "-d" in call["argv"]]
+    assert directories and set(directories) == {str(build), str(ctx.tmp)}
     assert not [path for path in ctx.tmp.rglob("PWNED*")] and not list(Path.cwd().glob("PWNED*"))
     return result.exit_code
 
@@ -549,28 +549,32 @@ def _(ctx: Ctx) -> int:
     project = ctx.tmp / "project"
     project.mkdir()
     published = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify")
-    built = ctx.cli(*INSTALL, "--build-dir", str(ctx.tmp / "build"), "--yes", "--no-verify")
-    assert published.exit_code == built.exit_code == 0
+    built = ctx.cli(*INSTALL, "--build-dir", str(ctx.tmp / "build"), "--dir", str(project), "--yes", "--no-verify")
+    assert published.exit_code == built.exit_code == 0, built.output
     assert not log.exists(), log.read_text()
-    assert all(call["argv"][0] in ("init", "install", "build") for call in ctx.flox_calls())
+    assert all(call["argv"][0] in ("auth", "init", "install", "build") for call in ctx.flox_calls())
     return built.exit_code
 
 
 # --- Flox and the probe -------------------------------------------------------------
 
-MINE = b"version = 1\n# mine, in Latin-1: caf\xe9\n"
+MINE = '# mine: café\n[vars]\nGREETING = "hello"\n'
 
 
 def _users_flox_environment(ctx: Ctx) -> tuple[Path, Path]:
-    manifest = ctx.tmp / "project" / ".flox" / "env" / "manifest.toml"
-    manifest.parent.mkdir(parents=True)
-    manifest.write_bytes(MINE)
+    """A real environment (made by the stand-in's flox init) whose manifest the user has edited."""
+    project = ctx.tmp / "project"
+    subprocess.run(["flox", "init", "-d", str(project)], check=True, capture_output=True)
+    manifest = project / ".flox" / "env" / "manifest.toml"
+    manifest.write_text(manifest.read_text() + MINE, encoding="utf-8")
     manifest.chmod(0o600)
-    return ctx.tmp / "project", manifest
+    (ctx.tmp / "calls.jsonl").unlink()
+    return project, manifest
 
 
 def _untouched(manifest: Path) -> bool:
-    return manifest.read_bytes() == MINE and stat.S_IMODE(manifest.stat().st_mode) == 0o600
+    return manifest.read_text(encoding="utf-8").endswith(MINE) and "[install]\n\n" in manifest.read_text() \
+        and stat.S_IMODE(manifest.stat().st_mode) == 0o600
 
 
 def _gone(pid: int) -> bool:
@@ -598,7 +602,7 @@ def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
         time.sleep(0.05)
     time.sleep(0.3)
     process.send_signal(sig)
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=90)
     assert "was stopped" in err and "Traceback" not in err
     assert _untouched(manifest)
     assert _gone(ctx.flox_calls()[-1]["pid"])  # flox did not outlive pickvariant
@@ -643,9 +647,9 @@ def _(ctx: Ctx) -> int:
 @row("flox-fails")
 def _(ctx: Ctx) -> int:
     project, manifest = _users_flox_environment(ctx)
-    ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "fail:7")
+    (ctx.tmp / "flox-state" / "catalog.json").write_text("{}")  # the org published nothing
     failed = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify")
-    assert "exit code 7" in failed.stderr and "something went wrong" in failed.stderr and ".log" in failed.stderr
+    assert "exit code 1" in failed.stderr and "✘ ERROR: Could not find package" in failed.stderr and ".log" in failed.stderr
     assert _untouched(manifest)
     ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
     slow = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify", "--timeout", "0.5")
@@ -866,7 +870,8 @@ def _(ctx: Ctx) -> int:
     assert "does not exist: flox init will create it" in plan.stdout
     result = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify")
     assert result.exit_code == 0, result.output
-    assert [call["argv"][:3] for call in ctx.flox_calls()] == [["init", "-d", str(target)], ["install", "-d", str(target)]]
+    assert [call["argv"][:3] for call in ctx.flox_calls()] == [["auth", "status"], ["init", "-d", str(target)], ["install", "-d", str(target)]]
+    assert (target / ".flox" / "env.json").is_file()
     return result.exit_code
 
 
@@ -881,7 +886,7 @@ def _(ctx: Ctx) -> int:
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=90)
     assert "interrupted: the probe was stopped" in err and "Traceback" not in err
     assert _gone(int(child_pid.read_text()))
     return process.returncode

@@ -1,65 +1,267 @@
-"""`pickvariant install` through a fake `flox` written onto PATH: Flox cannot be installed here, so
-this is the seam's contract with Flox's documented CLI (init -d, install -d, build -d)."""
+"""`pickvariant install` against tests/flox_standin.py: a `flox` that follows the contract read from
+flox/flox's source (pickvariant/flox_contract.json), refusing what the real one refuses."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import tomllib
+from importlib.metadata import version as installed_version
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import cpuinfo_path
+from conftest import FloxStandIn, cpuinfo_path, require, torch_site_packages
+from pickvariant import floxcontract
 from pickvariant.cli import app
-from pickvariant.flox import Command, run
 from pickvariant.errors import OperationFailed
-
+from pickvariant.flox import Command, run
 
 runner = CliRunner()
 HASWELL = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "8.6", "--driver", "580.95.05"]
+CPU_ONLY = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"]
+PACKAGE = "pytorch-python313-cuda13_1-sm86-avx2"
+CPU_PACKAGE = "pytorch-python313-cpu-avx2"
 
 
-def test_published_path_inits_and_installs_into_the_target(tmp_path, fake_flox) -> None:
+def planned(stdout: str) -> list[list[str]]:
+    """The commands `install` printed as its plan, as argument lists."""
+    return [shlex.split(line.split("run: ", 1)[1]) for line in stdout.splitlines() if line.strip().startswith("run: ")]
+
+
+def flox_argvs(commands: list[list[str]]) -> list[list[str]]:
+    return [argv[1:] for argv in commands if argv[0] == "flox"]
+
+
+def manifest(directory: Path) -> dict:
+    return tomllib.loads((directory / ".flox/env/manifest.toml").read_text())
+
+
+def test_published_path_checks_the_login_then_inits_and_installs_the_chosen_version(tmp_path, fake_flox) -> None:
     target = tmp_path / "project"
     target.mkdir()
-    result = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    args = ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--no-verify"]
+    dry = runner.invoke(app, [*args, "--dry-run"])
+    assert dry.exit_code == 0 and fake_flox() == []
+    result = runner.invoke(app, [*args, "--yes"])
     assert result.exit_code == 0, result.output
-    package = "pytorch-python313-cuda13_1-sm86-avx2"
-    assert [c["argv"] for c in fake_flox()] == [["init", "-d", str(target)], ["install", "-d", str(target), f"acme/{package}"]]
-    assert f"acme/{package}" in (target / ".flox/env/manifest.toml").read_text()
-    assert "Verify: skipped" in result.stdout
+    recorded = [call["argv"] for call in fake_flox()]
+    # --dry-run printed exactly what a real run ran, in order.
+    assert flox_argvs(planned(dry.stdout)) == recorded
+    assert recorded == [["auth", "status"], ["init", "-d", str(target), "--no-auto-setup"],
+                        ["install", "-d", str(target), f"acme/{PACKAGE}@2.10.0", "python313"]]
+    installed = manifest(target)["install"]
+    assert installed[PACKAGE] == {"pkg-path": f"acme/{PACKAGE}", "version": "2.10.0", "systems": ["x86_64-linux"]}
+    assert installed["python313"] == {"pkg-path": "python313"}
+    assert json.loads((target / ".flox/env.json").read_text()) == {"name": "project", "version": 1}
+    assert f"flox activate -d {target} -- python3" in result.stdout
 
 
-def test_org_from_the_environment_and_existing_environment_is_not_reinitialised(tmp_path, fake_flox, monkeypatch) -> None:
+def test_the_version_the_decision_chose_is_installed_not_the_newest_of_that_name(tmp_path, fake_flox) -> None:
+    # pytorch-python313-cpu-avx2 is built on several branches, 2.9-python313 (2.9.1) and 2.10-python313 (2.10.0) among them.
     target = tmp_path / "project"
-    (target / ".flox/env").mkdir(parents=True)
-    (target / ".flox/env/manifest.toml").write_text("version = 1\n")
-    monkeypatch.setenv("PICKVARIANT_FLOX_ORG", "acme")
-    assert runner.invoke(app, ["install", *HASWELL, "--dir", str(target), "--yes", "--no-verify"]).exit_code == 0
-    assert [c["argv"][0] for c in fake_flox()] == ["install"]
-
-
-def test_build_path_writes_a_tracked_recipe_and_builds(tmp_path, fake_flox) -> None:
-    build = tmp_path / "build"
-    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--generate", "--yes", "--no-verify"])
+    result = runner.invoke(app, ["install", *CPU_ONLY, "--torch", "2.9", "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
     assert result.exit_code == 0, result.output
-    package = "pytorch-python313-cuda13_1-sm86-avx2"
-    recipe = build / ".flox/pkgs" / f"{package}.nix"
-    assert recipe.read_text().startswith("# PyTorch 2.10.0")
+    assert manifest(target)["install"][CPU_PACKAGE]["version"] == "2.9.1"
+    entry = fake_flox.catalog()[f"acme/{CPU_PACKAGE}"]
+    assert {"2.10.0", "2.9.1"} <= set(entry["versions"])
+
+
+def test_a_missing_dir_is_created_by_flox_init_and_removed_again_when_the_install_fails(tmp_path, fake_flox) -> None:
+    target = tmp_path / "new" / "project"
+    catalog = fake_flox.catalog()
+    catalog[f"acme/{PACKAGE}"]["versions"] = ["2.9.1"]  # the org never published the 2.10 build
+    fake_flox.write_catalog(catalog)
+    failed = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert failed.exit_code == 1
+    assert "constraints for group 'toplevel' are too tight" in failed.stderr
+    assert "not the PyTorch version the decision chose" in failed.stderr
+    assert not target.exists() and (tmp_path / "new").exists()
+    catalog[f"acme/{PACKAGE}"]["versions"] = ["2.10.0"]
+    fake_flox.write_catalog(catalog)
+    done = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert done.exit_code == 0, done.output
+    assert (target / ".flox/env.json").is_file()
+
+
+def test_an_existing_environment_is_kept_and_left_as_it_was_when_an_install_fails(tmp_path, fake_flox) -> None:
+    target = tmp_path / "project"
+    target.mkdir()
+    assert subprocess.run(["flox", "init", "-d", str(target)], capture_output=True).returncode == 0
+    mine = (target / ".flox/env/manifest.toml").read_text() + "# my own comment\n"
+    (target / ".flox/env/manifest.toml").write_text(mine)
+    fake_flox.write_catalog({k: v for k, v in fake_flox.catalog().items() if k != f"acme/{PACKAGE}"})
+    failed = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert failed.exit_code == 1 and f"Could not find package 'acme/{PACKAGE}'" in failed.stderr
+    assert (target / ".flox/env/manifest.toml").read_text() == mine and (target / ".flox/env.json").is_file()
+    assert [call["argv"][0] for call in fake_flox()][1:] == ["auth", "install"]  # no second init
+
+
+def test_a_logged_out_user_is_told_how_to_log_in_before_anything_runs(tmp_path, fake_flox, monkeypatch) -> None:
+    fake_flox.logout()
+    target = tmp_path / "project"
+    result = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert result.exit_code == 1
+    assert "You are not currently logged in to FloxHub" in result.stderr and "flox auth login" in result.stderr
+    assert [call["argv"] for call in fake_flox()] == [["auth", "status"]] and not target.exists()
+    # CI: a service account's token in FLOX_FLOXHUB_TOKEN is a login.
+    monkeypatch.setenv("FLOX_FLOXHUB_TOKEN", "flox_sat_ci")
+    catalog = fake_flox.catalog()
+    catalog[f"acme/{PACKAGE}"]["members"].append("ci")
+    fake_flox.write_catalog(catalog)
+    assert runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"]).exit_code == 0
+    # A revoked token is not.
+    (fake_flox.state / "revoked.json").write_text(json.dumps(["flox_sat_ci"]))
+    again = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(tmp_path / "other"), "--yes", "--no-verify"])
+    assert again.exit_code == 1 and "expired or has been revoked" in again.stderr
+
+
+def test_a_member_of_another_org_does_not_see_the_package(tmp_path, fake_flox) -> None:
+    fake_flox.login("outsider")
+    result = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(tmp_path / "p"), "--yes", "--no-verify"])
+    assert result.exit_code == 1 and f"Could not find package 'acme/{PACKAGE}'" in result.stderr
+    assert "this account cannot see it" in result.stderr
+
+
+def test_a_dot_flox_without_an_environment_is_refused_before_anything_runs(tmp_path, fake_flox) -> None:
+    build = tmp_path / "build"
+    written = runner.invoke(app, ["recipe", PACKAGE, "--generate", "-o", str(build / ".flox/pkgs")])
+    assert written.exit_code == 0
+    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--generate", "--yes", "--no-verify"])
+    assert result.exit_code == 2 and "no .flox/env.json" in result.stderr and fake_flox() == []
+    # What the real flox says to the same directory:
+    init = subprocess.run(["flox", "init", "-d", str(build)], capture_output=True, text=True)
+    assert init.returncode == 1 and "unable to locate an 'env.json'" in init.stderr
+
+
+def test_build_path_tracks_the_recipe_builds_and_installs_the_result_with_a_python(tmp_path, fake_flox) -> None:
+    build, target = tmp_path / "build", tmp_path / "project"
+    args = ["install", *HASWELL, "--build-dir", str(build), "--dir", str(target), "--generate", "--no-verify"]
+    dry = runner.invoke(app, [*args, "--dry-run"])
+    result = runner.invoke(app, [*args, "--yes"])
+    assert result.exit_code == 0, result.output
+    recorded = [call["argv"] for call in fake_flox()]
+    assert flox_argvs(planned(dry.stdout)) == recorded
+    result_link = build / f"result-{PACKAGE}"
+    assert recorded == [["auth", "status"], ["init", "-d", str(build), "--no-auto-setup"], ["build", "-d", str(build), PACKAGE],
+                        ["init", "-d", str(target), "--no-auto-setup"], ["install", "-d", str(target), str(result_link), "python313"]]
     tracked = subprocess.run(["git", "ls-files"], cwd=build, capture_output=True, text=True).stdout.split()
-    assert f".flox/pkgs/{package}.nix" in tracked
-    assert [c["argv"] for c in fake_flox()] == [["init", "-d", str(build)], ["build", "-d", str(build), package]]
-    assert all(c["cwd"] == str(build) for c in fake_flox())
-    assert "hours" in result.stdout and f"result-{package}" in result.stdout
+    assert f".flox/pkgs/{PACKAGE}.nix" in tracked
+    # A PyTorch build result holds site-packages and no interpreter: the environment brings python3.
+    assert [p.name for p in result_link.resolve().iterdir()] == ["lib"] and not (result_link / "bin").exists()
+    installed = manifest(target)["install"]
+    (store_entry,) = [spec for key, spec in installed.items() if "store-path" in spec]
+    assert store_entry["store-path"] == str(result_link.resolve())
+    assert "hours" in result.stdout and "flox publish refuses this build directory" in result.stdout
     record = json.loads((tmp_path / "cache/pickvariant/last-install.json").read_text())
-    assert record["package"] == package
+    assert record["python"] == ["flox", "activate", "-d", str(target), "--", "python3"] and record["build_dir"] == str(build)
 
 
-def test_dry_run_runs_nothing_and_shows_every_command(tmp_path, fake_flox) -> None:
-    result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(tmp_path / "b"), "--generate", "--dry-run"])
-    assert result.exit_code == 0
-    assert "flox build -d" in result.stdout and "Dry run" in result.stdout
-    assert fake_flox() == [] and not (tmp_path / "b").exists()
+def test_build_failures_name_flox_s_reason_and_leave_no_environment_behind(tmp_path, fake_flox, monkeypatch) -> None:
+    build, target = tmp_path / "build", tmp_path / "project"
+    args = ["install", *HASWELL, "--build-dir", str(build), "--dir", str(target), "--generate", "--yes", "--no-verify"]
+    monkeypatch.setenv("FAKE_FLOX_OFFLINE", "1")
+    monkeypatch.setenv("FLOX_FLOXHUB_TOKEN", "")
+    offline = runner.invoke(app, args)
+    assert offline.exit_code == 1 and "could not reach FloxHub" in offline.stderr
+    monkeypatch.delenv("FAKE_FLOX_OFFLINE")
+    monkeypatch.setenv("FAKE_FLOX_BUILD_FAILS", "1")
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 1 and "✘ ERROR: Build failed" in failed.stderr
+    assert not target.exists() and not (build / f"result-{PACKAGE}").exists()
+
+
+def test_flox_build_refuses_an_untracked_recipe_and_an_offline_base_catalog(tmp_path, fake_flox, monkeypatch) -> None:
+    """What pickvariant's `git add` and network advice are for, shown on the stand-in itself."""
+    build = tmp_path / "build"
+    subprocess.run(["git", "init", "-q", str(build)], check=True)
+    assert subprocess.run(["flox", "init", "-d", str(build)], capture_output=True).returncode == 0
+    assert runner.invoke(app, ["recipe", PACKAGE, "--generate", "-o", str(build / ".flox/pkgs")]).exit_code == 0
+    untracked = subprocess.run(["flox", "build", "-d", str(build), PACKAGE], capture_output=True, text=True)
+    assert untracked.returncode == 1 and "does not appear to be tracked by git" in untracked.stderr
+    subprocess.run(["git", "add", "."], cwd=build, check=True)
+    monkeypatch.setenv("FAKE_FLOX_OFFLINE", "1")
+    offline = subprocess.run(["flox", "build", "-d", str(build), PACKAGE], capture_output=True, text=True)
+    assert offline.returncode == 1 and floxcontract.message_head("base_catalog_unreachable") in offline.stderr
+    assert "needs the network" in floxcontract.remedy(offline.stderr)
+    monkeypatch.delenv("FAKE_FLOX_OFFLINE")
+    built = subprocess.run(["flox", "build", "-d", str(build), PACKAGE], capture_output=True, text=True, cwd=build)
+    assert built.returncode == 0 and f"Built output: ./result-{PACKAGE}" in built.stderr
+    subcommand = subprocess.run(["flox", "build", "-d", str(build), "update-catalogs"], capture_output=True, text=True)
+    assert subcommand.returncode == 1 and "no longer supported" in subcommand.stderr
+
+
+def test_the_installed_torch_is_probed_through_the_environment(tmp_path, fake_flox) -> None:
+    require(torch_site_packages() is not None, "torch is not installed (pip install torch==2.13.0): the probe needs it")
+    build, target = tmp_path / "build", tmp_path / "project"
+    result = runner.invoke(app, ["install", *CPU_ONLY, "--build-dir", str(build), "--dir", str(target), "--generate", "--yes"])
+    # The probe ran in the environment's python3, which finds torch only through Flox's PYTHONPATH;
+    # this torch is the test machine's, so it is not the variant's 2.10.0, and verify says exactly that.
+    assert f"this torch is not {CPU_PACKAGE}: torch {installed_version('torch')}, the variant ships 2.10.0" in result.stdout, result.output
+    assert result.exit_code == 1
+    activate = ["flox", "activate", "-d", str(target), "--", "python3"]
+    assert [call["argv"][:5] for call in fake_flox()][-1] == activate[1:]
+    # The same python3 without the environment has no torch (it runs with -S).
+    bare = subprocess.run([fake_flox.catalog()["python313"]["interpreter"], "-S", "-c", "import torch"], capture_output=True)
+    assert bare.returncode != 0
+    # `pickvariant verify` afterwards probes the same environment.
+    again = runner.invoke(app, ["verify", "--quick", "--format", "json"])
+    assert json.loads(again.stdout)["probe"]["torch"] == installed_version("torch")
+
+
+def test_verify_package_probes_a_published_variant_in_a_throwaway_environment(tmp_path, fake_flox) -> None:
+    require(torch_site_packages() is not None, "torch is not installed (pip install torch==2.13.0): the probe needs it")
+    result = runner.invoke(app, ["verify", "--package", CPU_PACKAGE, "--branch", "pytorch-2.10-python313", "--org", "acme", "--quick"])
+    assert "flox run cannot probe it" in result.stdout and "takes no @VERSION" in result.stdout
+    assert f"torch {installed_version('torch')}, the variant ships 2.10.0" in result.stdout
+    commands = [call["argv"] for call in fake_flox()]
+    assert commands[:2] == [["--version"], ["auth", "status"]] and commands[3][3:] == [f"acme/{CPU_PACKAGE}@2.10.0", "python313"]
+    assert commands[-1][0] == "activate"
+    throwaway = Path(commands[2][2])
+    assert not throwaway.exists()  # removed after the probe
+    assert not [call for call in commands if call[0] == "run"]
+
+
+def test_flox_run_is_used_only_where_the_contract_says_it_can_start_the_probe() -> None:
+    assert not floxcontract.run_can_probe(None).usable
+    newest = floxcontract.run_can_probe(floxcontract.parse_flox_version("1.14.1"))
+    assert not newest.usable and len(newest.why_not) == 2
+    assert floxcontract.run_can_probe(floxcontract.parse_flox_version("1.13.0")).why_not[0].startswith("flox run needs Flox 1.13.1")
+
+
+def test_the_stand_in_refuses_what_flox_refuses(tmp_path, fake_flox) -> None:
+    def flox(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["flox", *args], capture_output=True, text=True)
+
+    env = tmp_path / "env"
+    assert flox("init", "-d", str(env)).returncode == 0
+    for argv, says in (
+        (("init", "-d", str(env)), "Found an existing environment"),
+        (("install", "-d", str(tmp_path / "none"), "python313"), "Did not find an environment"),
+        (("install", "-d", str(env), str(tmp_path)), "store path must be in the '/nix/store' directory"),
+        (("install", "-d", str(env), "--frobnicate", "python313"), "is not expected in this context"),
+        (("run", "-p", f"acme/{CPU_PACKAGE}@2.10.0", "--", "python3"), "version constraints ('@')"),
+        (("run", "-p", f"acme/{CPU_PACKAGE}", "--", "python3"), "Command 'python3' was not found in package"),
+    ):
+        done = flox(*argv)
+        assert done.returncode == 1 and done.stderr.startswith("✘ ERROR: ") and says in done.stderr, (argv, done.stderr)
+    assert flox("--version").stdout.strip() == "1.14.1"
+
+
+def test_long_output_goes_to_the_log(tmp_path, fake_flox, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_FLOX_MODE", "long")
+    log = tmp_path / "flox.log"
+    lines: list[str] = []
+    run(Command(("flox", "auth", "status"), tmp_path, "login"), log, lines.append)
+    assert "log line 499" in log.read_text() and len(lines) == 501
+
+
+def test_a_timeout_stops_flox_and_says_so(tmp_path, fake_flox, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
+    with pytest.raises(OperationFailed, match="timed out after 0.5 s"):
+        run(Command(("flox", "auth", "status"), tmp_path, "login"), tmp_path / "l.log", timeout_s=0.5)
 
 
 def test_a_package_that_does_not_fit_is_refused_unless_forced(tmp_path, fake_flox) -> None:
@@ -72,7 +274,9 @@ def test_a_package_that_does_not_fit_is_refused_unless_forced(tmp_path, fake_flo
 
 def test_an_existing_different_recipe_is_not_overwritten(tmp_path, fake_flox) -> None:
     build = tmp_path / "build"
-    mine = build / ".flox/pkgs/pytorch-python313-cuda13_1-sm86-avx2.nix"
+    subprocess.run(["git", "init", "-q", str(build)], check=True)
+    assert subprocess.run(["flox", "init", "-d", str(build)], capture_output=True).returncode == 0
+    mine = build / f".flox/pkgs/{PACKAGE}.nix"
     mine.parent.mkdir(parents=True)
     mine.write_text("# my tuned recipe\n")
     result = runner.invoke(app, ["install", *HASWELL, "--build-dir", str(build), "--generate", "--yes", "--no-verify"])
@@ -81,15 +285,10 @@ def test_an_existing_different_recipe_is_not_overwritten(tmp_path, fake_flox) ->
     assert not [c for c in fake_flox() if c["argv"][0] == "build"]
 
 
-def test_long_output_goes_to_the_log(tmp_path, fake_flox, monkeypatch) -> None:
-    monkeypatch.setenv("FAKE_FLOX_MODE", "long")
-    log = tmp_path / "flox.log"
-    lines: list[str] = []
-    run(Command(("flox", "build", "-d", str(tmp_path), "x"), tmp_path, "build"), log, lines.append)
-    assert "log line 499" in log.read_text() and len(lines) == 501
-
-
-def test_a_timeout_stops_flox_and_says_so(tmp_path, fake_flox, monkeypatch) -> None:
-    monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
-    with pytest.raises(OperationFailed, match="timed out after 0.5 s"):
-        run(Command(("flox", "build", "-d", str(tmp_path), "x"), tmp_path, "build"), tmp_path / "l.log", timeout_s=0.5)
+def test_an_environment_holding_another_version_under_the_same_id_is_refused(tmp_path, fake_flox) -> None:
+    target = tmp_path / "project"
+    older = runner.invoke(app, ["install", *CPU_ONLY, "--torch", "2.9", "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert older.exit_code == 0, older.output
+    newer = runner.invoke(app, ["install", *CPU_ONLY, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert newer.exit_code == 2 and "version '2.9.1'" in newer.stderr and f"flox uninstall -d {target} {CPU_PACKAGE}" in newer.stderr
+    assert manifest(target)["install"][CPU_PACKAGE]["version"] == "2.9.1"
