@@ -117,13 +117,21 @@ def detect(
     cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
     torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
     branch: BranchOpt = None, python_version: PythonOpt = None,
+    compact: Annotated[bool, typer.Option("--compact", help="With --format json: the same object on one line (one node per line for `plan`).")] = False,
+    label: Annotated[Optional[str], typer.Option("--label", help="With --format json: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.")] = None,
 ) -> None:
     """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
-    from pickvariant import present
+    from pickvariant import present, settings
 
+    label = label if label is not None else settings.setting(os.environ, settings.LABEL)
+    if (compact or label is not None) and format is not Format.json:
+        raise BadInput("--compact and --label shape the JSON output: add --format json")
     catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
     if format is Format.json:
-        typer.echo(json.dumps(present.decision_json(facts, decision, catalog, workload.value), indent=2))
+        document = present.decision_json(facts, decision, catalog, workload.value)
+        if label is not None:
+            document = {"label": label, **document}
+        typer.echo(json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2))
     elif format is Format.markdown:
         typer.echo(present.decision_markdown(facts, decision, catalog, workload.value), nl=False)
     else:
@@ -337,6 +345,60 @@ def install(
     typer.echo(f"Verify: {'PASS' if result.passed else 'FAIL'} — {'; '.join(result.reasons[:3])}")
     if not result.passed:
         raise typer.Exit(1)
+
+
+@app.command()
+@exits_on_error
+def plan(
+    inputs: Annotated[list[str], typer.Argument(help="JSONL files of `detect --format json --compact` lines, directories of JSON files, or - for stdin.")],
+    org: Annotated[Optional[str], typer.Option("--org", help="The Flox organisation the builds are published to (used in the printed commands; env PICKVARIANT_FLOX_ORG).")] = None,
+    max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="Use at most this many variants: the best assignment within them, naming who gets less or nothing.")] = None,
+    workload: WorkloadOpt = Workload.general,
+    python_version: PythonOpt = None,
+    format: FormatOpt = Format.text,
+) -> None:
+    """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
+    from pickvariant import plan as planner
+    from pickvariant import settings
+    from pickvariant.catalog import load_catalog
+    from pickvariant.decide import Options
+
+    catalog = load_catalog()
+    with _counting(sys.stderr.isatty(), "nodes read") as on_progress:
+        read = planner.read_inputs(inputs, sys.stdin.buffer, on_progress)
+    options = Options(workload.value, python=_python_pin(python_version))
+    result = planner.make_plan(read, catalog, options, max_variants)
+    org = org if org is not None else settings.setting(os.environ, settings.FLOX_ORG)
+    if format is Format.json:
+        typer.echo(json.dumps(planner.plan_json(result), indent=2))
+    else:
+        typer.echo("\n".join(planner.plan_lines(result, org, markdown=format is Format.markdown)))
+
+
+def _counting(on_terminal: bool, what: str) -> Any:
+    """A counter on stderr once reading has taken more than a second, on a terminal only."""
+    import contextlib
+    import time
+
+    @contextlib.contextmanager
+    def counter() -> Any:
+        start = time.monotonic()
+        shown = [False]
+
+        def update(count: int) -> None:
+            if time.monotonic() - start > 1.0:
+                shown[0] = True
+                sys.stderr.write(f"\r{count} {what}")
+                sys.stderr.flush()
+        yield update
+        if shown[0]:
+            sys.stderr.write("\n")
+
+    @contextlib.contextmanager
+    def silent() -> Any:
+        yield lambda count: None
+
+    return counter() if on_terminal else silent()
 
 
 def _default_python() -> list[str]:

@@ -53,10 +53,13 @@ class Decision:
     hints: tuple[str, ...] = ()
     targets: tuple[GpuFacts, ...] = ()
     line: CudaLine | None = None
+    # Every variant that can run here, best first: what `plan` may give this machine, in detect's order.
+    candidates: tuple[Variant, ...] = ()
 
 
-def decide(facts: HostFacts, catalog: Catalog, options: Options = Options()) -> Decision:
-    return _decide(facts, catalog, options, with_hints=True)
+def decide(facts: HostFacts, catalog: Catalog, options: Options = Options(), with_hints: bool = True) -> Decision:
+    """The variant for these facts, with reasons, rejections and (with_hints) what would help when there is none."""
+    return _decide(facts, catalog, options, with_hints)
 
 
 def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bool) -> Decision:
@@ -179,7 +182,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
             else:
                 rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
                                           + (f" on CUDA {chosen.cuda}" if chosen.cuda else "")))
-    return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets, line)
+    return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets, line, tuple(candidates))
 
 
 def _unsupported_platform(facts: HostFacts, built_for: list[str]) -> str:

@@ -122,3 +122,39 @@ def gather_facts(
             notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
 
     return HostFacts(cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes), cuda_visible)
+
+
+def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFacts:
+    """The facts a `detect --format json` object's "hardware" holds, read back (for `plan`); pure.
+
+    Raises BadInput naming the field that is missing or malformed."""
+
+    def need(mapping: object, key: str, kind: type | tuple[type, ...], where: str) -> object:
+        if not isinstance(mapping, Mapping) or not isinstance(mapping.get(key), kind) or isinstance(mapping.get(key), bool) and kind is not bool:
+            raise BadInput(f"{where}{key} is missing or not a {kind.__name__ if isinstance(kind, type) else kind[0].__name__}")
+        return mapping[key]
+
+    os_name = need(hardware, "os", str, "hardware.")
+    arch = need(hardware, "arch", str, "hardware.")
+    cpu = need(hardware, "cpu", Mapping, "hardware.")
+    flags = need(cpu, "flags", list, "hardware.cpu.")
+    if not all(isinstance(flag, str) for flag in flags):  # type: ignore[union-attr]
+        raise BadInput("hardware.cpu.flags holds something that is not a string")
+    model = cpu.get("model") if isinstance(cpu.get("model"), str) else None  # type: ignore[union-attr]
+    cpu_facts = CpuFacts(str(os_name), str(arch), model, catalog.canonical_flags(frozenset(flags)), "detect JSON")  # type: ignore[arg-type]
+    gpus = []
+    for index, gpu in enumerate(need(hardware, "gpus", list, "hardware.")):  # type: ignore[arg-type]
+        capability = parse_compute_capability(str(need(gpu, "compute_capability", str, f"hardware.gpus[{index}].")))
+        name = gpu.get("name") if isinstance(gpu.get("name"), str) else "GPU"
+        gpus.append(GpuFacts(gpu.get("index", index) if isinstance(gpu.get("index"), int) else index, name, capability))
+    driver_json = hardware.get("driver")
+    driver = None
+    if isinstance(driver_json, Mapping):
+        version = driver_json.get("version")
+        cuda = driver_json.get("cuda")
+        driver = DriverFacts(parse_driver_version(version) if isinstance(version, str) else None, cuda if isinstance(cuda, str) else None)
+    elif driver_json is not None:
+        raise BadInput("hardware.driver is neither an object nor null")
+    assumed = hardware.get("driver_assumed") is True
+    inconclusive = hardware.get("gpu_detection_inconclusive") is True
+    return HostFacts(str(os_name), str(arch), cpu_facts, tuple(gpus), driver, assumed, inconclusive, {"all": "detect JSON"})

@@ -586,6 +586,13 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _as_from_a_shell() -> None:
+    """Start pickvariant with SIGINT as a shell starts it (default, unblocked), whatever state
+    earlier tests left the test process in: a disposition set there would be inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
     """A real signal to a real pickvariant process while the fake flox is installing."""
     project, manifest = _users_flox_environment(ctx)
@@ -594,7 +601,7 @@ def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
     ctx.monkeypatch.setenv("FAKE_FLOX_CHILD", str(child_pid))
     process = subprocess.Popen(
         [sys.executable, "-m", "pickvariant", *INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_shell,
     )
     for _ in range(200):
         if ctx.flox_calls():
@@ -880,7 +887,7 @@ def _(ctx: Ctx) -> int:
     child_pid = ctx.tmp / "probe-child.pid"
     python = _fake_python(ctx, f"sleep 60 & echo $! > '{child_pid}'\nsleep 60")
     process = subprocess.Popen([sys.executable, "-m", "pickvariant", "verify", "--python", python],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_shell)
     for _ in range(200):
         if child_pid.exists() and child_pid.read_text().strip():
             break

@@ -1,0 +1,423 @@
+"""`pickvariant plan`: from a cluster's `detect` JSON lines to the fewest variants that serve every node.
+
+Each node is decided again from its facts with this catalog (never trusting an old recommendation);
+nodes with the same facts are one profile; the variants a profile may get are exactly those
+`detect` admits for it (Decision.candidates), in detect's order. Choosing the variants is a
+set-cover-with-assignment problem, solved exactly as an integer program by HiGHS (highspy).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pickvariant.catalog import Catalog, Variant
+from pickvariant.decide import Options, decide
+from pickvariant.errors import BadInput, PickVariantError
+from pickvariant.facts import HostFacts, facts_from_json
+
+JSON_SCHEMA_VERSION = 1
+DETECT_SCHEMA_VERSION = 2
+MAX_LINE_BYTES = 1024 * 1024  # a detect line is ~4 KiB; anything this long is not one
+SHOWN_BAD_LINES = 20
+
+
+@dataclass(frozen=True)
+class BadLine:
+    where: str  # FILE:LINE
+    why: str
+
+
+@dataclass
+class Inputs:
+    """Nodes as (label, profile index), the distinct hardware profiles, and the lines that were not nodes."""
+
+    labels: list[str] = field(default_factory=list)
+    profile_of: list[int] = field(default_factory=list)
+    hardware: list[Mapping[str, Any]] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    bad_count: int = 0
+
+
+def _profile_key(hardware: Mapping[str, Any]) -> str:
+    """What the decision reads of a node, as one string: nodes with equal keys get equal decisions."""
+    relevant = {key: hardware.get(key) for key in ("os", "arch", "driver", "driver_assumed", "gpu_detection_inconclusive")}
+    cpu = hardware.get("cpu")
+    relevant["flags"] = sorted(cpu.get("flags") or []) if isinstance(cpu, Mapping) and isinstance(cpu.get("flags"), list) else cpu
+    relevant["model"] = cpu.get("model") if isinstance(cpu, Mapping) else None
+    gpus = hardware.get("gpus")
+    relevant["gpus"] = [gpu.get("compute_capability") if isinstance(gpu, Mapping) else gpu for gpu in gpus] if isinstance(gpus, list) else gpus
+    return json.dumps(relevant, sort_keys=True, default=str)
+
+
+def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[str, bytes | None]]:
+    """(FILE:LINE, the line) with a bounded read: a line over MAX_LINE_BYTES comes back as None."""
+    number = 0
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            yield f"{name}:{number}", None
+            continue
+        yield f"{name}:{number}", line
+
+
+def _documents(path: str, stdin: IO[bytes]) -> Iterator[tuple[str, bytes | None]]:
+    """Every document of an input: JSONL lines of a file or stdin, or one JSON document per file of a directory."""
+    if path == "-":
+        yield from _lines(stdin, "-")
+        return
+    location = Path(path)
+    if location.is_dir():
+        for child in sorted(location.iterdir()):
+            if child.is_file() and child.suffix in (".json", ".jsonl"):
+                yield from _documents(str(child), stdin)
+        return
+    try:
+        with open(location, "rb") as stream:
+            head = stream.read(2).lstrip()
+            stream.seek(0)
+            if head.startswith(b"{") and head != b"{\"" and location.stat().st_size <= MAX_LINE_BYTES:
+                # A pretty-printed `detect --format json` file: one document over many lines.
+                yield f"{path}:1", stream.read()
+            else:
+                yield from _lines(stream, path)
+    except OSError as error:
+        yield f"{path}", f"\0{error.strerror or error}".encode()
+
+
+_DECODER = json.JSONDecoder()
+_LABEL_PREFIX = '{"label":'
+MAX_REMEMBERED_BODIES = 10_000  # distinct node objects kept for the fast path: bounded memory
+
+
+def _split_label(text: str) -> tuple[str | None, str | None]:
+    """For a line as `detect --compact --label` prints it, the label and the rest as an object of its own.
+
+    The rest is a key: a line whose rest equals an earlier valid line's is valid exactly when its
+    label is a JSON string, so it needs no second parse."""
+    if not text.startswith(_LABEL_PREFIX):
+        return None, None
+    try:
+        label, end = _DECODER.raw_decode(text, len(_LABEL_PREFIX))
+    except ValueError:
+        return None, None
+    if not isinstance(label, str) or not text.startswith(",", end):
+        return None, None
+    return label, "{" + text[end + 1:]
+
+
+def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: Callable[[int], None] = lambda n: None) -> Inputs:
+    inputs = Inputs()
+    profile_index: dict[str, int] = {}
+    seen: dict[str, int] = {}  # a line without its label -> its profile
+
+    def bad(where: str, why: str) -> None:
+        inputs.bad_count += 1
+        if len(inputs.bad) < SHOWN_BAD_LINES:
+            inputs.bad.append(BadLine(where, why))
+
+    for path in paths:
+        for where, raw in _documents(path, stdin):
+            if raw is None:
+                bad(where, f"longer than {MAX_LINE_BYTES // 1024} KiB: not a detect line")
+                continue
+            if raw.startswith(b"\0"):
+                bad(where, f"cannot read it: {raw[1:].decode()}")
+                continue
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                bad(where, "not UTF-8")
+                continue
+            label, body = _split_label(text)
+            known = seen.get(body) if body is not None else None
+            if known is not None:
+                # The same node object as an earlier line but for its label: no need to parse 5 KB again.
+                inputs.labels.append(label or where)
+                inputs.profile_of.append(known)
+                continue
+            try:
+                document = json.loads(text)
+            except (ValueError, RecursionError):
+                bad(where, "not JSON")
+                continue
+            if not isinstance(document, dict) or document.get("schema_version") != DETECT_SCHEMA_VERSION or not isinstance(document.get("hardware"), dict):
+                bad(where, f"not a `pickvariant detect --format json` object (schema_version {DETECT_SCHEMA_VERSION} with \"hardware\")")
+                continue
+            label = document.get("label")
+            key = _profile_key(document["hardware"])
+            index = profile_index.get(key)
+            if index is None:
+                index = profile_index[key] = len(inputs.hardware)
+                inputs.hardware.append(document["hardware"])
+            inputs.labels.append(label if isinstance(label, str) and label else where)
+            inputs.profile_of.append(index)
+            if body is not None and document.get("label") == label and len(seen) < MAX_REMEMBERED_BODIES:
+                seen[body] = index
+            if len(inputs.labels) % 4096 == 0:
+                on_progress(len(inputs.labels))
+    return inputs
+
+
+@dataclass(frozen=True)
+class Profile:
+    facts: HostFacts | None
+    candidates: tuple[Variant, ...]
+    why_none: str | None
+    summary: str
+
+
+def _summary(facts: HostFacts) -> str:
+    gpus = Counter(str(gpu.compute_capability) for gpu in facts.gpus)
+    gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"
+    driver = f", driver {facts.driver.version}" if facts.driver and facts.driver.version else ""
+    return f"{facts.cpu.model or facts.arch} ({facts.os}/{facts.arch}); {gpu_text}{driver}"
+
+
+def decide_profiles(inputs: Inputs, catalog: Catalog, options: Options) -> list[Profile]:
+    profiles = []
+    for hardware in inputs.hardware:
+        try:
+            facts = facts_from_json(hardware, catalog)
+        except PickVariantError as error:
+            profiles.append(Profile(None, (), f"its facts are unusable: {error}", "unreadable facts"))
+            continue
+        decision = decide(facts, catalog, options, with_hints=False)
+        why = None if decision.candidates else (decision.reasons[-1] if decision.reasons else "no variant fits")
+        profiles.append(Profile(facts, decision.candidates, why, _summary(facts)))
+    return profiles
+
+
+@dataclass(frozen=True)
+class Solution:
+    chosen: tuple[int, ...]  # variant ids
+    assignment: tuple[int | None, ...]  # per group: the variant id, or None
+    status: str
+    objective: float
+
+
+def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None) -> Solution:
+    """Exactly: choose variants and give each group (node count, candidate ids best first) one of its candidates.
+
+    Without a limit: every group is served, by the fewest variants, and among those the assignment
+    with the least node-weighted rank. With max_variants K: the most nodes served, then the least
+    node-weighted rank, then the fewest variants, using at most K. Weights make each goal dominate
+    the next, so one integer program answers all of them."""
+    import highspy
+    import numpy as np
+
+    variants = sorted({v for _, candidates in groups for v in candidates})
+    column_of = {v: i for i, v in enumerate(variants)}
+    rank_total = sum(count * max(len(candidates) - 1, 0) for count, candidates in groups)
+    if max_variants is None:
+        choose_cost, rank_weight, unserved_cost = float(rank_total + 1), 1.0, None
+    else:
+        rank_weight = float(max_variants + 1)
+        choose_cost = 1.0
+        unserved_cost = rank_weight * rank_total + max_variants + 1.0
+    costs = [choose_cost] * len(variants)
+    pairs: list[tuple[int, int, int]] = []  # (group, variant column, y column)
+    for g, (count, candidates) in enumerate(groups):
+        for rank, v in enumerate(candidates):
+            pairs.append((g, column_of[v], len(costs)))
+            costs.append(rank_weight * count * rank)
+    slack_of = {}
+    if unserved_cost is not None:
+        for g, (count, candidates) in enumerate(groups):
+            slack_of[g] = len(costs)
+            costs.append(unserved_cost * count)
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 0.5)  # every cost is an integer: a gap below 1 is optimal
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", 0)
+    n = len(costs)
+    h.addVars(n, np.zeros(n), np.ones(n))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(costs, dtype=np.float64))
+    h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n))
+    starts, indices, values, lower, upper = [], [], [], [], []
+
+    def row(entries: Iterable[tuple[int, float]], low: float, high: float) -> None:
+        starts.append(len(indices))
+        for column, value in entries:
+            indices.append(column)
+            values.append(value)
+        lower.append(low)
+        upper.append(high)
+
+    for _, x, y in pairs:
+        row(((y, 1.0), (x, -1.0)), -highspy.kHighsInf, 0.0)  # a group gets only a chosen variant
+    by_group: dict[int, list[int]] = defaultdict(list)
+    for g, _, y in pairs:
+        by_group[g].append(y)
+    for g in range(len(groups)):
+        entries = [(y, 1.0) for y in by_group[g]]
+        if g in slack_of:
+            entries.append((slack_of[g], 1.0))
+        if entries:
+            row(entries, 1.0, 1.0)
+    if max_variants is not None:
+        row(((i, 1.0) for i in range(len(variants))), 0.0, float(max_variants))
+    if starts:
+        h.addRows(len(starts), np.array(lower), np.array(upper), len(indices),
+                  np.array(starts, dtype=np.int32), np.array(indices, dtype=np.int32), np.array(values, dtype=np.float64))
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise PickVariantError(f"the solver found no optimal plan (HiGHS: {status})")
+    solution = h.getSolution().col_value
+    chosen = tuple(v for v in variants if solution[column_of[v]] > 0.5)
+    assignment: list[int | None] = [None] * len(groups)
+    for g, x, y in pairs:
+        if solution[y] > 0.5:
+            assignment[g] = variants[x]
+    return Solution(chosen, tuple(assignment), status, float(h.getInfo().objective_function_value))
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    label: str
+    variant: Variant | None
+    rank: int | None  # 1 = the node's own best
+    why: str | None
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    variants: tuple[tuple[Variant, int, tuple[str, ...]], ...]  # variant, node count, hardware summaries
+    nodes: tuple[NodePlan, ...]
+    solution: Solution
+    node_count: int
+    bad: tuple[BadLine, ...]
+    bad_count: int
+    profile_count: int
+
+
+def cost_of(best: Variant, got: Variant) -> str:
+    """What a node loses with `got` instead of its own best, in the words a cluster admin uses."""
+    losses = []
+    if got.cpu_isa != best.cpu_isa:
+        losses.append(f"{got.cpu_isa} build on a{'n' if (best.cpu_isa or '')[:1] in 'aeio' else ''} {best.cpu_isa} node")
+    if got.torch != best.torch:
+        losses.append(f"PyTorch {got.torch} instead of {best.torch}")
+    if got.cuda != best.cuda:
+        losses.append(f"CUDA {got.cuda} instead of {best.cuda}")
+    if got.gpu_arch != best.gpu_arch:
+        losses.append(f"{got.gpu_arch} kernels instead of {best.gpu_arch}")
+    if got.python != best.python:
+        losses.append(f"Python {got.python} instead of {best.python}")
+    return ", ".join(losses) or f"{got.package} instead of {best.package} (another branch)"
+
+
+def make_plan(inputs: Inputs, catalog: Catalog, options: Options, max_variants: int | None) -> ClusterPlan:
+    if not inputs.labels:
+        raise BadInput(f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
+                       + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else ""))
+    if max_variants is not None and max_variants < 1:
+        raise BadInput(f"--max-variants {max_variants}: give 1 or more")
+    profiles = decide_profiles(inputs, catalog, options)
+    counts = Counter(inputs.profile_of)
+    index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
+    # Profiles with the same ranked candidates are interchangeable: one group, their counts added.
+    group_of_profile: dict[int, int] = {}
+    groups: list[tuple[int, tuple[int, ...]]] = []
+    group_index: dict[tuple[int, ...], int] = {}
+    for p, profile in enumerate(profiles):
+        if not profile.candidates:
+            continue
+        key = tuple(index_of[id(v)] for v in profile.candidates)
+        if key not in group_index:
+            group_index[key] = len(groups)
+            groups.append((0, key))
+        g = group_index[key]
+        groups[g] = (groups[g][0] + counts[p], key)
+        group_of_profile[p] = g
+    solution = solve(groups, max_variants) if groups else Solution((), (), "Optimal (nothing to serve)", 0.0)
+    nodes = []
+    served: Counter[int] = Counter()
+    covers: dict[int, set[str]] = defaultdict(set)
+    for label, p in zip(inputs.labels, inputs.profile_of):
+        profile = profiles[p]
+        g = group_of_profile.get(p)
+        chosen = solution.assignment[g] if g is not None else None
+        if chosen is None:
+            why = profile.why_none or f"none of the {max_variants} chosen variant(s) runs here"
+            nodes.append(NodePlan(label, None, None, why))
+            continue
+        variant = catalog.variants[chosen]
+        rank = groups[g][1].index(chosen) + 1
+        served[chosen] += 1
+        covers[chosen].add(profile.summary)
+        nodes.append(NodePlan(label, variant, rank, None if rank == 1 else cost_of(profile.candidates[0], variant)))
+    chosen_variants = tuple(
+        (catalog.variants[v], served[v], tuple(sorted(covers[v])))
+        for v in sorted(solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package))
+    )
+    return ClusterPlan(chosen_variants, tuple(nodes), solution, len(inputs.labels), tuple(inputs.bad), inputs.bad_count, len(profiles))
+
+
+def plan_json(plan: ClusterPlan) -> dict[str, Any]:
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "variants": [{"branch": v.branch, "package": v.package, "nodes": count} for v, count, _ in plan.variants],
+        "nodes": [{"label": n.label, "branch": n.variant.branch if n.variant else None, "package": n.variant.package if n.variant else None,
+                   "rank": n.rank, "why": n.why} for n in plan.nodes],
+        "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
+        "input": {"nodes": plan.node_count, "profiles": plan.profile_count, "bad_lines": plan.bad_count,
+                  "bad": [{"where": b.where, "why": b.why} for b in plan.bad]},
+    }
+
+
+def _grouped(nodes: Iterable[NodePlan], key: Callable[[NodePlan], str]) -> list[tuple[str, list[str]]]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for node in nodes:
+        groups[key(node)].append(node.label)
+    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+
+
+def _labels(labels: list[str], shown: int = 8) -> str:
+    return ", ".join(labels[:shown]) + (f", … ({len(labels) - shown} more)" if len(labels) > shown else "")
+
+
+def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
+    """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands."""
+    h = (lambda text: f"## {text}") if markdown else (lambda text: f"{text}:")
+    item = "- " if markdown else "  "
+    code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
+    out = [h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")]
+    for variant, count, summaries in plan.variants:
+        out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
+        out += [f"{item}  covers {summary}" for summary in summaries[:6]]
+    downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
+    out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
+    for why, labels in _grouped(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
+        out.append(f"{item}{len(labels)} node(s) get {why} [{_labels(labels)}]")
+    unserved = [n for n in plan.nodes if n.variant is None]
+    out.append(h(f"nodes with no variant ({len(unserved)})"))
+    for why, labels in _grouped(unserved, lambda n: n.why or ""):
+        out.append(f"{item}{len(labels)} node(s): {why} [{_labels(labels)}]")
+    out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
+    for variant, _, _ in plan.variants:
+        command = f"git checkout {variant.branch} && flox build {variant.package} && flox publish -o {org or 'ORG'} {variant.package}"
+        out.append(f"{item}{code(command)}")
+    out.append(h("solver"))
+    out.append(f"{item}HiGHS (highspy): {plan.solution.status}, objective {plan.solution.objective:g}")
+    if plan.bad_count:
+        out.append(h(f"input lines that are not nodes ({plan.bad_count})"))
+        out += [f"{item}{b.where}: {b.why}" for b in plan.bad]
+        if plan.bad_count > len(plan.bad):
+            out.append(f"{item}… {plan.bad_count - len(plan.bad)} more")
+    return out

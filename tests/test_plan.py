@@ -1,0 +1,236 @@
+"""`pickvariant plan`: gathering lines with `detect --compact --label`, the exact solver against brute
+force, mixed clusters derived from the facts, and a real Ansible run gathering several hosts."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from conftest import cpuinfo_path, generated, require
+from pickvariant import plan as planner
+from pickvariant.cli import app
+from pickvariant.compat import why_not
+from pickvariant.decide import Options, decide
+from pickvariant.facts import facts_from_json
+
+runner = CliRunner()
+CASCADE_LAKE = cpuinfo_path("linux-centos7-cascadelake")  # Ice Lake's ISA level: AVX-512 with VNNI, no BF16
+SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")
+HASWELL = cpuinfo_path("linux-rhel7-haswell")
+GRACE = cpuinfo_path("linux-rhel9-neoverse_v2")
+
+
+def detect_line(label: str, cpuinfo: Path, gpus: list[str], driver: str | None) -> str:
+    args = ["detect", "--format", "json", "--compact", "--label", label, "--cpuinfo", str(cpuinfo)]
+    args += [part for cc in gpus for part in ("--gpu", cc)] or ["--no-gpu"]
+    args += ["--driver", driver] if driver else []
+    result = runner.invoke(app, args)
+    assert result.exit_code in (0, 3), result.output
+    assert result.stdout.count("\n") == 1
+    return result.stdout
+
+
+def run_plan(tmp_path: Path, lines: list[str], *options: str) -> dict:
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text("".join(lines))
+    result = runner.invoke(app, ["plan", str(cluster), "--format", "json", *options])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_detect_compact_is_the_same_object_on_one_line_with_the_label(monkeypatch) -> None:
+    pretty = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--no-gpu"]).stdout
+    monkeypatch.setenv("PICKVARIANT_LABEL", "rack3-node07")
+    compact = runner.invoke(app, ["detect", "--format", "json", "--compact", "--cpuinfo", str(HASWELL), "--no-gpu"]).stdout
+    assert compact.count("\n") == 1
+    labelled = json.loads(compact)
+    assert labelled.pop("label") == "rack3-node07" and labelled == json.loads(pretty)
+    refused = runner.invoke(app, ["detect", "--compact", "--cpuinfo", str(HASWELL), "--no-gpu"])
+    assert refused.exit_code == 2 and "--format json" in refused.stderr
+
+
+def test_mixed_cluster_a100_h100_old_driver_grace_v100_and_a_gpu_nothing_serves(tmp_path, catalog) -> None:
+    lines = (
+        [detect_line(f"a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)]
+        + [detect_line(f"h100-{i}", SAPPHIRE_RAPIDS, ["9.0"], "580.95.05") for i in range(4)]
+        + [detect_line(f"old-rack-{i}", SAPPHIRE_RAPIDS, ["9.0"], "550.54.15") for i in range(2)]
+        + [detect_line("gh200-0", GRACE, ["9.0"], "580.95.05")]
+        + [detect_line(f"v100-{i}", HASWELL, ["7.0"], "580.95.05") for i in range(2)]
+        + [detect_line("kepler-0", HASWELL, ["3.5"], "470.256.02")]
+    )
+    plan = run_plan(tmp_path, lines, "--org", "acme")
+    nodes = {node["label"]: node for node in plan["nodes"]}
+    # Every assignment is one that node's own detect admits, so a plan never contradicts detect.
+    for line in lines:
+        document = json.loads(line)
+        node = nodes[document["label"]]
+        facts = facts_from_json(document["hardware"], catalog)
+        decision = decide(facts, catalog, Options(), with_hints=False)
+        if node["package"] is None:
+            assert not decision.candidates and node["why"]
+            continue
+        variant = catalog.variant(node["package"], node["branch"])
+        assert variant in decision.candidates and not why_not(variant, facts, catalog)
+        assert node["rank"] == decision.candidates.index(variant) + 1
+    assert nodes["kepler-0"]["package"] is None
+    # CUDA 13 needs an R580 driver: the 550 rack gets a CUDA 12 build, the 580 H100s may share it.
+    assert catalog.variant(nodes["old-rack-0"]["package"], nodes["old-rack-0"]["branch"]).cuda.startswith("12.")
+    assert catalog.variant(nodes["gh200-0"]["package"], nodes["gh200-0"]["branch"]).platform == "aarch64-linux"
+    assert nodes["v100-0"]["package"] and "sm70" in nodes["v100-0"]["package"]
+    assert sum(v["nodes"] for v in plan["variants"]) == 12 and plan["solver"]["status"] == "Optimal"
+    # H100 hosts on a 580 driver share the 550 rack's CUDA 12 build rather than a fifth variant.
+    assert nodes["h100-0"]["package"] == nodes["old-rack-0"]["package"] and nodes["h100-0"]["rank"] > 1
+    assert len(plan["variants"]) == 4
+
+
+def test_max_variants_serves_the_most_nodes_and_says_who_gets_none(tmp_path) -> None:
+    lines = ([detect_line(f"a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)]
+             + [detect_line(f"cpu-{i}", HASWELL, [], None) for i in range(2)])
+    plan = run_plan(tmp_path, lines, "--max-variants", "1")
+    assert [v["nodes"] for v in plan["variants"]] == [3]
+    assert {n["why"] for n in plan["nodes"] if n["package"] is None} == {"none of the 1 chosen variant(s) runs here"}
+
+
+def test_an_avx2_build_shared_with_avx512_nodes_is_named_as_the_cost(tmp_path) -> None:
+    # One A100 on Haswell (AVX2) and three on Cascade Lake: one build serves all if it is AVX2.
+    lines = ([detect_line("haswell-a100", HASWELL, ["8.0"], "580.95.05")]
+             + [detect_line(f"clx-a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)])
+    plan = run_plan(tmp_path, lines)
+    assert len(plan["variants"]) == 1 and plan["variants"][0]["package"].endswith("-avx2")
+    costs = {n["why"] for n in plan["nodes"] if n["rank"] != 1}
+    assert costs == {"avx2 build on an avx512 node"}
+    text = runner.invoke(app, ["plan", str(tmp_path / "cluster.jsonl"), "--org", "acme"]).stdout
+    assert "3 node(s) get pytorch-python313-cuda13_1-sm80-avx2: avx2 build on an avx512 node" in text
+    assert "flox publish -o acme pytorch-python313-cuda13_1-sm80-avx2" in text
+
+
+def test_bad_lines_are_counted_and_named_and_only_fatal_when_nothing_is_valid(tmp_path) -> None:
+    good = detect_line("n1", HASWELL, [], None)
+    cluster = tmp_path / "c.jsonl"
+    cluster.write_text(good + "not json\n" + '{"schema_version": 1}\n' + "x" * (planner.MAX_LINE_BYTES + 10) + "\n" + good)
+    result = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["input"]["nodes"] == 2 and data["input"]["bad_lines"] == 3
+    assert [b["where"] for b in data["input"]["bad"]] == [f"{cluster}:2", f"{cluster}:3", f"{cluster}:4"]
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text("nope\n")
+    refused = runner.invoke(app, ["plan", str(only_bad)])
+    assert refused.exit_code == 2 and "no node in the input" in refused.stderr and f"{only_bad}:1" in refused.stderr
+
+
+def test_directories_of_json_files_and_stdin_are_read_the_same(tmp_path) -> None:
+    lines = [detect_line(f"n{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(2)]
+    folder = tmp_path / "facts"
+    folder.mkdir()
+    for line in lines:
+        pretty = json.dumps(json.loads(line), indent=2)
+        (folder / f"{json.loads(line)['label']}.json").write_text(pretty)
+    from_dir = runner.invoke(app, ["plan", str(folder), "--format", "json"]).stdout
+    from_stdin = runner.invoke(app, ["plan", "-", "--format", "json"], input="".join(lines)).stdout
+    assert json.loads(from_dir)["variants"] == json.loads(from_stdin)["variants"]
+    assert [n["label"] for n in json.loads(from_dir)["nodes"]] == ["n0", "n1"]
+
+
+# --- the solver against brute force ------------------------------------------------------------
+
+@st.composite
+def clusters(draw) -> list[tuple[int, list[int]]]:
+    """Small random clusters: groups of nodes, each with its ranked candidate variants out of six."""
+    groups = []
+    for _ in range(draw(st.integers(1, 5))):
+        count = draw(st.integers(1, 4))
+        candidates = draw(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True))
+        groups.append((count, candidates))
+    return groups
+
+
+def brute_force(groups: list[tuple[int, list[int]]], limit: int | None) -> tuple[int, int, int]:
+    """(unserved nodes, variants, node-weighted rank) of the best plan, by trying every set of variants."""
+    variants = sorted({v for _, c in groups for v in c})
+    best = None
+    for size in range(0, len(variants) + 1):
+        if limit is not None and size > limit:
+            break
+        for chosen in itertools.combinations(variants, size):
+            unserved = rank = 0
+            for count, candidates in groups:
+                ranks = [r for r, v in enumerate(candidates) if v in chosen]
+                if ranks:
+                    rank += count * min(ranks)
+                else:
+                    unserved += count
+            if limit is None and unserved:
+                continue
+            # Without a limit: fewest variants, then rank. With one: most served, then rank, then fewest.
+            score = (unserved, size, rank) if limit is None else (unserved, rank, size)
+            best = score if best is None or score < best else best
+    assert best is not None
+    return best
+
+
+@given(clusters(), st.one_of(st.none(), st.integers(1, 3)))
+def test_the_plan_is_optimal_against_brute_force(groups, limit) -> None:
+    generated("plan: solver == brute force")
+    solution = planner.solve(groups, limit)
+    unserved = sum(count for (count, _), v in zip(groups, solution.assignment) if v is None)
+    rank = sum(count * candidates.index(v) for (count, candidates), v in zip(groups, solution.assignment) if v is not None)
+    assert all(v in solution.chosen for v in solution.assignment if v is not None)
+    assert all(v is None or v in candidates for (_, candidates), v in zip(groups, solution.assignment))
+    if limit is not None:
+        assert len(solution.chosen) <= limit
+    score = (unserved, len(solution.chosen), rank) if limit is None else (unserved, rank, len(solution.chosen))
+    assert score == brute_force(groups, limit)
+
+
+# --- gathering with a real Ansible ----------------------------------------------------------
+
+PLAYBOOK = (Path(__file__).resolve().parent.parent / "examples" / "gather-facts.yml")
+
+
+def test_a_real_ansible_run_gathers_every_host_and_the_plan_covers_them(tmp_path) -> None:
+    bin_dir = Path(sys.executable).parent
+    playbook_bin = shutil.which("ansible-playbook", path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    require(playbook_bin is not None, "ansible-playbook is not installed (pip install ansible-core)")
+    hosts = {
+        "a100-clx": (CASCADE_LAKE, "8.0", "580.95.05"),
+        "h100-spr": (SAPPHIRE_RAPIDS, "9.0", "580.95.05"),
+        "h100-old": (SAPPHIRE_RAPIDS, "9.0", "550.54.15"),
+        "cpu-only": (HASWELL, "none", ""),
+    }
+    inventory = ["[cluster]"]
+    for name, (cpuinfo, gpu, driver) in hosts.items():
+        env = {"PICKVARIANT_CPUINFO": str(cpuinfo), "PICKVARIANT_GPU": gpu, "PICKVARIANT_DRIVER": driver}
+        inventory.append(f"{name} ansible_connection=local ansible_python_interpreter={sys.executable} "
+                         f"pickvariant_env='{json.dumps(env)}'")
+    (tmp_path / "hosts.ini").write_text("\n".join(inventory) + "\n")
+    facts_dir = tmp_path / "facts"
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_NOCOLOR="1", ANSIBLE_HOST_KEY_CHECKING="False")
+    done = subprocess.run([playbook_bin, "-i", str(tmp_path / "hosts.ini"), str(PLAYBOOK), "-e", f"facts_dir={facts_dir}"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert sorted(p.stem for p in facts_dir.iterdir()) == sorted(hosts)
+    plan = json.loads(runner.invoke(app, ["plan", str(facts_dir), "--format", "json"]).stdout)
+    nodes = {n["label"]: n for n in plan["nodes"]}
+    assert set(nodes) == set(hosts) and all(n["package"] for n in nodes.values())
+    assert nodes["cpu-only"]["package"] == "pytorch-python313-cpu-avx2"
+    assert nodes["h100-old"]["package"] == nodes["h100-spr"]["package"]
+    assert len(plan["variants"]) == 3
+
+
+def test_a_line_that_differs_from_a_known_node_only_in_a_broken_label_is_still_bad(tmp_path) -> None:
+    good = detect_line("n1", HASWELL, [], None)
+    broken = good.replace('"label":"n1"', '"label":"n2\\x"', 1)  # an invalid escape: not JSON
+    plan = run_plan(tmp_path, [good, broken, good.replace('"n1"', '"n3"', 1)])
+    assert [n["label"] for n in plan["nodes"]] == ["n1", "n3"] and plan["input"]["bad_lines"] == 1
