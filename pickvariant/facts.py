@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pickvariant import settings
 from pickvariant.catalog import Catalog
@@ -129,32 +130,33 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFac
 
     Raises BadInput naming the field that is missing or malformed."""
 
-    def need(mapping: object, key: str, kind: type | tuple[type, ...], where: str) -> object:
-        if not isinstance(mapping, Mapping) or not isinstance(mapping.get(key), kind) or isinstance(mapping.get(key), bool) and kind is not bool:
-            raise BadInput(f"{where}{key} is missing or not a {kind.__name__ if isinstance(kind, type) else kind[0].__name__}")
-        return mapping[key]
+    def need(mapping: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+        value = mapping.get(key)
+        if not isinstance(value, kind):
+            raise BadInput(f"{where}.{key} is missing or not a{'n' if kind.__name__[0] in 'aeio' else ''} {kind.__name__}")
+        return value
 
-    os_name = need(hardware, "os", str, "hardware.")
-    arch = need(hardware, "arch", str, "hardware.")
-    cpu = need(hardware, "cpu", Mapping, "hardware.")
-    flags = need(cpu, "flags", list, "hardware.cpu.")
-    if not all(isinstance(flag, str) for flag in flags):  # type: ignore[union-attr]
+    os_name, arch = need(hardware, "os", str, "hardware"), need(hardware, "arch", str, "hardware")
+    cpu = need(hardware, "cpu", Mapping, "hardware")
+    flags = need(cpu, "flags", list, "hardware.cpu")
+    if not all(isinstance(flag, str) for flag in flags):
         raise BadInput("hardware.cpu.flags holds something that is not a string")
-    model = cpu.get("model") if isinstance(cpu.get("model"), str) else None  # type: ignore[union-attr]
-    cpu_facts = CpuFacts(str(os_name), str(arch), model, catalog.canonical_flags(frozenset(flags)), "detect JSON")  # type: ignore[arg-type]
+    model = cpu.get("model") if isinstance(cpu.get("model"), str) else None
+    cpu_facts = CpuFacts(os_name, arch, model, catalog.canonical_flags(frozenset(flags)), "detect JSON")
     gpus = []
-    for index, gpu in enumerate(need(hardware, "gpus", list, "hardware.")):  # type: ignore[arg-type]
-        capability = parse_compute_capability(str(need(gpu, "compute_capability", str, f"hardware.gpus[{index}].")))
-        name = gpu.get("name") if isinstance(gpu.get("name"), str) else "GPU"
-        gpus.append(GpuFacts(gpu.get("index", index) if isinstance(gpu.get("index"), int) else index, name, capability))
+    for index, gpu in enumerate(need(hardware, "gpus", list, "hardware")):
+        where = f"hardware.gpus[{index}]"
+        if not isinstance(gpu, Mapping):
+            raise BadInput(f"{where} is not an object")
+        capability = parse_compute_capability(need(gpu, "compute_capability", str, where))
+        name = gpu["name"] if isinstance(gpu.get("name"), str) else "GPU"
+        gpus.append(GpuFacts(index, name, capability))
     driver_json = hardware.get("driver")
     driver = None
     if isinstance(driver_json, Mapping):
-        version = driver_json.get("version")
-        cuda = driver_json.get("cuda")
+        version, cuda = driver_json.get("version"), driver_json.get("cuda")
         driver = DriverFacts(parse_driver_version(version) if isinstance(version, str) else None, cuda if isinstance(cuda, str) else None)
     elif driver_json is not None:
         raise BadInput("hardware.driver is neither an object nor null")
-    assumed = hardware.get("driver_assumed") is True
-    inconclusive = hardware.get("gpu_detection_inconclusive") is True
-    return HostFacts(str(os_name), str(arch), cpu_facts, tuple(gpus), driver, assumed, inconclusive, {"all": "detect JSON"})
+    return HostFacts(os_name, arch, cpu_facts, tuple(gpus), driver, hardware.get("driver_assumed") is True,
+                     hardware.get("gpu_detection_inconclusive") is True, {"all": "detect JSON"})

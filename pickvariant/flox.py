@@ -58,13 +58,17 @@ class _Overflow(Exception):
     """The child printed more than it may: stopped rather than read into memory without bound."""
 
 
-def _wait(process: subprocess.Popen, deadline: float | None, overflowed: threading.Event | None = None) -> None:
-    """Wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow stops its whole process group first."""
+def _wait(process: subprocess.Popen, deadline: float | None, overflowed: threading.Event | None = None,
+          readers: Sequence[threading.Thread] = ()) -> None:
+    """Start the output readers and wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow
+    stops its whole process group first, also one that lands while the readers start."""
     # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
     # that killed only pickvariant would leave it running on, unseen.
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
     try:
+        for reader in readers:
+            reader.start()
         while process.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
@@ -101,22 +105,17 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
         reader = threading.Thread(target=_pump, args=(process, handle, on_line), daemon=True)
         name = command.argv[0]
         try:
-            try:
-                reader.start()
-            except KeyboardInterrupt:
-                _stop(process)
-                raise
-            _wait(process, None if timeout_s is None else time.monotonic() + timeout_s)
+            _wait(process, None if timeout_s is None else time.monotonic() + timeout_s, readers=(reader,))
         except KeyboardInterrupt:
-            reader.join(5)
+            _join(reader)
             raise Interrupted(f"interrupted: {name} was stopped; log: {log}") from None
         except _SigTerm:
-            reader.join(5)
+            _join(reader)
             raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
         except TimeoutError:
-            reader.join(5)
+            _join(reader)
             raise OperationFailed(f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}") from None
-        reader.join(5)
+        _join(reader)
     if process.returncode != 0:
         raise OperationFailed(f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}")
 
@@ -165,12 +164,8 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
                threading.Thread(target=keep_tail, args=(process.stderr, err), daemon=True)]
     problem = None
     try:
-        # Inside the try: a Ctrl-C that lands while the readers start must stop the child too.
-        for reader in readers:
-            reader.start()
-        _wait(process, time.monotonic() + timeout_s, overflowed)
+        _wait(process, time.monotonic() + timeout_s, overflowed, readers)
     except KeyboardInterrupt:
-        _stop(process)  # a no-op when _wait stopped it already
         raise Interrupted(f"interrupted: {what} was stopped") from None
     except _SigTerm:
         raise Terminated(f"terminated (SIGTERM): {what} was stopped") from None
@@ -178,11 +173,17 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
         problem = f"{what} did not finish within {timeout_s:g} s and was stopped"
     except _Overflow:
         problem = f"{what} printed more than {max_stdout // (1024 * 1024)} MiB and was stopped: that is not its output"
-    for reader in readers:
-        reader.join(5)
+    _join(*readers)
     process.stdout.close()
     process.stderr.close()
     return Captured(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), problem)
+
+
+def _join(*readers: threading.Thread) -> None:
+    """Let the readers drain what is left; one that an interrupt kept from starting has nothing."""
+    for reader in readers:
+        if reader.ident is not None:
+            reader.join(5)
 
 
 def _pump(process: subprocess.Popen[str], handle, on_line: Callable[[str], None]) -> None:

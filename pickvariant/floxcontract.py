@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,19 +83,23 @@ def run_can_probe(version: Version | None, package_has_python: bool = False) -> 
     return RunSupport(not reasons, tuple(reasons))
 
 
-# Flox's messages that mean the same remedy whatever command printed them: the key of the message and the advice.
-_REMEDIES: tuple[tuple[str, str], ...] = (
-    ("auth_required", "log in to FloxHub (`flox auth login`, or FLOX_FLOXHUB_TOKEN with Flox ≥ 1.14.0) and run this again"),
-    ("not_logged_in", "log in to FloxHub (`flox auth login`, or FLOX_FLOXHUB_TOKEN with Flox ≥ 1.14.0) and run this again"),
-    ("base_catalog_unreachable", "flox build asks FloxHub for its base catalog: it needs the network"),
-    ("package_not_found", "the package is not in that catalog, or this account cannot see it: check --org and `flox search`"),
-    ("version_not_found", "that catalog has the package, but not the PyTorch version the decision chose: publish it from the matching branch"),
+def _login_advice() -> str:
+    login = contract()["login"]
+    return f"log in to FloxHub (`flox auth login`, or {login['token_env']} with Flox ≥ {login['token_env_min_version']}) and run this again"
+
+
+# Flox's messages that call for the same remedy whatever command printed them: message keys, advice.
+_REMEDIES: tuple[tuple[tuple[str, ...], Callable[[], str]], ...] = (
+    (("auth_required", "not_logged_in", "token_expired"), _login_advice),
+    (("token_unverified", "base_catalog_unreachable"), lambda: "Flox could not reach FloxHub: it needs the network"),
+    (("package_not_found",), lambda: "the package is not in that catalog, or this account cannot see it: check --org and `flox search`"),
+    (("version_not_found",), lambda: "that catalog has the package, but not the PyTorch version the decision chose: publish it from the matching branch"),
 )
 
 
 def remedy(output: str) -> str | None:
     """The one advice that fits what Flox printed, if it printed something known."""
-    for key, advice in _REMEDIES:
-        if message_head(key) and message_head(key) in output:
-            return advice
+    for keys, advice in _REMEDIES:
+        if any(message_head(key) in output for key in keys):
+            return advice()
     return None

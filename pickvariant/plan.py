@@ -54,8 +54,12 @@ def _profile_key(hardware: Mapping[str, Any]) -> str:
     return json.dumps(relevant, sort_keys=True, default=str)
 
 
-def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[str, bytes | None]]:
-    """(FILE:LINE, the line) with a bounded read: a line over MAX_LINE_BYTES comes back as None."""
+# What an input yields: (FILE:LINE, the document's bytes) or (FILE[:LINE], None, why it is no document).
+_Document = tuple[str, bytes | None, str | None]
+
+
+def _lines(stream: IO[bytes], name: str) -> Iterator[_Document]:
+    """Every line with a bounded read: a line over MAX_LINE_BYTES is drained and reported, never held."""
     number = 0
     while True:
         line = stream.readline(MAX_LINE_BYTES + 1)
@@ -65,12 +69,12 @@ def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[str, bytes | None]]:
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
                 pass
-            yield f"{name}:{number}", None
+            yield f"{name}:{number}", None, f"longer than {MAX_LINE_BYTES // 1024} KiB: not a detect line"
             continue
-        yield f"{name}:{number}", line
+        yield f"{name}:{number}", line, None
 
 
-def _documents(path: str, stdin: IO[bytes]) -> Iterator[tuple[str, bytes | None]]:
+def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
     """Every document of an input: JSONL lines of a file or stdin, or one JSON document per file of a directory."""
     if path == "-":
         yield from _lines(stdin, "-")
@@ -83,15 +87,15 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[tuple[str, bytes | None]
         return
     try:
         with open(location, "rb") as stream:
-            head = stream.read(2).lstrip()
+            head = stream.read(2)
             stream.seek(0)
-            if head.startswith(b"{") and head != b"{\"" and location.stat().st_size <= MAX_LINE_BYTES:
+            if head[:1] == b"{" and head != b'{"' and location.stat().st_size <= MAX_LINE_BYTES:
                 # A pretty-printed `detect --format json` file: one document over many lines.
-                yield f"{path}:1", stream.read()
+                yield f"{path}:1", stream.read(), None
             else:
                 yield from _lines(stream, path)
     except OSError as error:
-        yield f"{path}", f"\0{error.strerror or error}".encode()
+        yield path, None, f"cannot read it: {error.strerror or error}"
 
 
 _DECODER = json.JSONDecoder()
@@ -126,12 +130,9 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: Callable[[i
             inputs.bad.append(BadLine(where, why))
 
     for path in paths:
-        for where, raw in _documents(path, stdin):
+        for where, raw, problem in _documents(path, stdin):
             if raw is None:
-                bad(where, f"longer than {MAX_LINE_BYTES // 1024} KiB: not a detect line")
-                continue
-            if raw.startswith(b"\0"):
-                bad(where, f"cannot read it: {raw[1:].decode()}")
+                bad(where, problem or "unreadable")
                 continue
             if not raw.strip():
                 continue

@@ -11,7 +11,6 @@ recipe is reported by branch and path and left out, never guessed.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from collections import Counter

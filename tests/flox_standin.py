@@ -311,7 +311,7 @@ def cmd_install(parsed: dict) -> int:
             pkg_path, _, version = descriptor.partition("@")
             install_id = parsed["ids"].get(index, pkg_path.replace("/", ".").split(".")[-1])
             if "@" in descriptor and not version:
-                raise Refused(f"Expected version requirement after '@'.\nTry adding quotes around the argument.")
+                raise Refused("Expected version requirement after '@'.\nTry adding quotes around the argument.")
             _, entry = resolve(pkg_path, version or None)
             key = toml_key(install_id)
             lines.append(f"{key}.pkg-path = {toml_string(pkg_path)}")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FloxStandIn, cpuinfo_path, require, torch_site_packages
+from conftest import cpuinfo_path, require, torch_site_packages
 from pickvariant import floxcontract
 from pickvariant.cli import app
 from pickvariant.errors import OperationFailed

@@ -3,7 +3,6 @@ force, mixed clusters derived from the facts, and a real Ansible run gathering s
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import os

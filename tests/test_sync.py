@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from pickvariant.catalog import parse_catalog
 from pickvariant.cli import app
 from pickvariant.decide import Options, decide
 from pickvariant.errors import BadInput
-from buildrepo import PIN_28, commit_branch, git, make_build_repo, recipe, recipe_for_row
+from buildrepo import PIN_28, commit_branch, git, make_build_repo, recipe_for_row
 from machines import host
 
 runner = CliRunner()
