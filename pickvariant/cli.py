@@ -364,7 +364,7 @@ def plan(
     from pickvariant.decide import Options
 
     catalog = load_catalog()
-    with _counting(sys.stderr.isatty(), "nodes read") as on_progress:
+    with _reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
         read = planner.read_inputs(inputs, sys.stdin.buffer, on_progress)
     options = Options(workload.value, python=_python_pin(python_version))
     result = planner.make_plan(read, catalog, options, max_variants)
@@ -375,30 +375,43 @@ def plan(
         typer.echo("\n".join(planner.plan_lines(result, org, markdown=format is Format.markdown)))
 
 
-def _counting(on_terminal: bool, what: str) -> Any:
-    """A counter on stderr once reading has taken more than a second, on a terminal only."""
+def _reading_progress(total_bytes: int | None) -> Any:
+    """A progress bar on stderr once reading has taken more than a second, on a terminal only.
+
+    Its measure is bytes (known beforehand for files; a pulsing bar for a pipe), its text the nodes read."""
     import contextlib
     import time
 
     @contextlib.contextmanager
-    def counter() -> Any:
+    def bar() -> Any:
         start = time.monotonic()
-        shown = [False]
+        shown: list[Any] = []
 
-        def update(count: int) -> None:
-            if time.monotonic() - start > 1.0:
-                shown[0] = True
-                sys.stderr.write(f"\r{count} {what}")
-                sys.stderr.flush()
-        yield update
-        if shown[0]:
-            sys.stderr.write("\n")
+        def update(nodes: int, consumed: int) -> None:
+            if not shown:
+                if time.monotonic() - start < 1.0:
+                    return
+                from rich.console import Console
+                from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+                progress = Progress(TextColumn("reading nodes"), BarColumn(), TextColumn("{task.fields[nodes]:,} nodes"),
+                                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                progress.start()
+                shown.append((progress, progress.add_task("read", total=total_bytes, nodes=0)))
+            progress, task = shown[0]
+            progress.update(task, completed=consumed, nodes=nodes)
+
+        try:
+            yield update
+        finally:
+            if shown:
+                shown[0][0].stop()
 
     @contextlib.contextmanager
     def silent() -> Any:
-        yield lambda count: None
+        yield lambda nodes, consumed: None
 
-    return counter() if on_terminal else silent()
+    return bar() if sys.stderr.isatty() else silent()
 
 
 def _default_python() -> list[str]:

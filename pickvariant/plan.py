@@ -9,6 +9,9 @@ set-cover-with-assignment problem, solved exactly as an integer program by HiGHS
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -119,8 +122,31 @@ def _split_label(text: str) -> tuple[str | None, str | None]:
     return label, "{" + text[end + 1:]
 
 
-def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: Callable[[int], None] = lambda n: None) -> Inputs:
+def input_size(paths: Sequence[str], stdin: IO[bytes]) -> int | None:
+    """The bytes read_inputs will read, where that is known beforehand (files, or stdin redirected from one)."""
+    total = 0
+    for path in paths:
+        try:
+            if path == "-":
+                status = os.fstat(stdin.fileno())
+                if not stat.S_ISREG(status.st_mode):
+                    return None
+                total += status.st_size
+            elif (location := Path(path)).is_dir():
+                total += sum(child.stat().st_size for child in location.iterdir() if child.is_file() and child.suffix in (".json", ".jsonl"))
+            else:
+                total += location.stat().st_size
+        except (OSError, ValueError):  # ValueError: a stdin without a file descriptor
+            return None
+    return total
+
+
+ProgressCallback = Callable[[int, int], None]  # (nodes read, bytes read)
+
+
+def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCallback = lambda nodes, size: None) -> Inputs:
     inputs = Inputs()
+    consumed = 0
     profile_index: dict[str, int] = {}
     seen: dict[str, int] = {}  # a line without its label -> its profile
 
@@ -134,6 +160,7 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: Callable[[i
             if raw is None:
                 bad(where, problem or "unreadable")
                 continue
+            consumed += len(raw)
             if not raw.strip():
                 continue
             try:
@@ -147,6 +174,8 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: Callable[[i
                 # The same node object as an earlier line but for its label: no need to parse 5 KB again.
                 inputs.labels.append(label or where)
                 inputs.profile_of.append(known)
+                if len(inputs.labels) % 4096 == 0:
+                    on_progress(len(inputs.labels), consumed)
                 continue
             try:
                 document = json.loads(text)
@@ -167,7 +196,7 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: Callable[[i
             if body is not None and document.get("label") == label and len(seen) < MAX_REMEMBERED_BODIES:
                 seen[body] = index
             if len(inputs.labels) % 4096 == 0:
-                on_progress(len(inputs.labels))
+                on_progress(len(inputs.labels), consumed)
     return inputs
 
 
@@ -389,8 +418,39 @@ def _grouped(nodes: Iterable[NodePlan], key: Callable[[NodePlan], str]) -> list[
     return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
 
 
-def _labels(labels: list[str], shown: int = 8) -> str:
-    return ", ".join(labels[:shown]) + (f", … ({len(labels) - shown} more)" if len(labels) > shown else "")
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def fold_labels(labels: Iterable[str]) -> list[str]:
+    """Labels as hostlist ranges, as Slurm and pdsh print them: node01…node64 → node[01-64].
+
+    Numbers fold only with the same prefix and digit count, so node9 and node10 stay apart
+    (a range must expand back to exactly the labels it came from)."""
+    numbered: dict[tuple[str, int], list[int]] = defaultdict(list)
+    plain: list[str] = []
+    for label in labels:
+        match = _NUMBERED.match(label)
+        if match:
+            numbered[(match.group(1), len(match.group(2)))].append(int(match.group(2)))
+        else:
+            plain.append(label)
+    folded = sorted(set(plain))
+    for (prefix, width), numbers in sorted(numbered.items()):
+        numbers = sorted(set(numbers))
+        runs: list[str] = []
+        start = previous = numbers[0]
+        for number in numbers[1:] + [-2]:
+            if number != previous + 1:
+                runs.append(f"{start:0{width}d}" + (f"-{previous:0{width}d}" if previous != start else ""))
+                start = number
+            previous = number
+        folded.append(f"{prefix}{runs[0]}" if runs == [f"{numbers[0]:0{width}d}"] else f"{prefix}[{','.join(runs)}]")
+    return folded
+
+
+def _labels(labels: list[str], shown: int = 12) -> str:
+    folded = fold_labels(labels)
+    return ", ".join(folded[:shown]) + (f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else "")
 
 
 def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
@@ -399,9 +459,14 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     item = "- " if markdown else "  "
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
     out = [h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")]
+    labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for node in plan.nodes:
+        if node.variant is not None:
+            labels_of[(node.variant.branch, node.variant.package)].append(node.label)
     for variant, count, summaries in plan.variants:
         out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
         out += [f"{item}  covers {summary}" for summary in summaries[:6]]
+        out.append(f"{item}  nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
     downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
     out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
     for why, labels in _grouped(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]

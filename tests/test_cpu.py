@@ -11,6 +11,7 @@ DUMPS = {
     "linux-rhel7-ivybridge": ("x86_64", {"avx", "f16c"}, {"avx2", "fma"}),
     "linux-rhel7-skylake_avx512": ("x86_64", {"avx512f", "avx512dq", "avx512vl", "avx512bw"}, {"avx512_vnni"}),
     "linux-centos7-cascadelake": ("x86_64", {"avx512_vnni"}, {"avx512_bf16"}),
+    "linux-azure-icelake-8370c": ("x86_64", {"avx512f", "avx512bw", "avx512vl"}, {"avx512_vnni"}),
     "linux-unknown-sapphirerapids": ("x86_64", {"avx512_bf16", "avx512_vnni", "amx_bf16"}, set()),
     "linux-rocky8.5-zen4": ("x86_64", {"avx512_bf16", "avx512_vnni"}, {"avx_vnni"}),
     "linux-scientific7-k10": ("x86_64", set(), {"avx"}),

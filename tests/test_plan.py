@@ -9,8 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -23,7 +26,8 @@ from pickvariant.decide import Options, decide
 from pickvariant.facts import facts_from_json
 
 runner = CliRunner()
-CASCADE_LAKE = cpuinfo_path("linux-centos7-cascadelake")  # Ice Lake's ISA level: AVX-512 with VNNI, no BF16
+CASCADE_LAKE = cpuinfo_path("linux-centos7-cascadelake")  # AVX-512 with VNNI, no BF16
+ICE_LAKE_GUEST = cpuinfo_path("linux-azure-icelake-8370c")  # AVX-512 whose hypervisor hides VNNI
 SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
 GRACE = cpuinfo_path("linux-rhel9-neoverse_v2")
@@ -60,7 +64,7 @@ def test_detect_compact_is_the_same_object_on_one_line_with_the_label(monkeypatc
 
 def test_mixed_cluster_a100_h100_old_driver_grace_v100_and_a_gpu_nothing_serves(tmp_path, catalog) -> None:
     lines = (
-        [detect_line(f"a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)]
+        [detect_line(f"a100-{i}", ICE_LAKE_GUEST, ["8.0"], "580.95.05") for i in range(3)]
         + [detect_line(f"h100-{i}", SAPPHIRE_RAPIDS, ["9.0"], "580.95.05") for i in range(4)]
         + [detect_line(f"old-rack-{i}", SAPPHIRE_RAPIDS, ["9.0"], "550.54.15") for i in range(2)]
         + [detect_line("gh200-0", GRACE, ["9.0"], "580.95.05")]
@@ -82,6 +86,8 @@ def test_mixed_cluster_a100_h100_old_driver_grace_v100_and_a_gpu_nothing_serves(
         assert variant in decision.candidates and not why_not(variant, facts, catalog)
         assert node["rank"] == decision.candidates.index(variant) + 1
     assert nodes["kepler-0"]["package"] is None
+    # The Ice Lake guests' CPU reports no avx512_vnni: no variant needing it may reach them.
+    assert not nodes["a100-0"]["package"].endswith("vnni")
     # CUDA 13 needs an R580 driver: the 550 rack gets a CUDA 12 build, the 580 H100s may share it.
     assert catalog.variant(nodes["old-rack-0"]["package"], nodes["old-rack-0"]["branch"]).cuda.startswith("12.")
     assert catalog.variant(nodes["gh200-0"]["package"], nodes["gh200-0"]["branch"]).platform == "aarch64-linux"
@@ -233,3 +239,140 @@ def test_a_line_that_differs_from_a_known_node_only_in_a_broken_label_is_still_b
     broken = good.replace('"label":"n1"', '"label":"n2\\x"', 1)  # an invalid escape: not JSON
     plan = run_plan(tmp_path, [good, broken, good.replace('"n1"', '"n3"', 1)])
     assert [n["label"] for n in plan["nodes"]] == ["n1", "n3"] and plan["input"]["bad_lines"] == 1
+
+
+def _plan_with_a_terminal_for_stderr(feed: Callable[[subprocess.Popen], None], *args: str) -> tuple[bytes, bytes, int]:
+    """Runs `pickvariant plan` with stderr on a pseudo-terminal (as a user's shell would have it)."""
+    import pty
+    import threading
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "pickvariant", "plan", *args], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    terminal = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: every writer of the terminal has gone
+                return
+            if not chunk:
+                return
+            terminal.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    stdout_chunks: list[bytes] = []
+    collector = threading.Thread(target=lambda: stdout_chunks.append(process.stdout.read()))
+    collector.start()
+    feed(process)
+    process.stdin.close()
+    returncode = process.wait(timeout=120)
+    collector.join()
+    reader.join(timeout=10)
+    os.close(leader)
+    return b"".join(stdout_chunks), bytes(terminal), returncode
+
+
+def test_a_slow_input_shows_a_progress_bar_on_a_terminal_and_only_there(tmp_path) -> None:
+    line = json.loads(detect_line("n", HASWELL, [], None))
+    lines = []
+    for index in range(12_000):
+        line["label"] = f"node{index:05d}"
+        lines.append(json.dumps(line, separators=(",", ":")) + "\n")
+    payload = "".join(lines).encode()
+    half = len(payload) // 2
+
+    def slowly(process: subprocess.Popen) -> None:
+        # Half the nodes, then a pause longer than the second after which the bar appears.
+        process.stdin.write(payload[:half])
+        process.stdin.flush()
+        time.sleep(1.5)
+        process.stdin.write(payload[half:])
+
+    stdout, terminal, returncode = _plan_with_a_terminal_for_stderr(slowly, "-", "--format", "json")
+    assert returncode == 0
+    assert json.loads(stdout)["input"]["nodes"] == 12_000  # the plan alone on stdout
+    assert b"reading nodes" in terminal and b"nodes" in terminal and "━".encode() in terminal
+    # A fast input shows nothing, and a stderr that is no terminal never gets a bar.
+    _, quiet_terminal, _ = _plan_with_a_terminal_for_stderr(lambda process: process.stdin.write(payload[:half]), "-")
+    assert b"reading nodes" not in quiet_terminal
+    piped = subprocess.run([sys.executable, "-m", "pickvariant", "plan", "-"], input=payload[:half], capture_output=True)
+    assert piped.returncode == 0 and piped.stderr == b""
+
+
+# --- gathering with pdsh and clush --------------------------------------------------------------
+
+GATHERED_HOSTS = {
+    "node01": (ICE_LAKE_GUEST, "8.0", "580.95.05"),
+    "node02": (SAPPHIRE_RAPIDS, "9.0", "580.95.05"),
+    "node03": (HASWELL, "none", ""),
+    "node04": (HASWELL, "3.5", "470.256.02"),  # Kepler: no variant, detect exits 3 but still prints
+}
+
+
+@pytest.mark.parametrize("tool", ["pdsh", "clush"])
+def test_pdsh_and_clush_gather_one_line_per_host_that_plan_reads(tool: str, tmp_path) -> None:
+    """The README's -N gathering, with each tool's exec worker standing in for ssh: every "host" is a
+    local process with its own stated hardware, so the collection of output is the tool's real one."""
+    bin_dir = Path(sys.executable).parent
+    search_path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    binary = shutil.which(tool, path=search_path)
+    require(binary is not None, f"{tool} is not installed ({'apt-get install pdsh' if tool == 'pdsh' else 'pip install ClusterShell'})")
+    hosts_dir = tmp_path / "hosts"
+    hosts_dir.mkdir()
+    for name, (cpuinfo, gpu, driver) in GATHERED_HOSTS.items():
+        (hosts_dir / f"{name}.env").write_text(
+            f"export PICKVARIANT_CPUINFO='{cpuinfo}' PICKVARIANT_GPU='{gpu}' PICKVARIANT_DRIVER='{driver}'\n")
+    detect = f". {hosts_dir}/%h.env && pickvariant detect --format json --compact --label %h"
+    nodes = "node[01-04]"
+    argv = ([binary, "-R", "exec", "-w", nodes, "-N", "sh", "-c", detect] if tool == "pdsh"
+            else [binary, "-R", "exec", "-w", nodes, "-N", detect])
+    gathered = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=dict(os.environ, PATH=search_path, HOME=str(tmp_path)))
+    lines = gathered.stdout.splitlines()
+    assert len(lines) == 4 and all(line.startswith('{"label":"node0') for line in lines), gathered.stdout + gathered.stderr
+    (tmp_path / "cluster.jsonl").write_text(gathered.stdout)
+    plan = json.loads(runner.invoke(app, ["plan", str(tmp_path / "cluster.jsonl"), "--format", "json"]).stdout)
+    by_label = {node["label"]: node for node in plan["nodes"]}
+    assert set(by_label) == set(GATHERED_HOSTS) and plan["input"]["bad_lines"] == 0
+    assert by_label["node03"]["package"] == "pytorch-python313-cpu-avx2" and by_label["node04"]["package"] is None
+    assert "sm80" in by_label["node01"]["package"] and not by_label["node01"]["package"].endswith("vnni")
+
+
+def test_the_daemonset_container_prints_one_labelled_line_and_then_idles(tmp_path) -> None:
+    """The Kubernetes manifest's container command, run as the container would run it (not in a
+    cluster: no Kubernetes here); `sleep` is shimmed so that "idle until deleted" returns."""
+    import yaml  # comes with ansible-core
+
+    manifest = yaml.safe_load((PLAYBOOK.parent / "detect-daemonset.yaml").read_text())
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    assert manifest["kind"] == "DaemonSet" and container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "sleep").write_text("#!/bin/sh\necho slept \"$@\" >&2\n")
+    (shims / "sleep").chmod(0o755)
+    search_path = f"{shims}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    for gpu, driver in (("9.0", "580.95.05"), ("3.5", "470.256.02")):  # the second: exit 3, still idles
+        env = dict(os.environ, PATH=search_path, NODE_NAME="gpu-node-7", PICKVARIANT_CPUINFO=str(SAPPHIRE_RAPIDS),
+                   PICKVARIANT_GPU=gpu, PICKVARIANT_DRIVER=driver)
+        done = subprocess.run(container["command"], capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0 and "slept infinity" in done.stderr
+        (line,) = done.stdout.splitlines()
+        assert json.loads(line)["label"] == "gpu-node-7"
+
+
+@given(st.lists(st.from_regex(r"[a-z]{1,3}-?[0-9]{0,3}", fullmatch=True), min_size=1, max_size=40))
+def test_folded_labels_expand_back_to_exactly_the_labels(labels: list[str]) -> None:
+    """Checked with ClusterShell's NodeSet, the hostlist reader pdsh and Slurm users already trust."""
+    generated("plan: labels fold to hostlists")
+    try:
+        from ClusterShell.NodeSet import NodeSet
+    except ImportError:
+        require(False, "ClusterShell is not installed (pip install ClusterShell)")
+
+    folded = planner.fold_labels(labels)
+    assert len(folded) <= len(set(labels))
+    assert set(NodeSet.fromlist(folded)) == set(labels)
