@@ -1,60 +1,156 @@
-"""Wall time of `pickvariant detect --format json` as a whole process, against archspec's bare
-host detection (`import archspec.cpu; archspec.cpu.host()`) measured in the same run.
+"""How fast pickvariant detects and decides, against archspec's host detection measured in the same run.
 
-    pip install -e '.[bench]' && python benchmarks/detect_speed.py [--runs 30]
+    pip install -e '.[bench]' && python benchmarks/detect_speed.py [--runs 30] [--typer 0.24.2 --typer 0.29.2]
 
-Prints both medians and their ratio (target: <= 1.0), and checks that detection on Linux
-never imports py-cpuinfo (whose CPUID probe spawns a subprocess).
+As processes (medians of --runs): `pickvariant detect --format json` against
+`python -c "import archspec.cpu; archspec.cpu.host()"` (target ratio <= 1.0), beside the floors
+that bound it: the interpreter's start, importing the library, importing typer (the CLI
+framework), and detect through the typer CLI (what every other command costs).
+In process (fresh interpreter per sample): import + facts + decision against import + host(); and,
+with both loaded, one more facts + decision against one uncached host().
+With --typer VERSION (repeatable) the typer CLI rows are measured again with that typer, installed
+into a scratch directory (needs the package index). On a machine with an NVIDIA driver it also
+times `import pynvml` and the NVML queries detection makes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-
+from pathlib import Path
 
 # Bytecode caches as an installed package has them: with PYTHONDONTWRITEBYTECODE set (as in
 # some CI images), an editable checkout would compile every module on every start.
 ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+PY = sys.executable
+
+IN_PROCESS_OURS = """
+import time, json, sys
+start = time.perf_counter()
+import pickvariant.api as api
+imported = time.perf_counter()
+catalog = api.default_catalog()
+loaded = time.perf_counter()
+api.recommend().to_json()
+first = time.perf_counter()
+samples = []
+for _ in range(50):
+    t = time.perf_counter(); api.recommend(); samples.append(time.perf_counter() - t)
+samples.sort()
+print(json.dumps({"import": imported - start, "catalog": loaded - imported, "first": first - loaded,
+                  "total": first - start, "warm": samples[len(samples) // 2]}))
+"""
+IN_PROCESS_ARCHSPEC = """
+import time, json
+start = time.perf_counter()
+import archspec.cpu
+imported = time.perf_counter()
+archspec.cpu.host()
+first = time.perf_counter()
+host = archspec.cpu.host.__wrapped__  # lru_cache'd: time the detection itself
+samples = []
+for _ in range(50):
+    t = time.perf_counter(); host(); samples.append(time.perf_counter() - t)
+samples.sort()
+print(json.dumps({"import": imported - start, "first": first - imported, "total": first - start, "warm": samples[len(samples) // 2]}))
+"""
+NVML = """
+import time, json
+t0 = time.perf_counter()
+import pynvml
+t1 = time.perf_counter()
+from pickvariant.gpu import query_nvml
+t2 = time.perf_counter()
+report = query_nvml(pynvml)
+t3 = time.perf_counter()
+print(json.dumps({"import_pynvml": t1 - t0, "queries": t3 - t2, "gpus": len(report.gpus)}))
+"""
 
 
-def median_wall_s(command: list[str], runs: int) -> float:
-    subprocess.run(command, capture_output=True, check=False, env=ENV)  # warm the page and bytecode caches once
+def median_wall_s(command: list[str], runs: int, env: dict[str, str] = ENV) -> float:
+    subprocess.run(command, capture_output=True, check=False, env=env)  # warm the page and bytecode caches once
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(command, capture_output=True, check=False, env=ENV)
+        subprocess.run(command, capture_output=True, check=False, env=env)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def median_json(code: str, runs: int) -> dict[str, float]:
+    rows = [json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, env=ENV).stdout) for _ in range(runs)]
+    return {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+
+
+def typer_env(version: str, scratch: Path) -> dict[str, str]:
+    target = scratch / f"typer-{version}"
+    if not target.exists():
+        subprocess.run([PY, "-m", "pip", "install", "-q", "--target", str(target), f"typer=={version}"], check=True)
+    return {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(target), ENV.get("PYTHONPATH")]))}
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.1f} ms"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--typer", action="append", default=[], help="also measure the typer CLI with this typer version")
     args = parser.parse_args()
-    exe = shutil.which("pickvariant") or shutil.which("pickvariant", path=str(__import__("pathlib").Path(sys.executable).parent))
-    detect = [exe, "detect", "--format", "json"] if exe else [sys.executable, "-m", "pickvariant", "detect", "--format", "json"]
-    baseline = [sys.executable, "-c", "import archspec.cpu; archspec.cpu.host()"]
-    if subprocess.run(baseline, capture_output=True).returncode != 0:
+    if subprocess.run([PY, "-c", "import archspec.cpu"], capture_output=True).returncode != 0:
         print("archspec is not installed: pip install archspec", file=sys.stderr)
         return 1
-    empty = median_wall_s([sys.executable, "-c", "pass"], args.runs)
-    ours = median_wall_s(detect, args.runs)
-    theirs = median_wall_s(baseline, args.runs)
-    imports = subprocess.run([sys.executable, "-X", "importtime", "-m", "pickvariant", "detect", "--format", "json"], capture_output=True, text=True).stderr
-    probe = any(line.rstrip().endswith(("| cpuinfo", "| cpuinfo.cpuinfo")) for line in imports.splitlines())
-    print(f"runs per command:                      {args.runs}")
-    print(f"python -c pass (interpreter start):    {empty * 1000:7.1f} ms")
-    print(f"archspec.cpu.host() (baseline):        {theirs * 1000:7.1f} ms")
-    print(f"pickvariant detect --format json:      {ours * 1000:7.1f} ms")
-    print(f"ratio pickvariant / archspec:          {ours / theirs:7.2f}  (target <= 1.00)")
-    print(f"ratio without interpreter start:       {(ours - empty) / (theirs - empty):7.2f}")
-    print(f"py-cpuinfo imported during detect:     {'YES' if probe else 'no'}")
+    import typer
+
+    detect = [PY, "-m", "pickvariant", "detect", "--format", "json"]
+    through_typer = [PY, "-c", "import sys; from pickvariant.cli import main; sys.exit(main(['detect', '--format', 'json']))"]
+    rows = {
+        "python -c pass (interpreter start)": median_wall_s([PY, "-c", "pass"], args.runs),
+        "archspec.cpu.host() (baseline)": median_wall_s([PY, "-c", "import archspec.cpu; archspec.cpu.host()"], args.runs),
+        "import pickvariant.api (library floor)": median_wall_s([PY, "-c", "import pickvariant.api"], args.runs),
+        f"import typer {typer.__version__} (CLI framework floor)": median_wall_s([PY, "-c", "import typer"], args.runs),
+        "pickvariant detect --format json": median_wall_s(detect, args.runs),
+        f"same, through the typer {typer.__version__} CLI": median_wall_s(through_typer, args.runs),
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        for version in args.typer:
+            env = typer_env(version, Path(scratch))
+            rows[f"import typer {version}"] = median_wall_s([PY, "-c", "import typer"], args.runs, env)
+            rows[f"detect --format json through the typer {version} CLI"] = median_wall_s(through_typer, args.runs, env)
+            rows[f"pickvariant list --format json with typer {version}"] = median_wall_s(
+                [PY, "-m", "pickvariant", "list", "--format", "json", "--branch", "pytorch-2.10-python313"], args.runs, env)
+    baseline = rows["archspec.cpu.host() (baseline)"]
+    empty = rows["python -c pass (interpreter start)"]
+    ours = rows["pickvariant detect --format json"]
+    print(f"runs per command: {args.runs}; python {sys.version.split()[0]}")
+    print("as processes (median wall time, ratio to archspec):")
+    for name, seconds in rows.items():
+        print(f"  {name:58s} {ms(seconds)}  {seconds / baseline:5.2f}x")
+    print(f"  ratio pickvariant / archspec:                             {ours / baseline:5.2f}  (target <= 1.00)")
+    print(f"  ratio without interpreter start:                          {(ours - empty) / (baseline - empty):5.2f}")
+    in_ours, in_archspec = median_json(IN_PROCESS_OURS, min(args.runs, 15)), median_json(IN_PROCESS_ARCHSPEC, min(args.runs, 15))
+    print("in process (median of fresh interpreters):")
+    print(f"  archspec: import {ms(in_archspec['import'])}, first host() {ms(in_archspec['first'])}, total {ms(in_archspec['total'])}")
+    print(f"  pickvariant.api: import {ms(in_ours['import'])}, catalog {ms(in_ours['catalog'])}, first recommend() {ms(in_ours['first'])}, total {ms(in_ours['total'])}")
+    print(f"  cold ratio (import + first answer):                       {in_ours['total'] / in_archspec['total']:5.2f}")
+    print(f"  warm: recommend() {ms(in_ours['warm'])} vs uncached host() {ms(in_archspec['warm'])}: ratio {in_ours['warm'] / in_archspec['warm']:5.2f}  (target <= 1.00)")
+    imports = subprocess.run([PY, "-X", "importtime", *detect[1:]], capture_output=True, text=True, env=ENV).stderr
+    roots = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in imports.splitlines() if line.startswith("import time:")}
+    print(f"  modules detect --format json imports: cpuinfo {'YES' if 'cpuinfo' in roots else 'no'}, "
+          f"typer/click/rich {'YES' if roots & {'typer', 'click', 'rich'} else 'no'}, pynvml {'yes' if 'pynvml' in roots else 'no'}")
+    if shutil.which("nvidia-smi") or Path("/proc/driver/nvidia/version").exists():
+        nvml = median_json(NVML, min(args.runs, 10))
+        print(f"NVML ({int(nvml['gpus'])} GPU(s)): import pynvml {ms(nvml['import_pynvml'])}, queries {ms(nvml['queries'])}")
+    else:
+        print("NVML: no NVIDIA driver here; detection never imports pynvml then (libnvidia-ml.so.1 is checked first)")
     return 0
 
 

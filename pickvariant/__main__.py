@@ -1,3 +1,3 @@
-from pickvariant.cli import main
+from pickvariant.entry import main
 
 raise SystemExit(main())

@@ -170,6 +170,17 @@ class Branch:
     def general(self) -> bool:
         return self.aligned_with is None
 
+    def variants_on(self, nix_system: str) -> tuple[Variant, ...]:
+        """This branch's variants built for one Nix system (decide asks for each detection)."""
+        return self._by_platform.get(nix_system, ())
+
+    @cached_property
+    def _by_platform(self) -> Mapping[str, tuple[Variant, ...]]:
+        by_platform: dict[str, list[Variant]] = {}
+        for variant in self.variants:
+            by_platform.setdefault(variant.platform, []).append(variant)
+        return {platform: tuple(found) for platform, found in by_platform.items()}
+
     def line(self, cuda: str) -> CudaLine:
         for line in self.cuda_lines:
             if line.cuda == cuda:
@@ -225,6 +236,11 @@ class Catalog:
     @cached_property
     def variants(self) -> tuple[Variant, ...]:
         return tuple(variant for branch in self.branches for variant in branch.variants)
+
+    @cached_property
+    def built_for(self) -> tuple[str, ...]:
+        """The Nix systems some variant is built for, sorted."""
+        return tuple(sorted({variant.platform for variant in self.variants}))
 
     @cached_property
     def _branch_by_name(self) -> Mapping[str, Branch]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import os
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 
 from pickvariant import __version__
+from pickvariant.entry import OUTPUT_ERRNOS, detect_json, error_line, one_line, output_failed, prepare_streams
 from pickvariant.errors import BadInput, NoVariant, OperationFailed, PickVariantError
 
 if TYPE_CHECKING:
@@ -50,10 +50,6 @@ class Workload(str, Enum):
     bf16 = "bf16"
 
 
-def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
 def exits_on_error(command: F) -> F:
     """Turn pickvariant's one exception family into one line on stderr and its exit code."""
 
@@ -62,9 +58,7 @@ def exits_on_error(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except PickVariantError as error:
-            # A failed operation may add its log's tail; anything else is one line, whatever the input held.
-            message = str(error) if error.exit_code == 1 else _one_line(str(error))
-            typer.echo(f"pickvariant: {message}", err=True)
+            typer.echo(error_line(error), err=True)
             raise typer.Exit(error.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("pickvariant: interrupted", err=True)
@@ -87,8 +81,9 @@ FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 
 
 def _no_variant(decision: Any) -> NoVariant:
-    """The one stderr line for exit 3: the last reason and what would help."""
-    return NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+    from pickvariant.api import no_variant_error
+
+    return no_variant_error(decision)
 
 
 def _python_pin(python_version: Optional[str]) -> Optional[str]:
@@ -126,13 +121,15 @@ def detect(
     label = label if label is not None else settings.setting(os.environ, settings.LABEL)
     if (compact or label is not None) and format is not Format.json:
         raise BadInput("--compact and --label shape the JSON output: add --format json")
-    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
     if format is Format.json:
-        document = present.decision_json(facts, decision, catalog, workload.value)
-        if label is not None:
-            document = {"label": label, **document}
-        typer.echo(json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2))
-    elif format is Format.markdown:
+        # The same function answers the fast path in entry.py, which never imports typer.
+        text, choice = detect_json(workload.value, cpuinfo, gpu, no_gpu, driver, torch, cuda, gpu_index, branch, python_version, compact, label)
+        typer.echo(text)
+        if choice.variant is None:
+            raise choice.no_variant_error()
+        return
+    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
+    if format is Format.markdown:
         typer.echo(present.decision_markdown(facts, decision, catalog, workload.value), nl=False)
     else:
         present.print_decision_rich(facts, decision, catalog, workload.value)
@@ -517,23 +514,9 @@ def root(
 
 def _usage_line(error: Any) -> str:
     """click's usage error as one line, with where to read more (click's own form spans three lines)."""
-    message = _one_line(error.format_message())
+    message = one_line(error.format_message())
     ctx = getattr(error, "ctx", None)
     return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"
-
-
-def _output_failed(error: OSError) -> int:
-    """stdout went away (a closed pipe) or filled up (a full disk): one line, exit 1, no second failure at exit."""
-    if error.errno != errno.EPIPE:
-        print(f"pickvariant: cannot write the output: {error.strerror or error}", file=sys.stderr)
-    # The interpreter flushes stdout once more on the way out: point it where that cannot fail.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 1
-
-
-_OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT})
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -541,13 +524,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     # click's UsageError from wherever this typer takes click: newer typer (0.27, 0.29) carries its own copy,
     # and `import click` would name a class it never raises.
     usage_error = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
-    if sys.stdout is None:  # started with stdout closed (`>&-`): nothing it prints could arrive
-        print("pickvariant: standard output is closed: nothing could be printed", file=sys.stderr)
+    if not prepare_streams():
         return 1
-    for stream in (sys.stdout, sys.stderr):
-        # An ASCII or Latin-1 locale must not turn a "…" or a box line into a traceback.
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
     try:
         result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
         sys.stdout.flush()
@@ -562,7 +540,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("pickvariant: aborted", file=sys.stderr)
         return 130
     except OSError as error:
-        if error.errno not in _OUTPUT_ERRNOS:
+        if error.errno not in OUTPUT_ERRNOS:
             raise
-        return _output_failed(error)
+        return output_failed(error)
     return result if isinstance(result, int) else 0

@@ -70,7 +70,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
 
     # 1. Platform: the Nix system this machine runs, and whether anything is built for it.
     system = catalog.nix_system(facts.os, facts.arch)
-    built_for = sorted({v.platform for v in catalog.variants})
+    built_for = list(catalog.built_for)
     if system is None or system not in built_for:
         return Decision(None, None, (_unsupported_platform(facts, built_for),), (), ())
     reasons.append(f"platform {facts.os}/{facts.arch} ({system}) has builds")
@@ -129,16 +129,22 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
             variant.branch,
         )
 
+    # The GPU architectures whose kernels run on every target: a set, so each variant costs one lookup.
+    runnable_archs = {name for name in catalog.gpu_archs if runs_on_all(catalog, name, targets)} if targets else set()
+
     def cheap_fit(variant: Variant, branch: Branch) -> bool:
-        # A first cut by platform, instruction set and admissible line; why_not then judges each survivor.
+        # A first cut by platform, instruction set, GPU architecture and admissible line; why_not then
+        # judges each survivor, so this may only ever let too much through, never too little.
         if variant.platform != system:
             return False
         if variant.cpu_isa is not None and variant.cpu_isa not in usable_isas:
             return False
+        if variant.gpu_arch is not None and not variant.is_mps and variant.gpu_arch not in runnable_archs:
+            return False
         return variant.cuda is None or (branch.name, variant.cuda) in lines
 
     candidates = sorted(
-        (v for branch in branches for v in branch.variants
+        (v for branch in branches for v in branch.variants_on(system)
          if cheap_fit(v, branch) and _allowed_kind(v, darwin) and not why_not(v, facts, catalog, targets)),
         key=rank,
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
+from typer.testing import Result
 from typer.testing import CliRunner
 
 from buildrepo import PIN_28, commit_branch, make_build_repo, recipe

@@ -1,0 +1,165 @@
+"""pickvariant.api and the entry point's typer-free `detect --format json`."""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from conftest import REPO, cpuinfo_path, generated
+from pickvariant import api, entry
+from pickvariant.errors import BadInput
+
+HASWELL = cpuinfo_path("linux-rhel7-haswell")
+SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")
+CLI_LIBRARIES = ("typer", "click", "rich", "pydantic")
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, **(env or {})})
+
+
+def test_recommend_to_json_is_what_detect_prints() -> None:
+    choice = api.recommend(cpuinfo=SAPPHIRE_RAPIDS, gpus=["9.0"], driver="580.95.05", workload="bf16")
+    printed = _run("-m", "pickvariant", "detect", "--format", "json", "--cpuinfo", str(SAPPHIRE_RAPIDS),
+                   "--gpu", "9.0", "--driver", "580.95.05", "--workload", "bf16")
+    assert printed.returncode == 0, printed.stderr
+    assert choice.to_json() == json.loads(printed.stdout)
+    assert choice.variant is not None and choice.variant.package == json.loads(printed.stdout)["recommendation"]["package"]
+
+
+def test_recommend_states_no_gpu_pins_and_reports_a_misfit_as_a_value() -> None:
+    cpu_only = api.recommend(cpuinfo=HASWELL, gpus=[])
+    assert cpu_only.variant is not None and cpu_only.variant.package == "pytorch-python313-cpu-avx2"
+    pinned = api.recommend(cpuinfo=HASWELL, gpus=["8.0"], driver="580.95.05", cuda="12.9")
+    assert pinned.variant is not None and pinned.variant.cuda.startswith("12.9")
+    kepler = api.recommend(cpuinfo=HASWELL, gpus=["3.5"], driver="470.256.02")
+    assert kepler.variant is None and "compute capability 3.5" in str(kepler.no_variant_error())
+    with pytest.raises(BadInput):
+        api.recommend(cpuinfo=HASWELL, gpus=["8.0"], workload="fp64")
+
+
+def test_the_docstring_example_runs(monkeypatch) -> None:
+    monkeypatch.chdir(REPO)  # its path is relative to the checkout
+    failures, tried = doctest.testmod(api, raise_on_error=False)
+    assert tried >= 3 and failures == 0
+
+
+@pytest.mark.parametrize("code", [
+    "import pickvariant.api",
+    "import pickvariant.api as a; a.recommend(cpuinfo=%r, gpus=['9.0'], driver='580.95.05').to_json()" % str(SAPPHIRE_RAPIDS),
+])
+def test_the_library_loads_no_cli_or_terminal_library(code: str) -> None:
+    done = _run("-c", f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {CLI_LIBRARIES!r}))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_detect_json_as_a_process_imports_no_cli_library() -> None:
+    done = _run("-X", "importtime", "-m", "pickvariant", "detect", "--format", "json", "--compact", "--label", "n1",
+                "--cpuinfo", str(HASWELL), "--no-gpu")
+    assert done.returncode == 0 and json.loads(done.stdout)["label"] == "n1"
+    assert not _imported_roots(done.stderr) & set(CLI_LIBRARIES)
+    # The text view does need rich: the same command without --format json goes through the CLI.
+    text = _run("-X", "importtime", "-m", "pickvariant", "detect", "--cpuinfo", str(HASWELL), "--no-gpu")
+    assert text.returncode == 0 and {"typer", "rich"} <= _imported_roots(text.stderr)
+
+
+def _imported_roots(importtime: str) -> set[str]:
+    return {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in importtime.splitlines() if line.startswith("import time:")}
+
+
+def test_the_fast_paths_option_table_is_detects() -> None:
+    """The typer-free parser knows exactly the options the CLI declares for detect, and their kinds."""
+    import typer.main
+
+    from pickvariant.cli import app
+
+    command = typer.main.get_command(app).commands["detect"]  # type: ignore[attr-defined]
+    options = {name: param for param in command.params for name in param.opts}
+    assert set(options) == entry.DETECT_VALUE_OPTIONS | entry.DETECT_FLAG_OPTIONS
+    assert {name for name, param in options.items() if param.is_flag} == entry.DETECT_FLAG_OPTIONS
+    assert {name for name, param in options.items() if param.multiple} == entry.DETECT_REPEATABLE
+    from pickvariant.cli import Workload
+
+    assert tuple(w.value for w in Workload) == entry.WORKLOADS
+
+
+def _outcome(main, argv: list[str]) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(argv)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+VALUES = {
+    "--workload": ["general", "int8", "bf16", "fp64", "GENERAL"],
+    "--format": ["json", "json", "json", "text", "markdown", "yaml"],
+    "--cpuinfo": [str(HASWELL), str(SAPPHIRE_RAPIDS), "/nonexistent/cpuinfo", ""],
+    "--gpu": ["9.0", "8.0", "sm_90", "3.5", "9.0a", "", "hopper"],
+    "--driver": ["580.95.05", "550.54.15", "580.x", ""],
+    "--torch": ["2.10", "2.9.1", "9.9"],
+    "--cuda": ["12.9", "13.0", "11.8"],
+    "--gpu-index": ["0", "1", "7", "x", "01", "-1", "+1"],
+    "--branch": ["pytorch-2.10-python313", "pytorch-2.9-vllm-0.15.1", "nope"],
+    "--python-version": ["3.13", "3.12", "2.7"],
+    "--label": ["n1", "rack 3 node 7", "-x", "ü"],
+}
+FLAGS = ["--no-gpu", "--compact", "--help", "--bogus", "extra", "--", "--format=json", "--gpu=9.0", "--label="]
+
+
+@given(st.lists(st.tuples(st.sampled_from(sorted(VALUES)), st.integers(0, 9)), max_size=4, unique_by=lambda pair: pair[0]),
+       st.lists(st.sampled_from(["--no-gpu", "--compact"]), max_size=2),
+       st.one_of(st.none(), st.none(), st.none(), st.tuples(st.sampled_from(FLAGS), st.integers(0, 12))),
+       st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(options: list, flags: list, junk, with_json: bool) -> None:
+    """Whatever the fast path takes, it prints what the CLI prints; whatever it declines, the CLI gets."""
+    from pickvariant.cli import main as cli_main
+
+    generated("entry: detect command lines, fast path vs typer CLI")
+    argv = ["detect"] + (["--format", "json"] if with_json else [])
+    for option, pick in options:
+        argv += [option, VALUES[option][pick % len(VALUES[option])]]
+    argv += flags
+    if junk is not None:
+        argv.insert(1 + junk[1] % len(argv), junk[0])
+    fast = entry.simple_detect_json(argv) is not None
+    event("fast path" if fast else "typer CLI")
+    env_before = dict(os.environ)
+    assert _outcome(entry.main, argv) == _outcome(cli_main, argv), (argv, fast)
+    assert dict(os.environ) == env_before
+
+
+def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
+    taken = entry.simple_detect_json(["detect", "--format=json", "--compact", "--label", "n1", "--gpu", "9.0", "--gpu=8.0",
+                                      "--driver", "580.95.05", "--gpu-index", "1", "--workload", "int8"])
+    assert taken is not None and taken["gpu"] == ["9.0", "8.0"] and taken["gpu_index"] == 1 and taken["workload"] == "int8"
+    for declined in (["detect"], ["detect", "--format", "json", "--help"], ["detect", "--format", "json", "--driver", "--no-gpu"],
+                     ["detect", "--format", "json", "--format", "json"], ["detect", "--format", "json", "--gpu-index", "x"],
+                     ["list", "--format", "json"], ["detect", "--format", "text"]):
+        assert entry.simple_detect_json(declined) is None, declined
+
+
+@pytest.mark.parametrize("argv", [
+    ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "3.5", "--driver", "470.256.02"],  # no variant: exit 3
+    ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "hopper"],  # bad input: exit 2
+    ["detect", "--format", "json", "--compact", "--label", "n7", "--cpuinfo", str(HASWELL), "--no-gpu"],
+])
+def test_fast_path_exits_and_lines_match_the_cli(argv: list[str]) -> None:
+    from pickvariant.cli import main as cli_main
+
+    assert entry.simple_detect_json(argv) is not None
+    fast, typer_cli = _outcome(entry.main, argv), _outcome(cli_main, argv)
+    assert fast == typer_cli
+    code, _, stderr = fast
+    assert (code, stderr.count("\n")) in ((0, 0), (2, 1), (3, 1))
