@@ -446,16 +446,16 @@ def verify(
         result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
     if format is Format.json:
         typer.echo(json.dumps({"schema_version": 1, "passed": result.passed, "reasons": list(result.reasons),
-                               "probe": result.probe, "checks": list(result.findings)}, indent=2))
+                               "probe": result.probe, "checks": list(result.findings), "speed": list(result.speed),
+                               "gpu_health": list(result.health)}, indent=2))
     else:
         typer.echo(f"verify: {'PASS' if result.passed else 'FAIL'}")
         for reason in result.reasons:
             typer.echo(f"- {reason}")
         for check in result.findings:
-            rate = verifier.rate_text(check)
-            peak = f" ({check['percent_of_peak']:.0f}% of peak)" if "percent_of_peak" in check else ""
-            state = {True: "ok", False: "FAIL", None: "n/a"}[check.get("ok")]
-            typer.echo(f"- {check['name']} on {check.get('gpu') or check['device']}: {state}, {rate}{peak}")
+            typer.echo(f"- {verifier.finding_text(check)}")
+        for line in result.speed:
+            typer.echo(f"speed: {line}")
     if not result.passed:
         raise typer.Exit(1)
 

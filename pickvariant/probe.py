@@ -34,8 +34,16 @@ def on_device(device: str):
     return torch.cuda.device(torch.device(device)) if device.startswith("cuda") else contextlib.nullcontext()
 
 
-def timed(fn, device: str, repeats: int) -> float:
-    """Median seconds of fn() after a warm-up; CUDA events on GPUs, perf_counter on the CPU."""
+MIN_SAMPLE_S = 2e-3
+
+
+def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
+    """(median seconds per fn(), seconds one timed sample spanned) after a warm-up; CUDA events on GPUs,
+    perf_counter on the CPU.
+
+    On a GPU each sample is `batch` calls back to back between two events: a kernel shorter than
+    the launch-and-wait round trip would otherwise be timed mostly idle (a 0.2 ms convolution
+    measured one call at a time read 33% of what the same calls reach in a loop)."""
     import torch
 
     if device.startswith("cuda"):
@@ -46,22 +54,28 @@ def timed(fn, device: str, repeats: int) -> float:
             for _ in range(repeats):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                fn()
+                for _ in range(batch):
+                    fn()
                 end.record()
                 end.synchronize()
-                samples.append(start.elapsed_time(end) / 1000.0)
-        return statistics.median(samples)
+                samples.append(start.elapsed_time(end) / 1000.0 / batch)
+        return statistics.median(samples), statistics.median(samples) * batch
     # MPS runs asynchronously too: torch.mps.synchronize() makes the wall clock cover the work.
     sync = torch.mps.synchronize if device == "mps" else (lambda: None)
+    start = time.perf_counter()
     fn()
     sync()
+    # A fast CPU (AMX) finishes a 1024^3 product in half a millisecond: enough calls per sample
+    # that each spans MIN_SAMPLE_S, so the figure is a speed, not timer noise.
+    batch = max(batch, min(1000, int(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-9)) + 1))
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
+        for _ in range(batch):
+            fn()
         sync()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        samples.append((time.perf_counter() - start) / batch)
+    return statistics.median(samples), statistics.median(samples) * batch
 
 
 def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=False):
@@ -82,8 +96,9 @@ def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=Fal
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
         x = torch.randn(n_time, n_time, device=device, dtype=dtype)
         y = torch.randn(n_time, n_time, device=device, dtype=dtype)
-        seconds = timed(lambda: x @ y, device, repeats)
+        seconds, span = timed(lambda: x @ y, device, repeats)
         entry["size"] = n_time
+        entry.update(seconds=seconds, span_seconds=span)
         entry["tflops"] = 2 * n_time**3 / seconds / 1e12
     except Exception as error:  # an unsupported dtype is a result, not a crash
         entry["ok"] = False
@@ -130,12 +145,79 @@ def check_conv(results, device, dtype_name, quick):
         entry["tolerance"] = 1e-2 if dtype_name == "bf16" else 1e-4
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
         xt, wt = x.to(device, dtype), w.to(device, dtype)
-        seconds = timed(lambda: torch.nn.functional.conv2d(xt, wt, padding=1), device, 5)
+        seconds, span = timed(lambda: torch.nn.functional.conv2d(xt, wt, padding=1), device, 5)
+        entry.update(seconds=seconds, span_seconds=span)
         entry["tflops"] = 2 * batch * channels * channels * 9 * size * size / seconds / 1e12
     except Exception as error:
         entry["ok"] = False
         entry["error"] = f"{type(error).__name__}: {error}"[:300]
     results.append(entry)
+
+
+# Layer shapes of real models, where cuDNN's tensor-core kernels run as in training (bf16,
+# channels_last, autotuned): (name, batch, in channels, out channels, height = width, kernel).
+# Chosen with benchmarks/conv_shapes.py on an H100 and an H200 (benchmarks/results/).
+# On an H100 these reached 75-83% of the bf16 peak; ResNet-50's own 3x3 layers (64-512 channels)
+# reach 37-74% at batch 256 however they are timed: their shapes, not the install, set the figure.
+CONV_LAYERS = (
+    ("vgg16 conv3 3x3 256ch 56x56 b64", 64, 256, 256, 56, 3),
+    ("sd-unet 3x3 640ch 32x32 b64", 64, 640, 640, 32, 3),
+    ("3x3 1024ch 14x14 b256", 256, 1024, 1024, 14, 3),
+)
+
+
+LAYER_BATCH = 10  # calls per timed sample of a layer: a sample of 3+ ms, one call is 0.3 ms
+
+
+def conv_flops(batch, in_channels, out_channels, size, kernel):
+    """Multiply-adds of a stride-1, same-padded convolution, counted as two FLOPs each."""
+    return 2 * batch * in_channels * out_channels * kernel * kernel * size * size
+
+
+def time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repeats, loop):
+    """(median seconds per call as the probe times it, seconds per timed sample, seconds per call of a bare loop, relative error)."""
+    import torch
+
+    previous = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True  # as training sets it: cuDNN picks its fastest algorithm
+    try:
+        with on_device(device):
+            x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+            w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+            padding = kernel // 2
+
+            def conv():
+                return torch.nn.functional.conv2d(x, w, padding=padding)
+
+            torch.backends.cudnn.allow_tf32 = False
+            sample = conv()[:2].float()
+            reference = torch.nn.functional.conv2d(x[:2].float(), w.float(), padding=padding)
+            error = float(torch.linalg.norm(sample - reference) / torch.linalg.norm(reference))
+            seconds, span = timed(conv, device, repeats, batch=LAYER_BATCH)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(loop):
+                conv()
+            end.record()
+            end.synchronize()
+            bare = start.elapsed_time(end) / 1000.0 / loop
+    finally:
+        torch.backends.cudnn.benchmark = previous
+    return seconds, span, bare, error
+
+
+def check_conv_layers(results, device):
+    """Each layer shape's throughput as verify times it, beside a bare loop of it in the same run."""
+    for name, batch, in_channels, out_channels, size, kernel in CONV_LAYERS:
+        entry = {"name": f"conv2d bf16 channels_last {name}", "device": device, "dtype": "bf16", "layer": name}
+        try:
+            seconds, span, bare, error = time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repeats=5, loop=50)
+            flops = conv_flops(batch, in_channels, out_channels, size, kernel)
+            entry.update(rel_error=error, tolerance=1e-2, ok=error <= 1e-2, seconds=seconds, span_seconds=span,
+                         tflops=flops / seconds / 1e12, bare_loop_tflops=flops / bare / 1e12)
+        except Exception as error:
+            entry.update(ok=False, error=f"{type(error).__name__}: {error}"[:300])
+        results.append(entry)
 
 
 def check_int8_cpu(results, n):
@@ -152,7 +234,8 @@ def check_int8_cpu(results, n):
         out = torch._int_mm(a, b)
         entry["ok"] = bool(torch.equal(out.long(), a.long() @ b.long()))
         entry["rel_error"] = 0.0 if entry["ok"] else 1.0
-        seconds = timed(lambda: torch._int_mm(a, b), "cpu", 5)
+        seconds, span = timed(lambda: torch._int_mm(a, b), "cpu", 5)
+        entry.update(seconds=seconds, span_seconds=span)
         entry["tops"] = 2 * n**3 / seconds / 1e12
     except Exception as error:  # not every build has a CPU int8 kernel
         entry.update(ok=None, error=f"{type(error).__name__}: {error}"[:300])
@@ -197,6 +280,8 @@ def main(argv: list[str]) -> int:
         "arch_list": arch_list(torch),
         "cuda_available": torch.cuda.is_available(),
         "mps_available": mps_available(torch),
+        # None: this torch has no cuDNN (the build repository's SM61 recipes set USE_CUDNN=0).
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "devices": [],
         "checks": [],
     }
@@ -217,11 +302,14 @@ def main(argv: list[str]) -> int:
         return 0
     torch.manual_seed(0)
     results = report["checks"]
-    cpu_n = 256 if quick else 1024
+    # 512: a few ms per fp32 product on 2 cores, long enough for a steady median within --quick's 20 s.
+    cpu_n = 512 if quick else 1024
     for dtype in ("fp32", "bf16"):
-        check_matmul(results, "cpu", dtype, 128, cpu_n, 3 if quick else 5)
+        check_matmul(results, "cpu", dtype, 128, cpu_n, 5)
     check_int8_cpu(results, cpu_n)
     check_conv(results, "cpu", "fp32", quick)
+    for check in results:
+        check["dispatch"] = report["cpu_capability"]  # the CPU figures hold only at this dispatch level
     if report["mps_available"]:
         n_time = 1024 if quick else 4096
         for dtype in ("fp32", "fp16"):
@@ -237,6 +325,7 @@ def main(argv: list[str]) -> int:
             check_conv(results, name, "bf16", quick)
             check_conv(results, name, "fp32", quick)
             if not quick:
+                check_conv_layers(results, name)
                 device["bare_loop_bf16_tflops"] = bare_loop_bf16(name, 8192, 20)
     print(json.dumps(report))
     return 0

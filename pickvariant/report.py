@@ -48,7 +48,11 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
     data["pickvariant"] = __version__
     data["system"] = {"kernel": platform.release(), "python": platform.python_version()}
     data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
-    probe, problem = run_probe(python, quick=True, info_only=True)
+    from pickvariant.gpu import GpuWatch
+
+    with GpuWatch.for_facts(facts) as watch:  # a short look: clocks, power limits, other processes, MIG, ECC
+        probe, problem = run_probe(python, quick=True, info_only=True)
+    data["gpu_health"] = list(watch.summary())
     mismatches: list[str] = []
     installed: dict[str, Any] | None = None
     if probe is not None:
@@ -61,6 +65,23 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
     # Which recipe (repository and commit, or generated) the last install built or installed.
     data["last_install"] = {key: record.get(key) for key in ("package", "branch", "torch", "method", "recipe")} if record else None
     return _scrub_all(data)
+
+
+def health_text(gpu: dict[str, Any]) -> str:
+    """One line of a GPU's NVML state: clocks, power, clock-event reasons, sharing, MIG, ECC."""
+    parts = []
+    if gpu.get("sm_clock_mhz_limit"):
+        parts.append(f"SM clock {gpu.get('sm_clock_mhz_max_seen') or '?'} of {gpu['sm_clock_mhz_limit']} MHz")
+    if gpu.get("power_limit_w"):
+        parts.append(f"power limit {gpu['power_limit_w']:.0f} W" + (f" of {gpu['power_limit_max_w']:.0f} W allowed" if gpu.get("power_limit_max_w") else ""))
+    if gpu.get("throttle_reasons_seen"):
+        parts.append("clocks held back by " + ", ".join(gpu["throttle_reasons_seen"]))
+    parts.append(f"{len(gpu.get('other_processes') or [])} other process(es)")
+    if gpu.get("mig_enabled") is not None:
+        parts.append(f"MIG {'on' if gpu['mig_enabled'] else 'off'}")
+    if gpu.get("ecc_enabled") is not None:
+        parts.append(f"ECC {'on' if gpu['ecc_enabled'] else 'off'}")
+    return "; ".join(parts)
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -79,8 +100,11 @@ def markdown(data: dict[str, Any]) -> str:
         f"- OS: {hw['os']}/{hw['arch']}, kernel {data['system']['kernel']}",
         f"- CPU: {hw['cpu']['model']}; flags that matter: {' '.join(hw['cpu']['flags_that_matter']) or 'none'}{source('cpu')}",
     ]
+    health = {gpu["index"]: gpu for gpu in data.get("gpu_health", [])}
     for gpu in hw["gpus"]:
         lines.append(f"- GPU {gpu['index']}: {gpu['name']}, compute capability {gpu['compute_capability']}, {gpu['memory_mib'] or '?'} MiB{source('gpus')}")
+        if gpu["index"] in health:
+            lines.append(f"  - NVML: {health_text(health[gpu['index']])}")
     if not hw["gpus"]:
         lines.append(f"- GPUs: none{source('gpus')}")
     driver = hw["driver"]

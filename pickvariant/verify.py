@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import signal
@@ -25,6 +26,14 @@ FULL_TIMEOUT_S = 600.0
 # boost clocks above the rated one and GeForce ratings that understate the silicon stay below it
 # (RTX 5090: 224 TFLOP/s bf16 measured against 209.5 rated, 107%; hardware-facts.md table 7).
 PEAK_TOLERANCE_PERCENT = 15.0
+# A timed sample shorter than this is mostly launch latency, timer resolution and clock ramp-up
+# (a 2048^3 bf16 product takes ~25 us on an H100): such a figure is not shown as a speed.
+MIN_TIMED_S = 1e-3
+# Below this share of the catalog's bf16 peak on the 8192^3 product, verify says the GPU is slow and
+# shows what NVML knows. Healthy H100/H200s reach 76-82% in this probe (benchmarks/results/), so
+# half the peak is far outside what a difference of model or clocks explains: a throttled, capped,
+# shared or misconfigured GPU.
+SLOW_PERCENT_OF_PEAK = 50.0
 # The probe prints one JSON line of a few KiB; anything near this is some other program.
 MAX_PROBE_OUTPUT = 4 * 1024 * 1024
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
@@ -36,6 +45,9 @@ class VerifyResult:
     reasons: tuple[str, ...]
     probe: dict[str, Any] | None = None
     findings: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    # Where a GPU ran far below its peak: what was seen, and what NVML said while the probe ran.
+    speed: tuple[str, ...] = ()
+    health: tuple[dict[str, Any], ...] = ()
 
 
 def probe_argv(python: list[str], quick: bool, info_only: bool = False) -> list[str]:
@@ -134,13 +146,27 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         failures.append(f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}")
     elif expected:
         reasons.append(f"CPU dispatch {got} matches the expected {expected}")
+    gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
+    if gpu_build and probe.get("cudnn") is None:
+        reasons.append("this torch has no cuDNN (as the build repository's SM61 recipes build it, USE_CUDNN=0): convolutions "
+                       "ran on PyTorch's own CUDA kernels, correct but slower; their speed is not judged")
     for check in probe.get("checks", []):
         finding = dict(check)
         where = labels.get(check["device"], check["device"])
         finding["gpu"] = where if where != check["device"] else None
-        peak = _peak(catalog, probe, check)
+        # What one timed sample spanned: a call, or a batch of calls between two events.
+        span = check.get("span_seconds", check.get("seconds"))
+        too_short = span is not None and span < MIN_TIMED_S
+        peak = None if too_short else _peak(catalog, probe, check)
+        if too_short:
+            finding["throughput_note"] = f"{span * 1e6:.0f} us per timed sample: too short to time, no speed shown"
         if peak:
             finding["percent_of_peak"] = 100.0 * check["tflops"] / peak
+        if not too_short and check.get("bare_loop_tflops"):
+            finding["percent_of_bare_loop"] = 100.0 * check["tflops"] / check["bare_loop_tflops"]
+        if check.get("layer") and gpu_build and probe.get("cudnn") is None:
+            peak = None  # PyTorch's own convolution kernels: no tensor-core figure to hold them to
+            finding.pop("percent_of_peak", None)
         findings.append(finding)
         if check.get("ok") is False:
             failures.append(f"{check['name']} on {where}: " + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}"))
@@ -156,7 +182,18 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         if not mismatches:
             reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
     passed = not failures
-    return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings))
+    return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings), speed_verdict(findings))
+
+
+def speed_verdict(findings: list[dict[str, Any]]) -> tuple[str, ...]:
+    """A line for each GPU whose bf16 product reached less than SLOW_PERCENT_OF_PEAK of its catalog peak."""
+    slow = []
+    for finding in findings:
+        if finding["name"] == "matmul bf16" and finding.get("percent_of_peak") is not None and finding["percent_of_peak"] < SLOW_PERCENT_OF_PEAK:
+            where = finding.get("gpu") or finding["device"]
+            slow.append(f"{where} is slow: its bf16 product reached {finding['percent_of_peak']:.0f}% of the catalog peak "
+                        f"(under {SLOW_PERCENT_OF_PEAK:.0f}%; healthy H100/H200s reach 76-82% in this probe)")
+    return tuple(slow)
 
 
 def gpu_labels(probe: dict[str, Any], facts: HostFacts) -> dict[str, str]:
@@ -177,6 +214,20 @@ def gpu_labels(probe: dict[str, Any], facts: HostFacts) -> dict[str, str]:
         else:
             labels[ordinal] = f"GPU {gpu.index} ({gpu.name}, CUDA ordinal {ordinal})"
     return labels
+
+
+def finding_text(check: dict[str, Any]) -> str:
+    """One check as a line: where, whether it was right, and its speed where the speed means something."""
+    state = {True: "ok", False: "FAIL", None: "n/a"}[check.get("ok")]
+    where = check.get("gpu") or check["device"]
+    if check["device"] == "cpu" and check.get("dispatch"):
+        where = f"cpu ({check['dispatch']} dispatch)"
+    if check.get("throughput_note"):
+        return f"{check['name']} on {where}: {state} ({check['throughput_note']})"
+    shares = [f"{check['percent_of_peak']:.0f}% of peak"] if "percent_of_peak" in check else []
+    if "percent_of_bare_loop" in check:
+        shares.append(f"{check['percent_of_bare_loop']:.0f}% of a bare loop")
+    return f"{check['name']} on {where}: {state}, {rate_text(check)}" + (f" ({', '.join(shares)})" if shares else "")
 
 
 def rate_text(check: dict[str, Any]) -> str:
@@ -243,7 +294,33 @@ def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: 
         from pickvariant.facts import gather_facts
 
         facts = gather_facts(catalog)
-    probe, problem = run_probe(python, quick)
+    from pickvariant.gpu import GpuWatch
+
+    with GpuWatch.for_facts(facts) as watch:
+        probe, problem = run_probe(python, quick)
     if probe is None:
         return VerifyResult(False, (problem or "the probe failed",))
-    return judge(probe, catalog, facts, variant)
+    result = judge(probe, catalog, facts, variant)
+    health = watch.summary()
+    speed = result.speed + tuple(line for gpu in health for line in _health_lines(gpu)) if result.speed else ()
+    return dataclasses.replace(result, speed=speed, health=health)
+
+
+def _health_lines(gpu: dict[str, Any]) -> list[str]:
+    """What NVML saw of one GPU while the probe ran, in words (only what it could answer)."""
+    name = f"GPU {gpu['index']}"
+    lines = []
+    if gpu.get("sm_clock_mhz_max_seen") is not None and gpu.get("sm_clock_mhz_limit"):
+        lines.append(f"{name}: SM clock up to {gpu['sm_clock_mhz_max_seen']} MHz under load, of {gpu['sm_clock_mhz_limit']} MHz maximum")
+    if gpu.get("throttle_reasons_seen"):
+        lines.append(f"{name}: clocks held back by {', '.join(gpu['throttle_reasons_seen'])}")
+    if gpu.get("power_w_max_seen") is not None and gpu.get("power_limit_w"):
+        lines.append(f"{name}: power up to {gpu['power_w_max_seen']:.0f} W of a {gpu['power_limit_w']:.0f} W limit"
+                     + (f" (the board allows {gpu['power_limit_max_w']:.0f} W)" if gpu.get("power_limit_max_w") and gpu["power_limit_max_w"] > gpu["power_limit_w"] + 1 else ""))
+    if gpu.get("other_processes"):
+        lines.append(f"{name}: shared with {len(gpu['other_processes'])} other process(es): " + ", ".join(f"pid {p['pid']} ({p['used_mib']} MiB)" for p in gpu["other_processes"][:5]))
+    if gpu.get("mig_enabled"):
+        lines.append(f"{name}: MIG is on: the probe ran on one instance, a fraction of the GPU")
+    if gpu.get("ecc_enabled") is False:
+        lines.append(f"{name}: ECC is off")
+    return lines

@@ -4,6 +4,7 @@ through a stand-in module with pynvml's API surface (names, tuples, exception cl
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -81,3 +82,37 @@ def test_without_the_driver_library_there_is_no_gpu_through_either_path() -> Non
     assert quick.gpus == () and not quick.inconclusive and "libnvidia-ml.so.1" in quick.notes[0]
     real = query_nvml(pynvml)  # the real pynvml, as when the library exists but cannot load
     assert real.gpus == () and not real.inconclusive and real.notes[0].startswith("no NVIDIA GPU")
+
+
+def test_the_gpu_watch_reports_clocks_reasons_power_sharing_mig_and_ecc() -> None:
+    import types
+
+    from pickvariant.gpu import GpuWatch
+
+    nvml = fake_nvml([H200])
+    nvml.nvmlDeviceGetCurrentClocksEventReasons = lambda h: 0x4 | 0x1  # software power cap (+ idle, not a slowdown)
+    nvml.nvmlDeviceGetClockInfo = lambda h, kind: 1410
+    nvml.nvmlDeviceGetMaxClockInfo = lambda h, kind: 1980
+    nvml.nvmlDeviceGetPowerUsage = lambda h: 450_000
+    nvml.nvmlDeviceGetEnforcedPowerLimit = lambda h: 450_000
+    nvml.nvmlDeviceGetPowerManagementLimitConstraints = lambda h: (200_000, 700_000)
+    nvml.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=4242, usedGpuMemory=8 * 1024**3)]
+    nvml.nvmlDeviceGetEccMode = lambda h: (1, 1)
+    with GpuWatch(nvml, (0,), interval_s=0.01) as watch:
+        time.sleep(0.05)
+    (gpu,) = watch.summary()
+    assert gpu["sm_clock_mhz_max_seen"] == 1410 and gpu["sm_clock_mhz_limit"] == 1980
+    assert gpu["throttle_reasons_seen"] == ["the software power cap"]
+    assert (gpu["power_w_max_seen"], gpu["power_limit_w"], gpu["power_limit_max_w"]) == (450.0, 450.0, 700.0)
+    assert gpu["other_processes"] == [{"pid": 4242, "used_mib": 8192}] and gpu["mig_enabled"] is False and gpu["ecc_enabled"] is True
+    from pickvariant.verify import _health_lines
+
+    lines = _health_lines(gpu)
+    assert any("1410 MHz under load, of 1980 MHz" in line for line in lines) and any("450 W limit (the board allows 700 W)" in line for line in lines)
+    assert "shutdown" in nvml.calls
+    # A driver that answers none of it leaves the facts out; nothing is raised.
+    bare = fake_nvml([H200])
+    with GpuWatch(bare, (0,), interval_s=0.01) as quiet:
+        pass
+    (unknown,) = quiet.summary()
+    assert unknown["sm_clock_mhz_limit"] is None and unknown["throttle_reasons_seen"] == [] and unknown["other_processes"] == []

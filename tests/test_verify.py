@@ -192,3 +192,38 @@ def test_the_probe_times_on_the_device_it_is_given_with_real_torch(probe) -> Non
         probe_module.check_matmul(results, "cpu", "fp32", 64, 128, 3)
     assert results[0]["ok"] and results[0]["tflops"] > 0
     assert all("pci" in device for device in probe.get("devices", []))
+
+
+H200_DEVICE = [{"index": 0, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": True, "pci": "0000:19:00"}]
+
+
+def _bf16(tflops: float, span: float = 0.0015, **extra) -> dict:
+    return {"name": "matmul bf16", "device": "cuda:0", "dtype": "bf16", "ok": True, "rel_error": 1e-3, "tolerance": 1e-2,
+            "tflops": tflops, "seconds": span, "span_seconds": span, **extra}
+
+
+def test_a_figure_from_a_too_short_sample_is_not_shown_as_a_speed(catalog) -> None:
+    facts = _two_h200s(catalog)
+    verdict = judge(_h200_probe(H200_DEVICE, [_bf16(3.1, span=25e-6)]), catalog, facts, None)
+    (finding,) = verdict.findings
+    assert "percent_of_peak" not in finding and "too short to time" in finding["throughput_note"]
+    assert verdict.passed and not verdict.speed  # a --quick size says nothing about speed, good or bad
+
+
+def test_a_gpu_far_below_its_peak_gets_a_speed_verdict_and_a_healthy_one_none(catalog) -> None:
+    facts = _two_h200s(catalog)
+    slow = judge(_h200_probe(H200_DEVICE, [_bf16(300.0)]), catalog, facts, None)
+    assert slow.passed  # the install is right; the GPU is slow
+    assert len(slow.speed) == 1 and "GPU 0 (NVIDIA H200) is slow" in slow.speed[0] and "30% of the catalog peak" in slow.speed[0]
+    assert not judge(_h200_probe(H200_DEVICE, [_bf16(770.7)]), catalog, facts, None).speed  # measured on an H200: 78%
+
+
+def test_a_torch_without_cudnn_passes_with_a_note_and_layer_speeds_unjudged(catalog) -> None:
+    layer = {"name": "conv2d bf16 channels_last vgg16", "layer": "vgg16", "device": "cuda:0", "dtype": "bf16", "ok": True,
+             "rel_error": 2e-3, "tolerance": 1e-2, "tflops": 40.0, "bare_loop_tflops": 42.0, "seconds": 0.004, "span_seconds": 0.04}
+    probe = _h200_probe(H200_DEVICE, [layer]) | {"cudnn": None}
+    verdict = judge(probe, catalog, _two_h200s(catalog), None)
+    assert verdict.passed and any("no cuDNN" in reason for reason in verdict.reasons)
+    assert "percent_of_peak" not in verdict.findings[0] and round(verdict.findings[0]["percent_of_bare_loop"]) == 95
+    with_cudnn = judge(probe | {"cudnn": 91900}, catalog, _two_h200s(catalog), None)
+    assert not any("no cuDNN" in reason for reason in with_cudnn.reasons) and "percent_of_peak" in with_cudnn.findings[0]
