@@ -31,6 +31,14 @@ _MAX_CATALOG_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
 
 
+def _grouped(variants: Iterable[Variant], key: Callable[[Variant], str]) -> Mapping[str, tuple[Variant, ...]]:
+    """Variants by a key, each group in catalog order."""
+    groups: dict[str, list[Variant]] = {}
+    for variant in variants:
+        groups.setdefault(key(variant), []).append(variant)
+    return {name: tuple(found) for name, found in groups.items()}
+
+
 @dataclass(frozen=True)
 class Platform:
     nix_system: str
@@ -176,10 +184,7 @@ class Branch:
 
     @cached_property
     def _by_platform(self) -> Mapping[str, tuple[Variant, ...]]:
-        by_platform: dict[str, list[Variant]] = {}
-        for variant in self.variants:
-            by_platform.setdefault(variant.platform, []).append(variant)
-        return {platform: tuple(found) for platform, found in by_platform.items()}
+        return _grouped(self.variants, operator.attrgetter("platform"))
 
     def line(self, cuda: str) -> CudaLine:
         for line in self.cuda_lines:
@@ -248,10 +253,7 @@ class Catalog:
 
     @cached_property
     def _variants_by_package(self) -> Mapping[str, tuple[Variant, ...]]:
-        by_package: dict[str, list[Variant]] = {}
-        for variant in self.variants:
-            by_package.setdefault(variant.package, []).append(variant)
-        return {package: tuple(found) for package, found in by_package.items()}
+        return _grouped(self.variants, operator.attrgetter("package"))
 
     def branch(self, name: str) -> Branch:
         if name in self._branch_by_name:

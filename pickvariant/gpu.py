@@ -244,7 +244,8 @@ class GpuWatch:
     def for_facts(cls, facts: Any) -> GpuWatch:
         """A watch of the GPUs NVML detected; one that watches nothing for stated or absent GPUs."""
         indices = tuple(gpu.index for gpu in facts.gpus)
-        if not indices or "--gpu" in str(facts.sources.get("gpus", "")) or "PICKVARIANT_GPU" in str(facts.sources.get("gpus", "")):
+        # Stated GPUs (--gpu, PICKVARIANT_GPU) are not this machine's: nothing to watch.
+        if not indices or not str(facts.sources.get("gpus", "")).startswith("detected"):
             return cls(None, ())
         if not _nvml_library_loads():
             return cls(None, ())
