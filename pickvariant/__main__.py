@@ -1,3 +1,3 @@
-from pickvariant.entry import main
+from pickvariant.entry import console
 
-raise SystemExit(main())
+raise SystemExit(console())

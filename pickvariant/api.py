@@ -18,13 +18,16 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from pickvariant.catalog import Catalog, Variant, load_catalog
 from pickvariant.decide import Decision, Options, decide
 from pickvariant.errors import NoVariant
 from pickvariant.facts import HostFacts, WhatIf, gather_facts
+from pickvariant.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Recommendation", "default_catalog", "host_facts", "no_variant_error", "recommend"]
 
@@ -35,7 +38,7 @@ def default_catalog() -> Catalog:
     return load_catalog()
 
 
-@dataclass(frozen=True)
+@record
 class Recommendation:
     """The decision for one machine, with the facts it was made from."""
 

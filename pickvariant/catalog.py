@@ -7,46 +7,53 @@ several branches with different PyTorch versions.
 
 from __future__ import annotations
 
+import gc
 import json
 import operator
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, TypeVar
 
 from pickvariant import settings
 from pickvariant.errors import BadInput
 from pickvariant.fsutil import read_regular
+from pickvariant.record import record
 from pickvariant.schema import SchemaError, validate
 from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version, version_key
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+    K = TypeVar("K")
 
 CATALOG_ENV = settings.CATALOG
 SCHEMA_VERSION = 2
 MPS = "mps"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _MAX_CATALOG_BYTES = 16 * 1024 * 1024
-T = TypeVar("T")
 
 
-def _grouped(variants: Iterable[Variant], key: Callable[[Variant], str]) -> Mapping[str, tuple[Variant, ...]]:
+def _grouped(variants: Iterable[Variant], key: Callable[[Variant], K]) -> Mapping[K, tuple[Variant, ...]]:
     """Variants by a key, each group in catalog order."""
-    groups: dict[str, list[Variant]] = {}
+    groups: dict[K, list[Variant]] = {}
     for variant in variants:
         groups.setdefault(key(variant), []).append(variant)
     return {name: tuple(found) for name, found in groups.items()}
 
 
-@dataclass(frozen=True)
+@record
 class Platform:
     nix_system: str
     os: str
     arch: str
 
 
-@dataclass(frozen=True)
+@record
 class CpuIsa:
     name: str
     platform: str
@@ -58,7 +65,7 @@ class CpuIsa:
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class GpuArch:
     name: str
     compute_capability: ComputeCapability
@@ -77,7 +84,7 @@ class GpuArch:
         return str(self.compute_capability)
 
 
-@dataclass(frozen=True)
+@record
 class CudaRelease:
     cuda: str
     min_driver: DriverVersion
@@ -85,7 +92,7 @@ class CudaRelease:
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class CudaLine:
     """One CUDA release as a branch builds it: its own nixpkgs pin and CUDA package set."""
 
@@ -101,7 +108,7 @@ class CudaLine:
         return self.cuda.replace(".", "_")
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     package: str
     branch: str
@@ -146,7 +153,7 @@ class Variant:
         return f"{self.package} ({self.branch})"
 
 
-@dataclass(frozen=True)
+@record
 class TorchSource:
     version: str
     owner: str
@@ -164,7 +171,7 @@ class TorchSource:
         return tuple(name for name, keep, _ in self.nixpkgs_patches if not keep)
 
 
-@dataclass(frozen=True)
+@record
 class Branch:
     name: str
     commit: str
@@ -178,13 +185,16 @@ class Branch:
     def general(self) -> bool:
         return self.aligned_with is None
 
-    def variants_on(self, nix_system: str) -> tuple[Variant, ...]:
-        """This branch's variants built for one Nix system (decide asks for each detection)."""
-        return self._by_platform.get(nix_system, ())
+    def variants_for(self, nix_system: str, gpu_arch: str | None) -> tuple[Variant, ...]:
+        """This branch's variants for one Nix system and GPU architecture (None: CPU-only), in catalog order.
+
+        decide asks only for the architectures that can run on the machine: a CPU-only host looks at
+        a dozen variants of a branch rather than every CUDA build of it."""
+        return self._by_hardware.get((nix_system, gpu_arch), ())
 
     @cached_property
-    def _by_platform(self) -> Mapping[str, tuple[Variant, ...]]:
-        return _grouped(self.variants, operator.attrgetter("platform"))
+    def _by_hardware(self) -> Mapping[tuple[str, str | None], tuple[Variant, ...]]:
+        return _grouped(self.variants, operator.attrgetter("platform", "gpu_arch"))
 
     def line(self, cuda: str) -> CudaLine:
         for line in self.cuda_lines:
@@ -193,7 +203,7 @@ class Branch:
         raise KeyError(cuda)
 
 
-@dataclass(frozen=True)
+@record
 class PeakThroughput:
     gpu: str
     name_pattern: str
@@ -201,21 +211,21 @@ class PeakThroughput:
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class Workload:
     name: str
     description: str
     isa_preference: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     repo: str
     commit: str
     date: str
 
 
-@dataclass(frozen=True)
+@record
 class Catalog:
     path: Path
     source: Source
@@ -283,16 +293,25 @@ class Catalog:
         return capability in self.tegra_capabilities
 
     def nix_system(self, os_name: str, arch: str) -> str | None:
+        return self._systems.get((os_name, arch))
+
+    @cached_property
+    def _systems(self) -> Mapping[tuple[str, str], str]:
+        # The first platform of an (os, arch) pair wins, as the catalog lists them.
+        systems: dict[tuple[str, str], str] = {}
         for platform in self.platforms.values():
-            if platform.os == os_name and platform.arch == arch:
-                return platform.nix_system
-        return None
+            systems.setdefault((platform.os, platform.arch), platform.nix_system)
+        return systems
 
     def canonical_flags(self, flags: Iterable[str]) -> frozenset[str]:
         """Map every spelling a tool reports (py-cpuinfo, macOS sysctl) to the kernel's name."""
-        canonical: set[str] = set()
-        for flag in flags:
-            canonical.update(self.flag_aliases.get(flag, (flag,)))
+        flags = flags if isinstance(flags, (set, frozenset)) else frozenset(flags)
+        aliased = flags & self.flag_aliases.keys()
+        if not aliased:
+            return frozenset(flags)
+        canonical = set(flags - aliased)
+        for flag in aliased:
+            canonical.update(self.flag_aliases[flag])
         return frozenset(canonical)
 
     def peak_for(self, gpu_name: str) -> PeakThroughput | None:
@@ -317,7 +336,10 @@ def hardware_facts_path() -> Path:
 
 
 def load_json(path: Path, what: str) -> Any:
-    raw = read_regular(path, _MAX_CATALOG_BYTES, what)
+    return _decoded(read_regular(path, _MAX_CATALOG_BYTES, what), path, what)
+
+
+def _decoded(raw: bytes, path: Path, what: str) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -328,23 +350,63 @@ def load_json(path: Path, what: str) -> Any:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
-    return parse_catalog(load_json(path, "catalog"), path)
+    raw = read_regular(path, _MAX_CATALOG_BYTES, "catalog")
+    # Tens of thousands of objects that all stay alive: the collector's passes over them while they
+    # are made find nothing and cost an eighth of the load, so it waits until they are built.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return parse_catalog(_decoded(raw, path, "catalog"), path, schema_checked=schema_checked_before(raw))
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@cache
+def _schema_bytes() -> bytes:
+    return (_PACKAGE_DIR / "catalog.schema.json").read_bytes()
 
 
 def catalog_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((_PACKAGE_DIR / "catalog.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(_schema_bytes().decode("utf-8"))
     return schema
 
 
-def parse_catalog(data: Any, path: Path) -> Catalog:
-    """Validate `data` against the schema and the cross-references, then build the catalog."""
+# `catalog sync` validates what it writes and says so on the file's second line: the CRC-32 of
+# everything after that line, and of the schema it was checked against. While both still match,
+# loading skips the schema pass (half of loading the shipped catalog; the cross-reference checks in
+# _build still run). A checksum is the tool for accidental change, which is all this guards
+# against: whoever can rewrite the catalog can rewrite the code beside it.
+_STAMP = re.compile(rb' "validated": "crc32 ([0-9a-f]{8}) under schema crc32 ([0-9a-f]{8})",')
+
+
+def stamp(text: str) -> str:
+    """A rendered catalog (it starts with "{" and a newline) with the line that records its validation."""
+    if not text.startswith("{\n"):
+        raise ValueError("a rendered catalog starts with '{' on a line of its own")
+    body = text[2:]
+    return f'{{\n "validated": "crc32 {zlib.crc32(body.encode("utf-8")):08x} under schema crc32 {zlib.crc32(_schema_bytes()):08x}",\n{body}'
+
+
+def schema_checked_before(raw: bytes) -> bool:
+    """Does this catalog file carry a stamp that still matches its content and this schema?"""
+    if not raw.startswith(b"{\n"):
+        return False
+    line, newline, body = raw[2:].partition(b"\n")
+    match = _STAMP.fullmatch(line)
+    return bool(match and newline) and int(match[1], 16) == zlib.crc32(body) and int(match[2], 16) == zlib.crc32(_schema_bytes())
+
+
+def parse_catalog(data: Any, path: Path, schema_checked: bool = False) -> Catalog:
+    """Validate `data` against the schema (unless `schema_checked`) and the cross-references, then build the catalog."""
     if isinstance(data, dict) and data.get("schema_version") == 1:
         raise BadInput(
             f"catalog {path} is schema_version 1 (pickvariant < 0.3); regenerate it with "
             "`pickvariant catalog sync REPO -o FILE` from the build repository or your fork"
         )
     try:
-        validate(data, catalog_schema())
+        if not schema_checked:
+            validate(data, catalog_schema())
         return _build(data, path)
     except SchemaError as error:
         raise BadInput(f"catalog {path}: {error}") from error
@@ -376,7 +438,7 @@ def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
         raise SchemaError(where, str(error)) from None
 
 
-@dataclass(frozen=True)
+@record
 class HardwareFacts:
     """The part of the catalog that is pickvariant's own (hardware.json), checked for consistency."""
 

@@ -93,8 +93,13 @@ def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence
         problems.append(f"it is a CUDA build ({variant.gpu_arch}) and this machine has no NVIDIA GPU")
         return tuple(problems)
     arch = catalog.gpu_archs[variant.gpu_arch]
+    verdicts: dict[tuple[int, int], str | None] = {}  # eight GPUs of one kind are judged once
     for gpu in gpus:
-        why = kernels_run_on(arch, gpu.compute_capability, catalog)
+        capability = gpu.compute_capability
+        kind = (capability.major, capability.minor)
+        if kind not in verdicts:
+            verdicts[kind] = kernels_run_on(arch, capability, catalog)
+        why = verdicts[kind]
         if why:
             problems.append(f"GPU {gpu.index}: {why}")
     why_driver = driver_rejection(facts.driver, catalog.cuda_line(variant), gpus, catalog)

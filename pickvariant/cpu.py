@@ -9,19 +9,22 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pickvariant.errors import BadInput
 from pickvariant.fsutil import read_regular
+from pickvariant.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 PROC_CPUINFO = Path("/proc/cpuinfo")
 # /proc/cpuinfo of a 512-thread host is under 2 MiB; anything far larger is not one.
 MAX_CPUINFO_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@record
 class CpuFacts:
     os: str
     arch: str
@@ -40,13 +43,20 @@ def _fields(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _blocks(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
-    """Split into one dict per `processor` entry; lines before the first form their own block."""
+def _blocks(text: str) -> list[dict[str, str]]:
+    """One dict per `processor` entry (its first value of each key); lines before the first form their own block."""
     blocks: list[dict[str, str]] = [{}]
-    for key, value in pairs:
+    block = blocks[0]
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
         if key == "processor" and value.isdigit():
-            blocks.append({})
-        blocks[-1].setdefault(key, value)
+            block = {}
+            blocks.append(block)
+        if key not in block:
+            block[key] = value
     return [block for block in blocks if block]
 
 
@@ -60,24 +70,26 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
         cut = text.rstrip().split()[-1]
         text = text.rstrip()[: -len(cut)] + "\n"
         notes.append(f"{source} does not end with a newline (cut off?): its last word {cut[-40:]!r} was ignored")
-    pairs = _fields(text)
-    if any(key.startswith(("hw.optional.", "machdep.cpu.")) for key, _ in pairs):
+    blocks = _blocks(text)
+    keys: set[str] = set().union(*blocks)
+    if any(key.startswith(("hw.optional.", "machdep.cpu.")) for key in keys):
         return parse_sysctl(text, source)
-    keys = {key for key, _ in pairs}
     if not keys & {"processor", "flags", "features"}:
         raise BadInput(f"{source} is not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' line)")
-    blocks = _blocks(pairs)
     flag_key = "flags" if "flags" in keys else "features" if "features" in keys else None
     flags: frozenset[str] = frozenset()
     if flag_key:
         # Hybrid CPUs (and buggy hypervisors) can list different flags per core: only
-        # what every core has is safe to compile for.
-        per_core = [frozenset(block[flag_key].split()) for block in blocks if flag_key in block]
-        flags = frozenset.intersection(*per_core)
+        # what every core has is safe to compile for. Cores mostly print the same line: each
+        # distinct line is split once (a 192-core host has one, not 192).
+        lines = [block[flag_key] for block in blocks if flag_key in block]
+        split = {line: frozenset(line.split()) for line in set(lines)}
+        per_core = [split[line] for line in lines]
+        flags = frozenset.intersection(*split.values())
         empty = sum(1 for core in per_core if not core)
         if empty:
             notes.append(f"{empty} of {len(per_core)} cores show an empty {flag_key} line, so no CPU flag can be relied on")
-        elif any(core != per_core[0] for core in per_core):
+        elif len(set(split.values())) > 1:
             notes.append(f"cores report different flags; using the {len(flags)} flags common to all {len(per_core)} cores")
     first = next((block for block in blocks if len(block) > 1), blocks[0])
     arch = _arch(flag_key, first, keys)

@@ -16,19 +16,20 @@ Branches aligned with another project (vLLM) are considered only when named with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from functools import lru_cache
 
-from pickvariant.catalog import Branch, Catalog, CudaLine, Variant
+from pickvariant.catalog import MPS, Branch, Catalog, CudaLine, Variant
 from pickvariant.compat import (
     TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, kernels_run_on, missing_flags, runs_on_all, why_not,
 )
 from pickvariant.errors import BadInput
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import DriverFacts, GpuFacts, cuda_visible_count
+from pickvariant.record import record, replace
 from pickvariant.versions import ComputeCapability, release_matches, version_key
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     workload: str = "general"
     torch: str | None = None
@@ -38,13 +39,13 @@ class Options:
     python: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Rejection:
     choice: str
     why: str
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     variant: Variant | None
     branch: Branch | None
@@ -55,6 +56,15 @@ class Decision:
     line: CudaLine | None = None
     # Every variant that can run here, best first: what `plan` may give this machine, in detect's order.
     candidates: tuple[Variant, ...] = ()
+
+
+_NO_GPU = ComputeCapability(0, 0)
+
+
+@lru_cache(maxsize=1024)
+def _newest_first(release: str) -> tuple[int, ...]:
+    """A release's sort key negated, so that sorted() puts the newest first."""
+    return tuple(-part for part in version_key(release))
 
 
 def decide(facts: HostFacts, catalog: Catalog, options: Options = Options(), with_hints: bool = True) -> Decision:
@@ -119,33 +129,34 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
     python_rank = {version: rank for rank, version in enumerate(catalog.python_preference)}
 
     def rank(variant: Variant) -> tuple[object, ...]:
-        capability = catalog.gpu_archs[variant.gpu_arch].compute_capability if variant.gpu_arch in catalog.gpu_archs else ComputeCapability(0, 0)
+        arch = catalog.gpu_archs.get(variant.gpu_arch) if variant.gpu_arch else None
+        capability = arch.compute_capability if arch else _NO_GPU
         return (
-            tuple(-part for part in version_key(variant.torch)),
-            tuple(-part for part in version_key(variant.cuda)) if variant.cuda else (),
+            _newest_first(variant.torch),
+            _newest_first(variant.cuda) if variant.cuda else (),
             python_rank.get(variant.python, len(python_rank)),
             -capability.major, -capability.minor,
             isa_rank.get(variant.cpu_isa or "", 0),
             variant.branch,
+            variant.package,  # a total order: the answer cannot depend on the order variants were looked at
         )
 
     # The GPU architectures whose kernels run on every target: a set, so each variant costs one lookup.
     runnable_archs = {name for name in catalog.gpu_archs if runs_on_all(catalog, name, targets)} if targets else set()
 
+    # A first cut by platform, GPU architecture, instruction set and admissible line; why_not then
+    # judges each survivor, so the cut may only ever let too much through, never too little.
+    # With GPUs to serve, a CPU-only build is never a candidate (why_not: it would leave them unused).
+    looked_at: tuple[str | None, ...] = (MPS,) if darwin else tuple(sorted(runnable_archs)) if targets else (None,)
+
     def cheap_fit(variant: Variant, branch: Branch) -> bool:
-        # A first cut by platform, instruction set, GPU architecture and admissible line; why_not then
-        # judges each survivor, so this may only ever let too much through, never too little.
-        if variant.platform != system:
-            return False
         if variant.cpu_isa is not None and variant.cpu_isa not in usable_isas:
-            return False
-        if variant.gpu_arch is not None and not variant.is_mps and variant.gpu_arch not in runnable_archs:
             return False
         return variant.cuda is None or (branch.name, variant.cuda) in lines
 
     candidates = sorted(
-        (v for branch in branches for v in branch.variants_on(system)
-         if cheap_fit(v, branch) and _allowed_kind(v, darwin) and not why_not(v, facts, catalog, targets)),
+        (v for branch in branches for arch in looked_at for v in branch.variants_for(system, arch)
+         if cheap_fit(v, branch) and not why_not(v, facts, catalog, targets)),
         key=rank,
     )
     _explain_gpu_archs(catalog, targets, rejected)
@@ -196,10 +207,6 @@ def _unsupported_platform(facts: HostFacts, built_for: list[str]) -> str:
     if facts.os == "darwin" and facts.arch == "x86_64":
         return f"platform {platform} (an Intel Mac) is not supported: macOS builds are for Apple Silicon only (aarch64-darwin, MPS); the catalog builds {', '.join(built_for)}"
     return f"platform {platform} is not supported: every variant is built for one of {', '.join(built_for)}"
-
-
-def _allowed_kind(variant: Variant, darwin: bool) -> bool:
-    return variant.is_mps == darwin
 
 
 def _branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, options: Options) -> str:

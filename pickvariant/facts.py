@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
 
 from pickvariant import settings
 from pickvariant.catalog import Catalog
 from pickvariant.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.errors import BadInput
 from pickvariant.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
+from pickvariant.record import record
 from pickvariant.versions import parse_compute_capability, parse_driver_version
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_CPUINFO = settings.CPUINFO
 ENV_GPU = settings.GPU
@@ -28,7 +32,7 @@ ENV_CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu"})
 
 
-@dataclass(frozen=True)
+@record
 class WhatIf:
     """Facts the user states instead of detecting them (support staff describing another machine)."""
 
@@ -38,7 +42,7 @@ class WhatIf:
     driver: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HostFacts:
     os: str
     arch: str
@@ -47,7 +51,8 @@ class HostFacts:
     driver: DriverFacts | None
     driver_assumed: bool
     gpu_inconclusive: bool
-    sources: Mapping[str, str] = field(default_factory=dict)
+    # Which option, variable or detection each of cpu, gpus and driver came from.
+    sources: Mapping[str, str] = MappingProxyType({})
     notes: tuple[str, ...] = ()
     # The raw value, where set and the GPUs were detected (a stated machine has no environment).
     cuda_visible_devices: str | None = None

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant import settings
@@ -24,6 +23,7 @@ from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.fsutil import write_atomic
 from pickvariant.git import run_git
 from pickvariant.nixtext import lex
+from pickvariant.record import record
 
 NIX_PARSE_TIMEOUT_S = 60
 MAX_RECIPE_BYTES = 1024 * 1024
@@ -36,7 +36,7 @@ class MissingBranch(OperationFailed):
     """The repository answered, and has no such branch: no cached copy stands in for it."""
 
 
-@dataclass(frozen=True)
+@record
 class FetchedRecipe:
     text: str
     repo: str

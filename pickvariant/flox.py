@@ -10,10 +10,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant.errors import Interrupted, OperationFailed, Terminated
+from pickvariant.record import record
 
 FLOX_INSTALL_HELP = "flox is not on PATH: install Flox (https://flox.dev/docs/install-flox/) and run this again"
 LOG_TAIL_LINES = 15
@@ -28,7 +28,7 @@ def _raise_sigterm(signum: int, frame: object) -> None:
     raise _SigTerm()
 
 
-@dataclass(frozen=True)
+@record
 class Command:
     argv: tuple[str, ...]
     cwd: Path
@@ -120,7 +120,7 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
         raise OperationFailed(f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}")
 
 
-@dataclass(frozen=True)
+@record
 class Captured:
     """What a program printed, bounded: `problem` says why it was stopped, if it was."""
 

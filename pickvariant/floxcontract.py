@@ -10,11 +10,12 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from pickvariant.record import record
 
 CONTRACT = Path(__file__).resolve().parent / "flox_contract.json"
 
@@ -61,7 +62,7 @@ def parse_flox_version(output: str) -> Version | None:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class RunSupport:
     """Whether `flox run -p` can start the probe for a published variant, and if not, why."""
 

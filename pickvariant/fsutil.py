@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from pickvariant.errors import BadInput, OperationFailed
@@ -21,23 +20,38 @@ def read_regular(path: Path, limit: int, what: str) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as error:
         raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
-    status = os.fstat(fd)
-    if not stat.S_ISREG(status.st_mode):
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise BadInput(f"cannot read {what} {path}: it is not a regular file (a pipe, device or directory)")
+        raw = _read_bounded(fd, status.st_size, limit)
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
+    finally:
         os.close(fd)
-        raise BadInput(f"cannot read {what} {path}: it is not a regular file (a pipe, device or directory)")
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            # read(limit + 1) would allocate the whole limit for every small file; ask for what
-            # fstat says is there, and read on (still bounded) only if the file grew meanwhile.
-            expected = min(status.st_size, limit) + 1
-            raw = handle.read(expected)
-            if len(raw) == expected and expected <= limit:
-                raw += handle.read(limit + 1 - expected)
-        except OSError as error:
-            raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
     if len(raw) > limit:
         raise BadInput(f"{what} {path} is larger than {limit // (1024 * 1024)} MiB")
     return raw
+
+
+_PIECE = 64 * 1024
+
+
+def _read_bounded(fd: int, size: int, limit: int) -> bytes:
+    """Up to limit + 1 bytes: one read where fstat gives the size (asking for one byte more shows
+    whether the file grew); pieces until the end where it gives 0, as /proc and /sys files do.
+    Asking for the whole limit at once would allocate it for every small file."""
+    first = os.read(fd, min(size, limit) + 1) if size else b""
+    if size and len(first) == size:  # all of it, and nothing where the extra byte was asked for
+        return first
+    pieces, total = [first], len(first)
+    while total <= limit:
+        piece = os.read(fd, min(_PIECE, limit + 1 - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
 
 
 def check_inside(path: Path, root: Path) -> None:
@@ -116,6 +130,9 @@ def write_atomic(path: Path, content: str | bytes, mode: int = 0o644) -> None:
 
     A file that is replaced keeps its permissions; bytes are written exactly as given.
     """
+    # Imported here: tempfile brings shutil and random (5 ms), and detect, which never writes, imports this module.
+    import tempfile
+
     data = content.encode("utf-8") if isinstance(content, str) else content
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

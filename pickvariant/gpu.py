@@ -8,19 +8,22 @@ for a machine without GPUs.
 
 from __future__ import annotations
 
+import functools
 import sys
-import threading
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
+from pickvariant.record import record
 from pickvariant.versions import ComputeCapability, DriverVersion, decode_cuda_driver_version, parse_driver_version
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+if TYPE_CHECKING:
+    from typing import Any
+
 NVML_TIMEOUT_S = 5.0
-_MIB = 1024 * 1024
+MIB = 1024 * 1024
 
 
-@dataclass(frozen=True)
+@record
 class GpuFacts:
     index: int
     name: str
@@ -33,13 +36,13 @@ class GpuFacts:
     pci: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class DriverFacts:
     version: DriverVersion | None
     cuda: str | None
 
 
-@dataclass(frozen=True)
+@record
 class GpuReport:
     gpus: tuple[GpuFacts, ...]
     driver: DriverFacts | None
@@ -128,7 +131,7 @@ def _device(nvml: ModuleType, error_type: type[BaseException], index: int) -> Gp
     major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
     name = _text(nvml.nvmlDeviceGetName(handle))
     try:
-        memory_mib: int | None = int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // _MIB
+        memory_mib: int | None = int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // MIB
     except error_type:
         memory_mib = None
     mig_enabled: bool | None
@@ -164,8 +167,11 @@ def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _nvml_library_loads() -> bool:
-    """Cheap check before importing pynvml (tens of ms): the same dlopen NVML's nvmlInit does."""
+@functools.cache
+def nvml_library_loads() -> bool:
+    """Cheap check before importing pynvml (tens of ms): the same dlopen NVML's nvmlInit does.
+
+    Answered once per process, as CUDA answers cuInit: a driver installed later needs a new process."""
     if not sys.platform.startswith("linux"):
         return True
     import ctypes
@@ -180,7 +186,7 @@ def _nvml_library_loads() -> bool:
 def read_gpus(timeout_s: float | None = None) -> GpuReport:
     """This machine's GPUs. NVML runs in a worker thread so that a wedged driver cannot hang the tool."""
     timeout_s = NVML_TIMEOUT_S if timeout_s is None else timeout_s
-    if not _nvml_library_loads():
+    if not nvml_library_loads():
         return GpuReport((), None, ("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",))
     try:
         import pynvml
@@ -190,6 +196,8 @@ def read_gpus(timeout_s: float | None = None) -> GpuReport:
 
 
 def run_bounded(query: Any, timeout_s: float) -> GpuReport:
+    import threading  # only where an NVIDIA driver is installed; detect elsewhere never starts a thread
+
     result: list[GpuReport] = []
     failure: list[BaseException] = []
 
@@ -207,129 +215,3 @@ def run_bounded(query: Any, timeout_s: float) -> GpuReport:
     if failure:
         return GpuReport((), None, (f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",), inconclusive=True)
     return result[0]
-
-
-# nvmlClocksEventReasons bits (nvml.h; pynvml's nvmlClocksThrottleReason* constants), in words.
-# GpuIdle (0x1) is left out: an idle GPU between kernels is no slowdown.
-CLOCK_EVENT_REASONS = (
-    (0x2, "an application clock setting"),
-    (0x4, "the software power cap"),
-    (0x8, "a hardware slowdown (temperature or power brake)"),
-    (0x10, "sync boost"),
-    (0x20, "software thermal slowdown"),
-    (0x40, "hardware thermal slowdown"),
-    (0x80, "the hardware power brake"),
-    (0x100, "a display clock setting"),
-)
-NVML_CLOCK_SM = 1  # nvmlClockType_t NVML_CLOCK_SM
-WATCH_INTERVAL_S = 0.2
-
-
-class GpuWatch:
-    """What NVML reports of each GPU while something runs on it (clocks, clock-event reasons, power),
-    then what holds still (maximum clock, power limits, other processes, MIG, ECC).
-
-    Every query is optional: a GPU or driver that does not answer one leaves that fact out."""
-
-    def __init__(self, nvml: ModuleType | None, indices: tuple[int, ...], interval_s: float = WATCH_INTERVAL_S) -> None:
-        self._nvml = nvml
-        self._indices = indices
-        self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._seen: dict[int, dict[str, Any]] = {index: {"reasons": 0, "sm_max": None, "power_max": None} for index in indices}
-        self._thread: threading.Thread | None = None
-        self._started = False
-
-    @classmethod
-    def for_facts(cls, facts: Any) -> GpuWatch:
-        """A watch of the GPUs NVML detected; one that watches nothing for stated or absent GPUs."""
-        indices = tuple(gpu.index for gpu in facts.gpus)
-        # Stated GPUs (--gpu, PICKVARIANT_GPU) are not this machine's: nothing to watch.
-        if not indices or not str(facts.sources.get("gpus", "")).startswith("detected"):
-            return cls(None, ())
-        if not _nvml_library_loads():
-            return cls(None, ())
-        try:
-            import pynvml
-        except ImportError:
-            return cls(None, ())
-        return cls(pynvml, indices)
-
-    def __enter__(self) -> GpuWatch:
-        if self._nvml is not None:
-            try:
-                self._nvml.nvmlInit()
-                self._started = True
-            except self._nvml.NVMLError:
-                return self
-            self._thread = threading.Thread(target=self._sample_until_stopped, name="pickvariant-gpu-watch", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(NVML_TIMEOUT_S)
-
-    def _call(self, name: str, *args: Any) -> Any:
-        function = getattr(self._nvml, name, None)
-        if function is None:
-            return None
-        try:
-            return function(*args)
-        except self._nvml.NVMLError:  # type: ignore[union-attr]
-            return None
-
-    def _sample_until_stopped(self) -> None:
-        handles = {index: self._call("nvmlDeviceGetHandleByIndex", index) for index in self._indices}
-        while True:
-            for index, handle in handles.items():
-                if handle is None:
-                    continue
-                seen = self._seen[index]
-                reasons = self._call("nvmlDeviceGetCurrentClocksEventReasons", handle)
-                if reasons is None:
-                    reasons = self._call("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
-                seen["reasons"] |= int(reasons or 0)
-                clock = self._call("nvmlDeviceGetClockInfo", handle, NVML_CLOCK_SM)
-                if clock is not None:
-                    seen["sm_max"] = max(int(clock), seen["sm_max"] or 0)
-                power = self._call("nvmlDeviceGetPowerUsage", handle)
-                if power is not None:
-                    seen["power_max"] = max(int(power) / 1000.0, seen["power_max"] or 0.0)
-            if self._stop.wait(self._interval_s):
-                return
-
-    def summary(self) -> tuple[dict[str, Any], ...]:
-        """One dict per watched GPU; empty when nothing was watched. Ends the NVML session."""
-        if not self._started:
-            return ()
-        gpus = []
-        for index in self._indices:
-            handle = self._call("nvmlDeviceGetHandleByIndex", index)
-            if handle is None:
-                continue
-            seen = self._seen[index]
-            limits = self._call("nvmlDeviceGetPowerManagementLimitConstraints", handle)
-            enforced = self._call("nvmlDeviceGetEnforcedPowerLimit", handle)
-            mig = self._call("nvmlDeviceGetMigMode", handle)
-            ecc = self._call("nvmlDeviceGetEccMode", handle)
-            processes = self._call("nvmlDeviceGetComputeRunningProcesses", handle) or []
-            gpus.append({
-                "index": index,
-                "sm_clock_mhz_max_seen": seen["sm_max"],
-                "sm_clock_mhz_limit": self._call("nvmlDeviceGetMaxClockInfo", handle, NVML_CLOCK_SM),
-                "throttle_reasons_seen": [words for bit, words in CLOCK_EVENT_REASONS if seen["reasons"] & bit],
-                "power_w_max_seen": seen["power_max"],
-                "power_limit_w": enforced / 1000.0 if enforced is not None else None,
-                "power_limit_max_w": limits[1] / 1000.0 if limits else None,
-                "other_processes": [{"pid": int(p.pid), "used_mib": int(p.usedGpuMemory or 0) // _MIB} for p in processes],
-                "mig_enabled": None if mig is None else mig[0] == getattr(self._nvml, "NVML_DEVICE_MIG_ENABLE", 1),
-                "ecc_enabled": None if ecc is None else bool(ecc[0]),
-            })
-        try:
-            self._nvml.nvmlShutdown()  # type: ignore[union-attr]
-        except self._nvml.NVMLError:  # type: ignore[union-attr]
-            pass
-        self._started = False
-        return tuple(gpus)

@@ -12,7 +12,6 @@ import time
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant import __version__, floxcontract, settings
@@ -24,6 +23,7 @@ from pickvariant.fetch import fetch_checked
 from pickvariant.flox import Command, capture, run_all, tail
 from pickvariant.fsutil import check_writable, create_new, write_atomic
 from pickvariant.recipe import recipe_path, render
+from pickvariant.record import record
 
 ORG_ENV = settings.FLOX_ORG
 
@@ -52,7 +52,7 @@ def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[s
     return list(why_not(variant, facts, catalog))
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Everything an install will run, in order: `--dry-run` prints exactly these commands."""
 
@@ -279,7 +279,7 @@ def interpreter_for(plan: Plan) -> list[str]:
     return ["flox", "activate", "-d", str(plan.directory), "--", "python3"]
 
 
-@dataclass(frozen=True)
+@record
 class ThrowawayProbe:
     """How `verify --package --org` reached the published variant: the interpreter command and what to say."""
 

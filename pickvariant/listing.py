@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pickvariant.catalog import MPS, Catalog, Variant
 from pickvariant.errors import BadInput
+from pickvariant.record import record
 from pickvariant.versions import parse_compute_capability, release_matches
 
 
-@dataclass(frozen=True)
+@record
 class Filters:
     branch: str | None = None
     python: str | None = None

@@ -9,12 +9,13 @@ literal (a computed list, an import) is reported as unknown, never guessed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from pickvariant.record import record
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'-]*")
 
 
-@dataclass(frozen=True)
+@record
 class NixText:
     code: str  # the text with every comment blanked out (strings intact, offsets kept)
     indented_strings: tuple[str, ...]  # the bodies of every ''...'' string, in order

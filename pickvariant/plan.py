@@ -22,6 +22,7 @@ from pickvariant.catalog import Catalog, Variant
 from pickvariant.decide import Options, decide
 from pickvariant.errors import BadInput, PickVariantError
 from pickvariant.facts import HostFacts, facts_from_json
+from pickvariant.record import record
 
 JSON_SCHEMA_VERSION = 1
 DETECT_SCHEMA_VERSION = 2
@@ -29,7 +30,7 @@ MAX_LINE_BYTES = 1024 * 1024  # a detect line is ~4 KiB; anything this long is n
 SHOWN_BAD_LINES = 20
 
 
-@dataclass(frozen=True)
+@record
 class BadLine:
     where: str  # FILE:LINE
     why: str
@@ -200,7 +201,7 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCal
     return inputs
 
 
-@dataclass(frozen=True)
+@record
 class Profile:
     facts: HostFacts | None
     candidates: tuple[Variant, ...]
@@ -229,7 +230,7 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Options) -> list[
     return profiles
 
 
-@dataclass(frozen=True)
+@record
 class Solution:
     chosen: tuple[int, ...]  # variant ids
     assignment: tuple[int | None, ...]  # per group: the variant id, or None
@@ -317,7 +318,7 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
     return Solution(chosen, tuple(assignment), status, float(h.getInfo().objective_function_value))
 
 
-@dataclass(frozen=True)
+@record
 class NodePlan:
     label: str
     variant: Variant | None
@@ -325,7 +326,7 @@ class NodePlan:
     why: str | None
 
 
-@dataclass(frozen=True)
+@record
 class ClusterPlan:
     variants: tuple[tuple[Variant, int, tuple[str, ...]], ...]  # variant, node count, hardware summaries
     nodes: tuple[NodePlan, ...]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from pickvariant import __version__
 from pickvariant.catalog import Catalog
 from pickvariant.decide import Decision
 from pickvariant.facts import HostFacts
 from pickvariant.gpu import GpuFacts
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 # 2: recommendation gained python, platform, nixpkgs_rev, cudnn; gpu_arch may be "mps", cpu_isa null (README: JSON output).
 JSON_SCHEMA_VERSION = 2

@@ -35,47 +35,52 @@ def on_device(device: str):
 
 
 MIN_SAMPLE_S = 2e-3
+MAX_CALLS_PER_SAMPLE = 1024
 
 
 def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
     """(median seconds per fn(), seconds one timed sample spanned) after a warm-up; CUDA events on GPUs,
-    perf_counter on the CPU.
+    perf_counter on the CPU (and MPS, synchronised).
 
-    On a GPU each sample is `batch` calls back to back between two events: a kernel shorter than
-    the launch-and-wait round trip would otherwise be timed mostly idle (a 0.2 ms convolution
-    measured one call at a time read 33% of what the same calls reach in a loop)."""
+    Each sample is a run of calls back to back, at least `batch` and as many as make it span
+    MIN_SAMPLE_S (found after the warm-up, doubling as timeit's autorange does): a kernel shorter
+    than the launch-and-wait round trip would otherwise be timed mostly idle (a 0.2 ms convolution
+    measured one call at a time read 33% of what the same calls reach in a loop), and a CPU product
+    of half a millisecond (AMX) would be timer noise. Sizing the run from the warm-up call instead
+    let its one-off cost (oneDNN's JIT, cuDNN's autotuning) choose runs far too short."""
     import torch
 
     if device.startswith("cuda"):
-        with on_device(device):
-            fn()
-            torch.cuda.synchronize()
-            samples = []
-            for _ in range(repeats):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(batch):
-                    fn()
-                end.record()
-                end.synchronize()
-                samples.append(start.elapsed_time(end) / 1000.0 / batch)
-        return statistics.median(samples), statistics.median(samples) * batch
-    # MPS runs asynchronously too: torch.mps.synchronize() makes the wall clock cover the work.
-    sync = torch.mps.synchronize if device == "mps" else (lambda: None)
-    start = time.perf_counter()
-    fn()
-    sync()
-    # A fast CPU (AMX) finishes a 1024^3 product in half a millisecond: enough calls per sample
-    # that each spans MIN_SAMPLE_S, so the figure is a speed, not timer noise.
-    batch = max(batch, min(1000, int(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-9)) + 1))
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - start) / batch)
-    return statistics.median(samples), statistics.median(samples) * batch
+        def run(calls: int) -> float:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1000.0
+    else:
+        sync = torch.mps.synchronize if device == "mps" else (lambda: None)
+
+        def run(calls: int) -> float:
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            return time.perf_counter() - start
+
+    with on_device(device):
+        run(1)  # the warm-up
+        calls = max(1, batch)
+        while calls < MAX_CALLS_PER_SAMPLE and run(calls) < MIN_SAMPLE_S:
+            calls *= 2
+        per_call = statistics.median(run(calls) / calls for _ in range(repeats))
+    return per_call, per_call * calls
+
+
+# A GPU product this size or larger reaches its steady speed (the full verify's 8192 reaches 76-82%
+# of the bf16 peak on H100/H200); --quick's 2048 stays well below and is not timed.
+GPU_TIMED_SIZE = 8192
 
 
 def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=False):
@@ -94,12 +99,15 @@ def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=Fal
         entry["rel_error"] = rel_error(out, ref)
         entry["tolerance"] = {"bf16": 1e-2, "fp16": 1e-2, "tf32": 5e-3, "fp32": 1e-4}[dtype_name]
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
-        x = torch.randn(n_time, n_time, device=device, dtype=dtype)
-        y = torch.randn(n_time, n_time, device=device, dtype=dtype)
-        seconds, span = timed(lambda: x @ y, device, repeats)
         entry["size"] = n_time
-        entry.update(seconds=seconds, span_seconds=span)
-        entry["tflops"] = 2 * n_time**3 / seconds / 1e12
+        if device.startswith("cuda") and n_time < GPU_TIMED_SIZE:
+            entry["speed_note"] = f"--quick: a {n_time}x{n_time} product is too small to show a GPU's speed; verify without --quick measures it"
+        else:
+            x = torch.randn(n_time, n_time, device=device, dtype=dtype)
+            y = torch.randn(n_time, n_time, device=device, dtype=dtype)
+            seconds, span = timed(lambda: x @ y, device, repeats)
+            entry.update(seconds=seconds, span_seconds=span)
+            entry["tflops"] = 2 * n_time**3 / seconds / 1e12
     except Exception as error:  # an unsupported dtype is a result, not a crash
         entry["ok"] = False
         entry["error"] = f"{type(error).__name__}: {error}"[:300]
@@ -144,10 +152,16 @@ def check_conv(results, device, dtype_name, quick):
         entry["rel_error"] = rel_error(out, ref)
         entry["tolerance"] = 1e-2 if dtype_name == "bf16" else 1e-4
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
-        xt, wt = x.to(device, dtype), w.to(device, dtype)
-        seconds, span = timed(lambda: torch.nn.functional.conv2d(xt, wt, padding=1), device, 5)
-        entry.update(seconds=seconds, span_seconds=span)
-        entry["tflops"] = 2 * batch * channels * channels * 9 * size * size / seconds / 1e12
+        if device.startswith("cuda"):
+            # NCHW with 64 channels keeps the tensor cores idle: its speed (a tenth of the peak on an
+            # H100) would say nothing of the install. The layer shapes below measure GPU convolutions.
+            entry["speed_note"] = ("a correctness check; " + ("verify without --quick times convolutions as models run them" if quick
+                                                              else "the layer shapes time convolutions as models run them"))
+        else:
+            xt, wt = x.to(device, dtype), w.to(device, dtype)
+            seconds, span = timed(lambda: torch.nn.functional.conv2d(xt, wt, padding=1), device, 5)
+            entry.update(seconds=seconds, span_seconds=span)
+            entry["tflops"] = 2 * batch * channels * channels * 9 * size * size / seconds / 1e12
     except Exception as error:
         entry["ok"] = False
         entry["error"] = f"{type(error).__name__}: {error}"[:300]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant import __version__
 from pickvariant.catalog import Catalog, TorchSource, Variant
 from pickvariant.errors import BadInput
 from pickvariant.fsutil import check_output_dir, check_writable, write_atomic
+from pickvariant.record import record
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
@@ -151,7 +151,7 @@ def render(variant: Variant, catalog: Catalog) -> str:
     return _PLACEHOLDER.sub(substitute, template)
 
 
-@dataclass(frozen=True)
+@record
 class Written:
     path: Path
     changed: bool

@@ -48,7 +48,7 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
     data["pickvariant"] = __version__
     data["system"] = {"kernel": platform.release(), "python": platform.python_version()}
     data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
-    from pickvariant.gpu import GpuWatch
+    from pickvariant.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:  # a short look: clocks, power limits, other processes, MIG, ECC
         probe, problem = run_probe(python, quick=True, info_only=True)

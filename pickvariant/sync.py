@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog
+from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog, stamp
 from pickvariant.errors import BadInput, OperationFailed
 from pickvariant.git import run_git
 from pickvariant.nixtext import NixText, lex
+from pickvariant.record import record
 from pickvariant.schema import SchemaError
 from pickvariant.versions import version_key
 
@@ -43,7 +44,7 @@ _PYTHON_SET = re.compile(r"(?<![A-Za-z0-9_])(python3\d*)Packages(?![A-Za-z0-9_])
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 
-@dataclass(frozen=True)
+@record
 class Unclassified:
     branch: str
     path: str
@@ -53,7 +54,7 @@ class Unclassified:
         return f"{self.branch}:{self.path}: {self.why}"
 
 
-@dataclass(frozen=True)
+@record
 class SyncResult:
     document: dict[str, Any]
     skipped_packages: Counter[str]  # other packages (torchvision, torchaudio) by name prefix
@@ -415,11 +416,14 @@ def _document(hardware: Mapping[str, Any], source_repo: str, commit: str, date: 
 
 
 def render(document: Mapping[str, Any]) -> str:
-    """Indented JSON with one variant per line, so that a re-sync's diff shows whole variants."""
+    """Indented JSON with one variant per line, so that a re-sync's diff shows whole variants,
+    stamped as validated (catalog.stamp): render only documents that parse_catalog accepted."""
     marker = "\0variants\0"
-    text = json.dumps({**document, "variants": marker}, indent=1, ensure_ascii=False)
+    # A stamp read back from an older file is not carried over: stamp() writes the one that holds now.
+    fields = {key: value for key, value in document.items() if key != "validated"}
+    text = json.dumps({**fields, "variants": marker}, indent=1, ensure_ascii=False)
     lines = ",\n".join("  " + json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) for row in document["variants"])
-    return text.replace(json.dumps(marker), "[\n" + lines + "\n ]") + "\n"
+    return stamp(text.replace(json.dumps(marker), "[\n" + lines + "\n ]") + "\n")
 
 
 def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:

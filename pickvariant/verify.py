@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import signal
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from pickvariant.compat import kernels_run_on, missing_flags
 from pickvariant.facts import HostFacts
 from pickvariant.flox import capture
 from pickvariant.gpu import cuda_visible_count
+from pickvariant.record import record, replace
 from pickvariant.versions import ComputeCapability
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
@@ -39,12 +38,12 @@ MAX_PROBE_OUTPUT = 4 * 1024 * 1024
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
 
 
-@dataclass(frozen=True)
+@record
 class VerifyResult:
     passed: bool
     reasons: tuple[str, ...]
     probe: dict[str, Any] | None = None
-    findings: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    findings: tuple[dict[str, Any], ...] = ()
     # Where a GPU ran far below its peak: what was seen, and what NVML said while the probe ran.
     speed: tuple[str, ...] = ()
     health: tuple[dict[str, Any], ...] = ()
@@ -158,7 +157,9 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         span = check.get("span_seconds", check.get("seconds"))
         too_short = span is not None and span < MIN_TIMED_S
         peak = None if too_short else _peak(catalog, probe, check)
-        if too_short:
+        if check.get("speed_note"):  # the probe did not time it, and says why
+            finding["throughput_note"] = check["speed_note"]
+        elif too_short:
             finding["throughput_note"] = f"{span * 1e6:.0f} us per timed sample: too short to time, no speed shown"
         if peak:
             finding["percent_of_peak"] = 100.0 * check["tflops"] / peak
@@ -294,7 +295,7 @@ def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: 
         from pickvariant.facts import gather_facts
 
         facts = gather_facts(catalog)
-    from pickvariant.gpu import GpuWatch
+    from pickvariant.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:
         probe, problem = run_probe(python, quick)
@@ -303,7 +304,7 @@ def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: 
     result = judge(probe, catalog, facts, variant)
     health = watch.summary()
     speed = result.speed + tuple(line for gpu in health for line in _health_lines(gpu)) if result.speed else ()
-    return dataclasses.replace(result, speed=speed, health=health)
+    return replace(result, speed=speed, health=health)
 
 
 def _health_lines(gpu: dict[str, Any]) -> list[str]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 
 from pickvariant.errors import BadInput
+from pickvariant.record import ordered_record, record
 
 
-@dataclass(frozen=True, order=True)
+@ordered_record
 class ComputeCapability:
     major: int
     minor: int
@@ -38,7 +38,7 @@ def parse_compute_capability(text: str) -> ComputeCapability:
 
 
 @total_ordering
-@dataclass(frozen=True)
+@record
 class DriverVersion:
     """An NVIDIA driver version such as 580.65.06, compared part by part as numbers."""
 
@@ -85,6 +85,7 @@ def decode_cuda_driver_version(value: int) -> str:
 _RELEASE = re.compile(r"^\s*(\d{1,4}(?:\.\d{1,4}){0,3})\s*$")
 
 
+@lru_cache(maxsize=1024)  # a few dozen releases, compared thousands of times by decide and plan
 def version_key(text: str) -> tuple[int, ...]:
     """'12.9' -> (12, 9), '2.10.0' -> (2, 10, 0): CUDA and PyTorch releases ordered as numbers."""
     return tuple(int(part) for part in text.split("."))

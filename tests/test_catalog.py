@@ -8,8 +8,9 @@ import jsonschema
 import pytest
 
 from conftest import REPO
-from pickvariant.catalog import load_catalog, parse_catalog
+from pickvariant.catalog import load_catalog, parse_catalog, schema_checked_before
 from pickvariant.errors import BadInput
+from pickvariant.sync import render as sync_render
 
 RAW = json.loads((REPO / "catalog.json").read_text())
 SCHEMA = json.loads((REPO / "pickvariant" / "catalog.schema.json").read_text())
@@ -167,3 +168,35 @@ def test_unreadable_or_invalid_catalog_files_are_bad_input(tmp_path) -> None:
     bad.write_text("{not json")
     with pytest.raises(BadInput, match="not valid JSON"):
         load_catalog(bad)
+
+
+def test_the_shipped_catalog_carries_a_stamp_that_holds_so_detect_skips_the_schema_pass() -> None:
+    raw = (REPO / "catalog.json").read_bytes()
+    # Failing here means catalog.json or the schema changed without a re-sync: run
+    # `pickvariant catalog sync <build repository> -o catalog.json` (it validates and stamps).
+    assert schema_checked_before(raw)
+    assert sync_render(RAW) == raw.decode("utf-8")  # the stamp is what sync writes, over what it reads back
+
+
+def test_a_stamped_catalog_that_was_edited_afterwards_is_validated_again(tmp_path) -> None:
+    edited = (REPO / "catalog.json").read_text(encoding="utf-8").replace('"min_driver": "580.65.06"', '"min_driver": "five hundred"', 1)
+    path = tmp_path / "site-catalog.json"
+    path.write_text(edited, encoding="utf-8")
+    assert not schema_checked_before(edited.encode("utf-8"))
+    with pytest.raises(BadInput, match="min_driver"):
+        load_catalog(path)
+
+
+def test_a_stamp_trusts_only_its_own_schema(tmp_path) -> None:
+    """What the stamp buys, shown with a catalog the schema refuses but _build would take (an unknown
+    field): under the stamp of this schema it loads unchecked, under another schema's it is checked."""
+    broken = dict(RAW, surplus="a field the schema does not allow")
+    text = sync_render(broken)
+    trusted = tmp_path / "trusted.json"
+    trusted.write_text(text, encoding="utf-8")
+    assert load_catalog(trusted).variants
+    other_schema = tmp_path / "other.json"
+    line = text.split("\n")[1]
+    other_schema.write_text(text.replace(line, line[: -len('xxxxxxxx",')] + 'ffffffff",', 1), encoding="utf-8")
+    with pytest.raises(BadInput, match="surplus: unknown field"):
+        load_catalog(other_schema)

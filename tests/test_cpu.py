@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import CPUINFO, cpuinfo_path
+from conftest import CPUINFO, cpuinfo_path, require
 from pickvariant.cpu import from_py_cpuinfo, parse_cpuinfo, read_cpuinfo_dump
 from pickvariant.errors import BadInput
 
@@ -99,3 +99,23 @@ def test_py_cpuinfo_spellings_are_kept_raw_for_the_catalog_to_normalise(catalog)
 def test_a_real_two_core_dump_takes_flags_from_both_cores_without_notes() -> None:
     facts = read_cpuinfo_dump(cpuinfo_path("linux-kvm-xeon-2core"))
     assert facts.notes == () and facts.model == "Intel(R) Xeon(R) Processor @ 2.50GHz"
+
+
+def test_files_that_report_no_size_are_read_whole_and_still_bounded(tmp_path) -> None:
+    """/proc and /sys files stat as 0 bytes: they are read in pieces to the end, under the same limit."""
+    from pathlib import Path
+
+    from pickvariant.fsutil import read_regular
+
+    proc = Path("/proc/self/cmdline")
+    require(proc.exists(), "no /proc here (the test is for Linux)")
+    assert proc.stat().st_size == 0
+    whole = read_regular(proc, 1 << 20, "the command line")
+    assert whole == proc.read_bytes() and len(whole) > 0
+    with pytest.raises(BadInput, match="larger than"):
+        read_regular(proc, len(whole) - 1, "the command line")
+    sized = tmp_path / "sized"
+    sized.write_bytes(b"x" * 200_000)  # more than one 64 KiB piece, read in one call since its size is known
+    assert read_regular(sized, 1 << 20, "a dump") == b"x" * 200_000
+    with pytest.raises(BadInput, match="larger than"):
+        read_regular(sized, 199_999, "a dump")

@@ -76,7 +76,7 @@ class Ctx:
 
     def with_nvml(self, module: Any) -> None:
         """Detection as on a machine whose NVIDIA library loads and whose pynvml is `module`."""
-        self.monkeypatch.setattr(gpu, "_nvml_library_loads", lambda: True)
+        self.monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
         self.monkeypatch.setitem(sys.modules, "pynvml", module)
 
 

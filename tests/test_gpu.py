@@ -87,7 +87,7 @@ def test_without_the_driver_library_there_is_no_gpu_through_either_path() -> Non
 def test_the_gpu_watch_reports_clocks_reasons_power_sharing_mig_and_ecc() -> None:
     import types
 
-    from pickvariant.gpu import GpuWatch
+    from pickvariant.gpuwatch import GpuWatch
 
     nvml = fake_nvml([H200])
     nvml.nvmlDeviceGetCurrentClocksEventReasons = lambda h: 0x4 | 0x1  # software power cap (+ idle, not a slowdown)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import os
@@ -15,7 +14,8 @@ from typer.testing import CliRunner
 from conftest import cpuinfo_path, require
 from machines import host
 from pickvariant.cli import app
-from pickvariant.verify import judge, run_probe
+from pickvariant.record import replace
+from pickvariant.verify import finding_text, judge, run_probe
 
 runner = CliRunner()
 
@@ -38,7 +38,25 @@ def test_quick_verify_passes_on_real_cpu_torch_within_20_s(probe) -> None:
     names = {c["name"] for c in data["checks"]}
     assert {"matmul fp32", "matmul bf16", "conv2d fp32"} <= names
     assert all(c["rel_error"] < c["tolerance"] for c in data["checks"] if c.get("tolerance"))
+    # --quick's CPU sizes are timed long enough to mean something, on 2 cores or 200, at the dispatch level torch used.
+    timed_cpu = [c for c in data["checks"] if c["device"] == "cpu" and c.get("ok")]
+    assert timed_cpu and all("throughput_note" not in c and c["span_seconds"] >= 1e-3 for c in timed_cpu), timed_cpu
+    assert all(c["dispatch"] == data["probe"]["cpu_capability"] for c in timed_cpu)
     assert elapsed < 20
+
+
+def test_a_sample_is_sized_after_the_warm_up_not_by_it() -> None:
+    require(importlib.util.find_spec("torch") is not None, "torch is not installed (pip install torch==2.13.0)")
+    from pickvariant import probe as probe_module
+
+    calls = []
+
+    def first_call_slow() -> None:  # as oneDNN's JIT or cuDNN's autotuning make a first call
+        calls.append(None)
+        time.sleep(0.02 if len(calls) == 1 else 0.0001)
+
+    per_call, span = probe_module.timed(first_call_slow, "cpu", 3)
+    assert span >= probe_module.MIN_SAMPLE_S and per_call < 0.002
 
 
 def test_probe_reports_what_torch_says(probe) -> None:
@@ -64,10 +82,10 @@ def test_a_cuda_less_torch_fails_on_a_machine_with_gpus(catalog) -> None:
 def test_gpus_hidden_by_cuda_visible_devices_are_named_as_not_checked(catalog) -> None:
     seen = reported(cuda="13.1", cuda_available=True, arch_list=["sm_90"], cpu_capability="AVX512",
                     devices=[{"index": 0, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": True}])
-    facts = dataclasses.replace(host(catalog, "linux-unknown-sapphirerapids", gpus=("9.0", "9.0")), cuda_visible_devices="1")
+    facts = replace(host(catalog, "linux-unknown-sapphirerapids", gpus=("9.0", "9.0")), cuda_visible_devices="1")
     verdict = judge(seen, catalog, facts, None)
     assert verdict.passed and any("saw 1 of 2 GPUs; the others were not checked" in reason for reason in verdict.reasons)
-    hidden = judge(dict(seen, cuda_available=False, devices=[]), catalog, dataclasses.replace(facts, cuda_visible_devices="-1"), None)
+    hidden = judge(dict(seen, cuda_available=False, devices=[]), catalog, replace(facts, cuda_visible_devices="-1"), None)
     assert not hidden.passed and "hides all 2 GPU(s)" in hidden.reasons[0]
 
 
@@ -153,7 +171,7 @@ def _two_h200s(catalog, visible: str | None = None):
 
     facts = host(catalog, "linux-unknown-sapphirerapids")
     gpus = tuple(GpuFacts(i, "NVIDIA H200", ComputeCapability(9, 0), pci=f"0000:{bus:02x}:00") for i, bus in enumerate((0x19, 0x3b)))
-    return dataclasses.replace(facts, gpus=gpus, driver_assumed=False, cuda_visible_devices=visible)
+    return replace(facts, gpus=gpus, driver_assumed=False, cuda_visible_devices=visible)
 
 
 def _h200_probe(devices, checks):
@@ -208,6 +226,15 @@ def test_a_figure_from_a_too_short_sample_is_not_shown_as_a_speed(catalog) -> No
     (finding,) = verdict.findings
     assert "percent_of_peak" not in finding and "too short to time" in finding["throughput_note"]
     assert verdict.passed and not verdict.speed  # a --quick size says nothing about speed, good or bad
+
+
+def test_a_gpu_check_the_probe_did_not_time_says_why_and_shows_no_speed(catalog) -> None:
+    untimed = {"name": "conv2d bf16", "device": "cuda:0", "dtype": "bf16", "ok": True, "rel_error": 1e-3, "tolerance": 1e-2,
+               "speed_note": "a correctness check; the layer shapes time convolutions as models run them"}
+    verdict = judge(_h200_probe(H200_DEVICE, [untimed]), catalog, _two_h200s(catalog), None)
+    (finding,) = verdict.findings
+    assert "percent_of_peak" not in finding and verdict.passed and not verdict.speed
+    assert finding_text(finding) == "conv2d bf16 on GPU 0 (NVIDIA H200): ok (a correctness check; the layer shapes time convolutions as models run them)"
 
 
 def test_a_gpu_far_below_its_peak_gets_a_speed_verdict_and_a_healthy_one_none(catalog) -> None:
