@@ -47,11 +47,17 @@ def _blocks(text: str) -> list[dict[str, str]]:
     """One dict per `processor` entry (its first value of each key); lines before the first form their own block."""
     blocks: list[dict[str, str]] = [{}]
     block = blocks[0]
+    # Most lines repeat from core to core (vendor, model, flags): each distinct line is split once.
+    fields: dict[str, tuple[str, str] | None] = {}
     for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if not sep:
+        if line in fields:
+            pair = fields[line]
+        else:
+            key, sep, value = line.partition(":")
+            pair = fields[line] = (key.strip().lower(), value.strip()) if sep else None
+        if pair is None:
             continue
-        key, value = key.strip().lower(), value.strip()
+        key, value = pair
         if key == "processor" and value.isdigit():
             block = {}
             blocks.append(block)
