@@ -56,7 +56,7 @@ def test_a_sample_is_sized_after_the_warm_up_not_by_it() -> None:
         time.sleep(0.02 if len(calls) == 1 else 0.0001)
 
     per_call, span = probe_module.timed(first_call_slow, "cpu", 3)
-    assert span >= probe_module.MIN_SAMPLE_S and per_call < 0.002
+    assert span >= probe_module.MIN_SAMPLE_S and per_call < 0.01  # the 20 ms first call set neither
 
 
 def test_probe_reports_what_torch_says(probe) -> None:
