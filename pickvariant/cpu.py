@@ -34,13 +34,14 @@ class CpuFacts:
     notes: tuple[str, ...] = ()
 
 
+def _pair(line: str) -> tuple[str, str] | None:
+    """A `key : value` line as (lower-case key, value), both stripped; None for a line without a colon."""
+    key, sep, value = line.partition(":")
+    return (key.strip().lower(), value.strip()) if sep else None
+
+
 def _fields(text: str) -> list[tuple[str, str]]:
-    pairs = []
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            pairs.append((key.strip().lower(), value.strip()))
-    return pairs
+    return [pair for pair in map(_pair, text.splitlines()) if pair is not None]
 
 
 def _blocks(text: str) -> list[dict[str, str]]:
@@ -48,13 +49,9 @@ def _blocks(text: str) -> list[dict[str, str]]:
     blocks: list[dict[str, str]] = [{}]
     block = blocks[0]
     # Most lines repeat from core to core (vendor, model, flags): each distinct line is split once.
-    fields: dict[str, tuple[str, str] | None] = {}
+    pairs: dict[str, tuple[str, str] | None] = {}
     for line in text.splitlines():
-        if line in fields:
-            pair = fields[line]
-        else:
-            key, sep, value = line.partition(":")
-            pair = fields[line] = (key.strip().lower(), value.strip()) if sep else None
+        pair = pairs[line] if line in pairs else pairs.setdefault(line, _pair(line))
         if pair is None:
             continue
         key, value = pair

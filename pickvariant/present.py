@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from pickvariant import __version__
 from pickvariant.catalog import Catalog
 from pickvariant.decide import Decision

@@ -197,6 +197,8 @@ def test_a_stamp_trusts_only_its_own_schema(tmp_path) -> None:
     assert load_catalog(trusted).variants
     other_schema = tmp_path / "other.json"
     line = text.split("\n")[1]
-    other_schema.write_text(text.replace(line, line[: -len('xxxxxxxx",')] + 'ffffffff",', 1), encoding="utf-8")
+    ours = line[-len('xxxxxxxx",'):-2]
+    other = f"{int(ours, 16) ^ 1:08x}"  # any other schema's checksum
+    other_schema.write_text(text.replace(line, line.replace(f"schema crc32 {ours}", f"schema crc32 {other}"), 1), encoding="utf-8")
     with pytest.raises(BadInput, match="surplus: unknown field"):
         load_catalog(other_schema)
