@@ -2,11 +2,11 @@
 
     pip install -e '.[bench]' && python benchmarks/detect_speed.py [--runs 30] [--typer 0.24.2 --typer 0.29.2]
 
-As processes (medians of --runs): `pickvariant detect --format json` against
+As processes (medians of --runs, the commands taking turns): `pickvariant detect --format json` against
 `python -c "import archspec.cpu; archspec.cpu.host()"` (target ratio <= 1.0), beside the floors
 that bound it: the interpreter's start, importing the library, importing typer (the CLI
 framework), and detect through the typer CLI (what every other command costs).
-In process (fresh interpreter per sample): import + facts + decision against import + host(); and,
+In process (fresh interpreter per sample, ours and archspec's taking turns): import + facts + decision against import + host(); and,
 with both loaded, one more facts + decision against one uncached host().
 With --typer VERSION (repeatable) the typer CLI rows are measured again with that typer, installed
 into a scratch directory (needs the package index). On a machine with an NVIDIA driver it also
@@ -38,14 +38,23 @@ import pickvariant.api as api
 imported = time.perf_counter()
 catalog = api.default_catalog()
 loaded = time.perf_counter()
-api.recommend().to_json()
+detected = api.recommend()
+detected.to_json()
 first = time.perf_counter()
-samples = []
-for _ in range(50):
-    t = time.perf_counter(); api.recommend(); samples.append(time.perf_counter() - t)
-samples.sort()
+
+def warm(**stated):
+    samples = []
+    for _ in range(50):
+        t = time.perf_counter(); api.recommend(**stated); samples.append(time.perf_counter() - t)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+# The same machine with its GPUs and driver stated: /proc/cpuinfo is read again, NVML is not asked.
+driver = detected.facts.driver
+stated = {"gpus": [str(gpu.compute_capability) for gpu in detected.facts.gpus],
+          "driver": str(driver.version) if driver is not None and driver.version is not None else None}
 print(json.dumps({"import": imported - start, "catalog": loaded - imported, "first": first - loaded,
-                  "total": first - start, "warm": samples[len(samples) // 2]}))
+                  "total": first - start, "warm": warm(), "warm_stated": warm(**stated)}))
 """
 IN_PROCESS_ARCHSPEC = """
 import time, json
@@ -74,19 +83,27 @@ print(json.dumps({"import_pynvml": t1 - t0, "queries": t3 - t2, "gpus": len(repo
 """
 
 
-def median_wall_s(command: list[str], runs: int, env: dict[str, str] = ENV) -> float:
-    subprocess.run(command, capture_output=True, check=False, env=env)  # warm the page and bytecode caches once
-    samples = []
+def median_wall_s(commands: dict[str, tuple[list[str], dict[str, str]]], runs: int) -> dict[str, float]:
+    """Median wall time of each command. The commands take turns, run after run, so that a slow
+    spell of a shared machine falls on all of them alike instead of on whichever ran then."""
+    for command, env in commands.values():
+        subprocess.run(command, capture_output=True, check=False, env=env)  # warm the page and bytecode caches once
+    samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, capture_output=True, check=False, env=env)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for name, (command, env) in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, capture_output=True, check=False, env=env)
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def median_json(code: str, runs: int) -> dict[str, float]:
-    rows = [json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, env=ENV).stdout) for _ in range(runs)]
-    return {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+def median_json(codes: dict[str, str], runs: int) -> dict[str, dict[str, float]]:
+    """Per program, the median of each figure it prints as JSON, one fresh interpreter per run; the programs take turns."""
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
+    for _ in range(runs):
+        for name, code in codes.items():
+            rows[name].append(json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, env=ENV).stdout))
+    return {name: {key: statistics.median(row[key] for row in runs_of) for key in runs_of[0]} for name, runs_of in rows.items()}
 
 
 def typer_env(version: str, scratch: Path) -> dict[str, str]:
@@ -115,22 +132,23 @@ def main() -> int:
     as_module = [PY, "-m", "pickvariant", "detect", "--format", "json"]
     detect = [str(script), "detect", "--format", "json"] if script.exists() else as_module
     through_typer = [PY, "-c", "import sys; from pickvariant.cli import main; sys.exit(main(['detect', '--format', 'json']))"]
-    rows = {
-        "python -c pass (interpreter start)": median_wall_s([PY, "-c", "pass"], args.runs),
-        "archspec.cpu.host() (baseline)": median_wall_s([PY, "-c", "import archspec.cpu; archspec.cpu.host()"], args.runs),
-        "import pickvariant.api (library floor)": median_wall_s([PY, "-c", "import pickvariant.api"], args.runs),
-        f"import typer {typer.__version__} (CLI framework floor)": median_wall_s([PY, "-c", "import typer"], args.runs),
-        "pickvariant detect --format json": median_wall_s(detect, args.runs),
-        "python -m pickvariant detect --format json": median_wall_s(as_module, args.runs),
-        f"same, through the typer {typer.__version__} CLI": median_wall_s(through_typer, args.runs),
+    commands = {
+        "python -c pass (interpreter start)": ([PY, "-c", "pass"], ENV),
+        "archspec.cpu.host() (baseline)": ([PY, "-c", "import archspec.cpu; archspec.cpu.host()"], ENV),
+        "import pickvariant.api (library floor)": ([PY, "-c", "import pickvariant.api"], ENV),
+        f"import typer {typer.__version__} (CLI framework floor)": ([PY, "-c", "import typer"], ENV),
+        "pickvariant detect --format json": (detect, ENV),
+        "python -m pickvariant detect --format json": (as_module, ENV),
+        f"same, through the typer {typer.__version__} CLI": (through_typer, ENV),
     }
     with tempfile.TemporaryDirectory() as scratch:
         for version in args.typer:
             env = typer_env(version, Path(scratch))
-            rows[f"import typer {version}"] = median_wall_s([PY, "-c", "import typer"], args.runs, env)
-            rows[f"detect --format json through the typer {version} CLI"] = median_wall_s(through_typer, args.runs, env)
-            rows[f"pickvariant list --format json with typer {version}"] = median_wall_s(
-                [PY, "-m", "pickvariant", "list", "--format", "json", "--branch", "pytorch-2.10-python313"], args.runs, env)
+            commands[f"import typer {version}"] = ([PY, "-c", "import typer"], env)
+            commands[f"detect --format json through the typer {version} CLI"] = (through_typer, env)
+            commands[f"pickvariant list --format json with typer {version}"] = (
+                [PY, "-m", "pickvariant", "list", "--format", "json", "--branch", "pytorch-2.10-python313"], env)
+        rows = median_wall_s(commands, args.runs)
     baseline = rows["archspec.cpu.host() (baseline)"]
     empty = rows["python -c pass (interpreter start)"]
     ours = rows["pickvariant detect --format json"]
@@ -140,20 +158,23 @@ def main() -> int:
         print(f"  {name:58s} {ms(seconds)}  {seconds / baseline:5.2f}x")
     print(f"  ratio pickvariant / archspec:                             {ours / baseline:5.2f}  (target <= 1.00)")
     print(f"  ratio without interpreter start:                          {(ours - empty) / (baseline - empty):5.2f}")
-    in_ours, in_archspec = median_json(IN_PROCESS_OURS, min(args.runs, 15)), median_json(IN_PROCESS_ARCHSPEC, min(args.runs, 15))
+    in_process = median_json({"ours": IN_PROCESS_OURS, "archspec": IN_PROCESS_ARCHSPEC}, min(args.runs, 15))
+    in_ours, in_archspec = in_process["ours"], in_process["archspec"]
     print("in process (median of fresh interpreters):")
     print(f"  archspec: import {ms(in_archspec['import'])}, first host() {ms(in_archspec['first'])}, total {ms(in_archspec['total'])}")
     print(f"  pickvariant.api: import {ms(in_ours['import'])}, catalog {ms(in_ours['catalog'])}, first recommend() {ms(in_ours['first'])}, total {ms(in_ours['total'])}")
     print(f"  cold ratio (import + first answer):                       {in_ours['total'] / in_archspec['total']:5.2f}  (target <= 1.00)")
     print(f"  warm: recommend() {in_ours['warm'] * 1e6:.0f} us vs uncached host() {in_archspec['warm'] * 1e6:.0f} us: "
           f"ratio {in_ours['warm'] / in_archspec['warm']:5.2f}  (target <= 1.00)")
+    print(f"  warm with this machine's GPUs and driver stated (no NVML query): recommend() {in_ours['warm_stated'] * 1e6:.0f} us, "
+          f"ratio {in_ours['warm_stated'] / in_archspec['warm']:5.2f}")
     imports = subprocess.run([PY, "-X", "importtime", *as_module[1:]], capture_output=True, text=True, env=ENV).stderr
     roots = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in imports.splitlines() if line.startswith("import time:")}
     print(f"  modules detect --format json imports: cpuinfo {'YES' if 'cpuinfo' in roots else 'no'}, "
           f"typer/click/rich {'YES' if roots & {'typer', 'click', 'rich'} else 'no'}, "
           f"dataclasses/typing/tempfile {'YES' if roots & {'dataclasses', 'typing', 'tempfile'} else 'no'}, pynvml {'yes' if 'pynvml' in roots else 'no'}")
     if shutil.which("nvidia-smi") or Path("/proc/driver/nvidia/version").exists():
-        nvml = median_json(NVML, min(args.runs, 10))
+        nvml = median_json({"nvml": NVML}, min(args.runs, 10))["nvml"]
         print(f"NVML ({int(nvml['gpus'])} GPU(s)): import pynvml {ms(nvml['import_pynvml'])}, queries {ms(nvml['queries'])}")
     else:
         print("NVML: no NVIDIA driver here; detection never imports pynvml then (libnvidia-ml.so.1 is checked first)")

@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+from pickvariant import settings
 from pickvariant.catalog import Catalog, Variant, load_catalog
 from pickvariant.decide import Decision, Options, decide
 from pickvariant.errors import NoVariant
@@ -82,8 +84,6 @@ def host_facts(
     "sm_90") instead of asking NVML; an empty sequence states a machine without GPUs. driver: the
     NVIDIA driver version ("580.95.05"). env: where PICKVARIANT_* variables are read (default os.environ).
     """
-    from pathlib import Path
-
     what_if = WhatIf(Path(cpuinfo) if cpuinfo is not None else None, tuple(gpus or ()), gpus is not None and not gpus, driver)
     return gather_facts(catalog or default_catalog(), what_if, env)
 
@@ -110,8 +110,6 @@ def recommend(
     Raises BadInput (a PickVariantError) for unusable input; a machine no variant fits is not an
     error here: `variant` is None and `decision.reasons`/`decision.hints` say why.
     """
-    from pickvariant import settings
-
     catalog = catalog or default_catalog()
     environment = os.environ if env is None else env
     if facts is None:

@@ -13,7 +13,7 @@ import operator
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -196,11 +196,6 @@ class Branch:
     def _by_hardware(self) -> Mapping[tuple[str, str | None], tuple[Variant, ...]]:
         return _grouped(self.variants, operator.attrgetter("platform", "gpu_arch"))
 
-    def line(self, cuda: str) -> CudaLine:
-        for line in self.cuda_lines:
-            if line.cuda == cuda:
-                return line
-        raise KeyError(cuda)
 
 
 @record
@@ -252,6 +247,22 @@ class Catalog:
     def variants(self) -> tuple[Variant, ...]:
         return tuple(variant for branch in self.branches for variant in branch.variants)
 
+    def derive(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """compute(), an answer that depends only on this catalog and `key`, computed once per catalog.
+
+        decide and compat keep here what they would otherwise work out on every call (the branches
+        the pins leave, static ranks, which GPU architectures run on which compute capability): a
+        catalog never changes, so these never go stale, and a long-lived caller pays for them once."""
+        try:
+            value: T = self._derived[key]
+        except KeyError:
+            value = self._derived[key] = compute()
+        return value
+
+    @cached_property
+    def _derived(self) -> dict[Hashable, Any]:
+        return {}
+
     @cached_property
     def built_for(self) -> tuple[str, ...]:
         """The Nix systems some variant is built for, sorted."""
@@ -287,7 +298,11 @@ class Catalog:
         return found[0]
 
     def cuda_line(self, variant: Variant) -> CudaLine | None:
-        return None if variant.cuda is None else self.branch(variant.branch).line(variant.cuda)
+        return None if variant.cuda is None else self._lines[variant.branch, variant.cuda]
+
+    @cached_property
+    def _lines(self) -> Mapping[tuple[str, str], CudaLine]:
+        return {(branch.name, line.cuda): line for branch in self.branches for line in branch.cuda_lines}
 
     def is_tegra(self, capability: ComputeCapability) -> bool:
         return capability in self.tegra_capabilities

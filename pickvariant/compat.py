@@ -39,6 +39,8 @@ def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalo
 
 
 def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[str]:
+    if flags.issuperset(isa_requires):  # the usual answer, found without building a list (decide asks per variant)
+        return []
     return [flag for flag in isa_requires if flag not in flags]
 
 
@@ -98,7 +100,9 @@ def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence
         capability = gpu.compute_capability
         kind = (capability.major, capability.minor)
         if kind not in verdicts:
-            verdicts[kind] = kernels_run_on(arch, capability, catalog)
+            # The verdict for an architecture of the catalog and a kind of GPU is the catalog's to
+            # keep: decide asks it of dozens of variants.
+            verdicts[kind] = catalog.derive(("kernels run on", arch.name, kind), lambda: kernels_run_on(arch, capability, catalog))
         why = verdicts[kind]
         if why:
             problems.append(f"GPU {gpu.index}: {why}")

@@ -6,6 +6,7 @@ the machine. Facts only: which flags the kernel reports, never which variant fit
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping
@@ -44,23 +45,24 @@ def _fields(text: str) -> list[tuple[str, str]]:
     return [pair for pair in map(_pair, text.splitlines()) if pair is not None]
 
 
-def _blocks(text: str) -> list[dict[str, str]]:
-    """One dict per `processor` entry (its first value of each key); lines before the first form their own block."""
+def _blocks(text: str) -> tuple[list[dict[str, str]], set[str]]:
+    """One dict per `processor` entry (its first value of each key), lines before the first
+    forming their own block; and every key of any line."""
+    lines = text.splitlines()
+    # Most lines repeat from core to core (vendor, model, flags): each distinct line is split once.
+    pairs = {line: _pair(line) for line in set(lines)}
     blocks: list[dict[str, str]] = [{}]
     block = blocks[0]
-    # Most lines repeat from core to core (vendor, model, flags): each distinct line is split once.
-    pairs: dict[str, tuple[str, str] | None] = {}
-    for line in text.splitlines():
-        pair = pairs[line] if line in pairs else pairs.setdefault(line, _pair(line))
+    for pair in map(pairs.__getitem__, lines):
         if pair is None:
             continue
         key, value = pair
         if key == "processor" and value.isdigit():
             block = {}
             blocks.append(block)
-        if key not in block:
-            block[key] = value
-    return [block for block in blocks if block]
+        block.setdefault(key, value)
+    keys = {pair[0] for pair in pairs.values() if pair is not None}
+    return [block for block in blocks if block], keys
 
 
 def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
@@ -73,9 +75,10 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
         cut = text.rstrip().split()[-1]
         text = text.rstrip()[: -len(cut)] + "\n"
         notes.append(f"{source} does not end with a newline (cut off?): its last word {cut[-40:]!r} was ignored")
-    blocks = _blocks(text)
-    keys: set[str] = set().union(*blocks)
-    if any(key.startswith(("hw.optional.", "machdep.cpu.")) for key in keys):
+    blocks, keys = _blocks(text)
+    # One string to search instead of a startswith per key: detect asks this on every call.
+    key_lines = "\n" + "\n".join(keys)
+    if "\nhw.optional." in key_lines or "\nmachdep.cpu." in key_lines:
         return parse_sysctl(text, source)
     if not keys & {"processor", "flags", "features"}:
         raise BadInput(f"{source} is not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' line)")
@@ -95,13 +98,14 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
         elif len(set(split.values())) > 1:
             notes.append(f"cores report different flags; using the {len(flags)} flags common to all {len(per_core)} cores")
     first = next((block for block in blocks if len(block) > 1), blocks[0])
-    arch = _arch(flag_key, first, keys)
+    arch = _arch(flag_key, first, s390_keys="\nprocessor " in key_lines)
     return CpuFacts("linux", arch, _model(first, arch), flags, source, tuple(notes))
 
 
-def _arch(flag_key: str | None, first: Mapping[str, str], keys: set[str]) -> str:
+def _arch(flag_key: str | None, first: Mapping[str, str], s390_keys: bool) -> str:
     # s390x prints a `features` line too (esan3 zarch …): recognise it before taking features for ARM.
-    if "s390" in first.get("vendor_id", "").lower() or any(key.startswith("processor ") for key in keys):
+    # Its per-CPU lines are keyed "processor 0", "processor 1" (s390_keys).
+    if "s390" in first.get("vendor_id", "").lower() or s390_keys:
         return "s390x"
     if flag_key == "flags":
         return "x86_64"
@@ -191,6 +195,7 @@ def read_sysctl() -> CpuFacts | None:
     return parse_sysctl(result.stdout.decode("utf-8", errors="replace"), "sysctl -a")
 
 
+@functools.cache  # the machine a process runs on does not change under it
 def _machine() -> str:
     machine = os.uname().machine if hasattr(os, "uname") else "unknown"
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)

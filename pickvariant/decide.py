@@ -29,6 +29,7 @@ from pickvariant.record import record, replace
 from pickvariant.versions import ComputeCapability, release_matches, version_key
 
 
+
 @record
 class Options:
     workload: str = "general"
@@ -109,12 +110,14 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
         reasons.append(hidden)
 
     # 3. Branches by the pins, then CUDA lines by the pins and the driver.
-    branches = _pinned_branches(catalog, options, rejected)
-    lines = _admissible_lines(facts, catalog, options, branches, targets, rejected, reasons)
+    branches, turned_down = catalog.derive(
+        ("pinned branches", options.branch, options.torch, options.python), lambda: _pinned_branches(catalog, options))
+    rejected.extend(turned_down)
+    # Without GPUs to serve only builds without CUDA are looked at: no line needs judging (a --cuda pin is still checked).
+    lines = _admissible_lines(facts, catalog, options, branches, targets, rejected, reasons) if targets or options.cuda else set()
 
     # 4. CPU instruction sets.
     workload = catalog.workloads[options.workload]
-    isa_rank = {name: rank for rank, name in enumerate(workload.isa_preference)}
     usable_isas: set[str] = set()
     for isa in catalog.isas.values():
         if isa.platform != facts.arch or darwin:
@@ -126,20 +129,16 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
             usable_isas.add(isa.name)
 
     # 5. Whole variants: a variant counts only if every part of it fits (compat.why_not has the last word).
-    python_rank = {version: rank for rank, version in enumerate(catalog.python_preference)}
+    isa_rank = catalog.derive(("isa rank", workload.name), lambda: {name: rank for rank, name in enumerate(workload.isa_preference)})
+    static_ranks: dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]] = catalog.derive("static ranks", dict)
 
     def rank(variant: Variant) -> tuple[object, ...]:
-        arch = catalog.gpu_archs.get(variant.gpu_arch) if variant.gpu_arch else None
-        capability = arch.compute_capability if arch else _NO_GPU
-        return (
-            _newest_first(variant.torch),
-            _newest_first(variant.cuda) if variant.cuda else (),
-            python_rank.get(variant.python, len(python_rank)),
-            -capability.major, -capability.minor,
-            isa_rank.get(variant.cpu_isa or "", 0),
-            variant.branch,
-            variant.package,  # a total order: the answer cannot depend on the order variants were looked at
-        )
+        key = (variant.branch, variant.package)
+        static = static_ranks.get(key)
+        if static is None:  # filled as variants are first ranked: a cold start ranks a handful, not the catalog
+            static = static_ranks[key] = _static_rank(catalog, variant)
+        before, after = static
+        return (before, isa_rank.get(variant.cpu_isa or "", 0), after)
 
     # The GPU architectures whose kernels run on every target: a set, so each variant costs one lookup.
     runnable_archs = {name for name in catalog.gpu_archs if runs_on_all(catalog, name, targets)} if targets else set()
@@ -149,20 +148,17 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
     # With GPUs to serve, a CPU-only build is never a candidate (why_not: it would leave them unused).
     looked_at: tuple[str | None, ...] = (MPS,) if darwin else tuple(sorted(runnable_archs)) if targets else (None,)
 
-    def cheap_fit(variant: Variant, branch: Branch) -> bool:
-        if variant.cpu_isa is not None and variant.cpu_isa not in usable_isas:
-            return False
-        return variant.cuda is None or (branch.name, variant.cuda) in lines
-
     candidates = sorted(
         (v for branch in branches for arch in looked_at for v in branch.variants_for(system, arch)
-         if cheap_fit(v, branch) and not why_not(v, facts, catalog, targets)),
+         if (v.cpu_isa is None or v.cpu_isa in usable_isas) and (v.cuda is None or (branch.name, v.cuda) in lines)
+         and not why_not(v, facts, catalog, targets)),
         key=rank,
     )
-    _explain_gpu_archs(catalog, targets, rejected)
+    if targets:
+        _explain_gpu_archs(catalog, targets, rejected)
 
     if not candidates:
-        return _no_variant(facts, catalog, options, targets, branches, lines, usable_isas, tuple(reasons), rejected, with_hints)
+        return _no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints)
 
     chosen = candidates[0]
     branch = catalog.branch(chosen.branch)
@@ -202,6 +198,24 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
     return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets, line, tuple(candidates))
 
 
+def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...], tuple[str, str]]:
+    """A variant's rank but for the workload's instruction set order: what comes before it, and after.
+
+    Before: the newest PyTorch, the newest CUDA line, the preferred Python, the highest GPU architecture.
+    After: branch and package names, so that the order is total and the answer cannot depend on
+    the order variants were looked at."""
+    preference = catalog.python_preference
+    arch = catalog.gpu_archs.get(variant.gpu_arch) if variant.gpu_arch else None
+    capability = arch.compute_capability if arch else _NO_GPU
+    before = (
+        _newest_first(variant.torch),
+        _newest_first(variant.cuda) if variant.cuda else (),
+        preference.index(variant.python) if variant.python in preference else len(preference),
+        -capability.major, -capability.minor,
+    )
+    return before, (variant.branch, variant.package)
+
+
 def _unsupported_platform(facts: HostFacts, built_for: list[str]) -> str:
     platform = f"{facts.os}/{facts.arch}"
     if facts.os == "darwin" and facts.arch == "x86_64":
@@ -219,16 +233,18 @@ def _branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, optio
 
 
 def _explain_other_branches(
-    catalog: Catalog, chosen: Variant, branches: list[Branch], candidates: list[Variant], targets: tuple[GpuFacts, ...],
+    catalog: Catalog, chosen: Variant, branches: Sequence[Branch], candidates: list[Variant], targets: tuple[GpuFacts, ...],
     usable_isas: set[str], facts: HostFacts, rejected: list[Rejection],
 ) -> None:
     """Say why each newer or otherwise preferred branch lost: the question users ask first."""
-    by_branch = {v.branch for v in candidates}
+    best_of_branch: dict[str, Variant] = {}
+    for variant in candidates:  # best first, so the first of each branch is its best
+        best_of_branch.setdefault(variant.branch, variant)
     for branch in branches:
         if branch.name == chosen.branch:
             continue
-        if branch.name in by_branch:
-            best = next(v for v in candidates if v.branch == branch.name)
+        best = best_of_branch.get(branch.name)
+        if best is not None:
             if version_key(best.torch) < version_key(chosen.torch):
                 rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"))
             elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
@@ -243,7 +259,7 @@ def _explain_other_branches(
 
 
 def _admissible_lines(
-    facts: HostFacts, catalog: Catalog, options: Options, branches: list[Branch], targets: tuple[GpuFacts, ...],
+    facts: HostFacts, catalog: Catalog, options: Options, branches: Sequence[Branch], targets: tuple[GpuFacts, ...],
     rejected: list[Rejection], reasons: list[str],
 ) -> set[tuple[str, str]]:
     admissible: set[tuple[str, str]] = set()
@@ -304,7 +320,9 @@ def _hidden_by_cuda_visible_devices(facts: HostFacts) -> str | None:
     )
 
 
-def _pinned_branches(catalog: Catalog, options: Options, rejected: list[Rejection]) -> list[Branch]:
+def _pinned_branches(catalog: Catalog, options: Options) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
+    """The branches the pins (--branch, --torch, --python-version) leave, and why each other one is out."""
+    rejected: list[Rejection] = []
     if options.branch is not None:
         named = catalog.branch(options.branch)
         for branch in catalog.branches:
@@ -330,7 +348,7 @@ def _pinned_branches(catalog: Catalog, options: Options, rejected: list[Rejectio
         known = "; ".join(f"{b.name}: PyTorch {b.torch}, Python {b.python}" for b in catalog.branches if b.aligned_with is None or options.branch)
         pins = ", ".join(f"{flag} {value}" for flag, value in (("--branch", options.branch), ("--torch", options.torch), ("--python-version", options.python)) if value)
         raise BadInput(f"no branch matches {pins}; the catalog has {known}")
-    return branches
+    return tuple(branches), tuple(rejected)
 
 
 def _explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection]) -> None:
@@ -363,8 +381,8 @@ def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usabl
 
 
 def _no_variant(
-    facts: HostFacts, catalog: Catalog, options: Options, targets: tuple[GpuFacts, ...], branches: list[Branch],
-    lines: set[tuple[str, str]], usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool,
+    facts: HostFacts, catalog: Catalog, options: Options, targets: tuple[GpuFacts, ...], branches: Sequence[Branch],
+    usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool,
 ) -> Decision:
     why: list[str] = []
     hints: list[str] = []
@@ -451,7 +469,7 @@ def _newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[
 
 
 def _driver_upgrade(
-    facts: HostFacts, catalog: Catalog, options: Options, branches: list[Branch], targets: tuple[GpuFacts, ...]
+    facts: HostFacts, catalog: Catalog, options: Options, branches: Sequence[Branch], targets: tuple[GpuFacts, ...]
 ) -> tuple[CudaLine, Variant] | None:
     """The smallest driver upgrade that gives a variant, and the variant the rules would then pick."""
     driver = facts.driver

@@ -78,7 +78,9 @@ def gather_facts(
     else:
         cpu = detect_cpu_fn()
         sources["cpu"] = f"detected ({cpu.source})"
-    cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source, cpu.notes)
+    canonical = catalog.canonical_flags(cpu.flags)
+    if canonical is not cpu.flags:  # canonical_flags hands back the same frozenset when nothing was renamed
+        cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, canonical, cpu.source, cpu.notes)
     notes.extend(cpu.notes)
 
     if what_if.no_gpu and what_if.gpus:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache, total_ordering
+from functools import cached_property, lru_cache, total_ordering
 
 from pickvariant.errors import BadInput
 from pickvariant.record import ordered_record, record
@@ -48,24 +48,27 @@ class DriverVersion:
     def __str__(self) -> str:
         return self.text
 
+    @cached_property
+    def _padded(self) -> tuple[int, ...]:
+        # 580.65 is 580.65.0: every version is compared as four parts (the most a driver version has),
+        # once per version, since decide compares the driver with every CUDA line's minimum.
+        return self.parts + (0,) * (_DRIVER_PARTS - len(self.parts))
+
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, DriverVersion):
             return NotImplemented
-        return _padded(self.parts, other.parts) < _padded(other.parts, self.parts)
+        return self._padded < other._padded
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DriverVersion):
             return NotImplemented
-        return _padded(self.parts, other.parts) == _padded(other.parts, self.parts)
+        return self._padded == other._padded
 
     def __hash__(self) -> int:
-        return hash(tuple(part for part in self.parts) + (0,) * (4 - len(self.parts)))
+        return hash(self._padded)
 
 
-def _padded(parts: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
-    return parts + (0,) * max(0, len(other) - len(parts))
-
-
+_DRIVER_PARTS = 4  # as _DRIVER allows
 _DRIVER = re.compile(r"^\s*(\d{1,4})((?:\.\d{1,4}){0,3})\s*$")
 
 

@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from conftest import DATA, cpuinfo_path
 from machines import host
+from pickvariant.catalog import Catalog
 from pickvariant.compat import kernels_run_on, why_not
-from pickvariant.decide import Options, decide
+from pickvariant.decide import Decision, Options, decide
 from pickvariant.errors import BadInput
+from pickvariant.record import replace
 from pickvariant.versions import parse_compute_capability
 
 FACTS = json.loads((DATA / "hardware-facts.json").read_text())
@@ -314,3 +316,38 @@ def test_no_decision_names_a_variant_that_could_crash_or_lack_kernels(catalog, f
             assert facts.driver.version >= catalog.cuda_line(variant).min_driver
     else:
         assert variant.gpu_arch is None
+
+
+# CPUs as they come: each instruction set level with all below it (a random subset rarely has them).
+X86_LEVELS = [("avx",), ("avx", "avx2", "fma", "f16c"), ("avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512vl", "avx512bw")]
+X86_LEVELS += [X86_LEVELS[-1] + ("avx512_vnni",), X86_LEVELS[-1] + ("avx512_vnni", "avx512_bf16")]
+ARM_LEVELS = [("fphp", "asimdhp", "asimddp"), ("fphp", "asimdhp", "asimddp", "sve", "sve2")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    flags=st.one_of(st.sampled_from(X86_LEVELS + ARM_LEVELS).map(set), st.sets(st.sampled_from(ALL_FLAGS))),
+    arch=st.sampled_from(["x86_64", "aarch64"]),
+    gpus=st.lists(st.sampled_from(CAPABILITIES), max_size=2),
+    driver=st.one_of(st.none(), st.sampled_from(["525.60.13", "570.124.06", "580.65.06"])),
+    workload=st.sampled_from(["general", "int8", "bf16"]),
+    torch=st.sampled_from([None, "2.8", "2.9", "2.10"]),
+    cuda=st.sampled_from([None, "12.8", "12.9", "13.0"]),
+    branch=st.sampled_from([None, "main", "pytorch-2.9-python313", "pytorch-2.9-vllm-0.14.0"]),
+    python=st.sampled_from([None, "3.11", "3.12", "3.13"]),
+)
+def test_a_decision_does_not_depend_on_what_was_decided_before_with_the_same_catalog(
+    catalog, flags, arch, gpus, driver, workload, torch, cuda, branch, python,
+) -> None:
+    # decide keeps what depends only on the catalog (and the pins) with it: the shared session
+    # catalog, after every decision the tests made, must answer as a catalog that never decided.
+    facts = host(catalog, flags=flags, arch=arch, gpus=tuple(gpus), driver=driver)
+    options = Options(workload, torch, cuda, None, branch, python)
+
+    def answer(catalog_used: Catalog) -> Decision | str:
+        try:
+            return decide(facts, catalog_used, options)
+        except BadInput as error:
+            return str(error)
+
+    assert answer(catalog) == answer(replace(catalog))
