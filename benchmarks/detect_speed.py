@@ -7,7 +7,8 @@ As processes (medians of --runs, the commands taking turns): `pickvariant detect
 that bound it: the interpreter's start, importing the library, importing typer (the CLI
 framework), and detect through the typer CLI (what every other command costs).
 In process (fresh interpreter per sample, ours and archspec's taking turns): import + facts + decision against import + host(); and,
-with both loaded, one more facts + decision against one uncached host().
+with both loaded, one more facts + decision against one uncached host(), and the same with this
+machine's GPUs and driver stated (/proc/cpuinfo read again, NVML not asked).
 With --typer VERSION (repeatable) the typer CLI rows are measured again with that typer, installed
 into a scratch directory (needs the package index). On a machine with an NVIDIA driver it also
 times `import pynvml` and the NVML queries detection makes.
