@@ -197,7 +197,6 @@ class Branch:
         return _grouped(self.variants, operator.attrgetter("platform", "gpu_arch"))
 
 
-
 @record
 class PeakThroughput:
     gpu: str

@@ -16,7 +16,6 @@ Branches aligned with another project (vLLM) are considered only when named with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 from pickvariant.catalog import MPS, Branch, Catalog, CudaLine, Variant
 from pickvariant.compat import (
@@ -27,7 +26,6 @@ from pickvariant.facts import HostFacts
 from pickvariant.gpu import DriverFacts, GpuFacts, cuda_visible_count
 from pickvariant.record import record, replace
 from pickvariant.versions import ComputeCapability, release_matches, version_key
-
 
 
 @record
@@ -62,7 +60,6 @@ class Decision:
 _NO_GPU = ComputeCapability(0, 0)
 
 
-@lru_cache(maxsize=1024)
 def _newest_first(release: str) -> tuple[int, ...]:
     """A release's sort key negated, so that sorted() puts the newest first."""
     return tuple(-part for part in version_key(release))
