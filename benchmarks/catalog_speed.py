@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.catalog import default_catalog_path, load_catalog  # noqa: E402
-from pickvariant.cpu import read_cpuinfo_dump  # noqa: E402
-from pickvariant.decide import decide  # noqa: E402
-from pickvariant.facts import HostFacts  # noqa: E402
-from pickvariant.gpu import DriverFacts, GpuFacts  # noqa: E402
-from pickvariant.versions import parse_compute_capability, parse_driver_version  # noqa: E402
+from pickvariant.catalog.model import default_catalog_path, load_catalog  # noqa: E402
+from pickvariant.machine.cpu import read_cpuinfo_dump  # noqa: E402
+from pickvariant.rules.decide import decide  # noqa: E402
+from pickvariant.machine.facts import HostFacts  # noqa: E402
+from pickvariant.machine.gpu import DriverFacts, GpuFacts  # noqa: E402
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
 
@@ -58,7 +58,7 @@ def main() -> None:
     print(f"decide (H100, driver 570): {decision_ms:6.2f} ms")
     print(f"load + decide:             {both:6.2f} ms  (target <= 15 ms)")
     if args.repo:
-        from pickvariant.sync import sync
+        from pickvariant.catalog.sync import sync
 
         start = time.perf_counter()
         result = sync(args.repo)

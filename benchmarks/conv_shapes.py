@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.probe import CONV_LAYERS, conv_flops, time_conv_layer  # noqa: E402
+from pickvariant.verify.probe import CONV_LAYERS, conv_flops, time_conv_layer  # noqa: E402
 
 EXTRA = [
     ("resnet50 3x3 256ch 14x14 b256", 256, 256, 256, 14, 3),
@@ -40,7 +40,7 @@ def main() -> int:
         return 1
     name = torch.cuda.get_device_name(0)
     if args.peak is None:
-        from pickvariant.catalog import load_catalog
+        from pickvariant.catalog.model import load_catalog
 
         found = load_catalog().peak_for(name)
         args.peak = found.tflops.get("bf16") if found else None

@@ -76,7 +76,7 @@ import time, json
 t0 = time.perf_counter()
 import pynvml
 t1 = time.perf_counter()
-from pickvariant.gpu import query_nvml
+from pickvariant.machine.gpu import query_nvml
 t2 = time.perf_counter()
 report = query_nvml(pynvml)
 t3 = time.perf_counter()

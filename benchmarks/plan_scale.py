@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.catalog import load_catalog  # noqa: E402
-from pickvariant.decide import Options, decide  # noqa: E402
-from pickvariant.facts import WhatIf, gather_facts  # noqa: E402
-from pickvariant.present import decision_json  # noqa: E402
+from pickvariant.catalog.model import load_catalog  # noqa: E402
+from pickvariant.rules.decide import Options, decide  # noqa: E402
+from pickvariant.machine.facts import WhatIf, gather_facts  # noqa: E402
+from pickvariant.output.present import decision_json  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
 # (cpu dump, GPUs, driver, weight): weights are nodes per 100 of a mixed training/inference fleet.

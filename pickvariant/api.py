@@ -20,12 +20,12 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pickvariant import settings
-from pickvariant.catalog import Catalog, Variant, load_catalog
-from pickvariant.decide import Decision, Options, decide
-from pickvariant.errors import NoVariant
-from pickvariant.facts import HostFacts, WhatIf, gather_facts
-from pickvariant.record import record
+from pickvariant._base import settings
+from pickvariant.catalog.model import Catalog, Variant, load_catalog
+from pickvariant.rules.decide import Decision, Options, decide
+from pickvariant._base.errors import NoVariant
+from pickvariant.machine.facts import HostFacts, WhatIf, gather_facts
+from pickvariant._base.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class Recommendation:
 
     def to_json(self) -> dict[str, Any]:
         """The object `pickvariant detect --format json` prints for this machine."""
-        from pickvariant.present import decision_json
+        from pickvariant.output.present import decision_json
 
         return decision_json(self.facts, self.decision, self.catalog, self.workload)
 

@@ -16,10 +16,10 @@ import typer
 
 from pickvariant import __version__
 from pickvariant.entry import OUTPUT_ERRNOS, detect_json, error_line, one_line, output_failed, prepare_streams
-from pickvariant.errors import BadInput, NoVariant, OperationFailed, PickVariantError
+from pickvariant._base.errors import BadInput, NoVariant, OperationFailed, PickVariantError
 
 if TYPE_CHECKING:
-    from pickvariant.catalog import Catalog, Variant
+    from pickvariant.catalog.model import Catalog, Variant
 
 app = typer.Typer(
     name="pickvariant",
@@ -87,7 +87,7 @@ def _no_variant(decision: Any) -> NoVariant:
 
 
 def _python_pin(python_version: Optional[str]) -> Optional[str]:
-    from pickvariant import settings
+    from pickvariant._base import settings
 
     return python_version if python_version is not None else settings.setting(os.environ, settings.PYTHON)
 
@@ -95,9 +95,9 @@ def _python_pin(python_version: Optional[str]) -> Optional[str]:
 def _decide(cpuinfo: Optional[Path], gpu: Optional[list[str]], no_gpu: bool, driver: Optional[str], workload: Workload,
             torch: Optional[str], cuda: Optional[str], gpu_index: Optional[int],
             branch: Optional[str] = None, python_version: Optional[str] = None) -> tuple[Any, Any, Any]:
-    from pickvariant.catalog import load_catalog
-    from pickvariant.decide import Options, decide
-    from pickvariant.facts import WhatIf, gather_facts
+    from pickvariant.catalog.model import load_catalog
+    from pickvariant.rules.decide import Options, decide
+    from pickvariant.machine.facts import WhatIf, gather_facts
 
     catalog = load_catalog()
     facts = gather_facts(catalog, WhatIf(cpuinfo, tuple(gpu or ()), no_gpu, driver))
@@ -116,7 +116,8 @@ def detect(
     label: Annotated[Optional[str], typer.Option("--label", help="With --format json: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.")] = None,
 ) -> None:
     """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
-    from pickvariant import present, settings
+    from pickvariant.output import present
+    from pickvariant._base import settings
 
     label = label if label is not None else settings.setting(os.environ, settings.LABEL)
     if (compact or label is not None) and format is not Format.json:
@@ -150,8 +151,8 @@ def list_variants(
     format: FormatOpt = Format.text,
 ) -> None:
     """List the catalog's variants: a summary by branch, or rows with --all or any filter."""
-    from pickvariant import listing
-    from pickvariant.catalog import load_catalog
+    from pickvariant.output import listing
+    from pickvariant.catalog.model import load_catalog
 
     catalog = load_catalog()
     filters = listing.Filters(branch, python_version, cuda, gpu, isa, platform)
@@ -180,8 +181,8 @@ def catalog_sync(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")] = False,
 ) -> None:
     """Read every branch of REPO with git and derive one catalog row per PyTorch recipe."""
-    from pickvariant import sync as syncer
-    from pickvariant.fsutil import check_writable, write_atomic
+    from pickvariant.catalog import sync as syncer
+    from pickvariant._base.files import check_writable, write_atomic
 
     if check and output is None:
         raise BadInput("--check compares against a file: give it with -o FILE")
@@ -221,8 +222,8 @@ def recipe(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")] = False,
 ) -> None:
     """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
-    from pickvariant.catalog import load_catalog
-    from pickvariant.recipe import render, write_recipes
+    from pickvariant.catalog.model import load_catalog
+    from pickvariant.recipes.render import render, write_recipes
 
     catalog = load_catalog()
     if all_variants == (package is not None):
@@ -236,8 +237,8 @@ def recipe(
         variant = catalog.variant(package or "", branch)
         recipes = [(variant, render(variant, catalog))]
     else:
-        from pickvariant.fetch import fetch_checked
-        from pickvariant.install import cache_dir
+        from pickvariant.recipes.fetch import fetch_checked
+        from pickvariant.install.flow import cache_dir
 
         variant = catalog.variant(package or "", branch)
         fetched = fetch_checked(variant, catalog, repo, cache_dir(), os.environ)
@@ -291,7 +292,7 @@ def install(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a flox command that runs longer than this many seconds.")] = None,
 ) -> None:
     """Detect, decide, explain, ask, then install (or build) the variant through Flox and verify it."""
-    from pickvariant import install as installer
+    from pickvariant.install import flow as installer
 
     if timeout is not None and not timeout > 0:
         raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
@@ -307,7 +308,7 @@ def install(
         variant = decision.variant
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force,
                                   generate=generate, repo=repo)
-    from pickvariant import verify as verifier
+    from pickvariant.verify import judge as verifier
 
     python = installer.interpreter_for(plan)
     probe = None if no_verify else verifier.probe_argv(python, quick=True)
@@ -355,10 +356,10 @@ def plan(
     format: FormatOpt = Format.text,
 ) -> None:
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
-    from pickvariant import plan as planner
-    from pickvariant import settings
-    from pickvariant.catalog import load_catalog
-    from pickvariant.decide import Options
+    from pickvariant.rules import plan as planner
+    from pickvariant._base import settings
+    from pickvariant.catalog.model import load_catalog
+    from pickvariant.rules.decide import Options
 
     catalog = load_catalog()
     with _reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
@@ -412,7 +413,7 @@ def _reading_progress(total_bytes: int | None) -> Any:
 
 
 def _default_python() -> list[str]:
-    from pickvariant.install import last_install_python
+    from pickvariant.install.flow import last_install_python
 
     return last_install_python() or [sys.executable]
 
@@ -428,13 +429,13 @@ def verify(
     format: FormatOpt = Format.text,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
-    from pickvariant import verify as verifier
-    from pickvariant.catalog import load_catalog
+    from pickvariant.verify import judge as verifier
+    from pickvariant.catalog.model import load_catalog
 
     catalog = load_catalog()
     variant = catalog.variant(package, branch) if package else None
     if org is not None:
-        from pickvariant import install as installer
+        from pickvariant.install import flow as installer
 
         if variant is None or python is not None:
             raise BadInput("--org probes a published --package; it takes no --python")
@@ -468,7 +469,7 @@ def report(
     workload: WorkloadOpt = Workload.general,
 ) -> None:
     """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch."""
-    from pickvariant import report as reporter
+    from pickvariant.output import report as reporter
 
     catalog, facts, decision = _decide(None, None, False, None, workload, None, None, None)
     data = reporter.build(catalog, facts, decision, workload.value, [python] if python else _default_python())

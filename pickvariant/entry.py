@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from pickvariant.errors import PickVariantError
+from pickvariant._base.errors import PickVariantError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -70,8 +70,9 @@ def detect_json(workload: str = "general", cpuinfo: Path | None = None, gpu: lis
                 branch: str | None = None, python_version: str | None = None, compact: bool = False,
                 label: str | None = None) -> tuple[str, Recommendation]:
     """`detect --format json`'s output and the Recommendation it shows (both paths print exactly this)."""
-    from pickvariant import api, settings
-    from pickvariant.facts import WhatIf, gather_facts
+    from pickvariant import api
+    from pickvariant._base import settings
+    from pickvariant.machine.facts import WhatIf, gather_facts
 
     catalog = api.default_catalog()
     facts = gather_facts(catalog, WhatIf(cpuinfo, tuple(gpu or ()), no_gpu, driver))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from pickvariant.catalog import Catalog, load_catalog
+from pickvariant.catalog.model import Catalog, load_catalog
 
 TESTS = Path(__file__).resolve().parent
 CPUINFO = TESTS / "fixtures" / "cpuinfo"
@@ -56,7 +56,7 @@ def require(condition: bool, reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return load_catalog(REPO / "catalog.json")
+    return load_catalog(REPO / "pickvariant" / "catalog" / "data" / "catalog.json")
 
 
 def cpuinfo_path(name: str) -> Path:

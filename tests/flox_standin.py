@@ -31,7 +31,7 @@ import time
 import tomllib
 from pathlib import Path
 
-CONTRACT = json.loads((Path(__file__).resolve().parent.parent / "pickvariant" / "flox_contract.json").read_text(encoding="utf-8"))
+CONTRACT = json.loads((Path(__file__).resolve().parent.parent / "pickvariant" / "install" / "flox_contract.json").read_text(encoding="utf-8"))
 MESSAGES = CONTRACT["messages"]
 FILES = CONTRACT["files"]
 SYSTEM = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux", "arm64": "aarch64-linux"}.get(platform.machine(), "x86_64-linux")

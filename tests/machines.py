@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pickvariant.catalog import Catalog
-from pickvariant.cpu import CpuFacts, read_cpuinfo_dump
-from pickvariant.facts import HostFacts
-from pickvariant.gpu import DriverFacts, GpuFacts
-from pickvariant.versions import parse_compute_capability, parse_driver_version
+from pickvariant.catalog.model import Catalog
+from pickvariant.machine.cpu import CpuFacts, read_cpuinfo_dump
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 
 from conftest import cpuinfo_path
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO, cpuinfo_path, generated
 from pickvariant import api, entry
-from pickvariant.errors import BadInput
+from pickvariant._base.errors import BadInput
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
 SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")

@@ -219,7 +219,7 @@ def test_report_takes_only_its_documented_formats() -> None:
 
 
 def test_cpu_rates_are_shown_in_units_that_show_them() -> None:
-    from pickvariant.verify import rate_text
+    from pickvariant.verify.judge import rate_text
 
     assert rate_text({"tflops": 0.0012}) == "1.2 GFLOP/s"
     assert rate_text({"tops": 0.0004}) == "0.4 GOP/s"

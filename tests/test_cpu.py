@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import CPUINFO, cpuinfo_path, require
-from pickvariant.cpu import from_py_cpuinfo, parse_cpuinfo, read_cpuinfo_dump
-from pickvariant.errors import BadInput
+from pickvariant.machine.cpu import from_py_cpuinfo, parse_cpuinfo, read_cpuinfo_dump
+from pickvariant._base.errors import BadInput
 
 DUMPS = {
     "linux-rhel7-haswell": ("x86_64", {"avx", "avx2", "fma", "f16c"}, {"avx512f"}),
@@ -105,7 +105,7 @@ def test_files_that_report_no_size_are_read_whole_and_still_bounded(tmp_path) ->
     """/proc and /sys files stat as 0 bytes: they are read in pieces to the end, under the same limit."""
     from pathlib import Path
 
-    from pickvariant.fsutil import read_regular
+    from pickvariant._base.files import read_regular
 
     proc = Path("/proc/self/cmdline")
     require(proc.exists(), "no /proc here (the test is for Linux)")

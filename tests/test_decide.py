@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from conftest import DATA, cpuinfo_path
 from machines import host
-from pickvariant.catalog import Catalog
-from pickvariant.compat import kernels_run_on, why_not
-from pickvariant.decide import Decision, Options, decide
-from pickvariant.errors import BadInput
-from pickvariant.record import replace
-from pickvariant.versions import parse_compute_capability
+from pickvariant.catalog.model import Catalog
+from pickvariant.rules.compat import kernels_run_on, why_not
+from pickvariant.rules.decide import Decision, Options, decide
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import replace
+from pickvariant._base.versions import parse_compute_capability
 
 FACTS = json.loads((DATA / "hardware-facts.json").read_text())
 
@@ -98,9 +98,9 @@ def _thor(catalog, driver: str, cuda: int):
     """A Jetson AGX Thor as NVML reports it under JetPack 7 (driver "580.00"); Grace's Neoverse V2 dump stands in
     for Thor's Neoverse V3AE (both armv9 with SVE2; no real V3AE dump is in the fixtures)."""
     from fakenvml import fake_nvml
-    from pickvariant.cpu import read_cpuinfo_dump
-    from pickvariant.facts import WhatIf, gather_facts
-    from pickvariant.gpu import query_nvml
+    from pickvariant.machine.cpu import read_cpuinfo_dump
+    from pickvariant.machine.facts import WhatIf, gather_facts
+    from pickvariant.machine.gpu import query_nvml
 
     nvml = fake_nvml([{"name": "NVIDIA Thor", "cc": (11, 0), "mem": 125772, "mig": None}], driver=driver, cuda=cuda)
     return gather_facts(catalog, WhatIf(), env={}, detect_cpu_fn=lambda: read_cpuinfo_dump(cpuinfo_path("linux-rhel9-neoverse_v2")),

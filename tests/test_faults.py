@@ -33,7 +33,9 @@ from typer.testing import CliRunner
 from buildrepo import PIN_28, commit_branch, make_build_repo, recipe
 from conftest import REPO, cpuinfo_path, require
 from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
-from pickvariant import cpu, gpu, settings
+from pickvariant.machine import cpu
+from pickvariant.machine import gpu
+from pickvariant._base import settings
 from pickvariant.cli import app
 
 runner = CliRunner()
@@ -225,7 +227,7 @@ def _(ctx: Ctx) -> int:
         ("variants[9].gpu_arch", lambda d: d["variants"][9].update(gpu_arch="sm99")),
         ("variants[967].package", lambda d: d["variants"].append(dict(d["variants"][0]))),
     ):
-        data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
+        data = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
         mutate(data)
         site = ctx.dump("site-catalog.json", json.dumps(data))
         result = ctx.cli("list", env={"PICKVARIANT_CATALOG": str(site)})
@@ -411,7 +413,7 @@ def _(ctx: Ctx) -> int:
     assert "[/] [bold red]Xeon" in result.stdout and "[bold]dump" in result.stdout
     markdown = ctx.cli("detect", "--cpuinfo", str(ctx.tmp / "[bold]dump"), "--no-gpu", "--format", "markdown")
     assert "| CPU | [/] [bold red]Xeon \\| `x`" in markdown.stdout  # the table keeps its columns
-    data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
+    data = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
     data["gpu_archs"][0]["description"] = "[/] Pascal | [red]"
     site = ctx.dump("site-catalog.json", json.dumps(data))
     listed = ctx.cli("list", "--gpu", "sm61", env={"PICKVARIANT_CATALOG": str(site), "COLUMNS": "250"})
@@ -518,7 +520,7 @@ def _(ctx: Ctx) -> int:
 
 @row("write-fails")
 def _(ctx: Ctx) -> int:
-    import pickvariant.fsutil as fsutil
+    import pickvariant._base.files as fsutil
 
     out = ctx.tmp / "recipes"
     package = "pytorch-python313-cuda13_1-sm90-avx512"
@@ -693,7 +695,7 @@ def _(ctx: Ctx) -> int:
 
 @row("last-install-corrupt")
 def _(ctx: Ctx) -> int:
-    from pickvariant.install import last_install_python
+    from pickvariant.install.flow import last_install_python
 
     require(_has_torch(), "torch is not installed (pip install torch==2.13.0)")
     record = ctx.tmp / "cache" / "pickvariant" / "last-install.json"

@@ -21,7 +21,7 @@ from conftest import REPO, require
 from pickvariant.cli import app
 
 runner = CliRunner()
-SHIPPED = json.loads((REPO / "catalog.json").read_text())
+SHIPPED = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
 BRANCH = "pytorch-2.10-python313"
 GOOD = "pytorch-python313-cuda13_1-sm90-avx512"
 MPS = "pytorch-python313-darwin-mps"

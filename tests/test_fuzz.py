@@ -16,16 +16,16 @@ from hypothesis import HealthCheck, assume, event, given, settings, strategies a
 from typer.testing import CliRunner
 
 from conftest import CPUINFO, REPO, generated
-from pickvariant.catalog import parse_catalog
+from pickvariant.catalog.model import parse_catalog
 from pickvariant.cli import app
-from pickvariant.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
-from pickvariant.compat import missing_flags
-from pickvariant.decide import Options, decide
-from pickvariant.errors import BadInput, NoVariant
-from pickvariant.facts import HostFacts
-from pickvariant.gpu import GpuFacts
-from pickvariant.recipe import render
-from pickvariant.versions import ComputeCapability, parse_compute_capability, parse_driver_version
+from pickvariant.machine.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
+from pickvariant.rules.compat import missing_flags
+from pickvariant.rules.decide import Options, decide
+from pickvariant._base.errors import BadInput, NoVariant
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts
+from pickvariant.recipes.render import render
+from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
 
 runner = CliRunner()
 ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64le", "riscv64", "s390x", "unknown"}
@@ -181,7 +181,7 @@ def test_driver_versions_compare_as_numbers_part_by_part(a: list[int], b: list[i
 
 # Catalog mutations: any change either loads a catalog that still decides and renders,
 # or is rejected as BadInput that names a field.
-RAW_CATALOG = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
+RAW_CATALOG = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
 
 
 def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -217,13 +217,13 @@ def _mutated(path: tuple, kind: str, value: Any) -> dict:
     return data
 
 
-CATALOG_BYTES = (REPO / "catalog.json").read_bytes()
+CATALOG_BYTES = (REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_bytes()
 
 
 @given(st.integers(0, len(CATALOG_BYTES) - 1))
 @settings(max_examples=200)
 def test_a_truncated_catalog_file_is_one_bad_input_line(cut: int) -> None:
-    from pickvariant.catalog import load_catalog
+    from pickvariant.catalog.model import load_catalog
 
     generated("load_catalog: catalog.json cut at any byte")
     with tempfile.TemporaryDirectory() as directory:

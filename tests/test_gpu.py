@@ -9,8 +9,8 @@ import time
 import pytest
 
 from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
-from pickvariant.gpu import query_nvml, read_gpus, run_bounded
-from pickvariant.versions import ComputeCapability
+from pickvariant.machine.gpu import query_nvml, read_gpus, run_bounded
+from pickvariant._base.versions import ComputeCapability
 
 
 def test_devices_driver_and_cuda_version_are_read() -> None:
@@ -87,7 +87,7 @@ def test_without_the_driver_library_there_is_no_gpu_through_either_path() -> Non
 def test_the_gpu_watch_reports_clocks_reasons_power_sharing_mig_and_ecc() -> None:
     import types
 
-    from pickvariant.gpuwatch import GpuWatch
+    from pickvariant.machine.gpuwatch import GpuWatch
 
     nvml = fake_nvml([H200])
     nvml.nvmlDeviceGetCurrentClocksEventReasons = lambda h: 0x4 | 0x1  # software power cap (+ idle, not a slowdown)
@@ -105,7 +105,7 @@ def test_the_gpu_watch_reports_clocks_reasons_power_sharing_mig_and_ecc() -> Non
     assert gpu["throttle_reasons_seen"] == ["the software power cap"]
     assert (gpu["power_w_max_seen"], gpu["power_limit_w"], gpu["power_limit_max_w"]) == (450.0, 450.0, 700.0)
     assert gpu["other_processes"] == [{"pid": 4242, "used_mib": 8192}] and gpu["mig_enabled"] is False and gpu["ecc_enabled"] is True
-    from pickvariant.verify import _health_lines
+    from pickvariant.verify.judge import _health_lines
 
     lines = _health_lines(gpu)
     assert any("1410 MHz under load, of 1980 MHz" in line for line in lines) and any("450 W limit (the board allows 700 W)" in line for line in lines)

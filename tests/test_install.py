@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import cpuinfo_path, require, torch_site_packages
-from pickvariant import floxcontract
+from pickvariant.install import floxcontract
 from pickvariant.cli import app
-from pickvariant.errors import OperationFailed
-from pickvariant.flox import Command, run
+from pickvariant._base.errors import OperationFailed
+from pickvariant._base.proc import Command, run
 
 runner = CliRunner()
 HASWELL = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "8.6", "--driver", "580.95.05"]

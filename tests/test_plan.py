@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from conftest import cpuinfo_path, generated, require
-from pickvariant import plan as planner
+from pickvariant.rules import plan as planner
 from pickvariant.cli import app
-from pickvariant.compat import why_not
-from pickvariant.decide import Options, decide
-from pickvariant.facts import facts_from_json
+from pickvariant.rules.compat import why_not
+from pickvariant.rules.decide import Options, decide
+from pickvariant.machine.facts import facts_from_json
 
 runner = CliRunner()
 CASCADE_LAKE = cpuinfo_path("linux-centos7-cascadelake")  # AVX-512 with VNNI, no BF16

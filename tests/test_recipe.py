@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from conftest import TESTS, require
 from pickvariant.cli import app
-from pickvariant.recipe import nix_string, render
+from pickvariant.recipes.render import nix_string, render
 
 NIX = TESTS / "nix"
 GOLDEN = TESTS / "golden"

@@ -1,4 +1,4 @@
-"""pickvariant.record: the frozen value types behave as the frozen dataclasses they replace."""
+"""pickvariant._base.records: the frozen value types behave as the frozen dataclasses they replace."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from functools import cached_property
 
 import pytest
 
-from pickvariant.record import FrozenRecordError, fields, ordered_record, record, replace
-from pickvariant.versions import ComputeCapability, parse_driver_version
+from pickvariant._base.records import FrozenRecordError, fields, ordered_record, record, replace
+from pickvariant._base.versions import ComputeCapability, parse_driver_version
 
 
 @record

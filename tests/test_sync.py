@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import REPO, require
-from pickvariant.catalog import parse_catalog
+from pickvariant.catalog.model import parse_catalog
 from pickvariant.cli import app
-from pickvariant.decide import Options, decide
-from pickvariant.errors import BadInput
+from pickvariant.rules.decide import Options, decide
+from pickvariant._base.errors import BadInput
 from buildrepo import PIN_28, commit_branch, git, make_build_repo, recipe_for_row
 from machines import host
 
@@ -119,7 +119,7 @@ def test_the_shipped_catalog_round_trips_through_sync(tmp_path) -> None:
     """Every row of the shipped catalog, written back as a recipe of the upstream's shape and synced,
     gives the same row: sync derives what the catalog says, for all 967 variants."""
     require(shutil.which("git") is not None, "git is not installed")
-    shipped = json.loads((REPO / "catalog.json").read_text())
+    shipped = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
     repo = tmp_path / "replica"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from conftest import cpuinfo_path, require
 from machines import host
 from pickvariant.cli import app
-from pickvariant.record import replace
-from pickvariant.verify import finding_text, judge, run_probe
+from pickvariant._base.records import replace
+from pickvariant.verify.judge import finding_text, judge, run_probe
 
 runner = CliRunner()
 
@@ -47,7 +47,7 @@ def test_quick_verify_passes_on_real_cpu_torch_within_20_s(probe) -> None:
 
 def test_a_sample_is_sized_after_the_warm_up_not_by_it() -> None:
     require(importlib.util.find_spec("torch") is not None, "torch is not installed (pip install torch==2.13.0)")
-    from pickvariant import probe as probe_module
+    from pickvariant.verify import probe as probe_module
 
     calls = []
 
@@ -166,8 +166,8 @@ def test_verify_package_with_the_real_cpu_torch_fails_on_the_torch_version(probe
 # --- issue 16: several GPUs -------------------------------------------------------------------
 
 def _two_h200s(catalog, visible: str | None = None):
-    from pickvariant.gpu import GpuFacts
-    from pickvariant.versions import ComputeCapability
+    from pickvariant.machine.gpu import GpuFacts
+    from pickvariant._base.versions import ComputeCapability
 
     facts = host(catalog, "linux-unknown-sapphirerapids")
     gpus = tuple(GpuFacts(i, "NVIDIA H200", ComputeCapability(9, 0), pci=f"0000:{bus:02x}:00") for i, bus in enumerate((0x19, 0x3b)))
@@ -204,7 +204,7 @@ def test_gpus_are_named_as_nvml_names_them_with_the_cuda_ordinal_where_it_differ
 def test_the_probe_times_on_the_device_it_is_given_with_real_torch(probe) -> None:
     import importlib
 
-    probe_module = importlib.import_module("pickvariant.probe")
+    probe_module = importlib.import_module("pickvariant.verify.probe")
     results: list[dict] = []
     with probe_module.on_device("cpu"):
         probe_module.check_matmul(results, "cpu", "fp32", 64, 128, 3)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pickvariant.catalog import MPS, Catalog, Variant
-from pickvariant.errors import BadInput
-from pickvariant.record import record
-from pickvariant.versions import parse_compute_capability, release_matches
+from pickvariant.catalog.model import MPS, Catalog, Variant
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import record
+from pickvariant._base.versions import parse_compute_capability, release_matches
 
 
 @record

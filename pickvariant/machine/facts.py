@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from pickvariant import settings
-from pickvariant.catalog import Catalog
-from pickvariant.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
-from pickvariant.errors import BadInput
-from pickvariant.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
-from pickvariant.record import record
-from pickvariant.versions import parse_compute_capability, parse_driver_version
+from pickvariant._base import settings
+from pickvariant.catalog.model import Catalog
+from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
+from pickvariant._base.errors import BadInput
+from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
+from pickvariant._base.records import record
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -14,16 +14,20 @@ import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from pickvariant import __version__, floxcontract, settings
-from pickvariant.catalog import Catalog, Variant
-from pickvariant.compat import why_not
-from pickvariant.errors import BadInput, OperationFailed
-from pickvariant.facts import HostFacts
-from pickvariant.fetch import fetch_checked
-from pickvariant.flox import Command, capture, run_all, tail
-from pickvariant.fsutil import check_writable, create_new, write_atomic
-from pickvariant.recipe import recipe_path, render
-from pickvariant.record import record
+from pickvariant import __version__
+
+from pickvariant.install import floxcontract
+
+from pickvariant._base import settings
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.rules.compat import why_not
+from pickvariant._base.errors import BadInput, OperationFailed
+from pickvariant.machine.facts import HostFacts
+from pickvariant.recipes.fetch import fetch_checked
+from pickvariant._base.proc import Command, capture, run_all, tail
+from pickvariant._base.files import check_writable, create_new, write_atomic
+from pickvariant.recipes.render import recipe_path, render
+from pickvariant._base.records import record
 
 ORG_ENV = settings.FLOX_ORG
 

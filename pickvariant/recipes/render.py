@@ -6,18 +6,13 @@ import re
 from pathlib import Path
 
 from pickvariant import __version__
-from pickvariant.catalog import Catalog, TorchSource, Variant
-from pickvariant.errors import BadInput
-from pickvariant.fsutil import check_output_dir, check_writable, write_atomic
-from pickvariant.record import record
+from pickvariant.catalog.model import Catalog, TorchSource, Variant
+from pickvariant._base.errors import BadInput
+from pickvariant._base.files import check_output_dir, check_writable, write_atomic
+from pickvariant._base.records import record
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
-
-
-def templates_dir() -> Path:
-    installed = _PACKAGE_DIR / "recipes"
-    return installed if installed.is_dir() else _PACKAGE_DIR.parent / "recipes"
 
 
 def nix_string(value: str) -> str:
@@ -140,7 +135,7 @@ def render(variant: Variant, catalog: Catalog) -> str:
         "longDescription": nix_string(long_description),
         "torchOverlay": _torch_overlay(variant, catalog, python_attr),
     }
-    template = (templates_dir() / f"{template_name}.nix").read_text(encoding="utf-8")
+    template = (TEMPLATES_DIR / f"{template_name}.nix").read_text(encoding="utf-8")
 
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)

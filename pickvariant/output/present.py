@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pickvariant import __version__
-from pickvariant.catalog import Catalog
-from pickvariant.decide import Decision
-from pickvariant.facts import HostFacts
-from pickvariant.gpu import GpuFacts
+from pickvariant.catalog.model import Catalog
+from pickvariant.rules.decide import Decision
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pickvariant.errors import Interrupted, OperationFailed, Terminated
-from pickvariant.record import record
+from pickvariant._base.errors import Interrupted, OperationFailed, Terminated
+from pickvariant._base.records import record
 
 FLOX_INSTALL_HELP = "flox is not on PATH: install Flox (https://flox.dev/docs/install-flox/) and run this again"
 LOG_TAIL_LINES = 15

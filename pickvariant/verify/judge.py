@@ -10,13 +10,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from pickvariant.catalog import Catalog, Variant
-from pickvariant.compat import kernels_run_on, missing_flags
-from pickvariant.facts import HostFacts
-from pickvariant.flox import capture
-from pickvariant.gpu import cuda_visible_count
-from pickvariant.record import record, replace
-from pickvariant.versions import ComputeCapability
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.rules.compat import kernels_run_on, missing_flags
+from pickvariant.machine.facts import HostFacts
+from pickvariant._base.proc import capture
+from pickvariant.machine.gpu import cuda_visible_count
+from pickvariant._base.records import record, replace
+from pickvariant._base.versions import ComputeCapability
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
 QUICK_TIMEOUT_S = 120.0
@@ -292,10 +292,10 @@ def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> flo
 
 def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: bool, facts: HostFacts | None = None) -> VerifyResult:
     if facts is None:
-        from pickvariant.facts import gather_facts
+        from pickvariant.machine.facts import gather_facts
 
         facts = gather_facts(catalog)
-    from pickvariant.gpuwatch import GpuWatch
+    from pickvariant.machine.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:
         probe, problem = run_probe(python, quick)

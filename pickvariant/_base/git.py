@@ -10,7 +10,7 @@ GIT_TIMEOUT_S = 300
 
 def run_git(args: list[str], shown: str, input_bytes: bytes | None = None, timeout_s: float = GIT_TIMEOUT_S) -> bytes:
     """git's stdout; OperationFailed with git's last line of stderr when it fails. `shown` names the repository in errors."""
-    from pickvariant.errors import OperationFailed
+    from pickvariant._base.errors import OperationFailed
 
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"), "LC_ALL": "C"}
     verb = args[2] if args[:1] == ["-C"] and len(args) > 2 else args[0]

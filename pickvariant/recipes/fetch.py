@@ -17,13 +17,13 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from pickvariant import settings
-from pickvariant.catalog import Catalog, Variant, hardware_facts_path, load_json
-from pickvariant.errors import BadInput, OperationFailed
-from pickvariant.fsutil import write_atomic
-from pickvariant.git import run_git
-from pickvariant.nixtext import lex
-from pickvariant.record import record
+from pickvariant._base import settings
+from pickvariant.catalog.model import Catalog, Variant, hardware_facts_path, load_json
+from pickvariant._base.errors import BadInput, OperationFailed
+from pickvariant._base.files import write_atomic
+from pickvariant._base.git import run_git
+from pickvariant.catalog.nixtext import lex
+from pickvariant._base.records import record
 
 NIX_PARSE_TIMEOUT_S = 60
 MAX_RECIPE_BYTES = 1024 * 1024
@@ -158,7 +158,7 @@ def _pname_matches(pname: str, variant: Variant) -> bool:
 
 def check_recipe(fetched: FetchedRecipe, variant: Variant) -> tuple[str, ...]:
     """Notes when the fetched recipe is the catalog's variant; OperationFailed naming the field that differs."""
-    from pickvariant.sync import RecipeClassifier
+    from pickvariant.catalog.sync import RecipeClassifier
 
     where = f"{fetched.repo} {fetched.branch}:{fetched.path} at {fetched.commit[:12]}"
     notes = list(fetched.notes)

@@ -9,7 +9,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-from pickvariant import gpu
+from pickvariant.machine import gpu
 
 # nvmlClocksEventReasons bits (nvml.h; pynvml's nvmlClocksThrottleReason* constants), in words.
 # GpuIdle (0x1) is left out: an idle GPU between kernels is no slowdown.

@@ -1,6 +1,6 @@
 """catalog.json: the build repository's variants joined with pickvariant's hardware facts, validated on load.
 
-`pickvariant catalog sync` writes it (pickvariant/sync.py); nothing here touches git.
+`pickvariant catalog sync` writes it (pickvariant/catalog/sync.py); nothing here touches git.
 A variant is identified by (branch, package): the same package name is built on
 several branches with different PyTorch versions.
 """
@@ -17,12 +17,12 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from functools import cache, cached_property
 from pathlib import Path
 
-from pickvariant import settings
-from pickvariant.errors import BadInput
-from pickvariant.fsutil import read_regular
-from pickvariant.record import record
-from pickvariant.schema import SchemaError, validate
-from pickvariant.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version, version_key
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
+from pickvariant._base.files import read_regular
+from pickvariant._base.records import record
+from pickvariant.catalog.schema import SchemaError, validate
+from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version, version_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 CATALOG_ENV = settings.CATALOG
 SCHEMA_VERSION = 2
 MPS = "mps"
-_PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_DIR = Path(__file__).resolve().parent / "data"
 _MAX_CATALOG_BYTES = 16 * 1024 * 1024
 
 
@@ -336,17 +336,16 @@ class Catalog:
 
 
 def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
-    """PICKVARIANT_CATALOG if set, else the catalog installed with the package (or the checkout's)."""
+    """PICKVARIANT_CATALOG if set, else the catalog that is part of the package."""
     env = os.environ if env is None else env
     stated = settings.setting(env, CATALOG_ENV)
     if stated is not None:
         return Path(stated)
-    installed = _PACKAGE_DIR / "catalog.json"
-    return installed if installed.exists() else _PACKAGE_DIR.parent / "catalog.json"
+    return DATA_DIR / "catalog.json"
 
 
 def hardware_facts_path() -> Path:
-    return _PACKAGE_DIR / "hardware.json"
+    return DATA_DIR / "hardware.json"
 
 
 def load_json(path: Path, what: str) -> Any:
@@ -378,7 +377,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
 
 @cache
 def _schema_bytes() -> bytes:
-    return (_PACKAGE_DIR / "catalog.schema.json").read_bytes()
+    return (DATA_DIR / "catalog.schema.json").read_bytes()
 
 
 def catalog_schema() -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pickvariant.record import record
+from pickvariant._base.records import record
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'-]*")
 

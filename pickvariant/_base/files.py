@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from pickvariant.errors import BadInput, OperationFailed
+from pickvariant._base.errors import BadInput, OperationFailed
 
 
 def read_regular(path: Path, limit: int, what: str) -> bytes:

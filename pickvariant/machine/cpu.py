@@ -12,9 +12,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from pickvariant.errors import BadInput
-from pickvariant.fsutil import read_regular
-from pickvariant.record import record
+from pickvariant._base.errors import BadInput
+from pickvariant._base.files import read_regular
+from pickvariant._base.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pickvariant.catalog import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog, stamp
-from pickvariant.errors import BadInput, OperationFailed
-from pickvariant.git import run_git
-from pickvariant.nixtext import NixText, lex
-from pickvariant.record import record
-from pickvariant.schema import SchemaError
-from pickvariant.versions import version_key
+from pickvariant.catalog.model import MPS, SCHEMA_VERSION, build_hardware, hardware_facts_path, load_json, parse_catalog, stamp
+from pickvariant._base.errors import BadInput, OperationFailed
+from pickvariant._base.git import run_git
+from pickvariant.catalog.nixtext import NixText, lex
+from pickvariant._base.records import record
+from pickvariant.catalog.schema import SchemaError
+from pickvariant._base.versions import version_key
 
 RECIPE_DIR = ".flox/pkgs/"
 # A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.

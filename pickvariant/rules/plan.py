@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pickvariant.catalog import Catalog, Variant
-from pickvariant.decide import Options, decide
-from pickvariant.errors import BadInput, PickVariantError
-from pickvariant.facts import HostFacts, facts_from_json
-from pickvariant.record import record
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.rules.decide import Options, decide
+from pickvariant._base.errors import BadInput, PickVariantError
+from pickvariant.machine.facts import HostFacts, facts_from_json
+from pickvariant._base.records import record
 
 JSON_SCHEMA_VERSION = 1
 DETECT_SCHEMA_VERSION = 2

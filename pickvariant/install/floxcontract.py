@@ -15,7 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from pickvariant.record import record
+from pickvariant._base.records import record
 
 CONTRACT = Path(__file__).resolve().parent / "flox_contract.json"
 

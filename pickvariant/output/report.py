@@ -8,12 +8,12 @@ import re
 from typing import Any
 
 from pickvariant import __version__
-from pickvariant.catalog import Catalog
-from pickvariant.decide import Decision
-from pickvariant.facts import HostFacts
-from pickvariant.install import last_install
-from pickvariant.present import decision_json, flags_that_matter
-from pickvariant.verify import run_probe, variant_mismatches
+from pickvariant.catalog.model import Catalog
+from pickvariant.rules.decide import Decision
+from pickvariant.machine.facts import HostFacts
+from pickvariant.install.flow import last_install
+from pickvariant.output.present import decision_json, flags_that_matter
+from pickvariant.verify.judge import run_probe, variant_mismatches
 
 
 # GPU and MIG UUIDs (GPU-5c1d…, MIG-5c1d…, the older MIG-GPU-…/1/0) identify one card: CUDA_VISIBLE_DEVICES
@@ -48,7 +48,7 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
     data["pickvariant"] = __version__
     data["system"] = {"kernel": platform.release(), "python": platform.python_version()}
     data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
-    from pickvariant.gpuwatch import GpuWatch
+    from pickvariant.machine.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:  # a short look: clocks, power limits, other processes, MIG, ECC
         probe, problem = run_probe(python, quick=True, info_only=True)

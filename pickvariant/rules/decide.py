@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.catalog import MPS, Branch, Catalog, CudaLine, Variant
-from pickvariant.compat import (
+from pickvariant.catalog.model import MPS, Branch, Catalog, CudaLine, Variant
+from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, kernels_run_on, missing_flags, runs_on_all, why_not,
 )
-from pickvariant.errors import BadInput
-from pickvariant.facts import HostFacts
-from pickvariant.gpu import DriverFacts, GpuFacts, cuda_visible_count
-from pickvariant.record import record, replace
-from pickvariant.versions import ComputeCapability, release_matches, version_key
+from pickvariant._base.errors import BadInput
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts, cuda_visible_count
+from pickvariant._base.records import record, replace
+from pickvariant._base.versions import ComputeCapability, release_matches, version_key
 
 
 @record

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from functools import cached_property, lru_cache, total_ordering
 
-from pickvariant.errors import BadInput
-from pickvariant.record import ordered_record, record
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import ordered_record, record
 
 
 @ordered_record

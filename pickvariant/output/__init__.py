@@ -1,0 +1,1 @@
+"""What commands show: the decision, the catalog listing, the support report."""

@@ -1,0 +1,1 @@
+"""The rules: the one compatibility predicate, the decision and its explanation, the cluster plan."""
