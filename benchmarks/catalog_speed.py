@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.catalog.model import default_catalog_path, load_catalog  # noqa: E402
+from pickvariant.catalog.load import default_catalog_path, load_catalog
 from pickvariant.machine.cpu import read_cpuinfo_dump  # noqa: E402
 from pickvariant.rules.decide import decide  # noqa: E402
 from pickvariant.machine.facts import HostFacts  # noqa: E402

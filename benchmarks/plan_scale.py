@@ -24,9 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.catalog.model import load_catalog  # noqa: E402
-from pickvariant.rules.decide import Options, decide  # noqa: E402
-from pickvariant.machine.facts import WhatIf, gather_facts  # noqa: E402
+from pickvariant.catalog.load import load_catalog
+from pickvariant._base.request import Request  # noqa: E402
+from pickvariant.rules.decide import decide  # noqa: E402
+from pickvariant.machine.facts import gather_facts  # noqa: E402
 from pickvariant.output.present import decision_json  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
@@ -51,8 +52,8 @@ def profile_lines() -> list[tuple[dict, int]]:
     catalog = load_catalog()
     documents = []
     for dump, gpus, driver, weight in FLEET:
-        facts = gather_facts(catalog, WhatIf(FIXTURES / dump, gpus, not gpus, driver), env={})
-        documents.append((decision_json(facts, decide(facts, catalog, Options()), catalog, "general"), weight))
+        facts = gather_facts(catalog, Request(cpuinfo=FIXTURES / dump, gpus=gpus, no_gpu=not gpus, driver=driver), env={})
+        documents.append((decision_json(facts, decide(facts, catalog, Request()), catalog, "general"), weight))
     return documents
 
 

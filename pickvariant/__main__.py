@@ -1,3 +1,3 @@
-from pickvariant.entry import console
+from pickvariant.entry import console_main
 
-raise SystemExit(console())
+raise SystemExit(console_main())

@@ -20,18 +20,20 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pickvariant._base import settings
-from pickvariant.catalog.model import Catalog, Variant, load_catalog
-from pickvariant.rules.decide import Decision, Options, decide
 from pickvariant._base.errors import NoVariant
-from pickvariant.machine.facts import HostFacts, WhatIf, gather_facts
-from pickvariant._base.records import record
+from pickvariant._base.records import record, replace
+from pickvariant._base.request import Request
+from pickvariant.catalog.load import load_catalog
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.machine.facts import HostFacts, gather_facts
+from pickvariant.rules.decide import decide
+from pickvariant.rules.decision import Decision
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Recommendation", "default_catalog", "host_facts", "no_variant_error", "recommend"]
+__all__ = ["Recommendation", "Request", "default_catalog", "host_facts", "no_variant_error", "recommend", "recommend_request"]
 
 
 @functools.cache
@@ -70,6 +72,11 @@ def no_variant_error(decision: Decision) -> NoVariant:
     return NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
 
 
+def _stated(cpuinfo: str | os.PathLike[str] | None, gpus: Sequence[str] | None, driver: str | None) -> Request:
+    return Request(cpuinfo=Path(cpuinfo) if cpuinfo is not None else None, gpus=tuple(gpus or ()),
+                   no_gpu=gpus is not None and not gpus, driver=driver)
+
+
 def host_facts(
     cpuinfo: str | os.PathLike[str] | None = None,
     gpus: Sequence[str] | None = None,
@@ -84,8 +91,7 @@ def host_facts(
     "sm_90") instead of asking NVML; an empty sequence states a machine without GPUs. driver: the
     NVIDIA driver version ("580.95.05"). env: where PICKVARIANT_* variables are read (default os.environ).
     """
-    what_if = WhatIf(Path(cpuinfo) if cpuinfo is not None else None, tuple(gpus or ()), gpus is not None and not gpus, driver)
-    return gather_facts(catalog or default_catalog(), what_if, env)
+    return gather_facts(catalog or default_catalog(), _stated(cpuinfo, gpus, driver), env)
 
 
 def recommend(
@@ -110,11 +116,18 @@ def recommend(
     Raises BadInput (a PickVariantError) for unusable input; a machine no variant fits is not an
     error here: `variant` is None and `decision.reasons`/`decision.hints` say why.
     """
+    request = replace(_stated(cpuinfo, gpus, driver), workload=workload, torch=torch, cuda=cuda, gpu_index=gpu_index,
+                      branch=branch, python=python_version)
+    return recommend_request(request, facts=facts, catalog=catalog, env=env)
+
+
+def recommend_request(request: Request, *, facts: HostFacts | None = None, catalog: Catalog | None = None,
+                      env: Mapping[str, str] | None = None) -> Recommendation:
+    """recommend() for a Request, as every command line builds one: the machine it states (the rest
+    detected, or `facts` as given) and its pins, with PICKVARIANT_PYTHON where it pins no Python."""
     catalog = catalog or default_catalog()
     environment = os.environ if env is None else env
     if facts is None:
-        facts = host_facts(cpuinfo, gpus, driver, catalog=catalog, env=environment)
-    python = python_version if python_version is not None else settings.setting(environment, settings.PYTHON)
-    decision = decide(facts, catalog, Options(workload, torch, cuda, gpu_index, branch, python))
-    return Recommendation(facts, decision, catalog, workload)
-
+        facts = gather_facts(catalog, request, environment)
+    decision = decide(facts, catalog, request.with_environment(environment))
+    return Recommendation(facts, decision, catalog, request.workload)

@@ -1,25 +1,33 @@
-"""The command line: thin declarations over the library. PickVariantError -> exit code happens here only."""
+"""The command line: short declarations over the library, parsed by typer and shown with rich.
+
+The options that describe a machine and pin a choice are declared once, in commandline.py (the
+typer-free answer to `detect --format json` parses with them too); how a command ends, its stderr
+line and exit code, is decided in console.exit_for.
+"""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-from pickvariant import __version__
-from pickvariant.entry import OUTPUT_ERRNOS, detect_json, error_line, one_line, output_failed, prepare_streams
-from pickvariant._base.errors import BadInput, NoVariant, OperationFailed, PickVariantError
+from pickvariant import __version__, api, commandline, console
+from pickvariant._base.errors import BadInput, OperationFailed, PickVariantError
+from pickvariant._base.request import WORKLOADS, Request
 
 if TYPE_CHECKING:
-    from pickvariant.catalog.model import Catalog, Variant
+    from pickvariant.catalog.model import Catalog
+    from pickvariant.machine.facts import HostFacts
+    from pickvariant.rules.decision import Decision
 
 app = typer.Typer(
     name="pickvariant",
@@ -32,11 +40,10 @@ app = typer.Typer(
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
+Format = Enum("Format", {name: name for name in commandline.OUTPUT_FORMATS}, type=str)  # type: ignore[misc]
+Workload = Enum("Workload", {name: name for name in WORKLOADS}, type=str)  # type: ignore[misc]
+_CHOICES: dict[tuple[str, ...], type[Enum]] = {commandline.OUTPUT_FORMATS: Format, WORKLOADS: Workload}
+_KINDS: dict[str, object] = {"text": Optional[str], "path": Optional[Path], "int": Optional[int], "texts": Optional[list[str]], "flag": bool}
 
 
 class ReportFormat(str, Enum):
@@ -44,102 +51,96 @@ class ReportFormat(str, Enum):
     json = "json"
 
 
-class Workload(str, Enum):
-    general = "general"
-    int8 = "int8"
-    bf16 = "bf16"
+def _typer_parameter(name: str, option: commandline.Option) -> inspect.Parameter:
+    choice = _CHOICES.get(option.choices)
+    annotation = choice if choice is not None else _KINDS[option.kind]
+    default = choice(option.default) if choice is not None else option.default
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[annotation, typer.Option(option.flag, help=option.help)])
+
+
+def declared(options: Mapping[str, commandline.Option] = {}) -> Callable[[F], F]:
+    """Give a command the typer parameters of commandline's declarations: `options` first (their values
+    reach the command's **values), then its own, each whose default is a commandline.Option declared so."""
+
+    def decorate(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        parameters = [_typer_parameter(name, option) for name, option in options.items()]
+        for parameter in signature.parameters.values():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                continue
+            if isinstance(parameter.default, commandline.Option):
+                parameters.append(_typer_parameter(parameter.name, parameter.default))
+            else:
+                parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+        command.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        return command
+
+    return decorate
 
 
 def exits_on_error(command: F) -> F:
-    """Turn pickvariant's one exception family into one line on stderr and its exit code."""
+    """End the command as console.exit_for says: one line on stderr and its exit code."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
-        except PickVariantError as error:
-            typer.echo(error_line(error), err=True)
-            raise typer.Exit(error.exit_code) from None
-        except KeyboardInterrupt:
-            typer.echo("pickvariant: interrupted", err=True)
-            raise typer.Exit(130) from None
+        except (PickVariantError, KeyboardInterrupt) as error:
+            line, code = console.exit_for(error)  # type: ignore[misc]  # both kinds have an exit
+            typer.echo(line, err=True)
+            raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-CpuinfoOpt = Annotated[Optional[Path], typer.Option("--cpuinfo", help="Decide for the CPU of this /proc/cpuinfo dump instead of this machine's (env PICKVARIANT_CPUINFO).")]
-GpuOpt = Annotated[Optional[list[str]], typer.Option("--gpu", help="Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).")]
-NoGpuOpt = Annotated[bool, typer.Option("--no-gpu", help="Decide for a machine without GPUs (CPU-only build).")]
-DriverOpt = Annotated[Optional[str], typer.Option("--driver", help="NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).")]
-WorkloadOpt = Annotated[Workload, typer.Option("--workload", help="What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.")]
-TorchOpt = Annotated[Optional[str], typer.Option("--torch", help="Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).")]
-CudaOpt = Annotated[Optional[str], typer.Option("--cuda", help="Only consider CUDA builds of this CUDA line (e.g. 12.9).")]
-BranchOpt = Annotated[Optional[str], typer.Option("--branch", help="Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).")]
-PythonOpt = Annotated[Optional[str], typer.Option("--python-version", help="Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).")]
-GpuIndexOpt = Annotated[Optional[int], typer.Option("--gpu-index", help="Target only the GPU with this index (machines with mixed GPUs).")]
-FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
+def _request(values: Mapping[str, Any]) -> Request:
+    return commandline.request_from({name: value.value if isinstance(value, Enum) else value for name, value in values.items()})
 
 
-def _no_variant(decision: Any) -> NoVariant:
-    from pickvariant.api import no_variant_error
-
-    return no_variant_error(decision)
-
-
-def _python_pin(python_version: Optional[str]) -> Optional[str]:
-    from pickvariant._base import settings
-
-    return python_version if python_version is not None else settings.setting(os.environ, settings.PYTHON)
+def _decided(request: Request) -> tuple[Catalog, HostFacts, Decision]:
+    choice = api.recommend_request(request, catalog=_catalog())
+    return choice.catalog, choice.facts, choice.decision
 
 
-def _decide(cpuinfo: Optional[Path], gpu: Optional[list[str]], no_gpu: bool, driver: Optional[str], workload: Workload,
-            torch: Optional[str], cuda: Optional[str], gpu_index: Optional[int],
-            branch: Optional[str] = None, python_version: Optional[str] = None) -> tuple[Any, Any, Any]:
-    from pickvariant.catalog.model import load_catalog
-    from pickvariant.rules.decide import Options, decide
-    from pickvariant.machine.facts import WhatIf, gather_facts
+def _catalog() -> Catalog:
+    from pickvariant.catalog.load import load_catalog
 
-    catalog = load_catalog()
-    facts = gather_facts(catalog, WhatIf(cpuinfo, tuple(gpu or ()), no_gpu, driver))
-    decision = decide(facts, catalog, Options(workload.value, torch, cuda, gpu_index, branch, _python_pin(python_version)))
-    return catalog, facts, decision
+    return load_catalog()
 
 
 @app.command()
 @exits_on_error
-def detect(
-    workload: WorkloadOpt = Workload.general, format: FormatOpt = Format.text,
-    cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
-    torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
-    branch: BranchOpt = None, python_version: PythonOpt = None,
-    compact: Annotated[bool, typer.Option("--compact", help="With --format json: the same object on one line (one node per line for `plan`).")] = False,
-    label: Annotated[Optional[str], typer.Option("--label", help="With --format json: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.")] = None,
-) -> None:
+@declared(commandline.DETECT)
+def detect(**values: Any) -> None:
     """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
-    from pickvariant.output import present
     from pickvariant._base import settings
+    from pickvariant.output import present, terminal
 
-    label = label if label is not None else settings.setting(os.environ, settings.LABEL)
-    if (compact or label is not None) and format is not Format.json:
+    output, compact = values["format"], values["compact"]
+    label = values["label"] if values["label"] is not None else settings.setting(os.environ, settings.LABEL)
+    if (compact or label is not None) and output is not Format.json:
         raise BadInput("--compact and --label shape the JSON output: add --format json")
-    if format is Format.json:
-        # The same function answers the fast path in entry.py, which never imports typer.
-        text, choice = detect_json(workload.value, cpuinfo, gpu, no_gpu, driver, torch, cuda, gpu_index, branch, python_version, compact, label)
+    request = _request(values)
+    if output is Format.json:
+        # The same function answers the typer-free path in entry.py.
+        text, choice = console.detect_json(request, compact, label)
         typer.echo(text)
         if choice.variant is None:
             raise choice.no_variant_error()
         return
-    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
-    if format is Format.markdown:
-        typer.echo(present.decision_markdown(facts, decision, catalog, workload.value), nl=False)
+    catalog, facts, decision = _decided(request)
+    if output is Format.markdown:
+        typer.echo(present.decision_markdown(facts, decision, catalog, request.workload), nl=False)
     else:
-        present.print_decision_rich(facts, decision, catalog, workload.value)
+        terminal.print_decision(facts, decision, catalog, request.workload)
     if decision.variant is None:
-        raise _no_variant(decision)
+        raise api.no_variant_error(decision)
 
 
 @app.command("list")
 @exits_on_error
+@declared()
 def list_variants(
     branch: Annotated[Optional[str], typer.Option("--branch", help="Only this branch (e.g. pytorch-2.10-python313).")] = None,
     python_version: Annotated[Optional[str], typer.Option("--python-version", help="Only builds for this Python (e.g. 3.12).")] = None,
@@ -148,23 +149,22 @@ def list_variants(
     isa: Annotated[Optional[str], typer.Option("--isa", help="Only this CPU instruction set (avx2, avx512, armv9, ...).")] = None,
     platform: Annotated[Optional[str], typer.Option("--platform", help="Only this Nix system (x86_64-linux, aarch64-linux, aarch64-darwin).")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Every row, even without a filter (the default text output is a summary).")] = False,
-    format: FormatOpt = Format.text,
+    format: Any = commandline.FORMAT,
 ) -> None:
     """List the catalog's variants: a summary by branch, or rows with --all or any filter."""
-    from pickvariant.output import listing
-    from pickvariant.catalog.model import load_catalog
+    from pickvariant.output import listing, terminal
 
-    catalog = load_catalog()
+    catalog = _catalog()
     filters = listing.Filters(branch, python_version, cuda, gpu, isa, platform)
     rows = listing.select(catalog, filters)
     if format is Format.json:
-        typer.echo(json.dumps({"schema_version": 2, "source": listing.source_json(catalog), "variants": rows}, indent=2))
+        typer.echo(json.dumps(listing.document(catalog, rows), indent=2))
     elif format is Format.markdown:
         typer.echo(listing.markdown(rows), nl=False)
     elif all_rows or filters.any():
-        listing.print_rich(rows)
+        terminal.print_rows(rows)
     else:
-        listing.print_summary(catalog)
+        terminal.print_summary(catalog)
 
 
 catalog_app = typer.Typer(help="Build and check catalog.json from the build repository.", no_args_is_help=True)
@@ -222,23 +222,24 @@ def recipe(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")] = False,
 ) -> None:
     """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
-    from pickvariant.catalog.model import load_catalog
-    from pickvariant.recipes.render import render, write_recipes
+    from pickvariant.recipes.render import branch_variants, render, write_recipes
 
-    catalog = load_catalog()
+    catalog = _catalog()
     if all_variants == (package is not None):
         raise BadInput("give either a PACKAGE or --all")
     if all_variants:
         if repo is not None:
             raise BadInput("--all generates a branch's recipes from the templates; --repo fetches one PACKAGE")
-        variants = _branch_variants(catalog, branch, cuda, output)
+        variants, skipped = branch_variants(catalog, branch, cuda, output)
+        for line in skipped:
+            typer.echo(line, err=True)
         recipes = [(variant, render(variant, catalog)) for variant in variants]
     elif generate:
         variant = catalog.variant(package or "", branch)
         recipes = [(variant, render(variant, catalog))]
     else:
         from pickvariant.recipes.fetch import fetch_checked
-        from pickvariant.install.flow import cache_dir
+        from pickvariant._base.files import cache_dir
 
         variant = catalog.variant(package or "", branch)
         fetched = fetch_checked(variant, catalog, repo, cache_dir(), os.environ)
@@ -258,26 +259,10 @@ def recipe(
         typer.echo(f"{len(written)} recipes in {output} ({changed} written, {len(written) - changed} unchanged)")
 
 
-def _branch_variants(catalog: Catalog, branch: str | None, cuda: str | None, output: Path | None) -> list[Variant]:
-    if output is None:
-        raise BadInput("--all writes one file per variant: give the directory with -o DIR")
-    if branch is None:
-        raise BadInput(f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})")
-    variants = [v for v in catalog.branch(branch).variants if cuda is None or v.cuda == cuda]
-    if not variants:
-        raise BadInput(f"branch {branch} has no CUDA {cuda} line")
-    for variant in (v for v in variants if v.is_mps):
-        typer.echo(f"skipped {variant.package}: an MPS build has no template; fetch it with `pickvariant recipe {variant.package} --branch {variant.branch}`", err=True)
-    return [v for v in variants if not v.is_mps]
-
-
 @app.command()
 @exits_on_error
+@declared(commandline.REQUEST)
 def install(
-    workload: WorkloadOpt = Workload.general,
-    cpuinfo: CpuinfoOpt = None, gpu: GpuOpt = None, no_gpu: NoGpuOpt = False, driver: DriverOpt = None,
-    torch: TorchOpt = None, cuda: CudaOpt = None, gpu_index: GpuIndexOpt = None,
-    branch: BranchOpt = None, python_version: PythonOpt = None,
     package: Annotated[Optional[str], typer.Option("--package", help="Install this catalog package instead of the recommendation (with --branch where several branches build it).")] = None,
     org: Annotated[Optional[str], typer.Option("--org", help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="The Flox environment to install into, published or built (created if missing).")] = Path("."),
@@ -290,26 +275,28 @@ def install(
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip `pickvariant verify` after installing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Install a --package that does not fit this machine; overwrite a different recipe file.")] = False,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a flox command that runs longer than this many seconds.")] = None,
+    **values: Any,
 ) -> None:
     """Detect, decide, explain, ask, then install (or build) the variant through Flox and verify it."""
     from pickvariant.install import flow as installer
+    from pickvariant.output.terminal import flox_progress
+    from pickvariant.verify import judge as verifier
 
     if timeout is not None and not timeout > 0:
         raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
-    catalog, facts, decision = _decide(cpuinfo, gpu, no_gpu, driver, workload, torch, cuda, gpu_index, branch, python_version)
+    request = _request(values)
+    catalog, facts, decision = _decided(request)
     if package is not None:
-        variant = catalog.variant(package, branch)
+        variant = catalog.variant(package, request.branch)
         problems = installer.fit_problems(variant, facts, catalog)
         if problems and not force:
             raise BadInput(f"{package} does not fit this machine ({'; '.join(problems)}): pass --force to install it anyway")
     elif decision.variant is None:
-        raise _no_variant(decision)
+        raise api.no_variant_error(decision)
     else:
         variant = decision.variant
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force,
                                   generate=generate, repo=repo)
-    from pickvariant.verify import judge as verifier
-
     python = installer.interpreter_for(plan)
     probe = None if no_verify else verifier.probe_argv(python, quick=True)
     typer.echo(f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})")
@@ -327,7 +314,7 @@ def install(
             typer.echo("Nothing was done.")
             raise typer.Exit(0)
     log = installer.start_log(plan)
-    with _progress(variant.package) as on_line:
+    with flox_progress(variant.package, lambda line: typer.echo(line, err=True)) as on_line:
         installer.execute(plan, force, log, on_line, timeout)
     try:
         installer.save_last_install(plan, python)
@@ -347,25 +334,25 @@ def install(
 
 @app.command()
 @exits_on_error
+@declared()
 def plan(
     inputs: Annotated[list[str], typer.Argument(help="JSONL files of `detect --format json --compact` lines, directories of JSON files, or - for stdin.")],
     org: Annotated[Optional[str], typer.Option("--org", help="The Flox organisation the builds are published to (used in the printed commands; env PICKVARIANT_FLOX_ORG).")] = None,
     max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="Use at most this many variants: the best assignment within them, naming who gets less or nothing.")] = None,
-    workload: WorkloadOpt = Workload.general,
-    python_version: PythonOpt = None,
-    format: FormatOpt = Format.text,
+    workload: Any = commandline.WORKLOAD,
+    python_version: Any = commandline.PYTHON,
+    format: Any = commandline.FORMAT,
 ) -> None:
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
-    from pickvariant.rules import plan as planner
     from pickvariant._base import settings
-    from pickvariant.catalog.model import load_catalog
-    from pickvariant.rules.decide import Options
+    from pickvariant.output.terminal import reading_progress
+    from pickvariant.rules import plan as planner
 
-    catalog = load_catalog()
-    with _reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
+    catalog = _catalog()
+    with reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
         read = planner.read_inputs(inputs, sys.stdin.buffer, on_progress)
-    options = Options(workload.value, python=_python_pin(python_version))
-    result = planner.make_plan(read, catalog, options, max_variants)
+    request = _request({"workload": workload, "python_version": python_version}).with_environment(os.environ)
+    result = planner.make_plan(read, catalog, request, max_variants)
     org = org if org is not None else settings.setting(os.environ, settings.FLOX_ORG)
     if format is Format.json:
         typer.echo(json.dumps(planner.plan_json(result), indent=2))
@@ -373,66 +360,28 @@ def plan(
         typer.echo("\n".join(planner.plan_lines(result, org, markdown=format is Format.markdown)))
 
 
-def _reading_progress(total_bytes: int | None) -> Any:
-    """A progress bar on stderr once reading has taken more than a second, on a terminal only.
-
-    Its measure is bytes (known beforehand for files; a pulsing bar for a pipe), its text the nodes read."""
-    import contextlib
-    import time
-
-    @contextlib.contextmanager
-    def bar() -> Any:
-        start = time.monotonic()
-        shown: list[Any] = []
-
-        def update(nodes: int, consumed: int) -> None:
-            if not shown:
-                if time.monotonic() - start < 1.0:
-                    return
-                from rich.console import Console
-                from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-                progress = Progress(TextColumn("reading nodes"), BarColumn(), TextColumn("{task.fields[nodes]:,} nodes"),
-                                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-                progress.start()
-                shown.append((progress, progress.add_task("read", total=total_bytes, nodes=0)))
-            progress, task = shown[0]
-            progress.update(task, completed=consumed, nodes=nodes)
-
-        try:
-            yield update
-        finally:
-            if shown:
-                shown[0][0].stop()
-
-    @contextlib.contextmanager
-    def silent() -> Any:
-        yield lambda nodes, consumed: None
-
-    return bar() if sys.stderr.isatty() else silent()
-
-
 def _default_python() -> list[str]:
-    from pickvariant.install.flow import last_install_python
+    from pickvariant.install.state import last_install_python
 
     return last_install_python() or [sys.executable]
 
 
 @app.command()
 @exits_on_error
+@declared()
 def verify(
     python: Annotated[Optional[str], typer.Option("--python", help="The interpreter to probe (default: the last install's, else this one).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Small sizes: under 20 s on a 2-core CPU machine.")] = False,
     package: Annotated[Optional[str], typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level).")] = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="The branch of --package, where several build it.")] = None,
     org: Annotated[Optional[str], typer.Option("--org", help="With --package: probe the variant this Flox organisation published, in a throwaway environment (needs a FloxHub login).")] = None,
-    format: FormatOpt = Format.text,
+    format: Any = commandline.FORMAT,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
+    from pickvariant.output import verdict
     from pickvariant.verify import judge as verifier
-    from pickvariant.catalog.model import load_catalog
 
-    catalog = load_catalog()
+    catalog = _catalog()
     variant = catalog.variant(package, branch) if package else None
     if org is not None:
         from pickvariant.install import flow as installer
@@ -446,58 +395,28 @@ def verify(
     else:
         result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
     if format is Format.json:
-        typer.echo(json.dumps({"schema_version": 1, "passed": result.passed, "reasons": list(result.reasons),
-                               "probe": result.probe, "checks": list(result.findings), "speed": list(result.speed),
-                               "gpu_health": list(result.health)}, indent=2))
+        typer.echo(json.dumps(verdict.verify_json(result), indent=2))
     else:
-        typer.echo(f"verify: {'PASS' if result.passed else 'FAIL'}")
-        for reason in result.reasons:
-            typer.echo(f"- {reason}")
-        for check in result.findings:
-            typer.echo(f"- {verifier.finding_text(check)}")
-        for line in result.speed:
-            typer.echo(f"speed: {line}")
+        typer.echo("\n".join(verdict.verify_lines(result)))
     if not result.passed:
         raise typer.Exit(1)
 
 
 @app.command()
 @exits_on_error
+@declared()
 def report(
     format: Annotated[ReportFormat, typer.Option("--format", help="markdown (default) or json.")] = ReportFormat.markdown,
     python: Annotated[Optional[str], typer.Option("--python", help="The interpreter whose PyTorch to report.")] = None,
-    workload: WorkloadOpt = Workload.general,
+    workload: Any = commandline.WORKLOAD,
 ) -> None:
     """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch."""
     from pickvariant.output import report as reporter
 
-    catalog, facts, decision = _decide(None, None, False, None, workload, None, None, None)
-    data = reporter.build(catalog, facts, decision, workload.value, [python] if python else _default_python())
+    request = _request({"workload": workload})
+    catalog, facts, decision = _decided(request)
+    data = reporter.build(catalog, facts, decision, request.workload, [python] if python else _default_python())
     typer.echo(json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data), nl=format is ReportFormat.json)
-
-
-def _progress(label: str) -> Any:
-    """A spinner with elapsed time and the last log line on a terminal; step lines otherwise."""
-    import contextlib
-    import time
-
-    @contextlib.contextmanager
-    def plain() -> Any:
-        yield lambda line: typer.echo(line, err=True) if line.startswith("» ") else None
-
-    @contextlib.contextmanager
-    def spinner() -> Any:
-        from rich.console import Console
-        from rich.markup import escape
-
-        start = time.monotonic()
-        with Console(stderr=True).status(f"{label}: starting") as status:
-            def update(line: str) -> None:
-                elapsed = int(time.monotonic() - start)
-                status.update(f"{label} [{elapsed // 60:02d}:{elapsed % 60:02d}] {escape(line[-100:])}")
-            yield update
-
-    return spinner() if sys.stderr.isatty() else plain()
 
 
 def version_callback(value: bool) -> None:
@@ -515,7 +434,7 @@ def root(
 
 def _usage_line(error: Any) -> str:
     """click's usage error as one line, with where to read more (click's own form spans three lines)."""
-    message = one_line(error.format_message())
+    message = console.one_line(error.format_message())
     ctx = getattr(error, "ctx", None)
     return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"
 
@@ -525,7 +444,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     # click's UsageError from wherever this typer takes click: newer typer (0.27, 0.29) carries its own copy,
     # and `import click` would name a class it never raises.
     usage_error = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
-    if not prepare_streams():
+    if not console.prepare_streams():
         return 1
     try:
         result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
@@ -539,9 +458,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     except typer.Abort:
         print("pickvariant: aborted", file=sys.stderr)
-        return 130
+        return console.INTERRUPTED
     except OSError as error:
-        if error.errno not in OUTPUT_ERRNOS:
+        code = console.output_failed(error)
+        if code is None:
             raise
-        return output_failed(error)
+        return code
     return result if isinstance(result, int) else 0

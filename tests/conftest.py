@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from pickvariant.catalog.model import Catalog, load_catalog
+from pickvariant.catalog.model import Catalog
+
+from pickvariant.catalog.load import load_catalog
 
 TESTS = Path(__file__).resolve().parent
 CPUINFO = TESTS / "fixtures" / "cpuinfo"

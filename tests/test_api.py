@@ -15,7 +15,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO, cpuinfo_path, generated
-from pickvariant import api, entry
+from pickvariant import api, commandline, entry
 from pickvariant._base.errors import BadInput
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
@@ -78,20 +78,28 @@ def _imported_roots(importtime: str) -> set[str]:
     return {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in importtime.splitlines() if line.startswith("import time:")}
 
 
-def test_the_fast_paths_option_table_is_detects() -> None:
-    """The typer-free parser knows exactly the options the CLI declares for detect, and their kinds."""
+def test_the_typer_cli_declares_detect_exactly_as_commandline_does() -> None:
+    """One declaration: the typer command's options are commandline.DETECT's flags, kinds and help texts."""
     import typer.main
 
     from pickvariant.cli import app
 
     command = typer.main.get_command(app).commands["detect"]  # type: ignore[attr-defined]
-    options = {name: param for param in command.params for name in param.opts}
-    assert set(options) == entry.DETECT_VALUE_OPTIONS | entry.DETECT_FLAG_OPTIONS
-    assert {name for name, param in options.items() if param.is_flag} == entry.DETECT_FLAG_OPTIONS
-    assert {name for name, param in options.items() if param.multiple} == entry.DETECT_REPEATABLE
-    from pickvariant.cli import Workload
+    declared = {option.flag: option for option in commandline.DETECT.values()}
+    options = {param.opts[0]: param for param in command.params}
+    assert list(options) == list(declared)
+    for flag, param in options.items():
+        option = declared[flag]
+        assert (param.is_flag, param.multiple, param.help) == (option.kind == "flag", option.repeatable, option.help), flag
+        if option.choices:
+            assert _choices(param) == option.choices, flag
 
-    assert tuple(w.value for w in Workload) == entry.WORKLOADS
+
+def _choices(param) -> tuple[str, ...]:
+    """A choice option's values: click's Choice type, or (typer 0.27+, its own core) the Enum it was declared with."""
+    if hasattr(getattr(param, "type", None), "choices"):
+        return tuple(param.type.choices)
+    return tuple(member.value for member in param.type_descriptor.annotation)
 
 
 def _outcome(main, argv: list[str]) -> tuple[int, str, str]:
@@ -133,7 +141,7 @@ def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(options: list,
     argv += flags
     if junk is not None:
         argv.insert(1 + junk[1] % len(argv), junk[0])
-    fast = entry.simple_detect_json(argv) is not None
+    fast = commandline.parse_plain_detect(argv) is not None
     event("fast path" if fast else "typer CLI")
     env_before = dict(os.environ)
     assert _outcome(entry.main, argv) == _outcome(cli_main, argv), (argv, fast)
@@ -141,13 +149,13 @@ def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(options: list,
 
 
 def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
-    taken = entry.simple_detect_json(["detect", "--format=json", "--compact", "--label", "n1", "--gpu", "9.0", "--gpu=8.0",
+    taken = commandline.parse_plain_detect(["detect", "--format=json", "--compact", "--label", "n1", "--gpu", "9.0", "--gpu=8.0",
                                       "--driver", "580.95.05", "--gpu-index", "1", "--workload", "int8"])
     assert taken is not None and taken["gpu"] == ["9.0", "8.0"] and taken["gpu_index"] == 1 and taken["workload"] == "int8"
     for declined in (["detect"], ["detect", "--format", "json", "--help"], ["detect", "--format", "json", "--driver", "--no-gpu"],
                      ["detect", "--format", "json", "--format", "json"], ["detect", "--format", "json", "--gpu-index", "x"],
                      ["list", "--format", "json"], ["detect", "--format", "text"]):
-        assert entry.simple_detect_json(declined) is None, declined
+        assert commandline.parse_plain_detect(declined) is None, declined
 
 
 @pytest.mark.parametrize("argv", [
@@ -158,7 +166,7 @@ def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
 def test_fast_path_exits_and_lines_match_the_cli(argv: list[str]) -> None:
     from pickvariant.cli import main as cli_main
 
-    assert entry.simple_detect_json(argv) is not None
+    assert commandline.parse_plain_detect(argv) is not None
     fast, typer_cli = _outcome(entry.main, argv), _outcome(cli_main, argv)
     assert fast == typer_cli
     code, _, stderr = fast

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from conftest import REPO
-from pickvariant.catalog.model import load_catalog, parse_catalog, schema_checked_before
+from pickvariant.catalog.load import load_catalog, parse_catalog, schema_checked_before
 from pickvariant._base.errors import BadInput
 from pickvariant.catalog.sync import render as sync_render
 
@@ -159,6 +159,37 @@ def test_the_real_json_schema_library_rejects_what_the_schema_alone_rejects() ->
     for case in ("missing min_driver", "bad driver", "wrong type", "unknown field", "package escaping the recipe directory"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(_broken(BROKEN[case][0]), SCHEMA)
+
+
+def test_every_keyword_of_the_schema_is_one_the_report_knows() -> None:
+    """The schema is checked by jsonschema, which honours every keyword; this holds the reports to
+    pickvariant's wording (a keyword without one would read as "does not satisfy ...")."""
+    from pickvariant.catalog import schema
+
+    def keywords(node: object) -> set[str]:
+        if isinstance(node, dict):
+            found = set(node)
+            for key, value in node.items():
+                found |= set().union(*map(keywords, value.values())) if key in ("properties", "$defs") and isinstance(value, dict) else keywords(value)
+            return found
+        return set().union(*map(keywords, node)) if isinstance(node, list) else set()
+
+    annotations = {"$schema", "$defs", "$ref", "title", "description", "properties", "items"}
+    assert keywords(SCHEMA) - annotations <= set(schema._KEYWORD_ORDER)
+
+
+def test_an_empty_reason_is_refused_as_the_schema_says() -> None:
+    """minLength: the hand-written validator this replaced ignored it, and a patch kept without a why loaded."""
+    with pytest.raises(BadInput, match=r"torch_sources\[0\]\.nixpkgs_patches\[0\]\.why: '' is shorter than 1 character"):
+        parse_catalog(_broken(lambda d: d["torch_sources"][0]["nixpkgs_patches"][0].update(why="")), Path("catalog.json"))
+
+
+def test_the_shipped_catalog_holds_exactly_the_hardware_facts_of_hardware_json() -> None:
+    """One copy of every fact: `catalog sync` embeds hardware.json; a fact edited there without a re-sync fails here."""
+    facts = json.loads((REPO / "pickvariant" / "catalog" / "data" / "hardware.json").read_text())
+    for key, value in facts.items():
+        if key != "$comment":
+            assert RAW[key] == value, f"catalog.json's {key} differs from hardware.json: run `pickvariant catalog sync`"
 
 
 def test_unreadable_or_invalid_catalog_files_are_bad_input(tmp_path) -> None:

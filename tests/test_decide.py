@@ -10,7 +10,9 @@ from conftest import DATA, cpuinfo_path
 from machines import host
 from pickvariant.catalog.model import Catalog
 from pickvariant.rules.compat import kernels_run_on, why_not
-from pickvariant.rules.decide import Decision, Options, decide
+from pickvariant._base.request import Request
+from pickvariant.rules.decide import decide
+from pickvariant.rules.decision import Decision
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.versions import parse_compute_capability
@@ -48,7 +50,7 @@ def package(decision) -> str | None:
     ],
 )
 def test_real_cpus_get_the_safe_fastest_variant(catalog, dump, gpus, workload, expected) -> None:
-    assert package(decide(host(catalog, dump, gpus=gpus), catalog, Options(workload))) == expected
+    assert package(decide(host(catalog, dump, gpus=gpus), catalog, Request(workload=workload))) == expected
 
 
 def test_gb10_on_x86_falls_back_to_sm120_and_says_why(catalog) -> None:
@@ -64,7 +66,7 @@ def test_b300_on_a_cuda_12_8_era_driver_takes_the_12_9_branch(catalog) -> None:
 
 
 def test_sm103_is_not_on_main_so_pinning_torch_2_8_falls_back_to_sm100(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="550.54.14"), catalog, Options(torch="2.8.0"))
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="550.54.14"), catalog, Request(torch="2.8.0"))
     assert package(decision) == "pytorch-python313-cuda12_8-sm100-avx2"
 
 
@@ -99,11 +101,11 @@ def _thor(catalog, driver: str, cuda: int):
     for Thor's Neoverse V3AE (both armv9 with SVE2; no real V3AE dump is in the fixtures)."""
     from fakenvml import fake_nvml
     from pickvariant.machine.cpu import read_cpuinfo_dump
-    from pickvariant.machine.facts import WhatIf, gather_facts
+    from pickvariant.machine.facts import gather_facts
     from pickvariant.machine.gpu import query_nvml
 
     nvml = fake_nvml([{"name": "NVIDIA Thor", "cc": (11, 0), "mem": 125772, "mig": None}], driver=driver, cuda=cuda)
-    return gather_facts(catalog, WhatIf(), env={}, detect_cpu_fn=lambda: read_cpuinfo_dump(cpuinfo_path("linux-rhel9-neoverse_v2")),
+    return gather_facts(catalog, Request(), env={}, detect_cpu_fn=lambda: read_cpuinfo_dump(cpuinfo_path("linux-rhel9-neoverse_v2")),
                         read_gpus_fn=lambda: query_nvml(nvml))
 
 
@@ -136,7 +138,7 @@ def test_the_driver_upgrade_hint_for_an_armv9_cpu_names_an_armv9_build(catalog) 
 
 
 def test_a_driver_reason_does_not_blame_the_driver_for_branches_the_pins_removed(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="570.86.10"), catalog, Options(cuda="13"))
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="570.86.10"), catalog, Request(cuda="13"))
     assert decision.variant is None
     driver_line = next(reason for reason in decision.reasons if reason.startswith("driver 570.86.10"))
     assert "of the catalog" not in driver_line
@@ -155,19 +157,19 @@ def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
     ("torch", " 2.8 ", "main", "12.8"), ("python", "3.12", "pytorch-2.8-python312", "12.8"),
 ])
 def test_short_version_pins_match_the_release_they_name(catalog, pin, value, branch, cuda) -> None:
-    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(**{pin: value}))
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Request(**{pin: value}))
     assert decision.variant is not None and (decision.variant.branch, decision.variant.cuda) == (branch, cuda)
 
 
 @pytest.mark.parametrize("value", ["2.1", "13.1", "1"])
 def test_a_pin_is_no_text_prefix(catalog, value) -> None:
     with pytest.raises(BadInput, match="no branch matches --torch"):
-        decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(torch=value, cuda=None))
+        decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Request(torch=value, cuda=None))
 
 
 def test_a_pin_that_is_not_a_version_is_bad_input(catalog) -> None:
     with pytest.raises(BadInput, match="--cuda 'thirteen': not a version"):
-        decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(cuda="thirteen"))
+        decide(host(catalog, "linux-rhel7-haswell"), catalog, Request(cuda="thirteen"))
 
 
 def test_mixed_gpus_take_the_architecture_that_runs_on_all(catalog) -> None:
@@ -180,12 +182,12 @@ def test_conflicting_gpus_exit_with_both_named_and_gpu_index_resolves(catalog) -
     decision = decide(facts, catalog)
     assert decision.variant is None
     assert any("conflict" in reason and "GPU 0" in reason and "GPU 1" in reason for reason in decision.reasons)
-    assert package(decide(facts, catalog, Options(gpu_index=1))) == "pytorch-python313-cuda13_1-sm90-avx2"
+    assert package(decide(facts, catalog, Request(gpu_index=1))) == "pytorch-python313-cuda13_1-sm90-avx2"
 
 
 def test_gpu_index_that_does_not_exist_is_bad_input(catalog) -> None:
     with pytest.raises(BadInput, match="--gpu-index 3"):
-        decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Options(gpu_index=3))
+        decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Request(gpu_index=3))
 
 
 def test_an_avx_only_cpu_with_a_gpu_gets_the_avx_build_of_its_gpu(catalog) -> None:
@@ -195,7 +197,7 @@ def test_an_avx_only_cpu_with_a_gpu_gets_the_avx_build_of_its_gpu(catalog) -> No
 
 
 def test_missing_flags_are_named(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-skylake_avx512", gpus=("9.0",)), catalog, Options("int8"))
+    decision = decide(host(catalog, "linux-rhel7-skylake_avx512", gpus=("9.0",)), catalog, Request(workload="int8"))
     why = {r.choice: r.why for r in decision.rejected}
     assert "avx512_vnni" in why["CPU instruction set avx512vnni"]
 
@@ -209,11 +211,11 @@ def test_unsupported_platforms_get_no_variant(catalog, dump) -> None:
 
 def test_pins_that_match_no_branch_are_bad_input(catalog) -> None:
     with pytest.raises(BadInput, match="2.7.0"):
-        decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(torch="2.7.0"))
+        decide(host(catalog, "linux-rhel7-haswell"), catalog, Request(torch="2.7.0"))
 
 
 def test_cpu_only_builds_follow_the_pins(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-haswell"), catalog, Options(torch="2.9.1"))
+    decision = decide(host(catalog, "linux-rhel7-haswell"), catalog, Request(torch="2.9.1"))
     assert (package(decision), decision.variant.branch) == ("pytorch-python313-cpu-avx2", "pytorch-2.9-python313")
 
 
@@ -272,12 +274,12 @@ def test_every_variant_is_reachable_by_some_machine(catalog) -> None:
         line = catalog.cuda_line(variant)
         if variant.is_mps:
             facts = host(catalog, "darwin-monterey-m2")
-            options = Options(branch=variant.branch)
+            options = Request(branch=variant.branch)
         else:
             isa = catalog.isas[variant.cpu_isa]
             gpus = (str(catalog.gpu_archs[variant.gpu_arch].compute_capability),) if variant.gpu_arch else ()
             facts = host(catalog, flags=set(isa.requires), arch=isa.platform, gpus=gpus, driver=str(line.min_driver) if line else None)
-            options = Options(workload_for.get(isa.name, "general"), branch=variant.branch, cuda=variant.cuda)
+            options = Request(workload=workload_for.get(isa.name, "general"), branch=variant.branch, cuda=variant.cuda)
         decision = decide(facts, catalog, options)
         assert (package(decision), decision.variant.branch) == (variant.package, variant.branch)
 
@@ -299,7 +301,7 @@ CAPABILITIES = ["6.0", "6.1", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "
 )
 def test_no_decision_names_a_variant_that_could_crash_or_lack_kernels(catalog, flags, arch, gpus, driver, workload) -> None:
     facts = host(catalog, flags=flags, arch=arch, gpus=tuple(gpus), driver=driver)
-    decision = decide(facts, catalog, Options(workload))
+    decision = decide(facts, catalog, Request(workload=workload))
     if decision.variant is None:
         assert decision.reasons
         return
@@ -342,7 +344,7 @@ def test_a_decision_does_not_depend_on_what_was_decided_before_with_the_same_cat
     # decide keeps what depends only on the catalog (and the pins) with it: the shared session
     # catalog, after every decision the tests made, must answer as a catalog that never decided.
     facts = host(catalog, flags=flags, arch=arch, gpus=tuple(gpus), driver=driver)
-    options = Options(workload, torch, cuda, None, branch, python)
+    options = Request(workload=workload, torch=torch, cuda=cuda, branch=branch, python=python)
 
     def answer(catalog_used: Catalog) -> Decision | str:
         try:

@@ -695,7 +695,7 @@ def _(ctx: Ctx) -> int:
 
 @row("last-install-corrupt")
 def _(ctx: Ctx) -> int:
-    from pickvariant.install.flow import last_install_python
+    from pickvariant.install.state import last_install_python
 
     require(_has_torch(), "torch is not installed (pip install torch==2.13.0)")
     record = ctx.tmp / "cache" / "pickvariant" / "last-install.json"

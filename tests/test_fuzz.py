@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, assume, event, given, settings, strategies a
 from typer.testing import CliRunner
 
 from conftest import CPUINFO, REPO, generated
-from pickvariant.catalog.model import parse_catalog
+from pickvariant.catalog.load import parse_catalog
 from pickvariant.cli import app
 from pickvariant.machine.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
 from pickvariant.rules.compat import missing_flags
-from pickvariant.rules.decide import Options, decide
+from pickvariant._base.request import Request
+from pickvariant.rules.decide import decide
 from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
@@ -223,7 +224,7 @@ CATALOG_BYTES = (REPO / "pickvariant" / "catalog" / "data" / "catalog.json").rea
 @given(st.integers(0, len(CATALOG_BYTES) - 1))
 @settings(max_examples=200)
 def test_a_truncated_catalog_file_is_one_bad_input_line(cut: int) -> None:
-    from pickvariant.catalog.model import load_catalog
+    from pickvariant.catalog.load import load_catalog
 
     generated("load_catalog: catalog.json cut at any byte")
     with tempfile.TemporaryDirectory() as directory:
@@ -278,7 +279,7 @@ def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: t
         facts = HostFacts("linux", arch, cpu, gpu_facts, None, bool(gpus), False)
         for workload in catalog.workloads:
             try:
-                decision = decide(facts, catalog, Options(workload))
+                decision = decide(facts, catalog, Request(workload=workload))
             except (BadInput, NoVariant) as error:
                 assert_one_clear_line(error)
                 continue

@@ -22,7 +22,8 @@ from conftest import cpuinfo_path, generated, require
 from pickvariant.rules import plan as planner
 from pickvariant.cli import app
 from pickvariant.rules.compat import why_not
-from pickvariant.rules.decide import Options, decide
+from pickvariant._base.request import Request
+from pickvariant.rules.decide import decide
 from pickvariant.machine.facts import facts_from_json
 
 runner = CliRunner()
@@ -78,7 +79,7 @@ def test_mixed_cluster_a100_h100_old_driver_grace_v100_and_a_gpu_nothing_serves(
         document = json.loads(line)
         node = nodes[document["label"]]
         facts = facts_from_json(document["hardware"], catalog)
-        decision = decide(facts, catalog, Options(), with_hints=False)
+        decision = decide(facts, catalog, Request(), with_hints=False)
         if node["package"] is None:
             assert not decision.candidates and node["why"]
             continue

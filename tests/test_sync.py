@@ -14,9 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import REPO, require
-from pickvariant.catalog.model import parse_catalog
+from pickvariant.catalog.load import parse_catalog
 from pickvariant.cli import app
-from pickvariant.rules.decide import Options, decide
+from pickvariant._base.request import Request
+from pickvariant.rules.decide import decide
 from pickvariant._base.errors import BadInput
 from buildrepo import PIN_28, commit_branch, git, make_build_repo, recipe_for_row
 from machines import host
@@ -109,8 +110,8 @@ def test_a_synced_catalog_decides_with_branch_python_and_alignment(build_repo, t
     # The aligned branch is the only Python 3.12 build: without --branch it is never chosen.
     facts = host(catalog, "linux-rocky8.5-zen4", gpus=("9.0",), driver="580.95.05")
     with pytest.raises(BadInput, match="no branch matches --python-version 3.12"):
-        decide(facts, catalog, Options(python="3.12"))
-    named = decide(facts, catalog, Options(branch="pytorch-2.8-vllm-0.10.0"))
+        decide(facts, catalog, Request(python="3.12"))
+    named = decide(facts, catalog, Request(branch="pytorch-2.8-vllm-0.10.0"))
     assert named.variant is not None and named.variant.python == "3.12"
     assert decide(facts, catalog).variant.branch == "pytorch-2.10-python313"
 

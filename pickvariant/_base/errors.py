@@ -1,4 +1,4 @@
-"""The one exception family of pickvariant; cli.py alone turns it into exit codes."""
+"""The one exception family of pickvariant; each error carries its exit code, and console.exit_for alone ends a command with it."""
 
 from __future__ import annotations
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput, OperationFailed
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where pickvariant keeps what it may lose (recipes, logs, the last install): $XDG_CACHE_HOME/pickvariant or ~/.cache/pickvariant."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "pickvariant"
 
 
 def read_regular(path: Path, limit: int, what: str) -> bytes:

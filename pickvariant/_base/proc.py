@@ -1,5 +1,7 @@
-"""The one seam through which pickvariant runs other programs (flox, git): argument lists,
-never shell strings; output streamed to a log file; Ctrl-C and timeouts stop the child cleanly."""
+"""Running programs that may run long or print without end (flox, the verify probe): argument lists, never
+shell strings; output streamed to a log file or kept bounded in memory; Ctrl-C, SIGTERM and timeouts stop
+the child and everything it started. git has its own runner (git.py); short, bounded look-ups
+(`nix-instantiate --parse`, `sysctl`) call subprocess.run with a time limit."""
 
 from __future__ import annotations
 

@@ -45,6 +45,14 @@ def record(cls: Cls) -> Cls:
     return cls
 
 
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def keyword_record(cls: Cls) -> Cls:
+    """A record built by field names only: for records with many fields of one type, where a
+    position would be easy to get wrong."""
+    _make(cls, order=False, keyword_only=True)
+    return cls
+
+
 @dataclass_transform(frozen_default=True, order_default=True)
 def ordered_record(cls: Cls) -> Cls:
     """A record that also compares with <, <=, >, >= field by field (dataclass order=True)."""
@@ -70,7 +78,7 @@ def _is_class_variable(annotation: object) -> bool:
     return isinstance(text, str) and text.split("[", 1)[0] in ("ClassVar", "typing.ClassVar")
 
 
-def _make(cls: type, order: bool) -> None:
+def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
     # vars() rather than getattr: before Python 3.14 a class without annotations of its own would show its base's.
     annotations: dict[str, object] = vars(cls).get("__annotations__") or getattr(cls, "__annotations__", {})
     names = tuple(name for name, annotation in annotations.items() if not _is_class_variable(annotation))
@@ -89,6 +97,8 @@ def _make(cls: type, order: bool) -> None:
     )
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args and keyword_only:
+            raise TypeError(f"{class_name}() takes its fields by name only")
         if len(args) > count:
             raise TypeError(f"{class_name}() takes {count} positional arguments but {len(args)} were given")
         # Filling __dict__ directly is how a frozen object is built without its own __setattr__.

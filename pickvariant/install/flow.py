@@ -25,17 +25,12 @@ from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
 from pickvariant._base.proc import Command, capture, run_all, tail
-from pickvariant._base.files import check_writable, create_new, write_atomic
+from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
+from pickvariant.install.state import last_install_path
 from pickvariant.recipes.render import recipe_path, render
 from pickvariant._base.records import record
 
 ORG_ENV = settings.FLOX_ORG
-
-
-def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(base) / "pickvariant"
 
 
 # Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$
@@ -249,30 +244,12 @@ def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
 
 def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
     """Remember what was installed, so that `pickvariant verify` can default to it."""
-    path = cache_dir(env) / "last-install.json"
+    path = last_install_path(env)
     record = {"package": plan.variant.package, "branch": plan.variant.branch, "torch": plan.variant.torch, "method": plan.method, "directory": str(plan.directory),
               "build_dir": str(plan.build_dir) if plan.build_dir else None, "result": str(plan.result) if plan.result else None, "python": python,
               "recipe": dict(plan.recipe_source) if plan.recipe_source else None}
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
-
-
-def last_install(env: Mapping[str, str] | None = None) -> dict[str, object] | None:
-    """What the last install recorded; None when there is none or it is unreadable."""
-    try:
-        record = json.loads((cache_dir(env) / "last-install.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | None:
-    """The interpreter command the last install recorded; None when there is none or it is unreadable."""
-    record = last_install(env)
-    python = record.get("python") if record else None
-    if isinstance(python, list) and python and all(isinstance(part, str) and part for part in python):
-        return python
-    return None
 
 
 def interpreter_for(plan: Plan) -> list[str]:

@@ -18,6 +18,7 @@ from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant._base.errors import BadInput
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
 from pickvariant._base.records import record
+from pickvariant._base.request import Request
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -30,16 +31,6 @@ ENV_DRIVER = settings.DRIVER
 # NVML lists every GPU whatever this says; CUDA programs (PyTorch) see only these.
 ENV_CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu"})
-
-
-@record
-class WhatIf:
-    """Facts the user states instead of detecting them (support staff describing another machine)."""
-
-    cpuinfo: Path | None = None
-    gpus: tuple[str, ...] = ()
-    no_gpu: bool = False
-    driver: str | None = None
 
 
 @record
@@ -60,7 +51,7 @@ class HostFacts:
 
 def gather_facts(
     catalog: Catalog,
-    what_if: WhatIf = WhatIf(),
+    request: Request = Request(),
     env: Mapping[str, str] | None = None,
     detect_cpu_fn: Callable[[], CpuFacts] = detect_cpu,
     read_gpus_fn: Callable[[], GpuReport] = read_gpus,
@@ -69,9 +60,9 @@ def gather_facts(
     sources: dict[str, str] = {}
     notes: list[str] = []
 
-    if what_if.cpuinfo is not None:
-        cpu = read_cpuinfo_dump(what_if.cpuinfo)
-        sources["cpu"] = f"--cpuinfo {what_if.cpuinfo}"
+    if request.cpuinfo is not None:
+        cpu = read_cpuinfo_dump(request.cpuinfo)
+        sources["cpu"] = f"--cpuinfo {request.cpuinfo}"
     elif (stated_cpuinfo := settings.setting(env, ENV_CPUINFO)) is not None:
         cpu = read_cpuinfo_dump(Path(stated_cpuinfo))
         sources["cpu"] = f"{ENV_CPUINFO}={stated_cpuinfo}"
@@ -83,13 +74,13 @@ def gather_facts(
         cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, canonical, cpu.source, cpu.notes)
     notes.extend(cpu.notes)
 
-    if what_if.no_gpu and what_if.gpus:
+    if request.no_gpu and request.gpus:
         raise BadInput("--gpu and --no-gpu contradict each other: give one of them")
     stated_gpus: tuple[str, ...] | None = None
-    if what_if.no_gpu:
+    if request.no_gpu:
         stated_gpus, sources["gpus"] = (), "--no-gpu"
-    elif what_if.gpus:
-        stated_gpus, sources["gpus"] = what_if.gpus, "--gpu"
+    elif request.gpus:
+        stated_gpus, sources["gpus"] = request.gpus, "--gpu"
     elif (value := settings.setting(env, ENV_GPU)) is not None:
         stated_gpus = () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
         sources["gpus"] = f"{ENV_GPU}={value}"
@@ -113,8 +104,8 @@ def gather_facts(
         )
 
     driver_assumed = False
-    if what_if.driver is not None:
-        driver: DriverFacts | None = DriverFacts(parse_driver_version(what_if.driver), None)
+    if request.driver is not None:
+        driver: DriverFacts | None = DriverFacts(parse_driver_version(request.driver), None)
         sources["driver"] = "--driver"
     elif (stated_driver := settings.setting(env, ENV_DRIVER)) is not None:
         driver = DriverFacts(parse_driver_version(stated_driver), None)

@@ -74,6 +74,11 @@ def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
     }
 
 
+def document(catalog: Catalog, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What `list --format json` prints: the catalog's source and the rows (schema_version 2, as detect's recommendation)."""
+    return {"schema_version": 2, "source": source_json(catalog), "variants": rows}
+
+
 def source_json(catalog: Catalog) -> dict[str, str]:
     return {"repo": catalog.source.repo, "commit": catalog.source.commit, "date": catalog.source.date}
 
@@ -97,56 +102,24 @@ def summary(catalog: Catalog) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_summary(catalog: Catalog) -> None:
-    import sys
-
-    sys.stdout.write(summary(catalog))
-
-
-_COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
+COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    lines += ["| " + " | ".join(str(row[c] if row[c] is not None else "-").replace("|", "\\|") for c in _COLUMNS) + " |" for row in rows]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(str(row[c] if row[c] is not None else "-").replace("|", "\\|") for c in COLUMNS) + " |" for row in rows]
     return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
 
 
 def plain(rows: list[dict[str, Any]]) -> str:
     """Aligned columns with nothing cut: what a pipe, a file or `grep` gets."""
-    cells = [list(_COLUMNS)] + [[str(row[c] if row[c] is not None else "-") for c in _COLUMNS] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS))]
+    cells = [list(COLUMNS)] + [[str(row[c] if row[c] is not None else "-") for c in COLUMNS] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
     return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
 
 
 # The columns a narrow terminal loses first; the package name is never dropped nor cut.
-_DROP_ORDER = ("gpus", "platform", "python", "torch", "cuda", "gpu_arch", "cpu_isa", "branch")
+DROP_ORDER = ("gpus", "platform", "python", "torch", "cuda", "gpu_arch", "cpu_isa", "branch")
 
 
-def print_rich(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    console = Console()
-    if not console.is_terminal:
-        console.file.write(plain(rows))
-        return
-    text = [{c: str(row[c] if row[c] is not None else "-") for c in _COLUMNS} for row in rows]
-    # Each column takes its widest cell plus two spaces of padding and a border.
-    width = {c: max([len(c)] + [len(row[c]) for row in text]) + 3 for c in _COLUMNS}
-    shown = list(_COLUMNS)
-    for column in _DROP_ORDER:
-        if sum(width[c] for c in shown) + 1 <= console.width:
-            break
-        shown.remove(column)
-    hidden = [c for c in _COLUMNS if c not in shown]
-    caption = f"not shown, for want of width: {', '.join(hidden)} (--format markdown or a pipe shows every column)" if hidden else None
-    table = Table(title=f"{len(rows)} variants", caption=caption, header_style="bold")
-    for column in shown:
-        table.add_column(column, no_wrap=column == "package", overflow="fold")
-    for row in text:
-        # Text, not markup: a site catalog's description may hold brackets.
-        table.add_row(*(Text(row[c]) for c in shown))
-    console.print(table)

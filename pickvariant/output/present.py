@@ -71,7 +71,7 @@ def flags_that_matter(facts: HostFacts, catalog: Catalog) -> list[str]:
     return sorted(flag for flag in facts.cpu.flags if flag in wanted)
 
 
-def _gpu_extras(gpu: GpuFacts) -> str:
+def gpu_extras(gpu: GpuFacts) -> str:
     memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
     if not gpu.mig_enabled:
         return memory
@@ -96,7 +96,7 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
     row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
     for gpu in facts.gpus:
-        row(f"GPU {gpu.index}", f"{gpu.name} (compute capability {gpu.compute_capability}{_gpu_extras(gpu)})", facts.sources.get("gpus", ""))
+        row(f"GPU {gpu.index}", f"{gpu.name} (compute capability {gpu.compute_capability}{gpu_extras(gpu)})", facts.sources.get("gpus", ""))
     if not facts.gpus:
         row("GPUs", "none", facts.sources.get("gpus", ""))
     if facts.driver and facts.driver.version:
@@ -115,49 +115,3 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     return "\n".join(lines) + "\n"
 
 
-def print_decision_rich(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-    from rich.tree import Tree
-
-    console = Console()
-    table = Table(title="Hardware", show_header=True, header_style="bold")
-    table.add_column("fact")
-    table.add_column("value")
-    table.add_column("source", style="dim")
-
-    def row(*cells: str) -> None:
-        # Text, not markup: a model name or path holding "[/]" must print, not raise.
-        table.add_row(*(Text(cell) for cell in cells))
-
-    row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
-    row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
-    row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
-    for gpu in facts.gpus:
-        row(f"GPU {gpu.index}", f"{gpu.name} (cc {gpu.compute_capability}{_gpu_extras(gpu)})", facts.sources.get("gpus", ""))
-    if not facts.gpus:
-        row("GPUs", "none", facts.sources.get("gpus", ""))
-    if facts.driver and facts.driver.version:
-        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
-        row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
-    if facts.cuda_visible_devices is not None:
-        row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
-    console.print(table)
-    rec = recommendation_json(decision, catalog)
-    title = Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green") if rec else Text("No compatible variant", style="bold red")
-    tree = Tree(title)
-    why = tree.add(Text(f"why (workload {workload})"))
-    for reason in decision.reasons:
-        why.add(Text(reason))
-    if decision.hints:
-        helps = tree.add("what would help")
-        for hint in decision.hints:
-            helps.add(Text(hint))
-    if decision.rejected:
-        others = tree.add("not chosen")
-        for rejection in decision.rejected:
-            others.add(Text(f"{rejection.choice}: {rejection.why}"))
-    for note in facts.notes:
-        tree.add(Text(f"note: {note}", style="dim"))
-    console.print(tree)

@@ -11,7 +11,7 @@ from pickvariant import __version__
 from pickvariant.catalog.model import Catalog
 from pickvariant.rules.decide import Decision
 from pickvariant.machine.facts import HostFacts
-from pickvariant.install.flow import last_install
+from pickvariant.install.state import last_install
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.verify.judge import run_probe, variant_mismatches
 

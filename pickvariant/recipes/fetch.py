@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pickvariant._base import settings
-from pickvariant.catalog.model import Catalog, Variant, hardware_facts_path, load_json
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.catalog.classify import RecipeClassifier
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import write_atomic
 from pickvariant._base.git import run_git
@@ -94,7 +95,7 @@ def _fetch_file(repo: str, branch: str, path: str, git_dir: Path) -> tuple[str, 
 def fetch_checked(variant: Variant, catalog: Catalog, repo: str | None, cache: Path, env: Mapping[str, str]) -> FetchedRecipe:
     """Fetch the variant's recipe and check it; the notes of both come with it."""
     fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache)
-    return FetchedRecipe(fetched.text, fetched.repo, fetched.branch, fetched.commit, fetched.path, fetched.from_cache, check_recipe(fetched, variant))
+    return FetchedRecipe(fetched.text, fetched.repo, fetched.branch, fetched.commit, fetched.path, fetched.from_cache, check_recipe(fetched, variant, catalog))
 
 
 def fetch_recipe(variant: Variant, repo: str, cache: Path) -> FetchedRecipe:
@@ -156,10 +157,10 @@ def _pname_matches(pname: str, variant: Variant) -> bool:
     return pname in (variant.package, variant.package.replace("pytorch-", f"pytorch{major}{minor}-", 1))
 
 
-def check_recipe(fetched: FetchedRecipe, variant: Variant) -> tuple[str, ...]:
-    """Notes when the fetched recipe is the catalog's variant; OperationFailed naming the field that differs."""
-    from pickvariant.catalog.sync import RecipeClassifier
+def check_recipe(fetched: FetchedRecipe, variant: Variant, catalog: Catalog) -> tuple[str, ...]:
+    """Notes when the fetched recipe is the catalog's variant; OperationFailed naming the field that differs.
 
+    The recipe is classified by the catalog's own hardware facts: the ones its rows were derived with."""
     where = f"{fetched.repo} {fetched.branch}:{fetched.path} at {fetched.commit[:12]}"
     notes = list(fetched.notes)
     notes.append(_nix_parse(fetched.text, where))
@@ -167,7 +168,7 @@ def check_recipe(fetched: FetchedRecipe, variant: Variant) -> tuple[str, ...]:
     if len(set(pnames)) != 1 or not _pname_matches(pnames[0], variant):
         shown = ", ".join(sorted(set(pnames))) or "none"
         raise OperationFailed(f"the recipe {where} does not match the catalog: its pname is {shown}, the catalog's package {variant.package}")
-    classifier = RecipeClassifier(load_json(hardware_facts_path(), "hardware facts"))
+    classifier = RecipeClassifier(catalog.hardware)
     row, why, _ = classifier.classify(variant.branch, variant.path, variant.package, fetched.text)
     if row is None:
         raise OperationFailed(f"the recipe {where} does not match the catalog: {why}")

@@ -152,6 +152,20 @@ class Written:
     changed: bool
 
 
+def branch_variants(catalog: Catalog, branch: str | None, cuda: str | None, output: Path | None) -> tuple[list[Variant], list[str]]:
+    """The variants `recipe --all` renders (a branch's, of one CUDA line if given) and a line for each it cannot."""
+    if output is None:
+        raise BadInput("--all writes one file per variant: give the directory with -o DIR")
+    if branch is None:
+        raise BadInput(f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})")
+    variants = [v for v in catalog.branch(branch).variants if cuda is None or v.cuda == cuda]
+    if not variants:
+        raise BadInput(f"branch {branch} has no CUDA {cuda} line")
+    skipped = [f"skipped {variant.package}: an MPS build has no template; fetch it with `pickvariant recipe {variant.package} --branch {variant.branch}`"
+               for variant in variants if variant.is_mps]
+    return [v for v in variants if not v.is_mps], skipped
+
+
 def recipe_path(directory: Path, variant: Variant) -> Path:
     # The package name comes from the catalog, whose schema allows no "/" or ".." in it;
     # write_recipes still checks that the file lands inside `directory`.

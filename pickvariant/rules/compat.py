@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.catalog.model import Catalog, CudaLine, GpuArch, Variant
+from pickvariant.catalog.model import Catalog, CpuIsa, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant._base.versions import ComputeCapability, version_key
@@ -23,12 +23,18 @@ TEGRA_DRIVER_RULE = "Jetson drivers are judged by the CUDA version they report, 
 
 
 def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
-    """None when sm_XY machine code runs on `capability`, else why not (CUDA binary compatibility)."""
-    built = arch.compute_capability
+    """None when the architecture's sm_XY machine code runs on `capability`, else why not (CUDA binary compatibility)."""
+    return machine_code_runs_on(arch.compute_capability, capability, catalog)
+
+
+def machine_code_runs_on(built: ComputeCapability, capability: ComputeCapability, catalog: Catalog) -> str | None:
+    """None when sm_XY machine code built for `built` runs on a GPU of `capability`, else why not.
+
+    `built` need not be an architecture of the catalog (verify reads a torch's whole arch list)."""
     if built.major != capability.major:
         return f"kernels for {built} do not run on {capability} (a different major version)"
     device_tegra = catalog.is_tegra(capability)
-    if arch.tegra or device_tegra:
+    if catalog.is_tegra(built) or device_tegra:
         if built != capability:
             kind = "an integrated Tegra GPU" if device_tegra else "a desktop GPU"
             return f"kernels for {built} do not run on {kind} of {capability} (no binary compatibility across Tegra and desktop, nor between Tegra GPUs)"
@@ -42,6 +48,11 @@ def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[st
     if flags.issuperset(isa_requires):  # the usual answer, found without building a list (decide asks per variant)
         return []
     return [flag for flag in isa_requires if flag not in flags]
+
+
+def usable_isas(catalog: Catalog, facts: HostFacts) -> tuple[CpuIsa, ...]:
+    """The catalog's instruction sets this CPU can run (every required flag present), in catalog order."""
+    return tuple(isa for isa in catalog.isas.values() if isa.platform == facts.arch and not missing_flags(isa.requires, facts.cpu.flags))
 
 
 def judged_by_cuda_version(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Catalog) -> bool:

@@ -1,8 +1,8 @@
-"""The selection rules: a pure function from facts, catalog and options to a decision.
+"""The selection rules: a pure function from facts, catalog and a request's pins to a decision.
 
 Nothing here looks at the machine. Every step records why; every alternative that
-was turned down records why not. Whether one variant can run here is asked of
-compat.why_not alone; this module only ranks what it admits:
+was turned down records why not (rules/explain.py words them). Whether one variant can
+run here is asked of compat.why_not alone; this module only ranks what it admits:
 
 1. the newest PyTorch;
 2. within it, the newest CUDA line the driver can run that has a fitting variant;
@@ -17,44 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.catalog.model import MPS, Branch, Catalog, CudaLine, Variant
+from pickvariant.catalog.model import MPS, Branch, Catalog, Variant
 from pickvariant.rules.compat import (
-    TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, kernels_run_on, missing_flags, runs_on_all, why_not,
+    TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, missing_flags, runs_on_all, why_not,
 )
 from pickvariant._base.errors import BadInput
 from pickvariant.machine.facts import HostFacts
-from pickvariant.machine.gpu import DriverFacts, GpuFacts, cuda_visible_count
-from pickvariant._base.records import record, replace
+from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
+from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
-
-
-@record
-class Options:
-    workload: str = "general"
-    torch: str | None = None
-    cuda: str | None = None
-    gpu_index: int | None = None
-    branch: str | None = None
-    python: str | None = None
-
-
-@record
-class Rejection:
-    choice: str
-    why: str
-
-
-@record
-class Decision:
-    variant: Variant | None
-    branch: Branch | None
-    reasons: tuple[str, ...]
-    rejected: tuple[Rejection, ...]
-    hints: tuple[str, ...] = ()
-    targets: tuple[GpuFacts, ...] = ()
-    line: CudaLine | None = None
-    # Every variant that can run here, best first: what `plan` may give this machine, in detect's order.
-    candidates: tuple[Variant, ...] = ()
+from pickvariant.rules import explain
+from pickvariant.rules.decision import Decision, Rejection, dedupe
 
 
 _NO_GPU = ComputeCapability(0, 0)
@@ -65,12 +38,12 @@ def _newest_first(release: str) -> tuple[int, ...]:
     return tuple(-part for part in version_key(release))
 
 
-def decide(facts: HostFacts, catalog: Catalog, options: Options = Options(), with_hints: bool = True) -> Decision:
+def decide(facts: HostFacts, catalog: Catalog, options: Request = Request(), with_hints: bool = True) -> Decision:
     """The variant for these facts, with reasons, rejections and (with_hints) what would help when there is none."""
     return _decide(facts, catalog, options, with_hints)
 
 
-def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bool) -> Decision:
+def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bool) -> Decision:
     if options.workload not in catalog.workloads:
         raise BadInput(f"unknown workload {options.workload!r}; choose one of {', '.join(catalog.workloads)}")
     reasons: list[str] = []
@@ -80,7 +53,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
     system = catalog.nix_system(facts.os, facts.arch)
     built_for = list(catalog.built_for)
     if system is None or system not in built_for:
-        return Decision(None, None, (_unsupported_platform(facts, built_for),), (), ())
+        return Decision(None, None, (explain.unsupported_platform(facts, built_for),), (), ())
     reasons.append(f"platform {facts.os}/{facts.arch} ({system}) has builds")
     darwin = facts.os == "darwin"
 
@@ -152,16 +125,16 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
         key=rank,
     )
     if targets:
-        _explain_gpu_archs(catalog, targets, rejected)
+        explain.explain_gpu_archs(catalog, targets, rejected)
 
     if not candidates:
-        return _no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints)
+        return explain.no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints, _decide)
 
     chosen = candidates[0]
     branch = catalog.branch(chosen.branch)
     line = catalog.cuda_line(chosen)
-    reasons.append(_branch_reason(chosen, branch, line, options))
-    _explain_other_branches(catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected)
+    reasons.append(explain.branch_reason(chosen, branch, line, options))
+    explain.explain_other_branches(catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected)
     if chosen.is_mps:
         reasons.append(f"GPU: Apple MPS (needs macOS {catalog.min_macos} or newer)")
     elif chosen.gpu_arch:
@@ -192,7 +165,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Options, with_hints: bo
             else:
                 rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
                                           + (f" on CUDA {chosen.cuda}" if chosen.cuda else "")))
-    return Decision(chosen, branch, tuple(reasons), tuple(_dedupe(rejected)), (), targets, line, tuple(candidates))
+    return Decision(chosen, branch, tuple(reasons), tuple(dedupe(rejected)), (), targets, line, tuple(candidates))
 
 
 def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...], tuple[str, str]]:
@@ -213,50 +186,8 @@ def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...]
     return before, (variant.branch, variant.package)
 
 
-def _unsupported_platform(facts: HostFacts, built_for: list[str]) -> str:
-    platform = f"{facts.os}/{facts.arch}"
-    if facts.os == "darwin" and facts.arch == "x86_64":
-        return f"platform {platform} (an Intel Mac) is not supported: macOS builds are for Apple Silicon only (aarch64-darwin, MPS); the catalog builds {', '.join(built_for)}"
-    return f"platform {platform} is not supported: every variant is built for one of {', '.join(built_for)}"
-
-
-def _branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, options: Options) -> str:
-    parts = [f"PyTorch {chosen.torch}"]
-    if line is not None:
-        parts.append(f"CUDA {line.cuda} (nixpkgs {line.nixpkgs_rev[:7]}, {line.cuda_packages})")
-    parts.append(f"Python {chosen.python}")
-    why = "named with --branch" if options.branch else "the newest PyTorch, then the newest CUDA line the driver can run, then the preferred Python, that has a variant for this machine"
-    return f"branch {branch.name}: {', '.join(parts)}: {why}"
-
-
-def _explain_other_branches(
-    catalog: Catalog, chosen: Variant, branches: Sequence[Branch], candidates: list[Variant], targets: tuple[GpuFacts, ...],
-    usable_isas: set[str], facts: HostFacts, rejected: list[Rejection],
-) -> None:
-    """Say why each newer or otherwise preferred branch lost: the question users ask first."""
-    best_of_branch: dict[str, Variant] = {}
-    for variant in candidates:  # best first, so the first of each branch is its best
-        best_of_branch.setdefault(variant.branch, variant)
-    for branch in branches:
-        if branch.name == chosen.branch:
-            continue
-        best = best_of_branch.get(branch.name)
-        if best is not None:
-            if version_key(best.torch) < version_key(chosen.torch):
-                rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"))
-            elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
-                rejected.append(Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}"))
-            else:
-                rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}"))
-            continue
-        if version_key(branch.torch) < version_key(chosen.torch):
-            rejected.append(Rejection(f"branch {branch.name}", f"ships the older PyTorch {branch.torch}"))
-            continue
-        rejected.append(Rejection(f"branch {branch.name}", _why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
-
-
 def _admissible_lines(
-    facts: HostFacts, catalog: Catalog, options: Options, branches: Sequence[Branch], targets: tuple[GpuFacts, ...],
+    facts: HostFacts, catalog: Catalog, options: Request, branches: Sequence[Branch], targets: tuple[GpuFacts, ...],
     rejected: list[Rejection], reasons: list[str],
 ) -> set[tuple[str, str]]:
     admissible: set[tuple[str, str]] = set()
@@ -290,7 +221,7 @@ def _admissible_lines(
     return admissible
 
 
-def _targets(facts: HostFacts, options: Options) -> tuple[GpuFacts, ...]:
+def _targets(facts: HostFacts, options: Request) -> tuple[GpuFacts, ...]:
     if options.gpu_index is None:
         return facts.gpus
     for gpu in facts.gpus:
@@ -317,7 +248,7 @@ def _hidden_by_cuda_visible_devices(facts: HostFacts) -> str | None:
     )
 
 
-def _pinned_branches(catalog: Catalog, options: Options) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
+def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
     """The branches the pins (--branch, --torch, --python-version) leave, and why each other one is out."""
     rejected: list[Rejection] = []
     if options.branch is not None:
@@ -348,144 +279,3 @@ def _pinned_branches(catalog: Catalog, options: Options) -> tuple[tuple[Branch, 
     return tuple(branches), tuple(rejected)
 
 
-def _explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection]) -> None:
-    for arch in catalog.gpu_archs.values():
-        for gpu in targets:
-            why = kernels_run_on(arch, gpu.compute_capability, catalog)
-            if why:
-                rejected.append(Rejection(f"GPU architecture {arch.name}", f"GPU {gpu.index}: {why}"))
-                break
-
-
-def _why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, facts: HostFacts) -> str:
-    system = catalog.nix_system(facts.os, facts.arch)
-    own = [v for v in branch.variants if v.platform == system]
-    if not own:
-        return f"builds nothing for {system}"
-    if facts.os == "darwin":
-        return "has no MPS build"
-    if not targets:
-        return "has no CPU-only variant for " + (", ".join(sorted(usable_isas)) or f"this {facts.arch} CPU")
-    compatible = {v.gpu_arch for v in own if runs_on_all(catalog, v.gpu_arch, targets)}
-    if not compatible:
-        wanted = ", ".join(sorted({gpu.compute_capability.sm.upper() for gpu in targets}))
-        return f"no {wanted} build (nor one whose kernels run on " + ", ".join(f"{g.compute_capability}" for g in targets) + ")"
-    with_isa = {v.cpu_isa for v in own if v.gpu_arch in compatible and v.cpu_isa}
-    if not with_isa & usable_isas:
-        return f"its {', '.join(sorted(c for c in compatible if c))} variants exist only for {', '.join(sorted(i for i in with_isa if i))}, none of which this CPU can run"
-    lines = sorted({v.cuda for v in own if v.gpu_arch in compatible and v.cuda}, key=version_key)
-    return f"its fitting variants are on CUDA {', '.join(lines)}, which the driver cannot run"
-
-
-def _no_variant(
-    facts: HostFacts, catalog: Catalog, options: Options, targets: tuple[GpuFacts, ...], branches: Sequence[Branch],
-    usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool,
-) -> Decision:
-    why: list[str] = []
-    hints: list[str] = []
-    preference = catalog.workloads[options.workload].isa_preference
-    system = catalog.nix_system(facts.os, facts.arch)
-    own = [v for b in branches for v in b.variants if v.platform == system]
-    for branch in branches:
-        rejected.append(Rejection(f"branch {branch.name}", _why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
-    if facts.os == "darwin":
-        why.append(f"no branch left by the pins has an MPS build for {system}")
-        if options.torch or options.python or options.branch:
-            hints.append("drop --torch/--python-version/--branch to consider every branch")
-        return Decision(None, None, reasons + tuple(why), tuple(_dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
-    if not usable_isas:
-        why.append(f"this CPU ({facts.cpu.model or facts.arch}) has the flags of no {facts.arch} instruction set in the catalog")
-        if not facts.cpu.flags:
-            hints.append("no CPU flags are known (see the notes): describe the CPU with --cpuinfo FILE, a copy of its /proc/cpuinfo")
-    if targets:
-        cuda_variants = [v for v in own if v.cuda]
-        per_gpu_ok = all(_any_arch_for(catalog, cuda_variants, (gpu,)) for gpu in targets)
-        if len(targets) > 1 and per_gpu_ok and not _any_arch_for(catalog, cuda_variants, targets):
-            listing = ", ".join(f"GPU {g.index} ({g.name}, {g.compute_capability})" for g in targets)
-            why.append(f"the GPUs conflict: no variant has kernels for all of {listing}")
-            hints.append("target one GPU with --gpu-index N")
-        for gpu in targets:
-            if not _any_arch_for(catalog, cuda_variants, (gpu,)):
-                why.append(f"no variant has kernels for GPU {gpu.index} ({gpu.name}, compute capability {gpu.compute_capability})")
-                hints.extend(_newer_gpu_hints(facts, catalog, gpu))
-        gpu_isas = {v.cpu_isa for v in cuda_variants if runs_on_all(catalog, v.gpu_arch, targets) and v.cpu_isa}
-        if gpu_isas and usable_isas and not gpu_isas & usable_isas:
-            why.append(
-                f"the variants with kernels for these GPUs are built for {', '.join(sorted(gpu_isas))}, "
-                f"and this CPU can run only {', '.join(sorted(usable_isas))}"
-            )
-        upgrade = _driver_upgrade(facts, catalog, options, branches, targets) if with_hints else None
-        if upgrade is not None:
-            line, variant = upgrade
-            shown = facts.driver.version if facts.driver and facts.driver.version else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
-            why.append(f"driver {shown} is too old for every CUDA line that has a variant for this machine")
-            if judged_by_cuda_version(targets, facts.driver, catalog):
-                hints.append(f"a Jetson driver (JetPack) that supports CUDA {line.cuda} would allow {variant.label}")
-            else:
-                hints.append(f"a driver >= {line.min_driver} (CUDA {line.cuda}) would allow {variant.label}")
-        cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
-        if cpu_only:
-            best = min(cpu_only, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or "")))
-            hints.append(f"--no-gpu would give {best.label} (CPU only: the GPU would go unused)")
-    elif usable_isas:
-        why.append(f"there is no CPU-only variant for {', '.join(sorted(usable_isas))} on the branches the pins leave")
-    if options.torch or options.cuda or options.python or options.branch:
-        hints.append("drop --torch/--cuda/--python-version/--branch to consider every branch")
-    if not why:
-        why.append("no variant combines an admissible branch and CUDA line, a GPU architecture with kernels for this machine and a CPU instruction set it can run")
-    return Decision(None, None, reasons + tuple(why), tuple(_dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
-
-
-def _newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[str]:
-    hints = []
-    newest = max(arch.compute_capability for arch in catalog.gpu_archs.values())
-    if gpu.compute_capability > newest:
-        hints.append(
-            f"compute capability {gpu.compute_capability} is newer than every GPU architecture of this catalog (newest {newest}): "
-            "a newer pickvariant, or a site catalog that has it (PICKVARIANT_CATALOG), may offer a variant"
-        )
-    for arch in catalog.gpu_archs.values():
-        if arch.reported_before_cuda_13 != gpu.compute_capability:
-            continue
-        builds = [catalog.cuda_line(v) for v in catalog.variants if v.gpu_arch == arch.name]
-        lines = sorted({line for line in builds if line is not None}, key=lambda line: line.min_driver.parts)
-        if not lines:
-            continue
-        line = lines[0]
-        renamed = f"{arch.description} reports {gpu.compute_capability} under CUDA 12 drivers and {arch.compute_capability} under CUDA 13"
-        as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
-        if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, line, as_renamed, catalog):
-            hints.append(f"{renamed}: a driver >= {line.min_driver} (CUDA {line.cuda}) makes the {arch.name} variants usable")
-        else:
-            # The user already has that driver: telling them to get it would send them in circles.
-            hints.append(
-                f"{renamed}, and driver {facts.driver.version or facts.driver.cuda} already runs CUDA {line.cuda}: "
-                f"check the stated compute capability (--gpu {arch.compute_capability})"
-            )
-    return hints
-
-
-def _driver_upgrade(
-    facts: HostFacts, catalog: Catalog, options: Options, branches: Sequence[Branch], targets: tuple[GpuFacts, ...]
-) -> tuple[CudaLine, Variant] | None:
-    """The smallest driver upgrade that gives a variant, and the variant the rules would then pick."""
-    driver = facts.driver
-    if driver is None or facts.driver_assumed:
-        return None
-    by_cuda = judged_by_cuda_version(targets, driver, catalog)
-    too_old = {line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)}
-    for line in sorted(too_old.values(), key=lambda line: version_key(line.cuda) if by_cuda else line.min_driver.parts):
-        upgraded = DriverFacts(driver.version, line.cuda) if by_cuda else DriverFacts(line.min_driver, line.cuda)
-        # Decide again rather than guess: the hint must name what the rules would really choose.
-        decision = _decide(replace(facts, driver=upgraded), catalog, options, with_hints=False)
-        if decision.variant is not None and decision.line is not None:
-            return decision.line, decision.variant
-    return None
-
-
-def _any_arch_for(catalog: Catalog, variants: Sequence[Variant], gpus: Sequence[GpuFacts]) -> bool:
-    return any(runs_on_all(catalog, v.gpu_arch, gpus) for v in variants)
-
-
-def _dedupe(rejected: list[Rejection]) -> list[Rejection]:
-    return list(dict.fromkeys(rejected))

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.rules.decide import Options, decide
+from pickvariant._base.request import Request
+from pickvariant.rules.decide import decide
 from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant.machine.facts import HostFacts, facts_from_json
 from pickvariant._base.records import record
@@ -216,7 +217,7 @@ def _summary(facts: HostFacts) -> str:
     return f"{facts.cpu.model or facts.arch} ({facts.os}/{facts.arch}); {gpu_text}{driver}"
 
 
-def decide_profiles(inputs: Inputs, catalog: Catalog, options: Options) -> list[Profile]:
+def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[Profile]:
     profiles = []
     for hardware in inputs.hardware:
         try:
@@ -353,7 +354,7 @@ def cost_of(best: Variant, got: Variant) -> str:
     return ", ".join(losses) or f"{got.package} instead of {best.package} (another branch)"
 
 
-def make_plan(inputs: Inputs, catalog: Catalog, options: Options, max_variants: int | None) -> ClusterPlan:
+def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
     if not inputs.labels:
         raise BadInput(f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
                        + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else ""))

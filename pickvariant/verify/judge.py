@@ -11,7 +11,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.rules.compat import kernels_run_on, missing_flags
+from pickvariant.rules.compat import machine_code_runs_on, usable_isas
 from pickvariant.machine.facts import HostFacts
 from pickvariant._base.proc import capture
 from pickvariant.machine.gpu import cuda_visible_count
@@ -104,7 +104,7 @@ def expected_capability(catalog: Catalog, facts: HostFacts, variant: Variant | N
         return isa.torch_cpu_capability if isa.platform == "x86_64" else None
     if facts.arch != "x86_64":
         return None
-    usable = [isa.torch_cpu_capability for isa in catalog.isas.values() if isa.platform == facts.arch and not missing_flags(isa.requires, facts.cpu.flags)]
+    usable = [isa.torch_cpu_capability for isa in usable_isas(catalog, facts)]
     return max(usable, key=order.index) if usable else None
 
 
@@ -131,7 +131,7 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         capability = ComputeCapability(*device["capability"])
         label = labels[f"cuda:{device['index']}"]
         cubins = [cap for kind, cap in kernels if kind == "sm"]
-        runnable = [cap for cap in cubins if _cubin_runs(cap, capability, catalog)]
+        runnable = [cap for cap in cubins if machine_code_runs_on(cap, capability, catalog) is None]
         if not runnable:
             failures.append(f"{label}, {capability}: the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})")
         elif device.get("kernel_ran") is False:
@@ -269,16 +269,6 @@ def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog
         if not any(kind == "sm" and capability == wanted for kind, capability in _arch_capabilities(arch_list)):
             problems.append(f"arch list {', '.join(arch_list) or 'empty'} has no sm_{wanted.major}{wanted.minor} kernels, the variant's GPU target")
     return problems
-
-
-def _cubin_runs(built: ComputeCapability, device: ComputeCapability, catalog: Catalog) -> bool:
-    for arch in catalog.gpu_archs.values():
-        if arch.compute_capability == built:
-            return kernels_run_on(arch, device, catalog) is None
-    # An SM the catalog does not list: the plain cubin rule, with no Tegra/desktop mix.
-    if catalog.is_tegra(built) or catalog.is_tegra(device):
-        return built == device
-    return built.major == device.major and built.minor <= device.minor
 
 
 def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> float | None:

@@ -1,0 +1,40 @@
+"""What one command asks: the machine to decide for (stated facts; what is not stated is detected) and the pins.
+
+Every way in builds one Request (the typer CLI, the typer-free `detect --format json` path, `api.recommend`'s
+arguments) and every layer takes it whole: the facts layer reads the stated machine, the rules read the pins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pickvariant._base import settings
+from pickvariant._base.records import keyword_record, replace
+
+# The CPU-side workloads, in the order the CLI lists them; the catalog ranks instruction sets for each.
+WORKLOADS = ("general", "int8", "bf16")
+
+
+@keyword_record
+class Request:
+    # The machine: a /proc/cpuinfo dump, compute capabilities ("9.0", "sm_90"), no GPU, a driver version.
+    cpuinfo: Path | None = None
+    gpus: tuple[str, ...] = ()
+    no_gpu: bool = False
+    driver: str | None = None
+    # What the CPU side mostly runs (one of WORKLOADS).
+    workload: str = "general"
+    # The pins: each narrows the choice as the option of the same name does.
+    torch: str | None = None
+    cuda: str | None = None
+    gpu_index: int | None = None
+    branch: str | None = None
+    python: str | None = None
+
+    def with_environment(self, env: Mapping[str, str]) -> Request:
+        """This request with the pins PICKVARIANT_* states where the request states none (the machine's
+        variables are read where the facts are gathered, so that each fact can name its source)."""
+        if self.python is None and (python := settings.setting(env, settings.PYTHON)) is not None:
+            return replace(self, python=python)
+        return self

@@ -1,0 +1,138 @@
+"""One recipe's facts, read from its own text: what `catalog sync` lists and what `recipe --repo` checks a fetched recipe by.
+
+A recipe becomes a catalog row derived from its package name *and* its data (nixpkgs pin,
+`cudaPackages_*`, `gpuTargets`, `cpuFlags`, `meta.platforms`, the PyTorch version,
+`pythonNNNPackages`, `USE_CUDNN=0`); where the two disagree, or a fact is missing, the recipe is
+unclassified, with the reason, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pickvariant._base.errors import BadInput
+from pickvariant.catalog.model import MPS, HardwareFacts
+from pickvariant.catalog.nixtext import NixText, lex
+
+_NAME = re.compile(
+    r"^pytorch-python(?P<py>3\d{1,2})-(?:"
+    r"cpu-(?P<cpu_isa>[a-z0-9_]+)"
+    r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+)-(?P<isa>[a-z0-9_]+)"
+    r"|darwin-(?P<mps>mps))$"
+)
+_PIN = re.compile(r"github\.com/NixOS/nixpkgs/archive/([0-9a-f]{40})\.tar\.gz")
+_CUDA_SET = re.compile(r"(?<![A-Za-z0-9_])cudaPackages_(\d+(?:_\d+)?)(?![A-Za-z0-9_])")
+_PYTHON_SET = re.compile(r"(?<![A-Za-z0-9_])(python3\d*)Packages(?![A-Za-z0-9_])")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+class RecipeClassifier:
+    """Reads one recipe's facts against the hardware facts (a synced catalog's, or hardware.json's for sync)."""
+
+    def __init__(self, facts: HardwareFacts) -> None:
+        self.facts = facts
+
+    def system_for(self, os_name: str, arch: str) -> str:
+        for platform in self.facts.platforms.values():
+            if platform.os == os_name and platform.arch == arch:
+                return str(platform.nix_system)
+        raise BadInput(f"hardware facts have no {os_name}/{arch} platform")
+
+    def classify(self, branch: str, path: str, package: str, text: str) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        """(row, None, notes) for a classified recipe, else (None, why, notes)."""
+        notes: list[str] = []
+        name = _NAME.match(package)
+        if name is None:
+            return None, "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)", notes
+        recipe = lex(text)
+        python = f"3.{name['py'][1:]}"
+        pins = sorted(set(_PIN.findall(recipe.code)))
+        if len(pins) != 1:
+            return None, ("no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)" if not pins else f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"), notes
+        pin = pins[0]
+        python_sets = set(_PYTHON_SET.findall(recipe.code))
+        named = {f"python{name['py']}"}
+        if not python_sets or not python_sets <= {"python3"} | named or len(python_sets - {"python3"}) > 1:
+            return None, f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{name['py']}", notes
+        versions = sorted(set(v for v in recipe.string_binding("version") if _VERSION.match(v)))
+        if len(versions) > 1:
+            return None, f"several PyTorch versions: {', '.join(versions)}", notes
+        torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pin)
+        if torch is None:
+            return None, (f"PyTorch version unknown: the recipe keeps nixpkgs' torch, and hardware.json's nixpkgs_pins "
+                          f"does not give the torch of nixpkgs {pin[:12]}"), notes
+        platforms = recipe.list_binding("platforms")
+        if not platforms or len(platforms) != 1:
+            return None, "meta.platforms is not one literal list of systems", notes
+        listed = platforms[0]
+        if name["mps"]:
+            return self._mps(recipe, pin, torch, python, listed, branch, path, package, notes)
+        isa_name = name["cpu_isa"] or name["isa"]
+        isa = self.facts.isas.get(isa_name)
+        if isa is None:
+            return None, f"unknown CPU instruction set {isa_name!r} (not in hardware.json cpu_isas)", notes
+        why = self._check_cpu_flags(recipe, isa)
+        if why:
+            return None, why, notes
+        system = self.system_for("linux", isa.platform)
+        if system not in listed:
+            return None, f"meta.platforms {listed} lacks {system}, the only system {isa_name} runs on", notes
+        extra = [s for s in listed if s != system]
+        if extra:
+            notes.append(f"{branch}:{path}: meta.platforms also lists {', '.join(extra)}, which cannot run {isa_name}; recorded as {system} only")
+        row = {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
+               "gpu_arch": None, "cpu_isa": isa_name, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}
+        if name["cuda"] is None:
+            stray = sorted(set(_CUDA_SET.findall(recipe.code)))
+            if stray:
+                return None, f"a CPU-only name, but the recipe uses cudaPackages_{stray[0]}", notes
+            return row, None, notes
+        return self._cuda(recipe, row, name["cuda"], name["sm"], isa, notes)
+
+    def _check_cpu_flags(self, recipe: NixText, isa: Any) -> str | None:
+        flag_lists = recipe.list_binding("cpuFlags")
+        if not flag_lists or len(flag_lists) != 1:
+            return "cpuFlags is not one literal list of compiler flags"
+        needed: set[str] = set()
+        for flag in flag_lists[0]:
+            if flag not in self.facts.compiler_flags:
+                return f"compiler flag {flag} is not in hardware.json compiler_flags, so what CPU it needs is unknown"
+            needed.update(self.facts.compiler_flags[flag])
+        beyond = sorted(needed - set(isa.requires))
+        if beyond:
+            # The build would use instructions the CPUs pickvariant gives it to may lack: SIGILL.
+            return f"its cpuFlags need {', '.join(beyond)}, which the {isa.name} rule does not require of a CPU"
+        return None
+
+    def _cuda(self, recipe: NixText, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        cuda = tag.replace("_", ".")
+        arch = self.facts.gpu_archs.get(sm)
+        if arch is None:
+            return None, f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)", notes
+        if cuda not in self.facts.cuda_releases:
+            return None, f"no driver minimum is known for CUDA {cuda} (hardware.json cuda_releases)", notes
+        if not arch.builds_with(cuda):
+            return None, f"{sm} cannot be built with CUDA {cuda} (nvcc supports it in {arch.min_cuda}..{arch.max_cuda or ''})", notes
+        if not arch.has_host(isa.platform):
+            return None, f"{sm} GPUs have no {isa.platform} host ({arch.description})", notes
+        sets = sorted(set(_CUDA_SET.findall(recipe.code)))
+        if len(sets) != 1 or sets[0] not in (tag, tag.split("_")[0]):
+            found = ", ".join(f"cudaPackages_{s}" for s in sets) or "none"
+            return None, f"the name says CUDA {cuda}, the recipe's CUDA package set is {found}", notes
+        targets = recipe.list_binding("gpuTargets")
+        if not targets or len(targets) != 1 or targets[0] != [arch.sm_dotted]:
+            shown = targets[0] if targets and len(targets) == 1 else "not one literal list"
+            return None, f"the name says {sm}, the recipe's gpuTargets is {shown} (expected [{arch.sm_dotted!r}])", notes
+        cudnn_off = "0" in recipe.exports("USE_CUDNN")
+        return {**row, "gpu_arch": sm, "cuda": cuda, "cudnn": not cudnn_off, "_cuda_packages": f"cudaPackages_{sets[0]}"}, None, notes
+
+    def _mps(self, recipe: NixText, pin: str, torch: str, python: str, listed: list[str], branch: str, path: str, package: str,
+             notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        system = self.system_for("darwin", "aarch64")
+        if listed != [system]:
+            return None, f"a darwin-mps recipe whose meta.platforms is {listed}, not [{system!r}]", notes
+        if _CUDA_SET.search(recipe.code):
+            return None, "a darwin-mps recipe that uses a CUDA package set", notes
+        return {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
+                "gpu_arch": MPS, "cpu_isa": None, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}, None, notes

@@ -1,0 +1,112 @@
+"""The options that describe a machine and pin a choice, declared once and without typer.
+
+The typer CLI (cli.py) builds its parameters from these declarations, and the typer-free answer to
+`detect --format json` (entry.py) parses its command line with the same ones: importing typer costs
+more than detecting and deciding (benchmarks/detect_speed.py), and one declaration cannot drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pickvariant._base.records import record
+from pickvariant._base.request import WORKLOADS, Request
+
+OUTPUT_FORMATS = ("text", "json", "markdown")
+
+
+@record
+class Option:
+    """One command-line option: its flag, what it takes, its help text, and the Request field it fills."""
+
+    flag: str
+    kind: str  # "text", "path", "int", "texts" (repeatable), "flag" (takes no value) or "choice"
+    help: str
+    field: str | None = None  # the Request field, for options that describe the machine or pin the choice
+    choices: tuple[str, ...] = ()
+    default: object = None
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind != "flag"
+
+    @property
+    def repeatable(self) -> bool:
+        return self.kind == "texts"
+
+
+WORKLOAD = Option("--workload", "choice", "What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.",
+                  "workload", WORKLOADS, "general")
+CPUINFO = Option("--cpuinfo", "path", "Decide for the CPU of this /proc/cpuinfo dump instead of this machine's (env PICKVARIANT_CPUINFO).", "cpuinfo")
+GPU = Option("--gpu", "texts", "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).", "gpus")
+NO_GPU = Option("--no-gpu", "flag", "Decide for a machine without GPUs (CPU-only build).", "no_gpu", default=False)
+DRIVER = Option("--driver", "text", "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).", "driver")
+TORCH = Option("--torch", "text", "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).", "torch")
+CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda")
+GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index")
+BRANCH = Option("--branch", "text", "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).", "branch")
+PYTHON = Option("--python-version", "text", "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).", "python")
+FORMAT = Option("--format", "choice", "Output format.", choices=OUTPUT_FORMATS, default="text")
+COMPACT = Option("--compact", "flag", "With --format json: the same object on one line (one node per line for `plan`).", default=False)
+LABEL = Option("--label", "text", "With --format json: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.")
+
+# The options that fill a Request, by parameter name, in the order commands list them.
+REQUEST = {"workload": WORKLOAD, "cpuinfo": CPUINFO, "gpu": GPU, "no_gpu": NO_GPU, "driver": DRIVER, "torch": TORCH,
+           "cuda": CUDA, "gpu_index": GPU_INDEX, "branch": BRANCH, "python_version": PYTHON}
+# detect's options, in the order its help lists them.
+DETECT = {"workload": WORKLOAD, "format": FORMAT, **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
+          "compact": COMPACT, "label": LABEL}
+_BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
+_DIGITS = frozenset("0123456789")
+
+
+def request_from(values: dict[str, object]) -> Request:
+    """The Request that parsed option values (by parameter name, as REQUEST names them) describe."""
+    fields: dict[str, object] = {}
+    for name, value in values.items():
+        option = REQUEST.get(name)
+        if option is None or option.field is None or value is None:
+            continue
+        fields[option.field] = tuple(value) if option.repeatable else (Path(value) if option.kind == "path" and isinstance(value, str) else value)  # type: ignore[arg-type]
+    return Request(**fields)  # type: ignore[arg-type]
+
+
+def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
+    """detect's option values (by parameter name) for `detect --format json …` given plainly, else None.
+
+    None for anything the typer CLI should judge: an unknown or repeated option, a value that looks like
+    an option, a choice or index it would refuse, --help, a positional argument."""
+    if not args or args[0] != "detect":
+        return None
+    values: dict[str, object] = {name: option.default for name, option in DETECT.items()}
+    seen: set[str] = set()
+    position = 1
+    while position < len(args):
+        flag, equals, value = args[position].partition("=")
+        position += 1
+        if flag not in _BY_FLAG:
+            return None
+        name, option = _BY_FLAG[flag]
+        if name in seen and not option.repeatable:
+            return None
+        seen.add(name)
+        if not option.takes_value:
+            if equals:
+                return None
+            values[name] = True
+            continue
+        if not equals:
+            if position >= len(args):
+                return None
+            value, position = args[position], position + 1
+        if value.startswith("-") or (option.choices and value not in option.choices):
+            return None
+        if option.kind == "int":
+            if not 0 < len(value) <= 9 or not _DIGITS.issuperset(value):
+                return None
+            values[name] = int(value)
+        elif option.repeatable:
+            values[name] = [*(values[name] or ()), value]  # type: ignore[misc]
+        else:
+            values[name] = value
+    return values if values["format"] == "json" else None

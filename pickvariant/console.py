@@ -1,0 +1,75 @@
+"""What both command-line front ends share about the process: streams, error lines, exit codes, detect's JSON.
+
+The typer CLI (cli.py) and the typer-free answer to `detect --format json` (entry.py) both end a command
+here: pickvariant's one exception family becomes its exit code in exit_for, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+
+from pickvariant import api
+from pickvariant._base import settings
+from pickvariant._base.errors import PickVariantError
+from pickvariant._base.request import Request
+
+OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT})
+INTERRUPTED = 130
+
+
+def one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def error_line(error: PickVariantError) -> str:
+    """The stderr line for an error: a failed operation may add its log's tail; anything else is one line."""
+    return f"pickvariant: {error if error.exit_code == 1 else one_line(str(error))}"
+
+
+def exit_for(error: BaseException) -> tuple[str, int] | None:
+    """The line for stderr and the exit code that end a command with `error`; None for anything else (a bug)."""
+    if isinstance(error, PickVariantError):
+        return error_line(error), error.exit_code
+    if isinstance(error, KeyboardInterrupt):
+        return "pickvariant: interrupted", INTERRUPTED
+    return None
+
+
+def prepare_streams() -> bool:
+    """False when stdout is closed (`>&-`), after saying so; otherwise make encoding errors harmless."""
+    if sys.stdout is None:
+        print("pickvariant: standard output is closed: nothing could be printed", file=sys.stderr)
+        return False
+    for stream in (sys.stdout, sys.stderr):
+        # An ASCII or Latin-1 locale must not turn a "…" or a box line into a traceback.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    return True
+
+
+def output_failed(error: OSError) -> int | None:
+    """stdout went away (a closed pipe) or filled up (a full disk): one line, exit 1, no second failure at exit.
+
+    None when `error` is no failure of the output (a bug, to be raised)."""
+    if error.errno not in OUTPUT_ERRNOS:
+        return None
+    if error.errno != errno.EPIPE:
+        print(f"pickvariant: cannot write the output: {error.strerror or error}", file=sys.stderr)
+    # The interpreter flushes stdout once more on the way out: point it where that cannot fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1
+
+
+def detect_json(request: Request, compact: bool = False, label: str | None = None) -> tuple[str, api.Recommendation]:
+    """`detect --format json`'s output and the Recommendation it shows (both front ends print exactly this)."""
+    choice = api.recommend_request(request)
+    document = choice.to_json()
+    label = label if label is not None else settings.setting(os.environ, settings.LABEL)
+    if label is not None:
+        document = {"label": label, **document}
+    return (json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)), choice

@@ -1,0 +1,166 @@
+"""What a terminal gets: the decision and the catalog as rich views, progress while a command works.
+
+The one module of the output layer that draws with rich; everything that is read by a program or
+pasted into a ticket (JSON, Markdown, plain lines) is in the modules beside it. Each view prints
+plainly when its stream is no terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pickvariant.catalog.model import Catalog
+from pickvariant.machine.facts import HostFacts
+from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
+from pickvariant.output.present import flags_that_matter, gpu_extras, recommendation_json
+from pickvariant.rules.decision import Decision
+
+
+def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    from rich.tree import Tree
+
+    console = Console()
+    table = Table(title="Hardware", show_header=True, header_style="bold")
+    table.add_column("fact")
+    table.add_column("value")
+    table.add_column("source", style="dim")
+
+    def row(*cells: str) -> None:
+        # Text, not markup: a model name or path holding "[/]" must print, not raise.
+        table.add_row(*(Text(cell) for cell in cells))
+
+    row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
+    row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
+    row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
+    for gpu in facts.gpus:
+        row(f"GPU {gpu.index}", f"{gpu.name} (cc {gpu.compute_capability}{gpu_extras(gpu)})", facts.sources.get("gpus", ""))
+    if not facts.gpus:
+        row("GPUs", "none", facts.sources.get("gpus", ""))
+    if facts.driver and facts.driver.version:
+        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+        row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
+    if facts.cuda_visible_devices is not None:
+        row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
+    console.print(table)
+    rec = recommendation_json(decision, catalog)
+    title = Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green") if rec else Text("No compatible variant", style="bold red")
+    tree = Tree(title)
+    why = tree.add(Text(f"why (workload {workload})"))
+    for reason in decision.reasons:
+        why.add(Text(reason))
+    if decision.hints:
+        helps = tree.add("what would help")
+        for hint in decision.hints:
+            helps.add(Text(hint))
+    if decision.rejected:
+        others = tree.add("not chosen")
+        for rejection in decision.rejected:
+            others.add(Text(f"{rejection.choice}: {rejection.why}"))
+    for note in facts.notes:
+        tree.add(Text(f"note: {note}", style="dim"))
+    console.print(tree)
+
+
+def print_summary(catalog: Catalog) -> None:
+    sys.stdout.write(summary(catalog))
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    if not console.is_terminal:
+        console.file.write(plain(rows))
+        return
+    text = [{c: str(row[c] if row[c] is not None else "-") for c in COLUMNS} for row in rows]
+    # Each column takes its widest cell plus two spaces of padding and a border.
+    width = {c: max([len(c)] + [len(row[c]) for row in text]) + 3 for c in COLUMNS}
+    shown = list(COLUMNS)
+    for column in DROP_ORDER:
+        if sum(width[c] for c in shown) + 1 <= console.width:
+            break
+        shown.remove(column)
+    hidden = [c for c in COLUMNS if c not in shown]
+    caption = f"not shown, for want of width: {', '.join(hidden)} (--format markdown or a pipe shows every column)" if hidden else None
+    table = Table(title=f"{len(rows)} variants", caption=caption, header_style="bold")
+    for column in shown:
+        table.add_column(column, no_wrap=column == "package", overflow="fold")
+    for row in text:
+        # Text, not markup: a site catalog's description may hold brackets.
+        table.add_row(*(Text(row[c]) for c in shown))
+    console.print(table)
+
+
+def reading_progress(total_bytes: int | None) -> Any:
+    """A progress bar on stderr once reading has taken more than a second, on a terminal only.
+
+    Its measure is bytes (known beforehand for files; a pulsing bar for a pipe), its text the nodes read."""
+    import contextlib
+    import time
+
+    @contextlib.contextmanager
+    def bar() -> Any:
+        start = time.monotonic()
+        shown: list[Any] = []
+
+        def update(nodes: int, consumed: int) -> None:
+            if not shown:
+                if time.monotonic() - start < 1.0:
+                    return
+                from rich.console import Console
+                from rich.progress import (
+                    BarColumn,
+                    Progress,
+                    TextColumn,
+                    TimeRemainingColumn,
+                )
+
+                progress = Progress(TextColumn("reading nodes"), BarColumn(), TextColumn("{task.fields[nodes]:,} nodes"),
+                                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                progress.start()
+                shown.append((progress, progress.add_task("read", total=total_bytes, nodes=0)))
+            progress, task = shown[0]
+            progress.update(task, completed=consumed, nodes=nodes)
+
+        try:
+            yield update
+        finally:
+            if shown:
+                shown[0][0].stop()
+
+    @contextlib.contextmanager
+    def silent() -> Any:
+        yield lambda nodes, consumed: None
+
+    return bar() if sys.stderr.isatty() else silent()
+
+
+def flox_progress(label: str, echo: Callable[[str], None]) -> Any:
+    """A spinner with elapsed time and the last log line on a terminal; otherwise each step's line, through `echo`."""
+    import contextlib
+    import time
+
+    @contextlib.contextmanager
+    def plain() -> Any:
+        yield lambda line: echo(line) if line.startswith("» ") else None
+
+    @contextlib.contextmanager
+    def spinner() -> Any:
+        from rich.console import Console
+        from rich.markup import escape
+
+        start = time.monotonic()
+        with Console(stderr=True).status(f"{label}: starting") as status:
+            def update(line: str) -> None:
+                elapsed = int(time.monotonic() - start)
+                status.update(f"{label} [{elapsed // 60:02d}:{elapsed % 60:02d}] {escape(line[-100:])}")
+            yield update
+
+    return spinner() if sys.stderr.isatty() else plain()

@@ -1,0 +1,30 @@
+"""What the rules answer: the variant chosen (or none), why, and why not each alternative."""
+
+from __future__ import annotations
+
+from pickvariant._base.records import record
+from pickvariant.catalog.model import Branch, CudaLine, Variant
+from pickvariant.machine.gpu import GpuFacts
+
+
+@record
+class Rejection:
+    choice: str
+    why: str
+
+
+@record
+class Decision:
+    variant: Variant | None
+    branch: Branch | None
+    reasons: tuple[str, ...]
+    rejected: tuple[Rejection, ...]
+    hints: tuple[str, ...] = ()
+    targets: tuple[GpuFacts, ...] = ()
+    line: CudaLine | None = None
+    # Every variant that can run here, best first: what `plan` may give this machine, in detect's order.
+    candidates: tuple[Variant, ...] = ()
+
+
+def dedupe(rejected: list[Rejection]) -> list[Rejection]:
+    return list(dict.fromkeys(rejected))

@@ -1,0 +1,43 @@
+"""The layers of ARCHITECTURE.md hold: `lint-imports` checks pyproject.toml's contracts over every import,
+function-level ones included, so an arrow that runs back up fails the suite (and CI)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, require
+
+
+def _lint_imports() -> str:
+    found = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    require(Path(found).exists(), "import-linter's lint-imports is not installed (pip install -e '.[test]')")
+    return found
+
+
+def test_every_import_keeps_the_layers_and_makes_no_cycle() -> None:
+    done = subprocess.run([_lint_imports(), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
+    """The contracts are not empty words: a copy of the package in which the CPU facts import the output
+    layer and typer, and explain imports decide back, breaks exactly those contracts."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "pickvariant", copy / "pickvariant", ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.nix"))
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    with (copy / "pickvariant" / "machine" / "cpu.py").open("a") as cpu:
+        cpu.write("\n\ndef _drawn():\n    import typer  # noqa: F401\n    from pickvariant.output import present  # noqa: F401\n")
+    with (copy / "pickvariant" / "rules" / "explain.py").open("a") as explain:
+        explain.write("\nfrom pickvariant.rules import decide as _back  # noqa: E402, F401\n")
+    done = subprocess.run([_lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120, check=False,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pickvariant.machine.cpu -> pickvariant.output.present" in done.stdout
+    assert "The pipeline's layers: each imports only the layers below it BROKEN" in done.stdout
+    assert "No module imports one that imports it back, at any depth BROKEN" in done.stdout
+    assert "pickvariant.machine.cpu -> typer" in done.stdout
+    assert ".explain -> .decide" in done.stdout
