@@ -41,3 +41,19 @@ def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
     assert "No module imports one that imports it back, at any depth BROKEN" in done.stdout
     assert "pickvariant.machine.cpu -> typer" in done.stdout
     assert ".explain -> .decide" in done.stdout
+
+
+def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
+    """A wheel holds the package directory and nothing beside it: an installed copy must find the same files a checkout does."""
+    from pickvariant.catalog.load import DATA_DIR, default_catalog_path, hardware_facts_path
+    from pickvariant.install.floxcontract import CONTRACT
+    from pickvariant.recipes.render import TEMPLATES_DIR
+    from pickvariant.verify.judge import PROBE
+
+    package = (REPO / "pickvariant").resolve()
+    files = [default_catalog_path({}), hardware_facts_path(), DATA_DIR / "catalog.schema.json", CONTRACT, PROBE,
+             *TEMPLATES_DIR.glob("*.nix")]
+    assert len(files) == 8
+    for path in files:
+        assert path.resolve().is_relative_to(package) and path.is_file(), path
+    assert "force-include" not in (REPO / "pyproject.toml").read_text()
