@@ -113,7 +113,10 @@ def test_a_recipe_is_fetched_over_the_network_and_then_served_from_the_cache(dae
     second = fetch(GOOD, "--repo", daemon.url)
     assert second.exit_code == 0 and second.stdout == first.stdout and "(cached)" in second.stderr
     assert daemon.upload_packs() == served + 1  # one ls-remote to learn the tip; no second fetch
-    assert list(cache.glob(f"recipes/*/commits/{tip}/.flox/pkgs/{GOOD}.nix"))
+    # The cache is git's object store (hash-checked on every read), not copies of files.
+    (git_dir,) = cache.glob("recipes/*/git")
+    assert git(git_dir, "cat-file", "-p", f"{tip}:.flox/pkgs/{GOOD}.nix") == first.stdout
+    assert not list(cache.rglob(f"{GOOD}.nix"))
 
 
 def test_a_local_clone_and_the_environment_variable_name_the_repository(build_repo, cache, tmp_path, monkeypatch) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
+from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
     parse_compute_capability,
     parse_driver_version,
@@ -272,7 +273,8 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     branches = tuple(_branch(index, entry, hardware, tuple(variants_by_branch[entry["name"]])) for index, entry in enumerate(data["branches"]))
     return Catalog(
         path=path,
-        source=Source(data["source"]["repo"], data["source"]["commit"], data["source"]["date"]),
+        # A catalog written by an older sync may still hold credentials in its source: never shown.
+        source=Source(public_url(data["source"]["repo"]), data["source"]["commit"], data["source"]["date"]),
         platforms=hardware.platforms,
         build_hours=data["build"]["hours"],
         build_disk_gb=data["build"]["disk_gb"],

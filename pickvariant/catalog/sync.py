@@ -12,7 +12,7 @@ import json
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from pickvariant.catalog.model import SCHEMA_VERSION
 
 from pickvariant.catalog.load import build_hardware, hardware_facts_path, load_json, parse_catalog, stamp
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.git import run_git
+from pickvariant._base.git import run_git, stream_blobs
+from pickvariant._base.urls import public_url
 from pickvariant._base.records import record
 from pickvariant.catalog.classify import RecipeClassifier
 from pickvariant.catalog.schema import SchemaError
@@ -51,6 +52,7 @@ class SyncResult:
     skipped_branches: tuple[str, ...]
     unclassified: tuple[Unclassified, ...]
     notes: tuple[str, ...]
+    refused_branches: tuple[tuple[str, str], ...] = ()  # (branch, why): left out whole
 
     @property
     def variant_count(self) -> int:
@@ -62,13 +64,13 @@ class SyncResult:
 
 @dataclass
 class GitRepository:
-    """A local git directory read with plumbing commands only (works on bare and non-bare clones)."""
+    """pickvariant's own copy of a build repository (a mirror clone), read with plumbing commands only."""
 
-    path: str
+    path: Path
     shown: str
 
-    def run(self, *args: str, input_bytes: bytes | None = None) -> bytes:
-        return run_git(["-C", self.path, *args], self.shown, input_bytes)
+    def run(self, *args: str) -> bytes:
+        return run_git(list(args), self.shown, self.path)
 
     def branches(self) -> list[tuple[str, str]]:
         """(name, commit) of every local branch, and of origin's branches that have no local one."""
@@ -99,34 +101,15 @@ class GitRepository:
             blobs.append((path.decode("utf-8", "replace"), parts[2].decode(), size))
         return blobs
 
-    def read_blobs(self, blob_ids: Sequence[str]) -> dict[str, bytes]:
-        """Every blob's content through one `git cat-file --batch`, not one process per file."""
-        if not blob_ids:
-            return {}
-        out = self.run("cat-file", "--batch", input_bytes="".join(f"{blob}\n" for blob in blob_ids).encode())
-        contents: dict[str, bytes] = {}
-        position = 0
-        for _ in blob_ids:
-            header_end = out.index(b"\n", position)
-            header = out[position:header_end].split()
-            if len(header) != 3:
-                raise OperationFailed(f"git cat-file on {self.shown}: unexpected answer {out[position:header_end][:80]!r}")
-            size = int(header[2])
-            contents[header[0].decode()] = out[header_end + 1:header_end + 1 + size]
-            position = header_end + 1 + size + 1
-        return contents
+    def read_blobs(self, blob_ids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+        """Each blob's content in turn, through one `git cat-file --batch`: one blob in memory at a time."""
+        if blob_ids:
+            yield from stream_blobs(self.path, self.shown, blob_ids, MAX_RECIPE_BYTES)
 
     def head(self) -> tuple[str, str]:
         commit = self.run("rev-parse", "--verify", "HEAD^{commit}").decode().strip()
-        date = self.run("log", "-1", "--format=%cI", commit).decode().strip()
+        date = self.run("log", "-1", "--no-show-signature", "--format=%cI", commit).decode().strip()
         return commit, date
-
-    def origin_url(self) -> str | None:
-        try:
-            url = self.run("config", "--get", "remote.origin.url").decode().strip()
-        except OperationFailed:
-            return None
-        return url or None
 
 
 def _is_url(repo: str) -> bool:
@@ -134,22 +117,38 @@ def _is_url(repo: str) -> bool:
 
 
 def open_repository(repo: str, workdir: Path) -> GitRepository:
-    """A local clone as it is, or a URL cloned (bare, every branch) into `workdir`."""
+    """pickvariant's own mirror of `repo` (a URL, or a local clone), in `workdir`.
+
+    A local clone is never read in place: its own configuration could make git run programs
+    (see pickvariant/_base/git.py), so it is cloned with --no-local, as a URL is."""
+    target = workdir / "clone.git"
     if _is_url(repo):
-        target = workdir / "clone.git"
-        GitRepository(str(workdir), repo).run("clone", "--bare", "--quiet", "--no-tags", "--", repo, str(target))
-        return GitRepository(str(target), repo)
+        run_git(["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir)
+        return GitRepository(target, public_url(repo))
     path = Path(repo)
     if not path.exists():
         raise BadInput(f"{repo!r:.200} is neither a URL nor an existing directory")
     if not path.is_dir():
         raise BadInput(f"{repo!r:.200} is not a directory (give a clone of the build repository)")
-    repository = GitRepository(str(path), repo)
     try:
-        repository.run("rev-parse", "--git-dir")
+        run_git(["clone", "--mirror", "--no-local", "--quiet", "--", str(path.resolve()), str(target)], repo, workdir)
+    except OperationFailed as error:
+        said = str(error).split(" failed: ", 1)[-1]
+        raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}") from None
+    return GitRepository(target, repo)
+
+
+def origin_url(repo: str, workdir: Path) -> str | None:
+    """The origin a local clone records, read from its config file as data (no git runs in the clone)."""
+    path = Path(repo)
+    config = path / ".git" / "config" if (path / ".git").is_dir() else path / "config"
+    if not config.is_file():
+        return None
+    try:
+        url = run_git(["config", "--file", str(config.resolve()), "--no-includes", "--get", "remote.origin.url"], repo, workdir)
     except OperationFailed:
-        raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository)") from None
-    return repository
+        return None
+    return url.decode("utf-8", "replace").strip() or None
 
 
 def _package_name(path: str) -> str | None:
@@ -181,7 +180,9 @@ def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = 
     hardware = load_json(hardware_path or hardware_facts_path(), "hardware facts")
     with tempfile.TemporaryDirectory(prefix="pickvariant-sync-") as workdir:
         repository = open_repository(repo, Path(workdir))
-        return _sync(repository, hardware, source_url or (repo if _is_url(repo) else repository.origin_url() or repo))
+        recorded = source_url or (repo if _is_url(repo) else origin_url(repo, Path(workdir)) or repo)
+        # Recorded in the catalog, hence in every detect line and report: never with credentials.
+        return _sync(repository, hardware, public_url(recorded))
 
 
 def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str) -> SyncResult:
@@ -191,8 +192,9 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str)
         raise BadInput(f"hardware facts: {error}") from error
     commit, date = repository.head()
     skipped_branches: list[str] = []
+    refused: list[tuple[str, str]] = []
     skipped_packages: Counter[str] = Counter()
-    wanted: list[tuple[str, str, str, str]] = []  # branch, commit, path, blob
+    wanted: dict[str, list[tuple[str, str]]] = {}  # blob -> (branch, path): a file shared by branches is read once
     unclassified: list[Unclassified] = []
     branch_commits: dict[str, str] = {}
     for branch, branch_commit in repository.branches():
@@ -200,6 +202,10 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str)
             skipped_branches.append(branch)
             continue
         blobs = repository.recipe_blobs(branch_commit)
+        why = _refused_branch(branch, blobs)
+        if why:
+            refused.append((branch, why))
+            continue
         if not blobs:
             continue
         branch_commits[branch] = branch_commit
@@ -213,26 +219,46 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str)
             if size > MAX_RECIPE_BYTES:
                 unclassified.append(Unclassified(branch, path, f"{size} bytes: too large to be a recipe"))
                 continue
-            wanted.append((branch, branch_commit, path, blob))
-    contents = repository.read_blobs(sorted({blob for _, _, _, blob in wanted}))
+            wanted.setdefault(blob, []).append((branch, path))
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
-    for branch, _, path, blob in wanted:
-        text = contents[blob].decode("utf-8", "replace")
-        package = _package_name(path) or ""
-        row, why, found_notes = classifier.classify(branch, path, package, text)
-        notes.extend(found_notes)
-        if row is None:
-            unclassified.append(Unclassified(branch, path, why or "not classified"))
-        else:
-            rows.append(row)
+    for blob, content in repository.read_blobs(sorted(wanted)):
+        text = content.decode("utf-8", "replace")
+        for branch, path in wanted[blob]:
+            row, why, found_notes = classifier.classify(branch, path, _package_name(path) or "", text)
+            notes.extend(found_notes)
+            if row is None:
+                unclassified.append(Unclassified(branch, path, why or "not classified"))
+            else:
+                rows.append(row)
+    rows.sort(key=lambda row: (row["branch"], row["path"]))
     rows, branches = _branches(rows, branch_commits, classifier, unclassified)
     document = _document(hardware, source_repo, commit, date, branches, rows)
     try:
         parse_catalog(document, Path("(synced catalog)"))
     except BadInput as error:
         raise OperationFailed(f"the synced catalog does not validate: {error}") from error
-    return SyncResult(document, skipped_packages, tuple(sorted(skipped_branches)), tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))), tuple(notes))
+    return SyncResult(document, skipped_packages, tuple(sorted(skipped_branches)), tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
+                      tuple(sorted(set(notes))), tuple(refused))
+
+
+# A branch name the catalog can record (its schema's pattern): others are left out, with the reason, not written.
+_BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
+
+
+def _refused_branch(branch: str, blobs: list[tuple[str, str, int]]) -> str | None:
+    """Why a whole branch is left out of the catalog, or None."""
+    if not _BRANCH_NAME.fullmatch(branch):
+        return "its name is not one a catalog can record (letters, digits, '.', '_', '-', '/'; 200 at most)"
+    packages: dict[str, list[str]] = {}
+    for path, _, _ in blobs:
+        package = _package_name(path)
+        if package is not None:
+            packages.setdefault(package, []).append(path)
+    twice = sorted(package for package, paths in packages.items() if len(paths) > 1)
+    if twice:
+        return f"it defines {twice[0]} twice ({' and '.join(sorted(packages[twice[0]]))}): which one Flox builds is not certain"
+    return None
 
 
 def _majority(values: Iterable[str]) -> str:
@@ -332,6 +358,8 @@ def summary(result: SyncResult) -> list[str]:
         lines.append(f"skipped {sum(result.skipped_packages.values())} recipes of other packages ({other})")
     if result.skipped_branches:
         lines.append(f"skipped staging branches: {', '.join(result.skipped_branches)}")
+    for branch, why in result.refused_branches:
+        lines.append(f"left out branch {branch}: {why}")
     lines += [f"note: {note}" for note in result.notes]
     if result.unclassified:
         lines.append(f"{len(result.unclassified)} recipe(s) not classified, left out of the catalog:")

@@ -1,32 +1,43 @@
 """A variant's own recipe from the recipe repository (the upstream build repository, a fork, a mirror
-or a local clone), fetched with real git, cached by repository and commit, and checked against the
-catalog row before anything uses it.
+or a local clone), fetched with real git, kept in a cache repository of pickvariant's own, and checked
+against the catalog row before anything uses it.
 
-Only the variant's branch is fetched, one commit deep and without file contents (a partial clone);
-git then fetches the one file asked for. A server that cannot filter sends the commit's tree whole,
-which is still one commit.
+Only the variant's branch is fetched, one commit deep, with no file larger than a recipe may be (a
+partial clone, `--filter=blob:limit`); a file the filter left out is refused as too large without
+ever being downloaded. The recipe is read from git's object store and its content checked against
+the id the commit's tree gives it, so a cache file truncated or replaced on disk is never served.
+Fetches into one cache take turns (a lock), and every network operation of one fetch shares one
+time limit (PICKVARIANT_NETWORK_TIMEOUT, seconds). The repository's address is recorded, printed and
+named in the cache without the credentials it may carry.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pickvariant._base import settings
-from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.catalog.classify import RecipeClassifier
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import write_atomic
 from pickvariant._base.git import run_git
-from pickvariant.catalog.nixtext import lex
 from pickvariant._base.records import record
+from pickvariant._base.urls import public_url
+from pickvariant.catalog.classify import RecipeClassifier
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.catalog.nixtext import NotNix, parse
 
 NIX_PARSE_TIMEOUT_S = 60
+DEFAULT_NETWORK_TIMEOUT_S = 120.0
 MAX_RECIPE_BYTES = 1024 * 1024
 GENERATE_HINT = "or generate it with --generate"
 # Fields of a catalog row that a fetched recipe must agree with, as sync derives them from it.
@@ -63,91 +74,185 @@ def recipes_repo(catalog: Catalog, repo: str | None, env: Mapping[str, str]) -> 
 
 
 def _cache_key(repo: str) -> str:
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", repo.rstrip("/").split("://")[-1])[-60:].strip("._") or "repo"
-    return f"{readable}-{hashlib.sha256(repo.encode('utf-8')).hexdigest()[:12]}"
+    shown = public_url(repo)
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shown.rstrip("/").split("://")[-1])[-60:].strip("._") or "repo"
+    return f"{readable}-{hashlib.sha256(shown.encode('utf-8')).hexdigest()[:12]}"
 
 
-def _remote_commit(repo: str, branch: str) -> str:
-    out = run_git(["ls-remote", "--heads", "--", repo, f"refs/heads/{branch}"], repo, timeout_s=120).decode("utf-8", "replace")
-    for line in out.splitlines():
+def network_timeout(env: Mapping[str, str]) -> float:
+    """How long one fetch's network operations may take in all: PICKVARIANT_NETWORK_TIMEOUT, else 120 s."""
+    stated = settings.setting(env, settings.NETWORK_TIMEOUT)
+    if stated is None:
+        return DEFAULT_NETWORK_TIMEOUT_S
+    try:
+        seconds = float(stated)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86400:
+        raise BadInput(f"{settings.NETWORK_TIMEOUT}={stated!r:.40} is not a number of seconds between 0 and 86400")
+    return seconds
+
+
+class _Deadline:
+    """One time limit shared by every git call of a fetch."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def left(self, repo: str) -> float:
+        remaining = self.end - time.monotonic()
+        if remaining <= 0:
+            raise OperationFailed(f"fetching from {public_url(repo)} took longer than {self.seconds:g} s in all "
+                                  f"(set {settings.NETWORK_TIMEOUT} to allow more)")
+        return remaining
+
+
+@contextlib.contextmanager
+def _locked(root: Path, deadline: _Deadline, repo: str) -> Iterator[None]:
+    """The cache of one repository, for this process alone: clusters with a shared home fetch at once."""
+    handle = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                deadline.left(repo)
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(handle)
+
+
+def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> str:
+    out = run_git(["ls-remote", "--heads", "--", repo, f"refs/heads/{branch}"], repo, git_dir, timeout_s=deadline.left(repo))
+    for line in out.decode("utf-8", "replace").splitlines():
         commit, _, ref = line.partition("\t")
         if ref == f"refs/heads/{branch}" and re.fullmatch(r"[0-9a-f]{40}", commit):
             return commit
-    raise MissingBranch(f"{repo} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
+    raise MissingBranch(f"{public_url(repo)} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
 
 
-def _fetch_file(repo: str, branch: str, path: str, git_dir: Path) -> tuple[str, bytes]:
-    """(commit, content) of `path` at the tip of `branch`, into the cache's bare repository."""
-    if not (git_dir / "HEAD").is_file():
-        run_git(["init", "--bare", "--quiet", str(git_dir)], repo)
-        for key, value in (("remote.origin.url", repo), ("remote.origin.promisor", "true"), ("remote.origin.partialclonefilter", "blob:none")):
-            run_git(["-C", str(git_dir), "config", key, value], repo)
-    run_git(["-C", str(git_dir), "fetch", "--quiet", "--depth", "1", "--filter=blob:none", "--no-tags", "origin",
-             f"+refs/heads/{branch}:refs/remotes/origin/{branch}"], repo)
-    commit = run_git(["-C", str(git_dir), "rev-parse", f"refs/remotes/origin/{branch}^{{commit}}"], repo).decode().strip()
-    size = run_git(["-C", str(git_dir), "cat-file", "-s", f"{commit}:{path}"], repo).decode().strip()
-    if not size.isdigit() or int(size) > MAX_RECIPE_BYTES:
-        raise OperationFailed(f"{repo} {branch}:{path} is {size} bytes: too large to be a recipe")
-    content = run_git(["-C", str(git_dir), "cat-file", "blob", f"{commit}:{path}"], repo)
-    return commit, content
+def _init(git_dir: Path, repo: str) -> None:
+    if (git_dir / "HEAD").is_file():
+        return
+    # Made beside its final place and renamed into it: an interrupted init leaves nothing half made.
+    # Its remote has no address on disk (the address may carry credentials): each fetch names it.
+    staging = Path(tempfile.mkdtemp(prefix=".git-", dir=git_dir.parent))
+    run_git(["init", "--bare", "--quiet", str(staging)], repo, git_dir.parent)
+    for key, value in (("remote.origin.promisor", "true"), ("extensions.partialclone", "origin"), ("core.repositoryformatversion", "1")):
+        run_git(["config", key, value], repo, staging)
+    os.rename(staging, git_dir)
+
+
+def _fetch(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> None:
+    # A local repository's upload-pack is started by this git, and told to honour the size filter (a
+    # server decides that for itself); it is git's own program, which git keeps safe in untrusted repositories.
+    local = () if re.match(r"^[a-z][a-z0-9+.-]*://", repo) and not repo.startswith("file://") or re.match(r"^[\w.-]+@[\w.-]+:", repo) else (
+        "--upload-pack=git -c uploadpack.allowFilter=true upload-pack",)
+    run_git(["fetch", "--quiet", *local, "--depth", "1", f"--filter=blob:limit={MAX_RECIPE_BYTES}", "--no-tags", "origin",
+             f"+refs/heads/{branch}:refs/remotes/origin/{branch}"], repo, git_dir, timeout_s=deadline.left(repo),
+            config=(f"remote.origin.url={repo}",))
+
+
+def _reader(root: Path, git_dir: Path, repo: str) -> Path:
+    """A repository that sees the cache's objects and nothing else: no promisor remote, so a missing
+    object is missing, never fetched behind pickvariant's back (the cache repository itself would
+    fetch any object it lacks from its partial-clone remote, a 300 MB file included)."""
+    reader = root / "read.git"
+    if not (reader / "HEAD").is_file():
+        staging = Path(tempfile.mkdtemp(prefix=".read-", dir=root))
+        run_git(["init", "--bare", "--quiet", str(staging)], repo, root)
+        os.rename(staging, reader)
+    write_atomic(reader / "objects" / "info" / "alternates", str((git_dir / "objects").resolve()) + "\n")
+    return reader
+
+
+_LEFT_OUT = "left out"  # the commit is here, its file is not: the fetch's size filter kept it out
+
+
+def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | None:
+    """The recipe at `commit` from the cache's object store, its content checked against its id.
+
+    None when the commit is not in the cache (or an object is damaged: fetched again, never served);
+    _LEFT_OUT when the commit is, and its file is not."""
+    try:
+        blob = run_git(["rev-parse", "--verify", "--quiet", f"{commit}:{path}"], repo, reader).decode().strip()
+    except OperationFailed:
+        return None
+    try:
+        content = run_git(["cat-file", "blob", blob], repo, reader)
+    except OperationFailed:
+        return _LEFT_OUT
+    if hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest() != blob:
+        return None
+    return content.decode("utf-8", "replace")
 
 
 def fetch_checked(variant: Variant, catalog: Catalog, repo: str | None, cache: Path, env: Mapping[str, str]) -> FetchedRecipe:
     """Fetch the variant's recipe and check it; the notes of both come with it."""
-    fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache)
+    fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache, network_timeout(env))
     return FetchedRecipe(fetched.text, fetched.repo, fetched.branch, fetched.commit, fetched.path, fetched.from_cache, check_recipe(fetched, variant, catalog))
 
 
-def fetch_recipe(variant: Variant, repo: str, cache: Path) -> FetchedRecipe:
+def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DEFAULT_NETWORK_TIMEOUT_S) -> FetchedRecipe:
     """The variant's recipe at the tip of its branch in `repo`, from the cache when that commit was fetched before.
 
     Unreachable repository: the last commit cached for the branch, with a note; none cached: OperationFailed."""
+    shown = public_url(repo)
     root = cache / "recipes" / _cache_key(repo)
-    tip_file = root / "branches" / variant.branch
-
-    def cached(commit: str | None) -> str | None:
-        # A cache file that cannot be read is a cache miss, never an error.
-        try:
-            return (root / "commits" / commit / variant.path).read_text(encoding="utf-8") if commit else None
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    try:
-        commit = _remote_commit(repo, variant.branch)
-    except MissingBranch:
-        raise
-    except OperationFailed as unreachable:
-        try:
-            last: str | None = tip_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            last = None
-        text = cached(last)
-        if last and text is not None:
-            return FetchedRecipe(text, repo, variant.branch, last, variant.path, True,
-                                 (f"{repo} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",))
-        raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {repo}: {unreachable}; {GENERATE_HINT}") from None
-    text = cached(commit)
-    if text is not None:
-        return FetchedRecipe(text, repo, variant.branch, commit, variant.path, True)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise OperationFailed(f"cannot create the recipe cache {root}: {error.strerror or error}; set XDG_CACHE_HOME to a writable directory") from None
+    deadline = _Deadline(timeout_s)
     git_dir = root / "git"
-    try:
-        fetched_commit, content = _fetch_file(repo, variant.branch, variant.path, git_dir)
-    except OperationFailed:
-        # An interrupted earlier fetch can leave locks or a half-written shallow file: start the
-        # cache's repository over once before giving up.
-        shutil.rmtree(git_dir, ignore_errors=True)
+    tip_file = root / "branches" / variant.branch
+    with _locked(root, deadline, repo):
         try:
-            fetched_commit, content = _fetch_file(repo, variant.branch, variant.path, git_dir)
+            _init(git_dir, repo)
+            reader = _reader(root, git_dir, repo)
+        except (OperationFailed, OSError) as error:
+            raise OperationFailed(f"cannot set up the recipe cache {git_dir}: {error}") from None
+        try:
+            commit = _remote_commit(repo, variant.branch, git_dir, deadline)
+        except MissingBranch:
+            raise
+        except OperationFailed as unreachable:
+            try:
+                last: str | None = tip_file.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                last = None
+            text = _read_recipe(repo, last, variant.path, reader) if last and re.fullmatch(r"[0-9a-f]{40}", last) else None
+            if last and text is not None and text is not _LEFT_OUT:
+                return FetchedRecipe(text, shown, variant.branch, last, variant.path, True,
+                                     (f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",))
+            raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}") from None
+        text = _read_recipe(repo, commit, variant.path, reader)
+        if text is not None and text is not _LEFT_OUT:
+            return FetchedRecipe(text, shown, variant.branch, commit, variant.path, True)
+        try:
+            _fetch(repo, variant.branch, git_dir, deadline)
         except OperationFailed as error:
-            raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {repo}: {error}; {GENERATE_HINT}") from None
-    text = content.decode("utf-8", "replace")
-    write_atomic(root / "commits" / fetched_commit / variant.path, text)
-    write_atomic(tip_file, fetched_commit + "\n")
-    return FetchedRecipe(text, repo, variant.branch, fetched_commit, variant.path, False)
+            # An interrupted earlier fetch can leave locks or a half-written shallow file: start the
+            # cache's repository over once, within the same time limit, before giving up.
+            shutil.rmtree(git_dir, ignore_errors=True)
+            try:
+                _init(git_dir, repo)
+                _fetch(repo, variant.branch, git_dir, deadline)
+            except OperationFailed:
+                raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {error}; {GENERATE_HINT}") from None
+        text = _read_recipe(repo, commit, variant.path, reader)
+        if text is _LEFT_OUT:
+            # The filter left it out unread: a file over the limit is never downloaded.
+            raise OperationFailed(f"{shown} {variant.branch}:{variant.path} at {commit[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe")
+        if text is None:
+            raise OperationFailed(f"{shown} {variant.branch} at {commit[:12]} has no {variant.path}; {GENERATE_HINT}")
+        write_atomic(tip_file, commit + "\n")
+        return FetchedRecipe(text, shown, variant.branch, commit, variant.path, False)
 
 
 def _pname_matches(pname: str, variant: Variant) -> bool:
@@ -164,7 +269,10 @@ def check_recipe(fetched: FetchedRecipe, variant: Variant, catalog: Catalog) -> 
     where = f"{fetched.repo} {fetched.branch}:{fetched.path} at {fetched.commit[:12]}"
     notes = list(fetched.notes)
     notes.append(_nix_parse(fetched.text, where))
-    pnames = lex(fetched.text).string_binding("pname")
+    try:
+        pnames = parse(fetched.text).string_binding("pname") or []
+    except NotNix as error:
+        raise OperationFailed(f"the recipe {where} cannot be read as Nix reads it: {error}") from None
     if len(set(pnames)) != 1 or not _pname_matches(pnames[0], variant):
         shown = ", ".join(sorted(set(pnames))) or "none"
         raise OperationFailed(f"the recipe {where} does not match the catalog: its pname is {shown}, the catalog's package {variant.package}")

@@ -1,0 +1,222 @@
+"""What pickvariant reads is data, never instructions: hostile build repositories, their git config, credentials
+in their addresses, recipes written to fool the classifier. Each repository is built by the test, with real git,
+from the synthetic build repository (tests/buildrepo.py) the other tests use."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from buildrepo import PIN_NEW, commit_branch, git, make_build_repo, recipe, recipe_for_row
+from conftest import REPO, require
+from pickvariant.cli import app
+
+runner = CliRunner()
+SHIPPED = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
+BRANCH = "pytorch-2.10-python313"
+GOOD = "pytorch-python313-cuda13_1-sm90-avx512"
+SECRET = "glpat-SECRET-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def _git() -> None:
+    require(shutil.which("git") is not None, "git is not installed")
+
+
+def _row(package: str) -> dict:
+    return next(r for r in SHIPPED["variants"] if r["branch"] == BRANCH and r["package"] == package)
+
+
+def _marker_program(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A program that leaves a mark when anything runs it: (program, mark)."""
+    mark = tmp_path / f"ran-{name}"
+    program = tmp_path / f"evil-{name}"
+    program.write_text(f"#!/bin/sh\necho ran >> {mark}\nexit 0\n")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    return program, mark
+
+
+def _signed_head(repo: Path) -> None:
+    """HEAD becomes a commit carrying a (fake) signature: `git log` with log.showSignature hands it to gpg.program."""
+    raw = git(repo, "cat-file", "commit", "HEAD")
+    header, _, message = raw.partition("\n\n")
+    signature = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n =abcd\n -----END PGP SIGNATURE-----"
+    signed = f"{header}\n{signature}\n\n{message}"
+    new = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, input=signed, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    git(repo, "update-ref", "refs/heads/main", new)
+
+
+def _hostile(repo: Path, tmp_path: Path) -> list[Path]:
+    """Every setting of the repository's own config that makes git run a program, each pointing at a marker."""
+    marks = []
+    settings = {
+        "log.showSignature": "true", "core.fsmonitor": None, "core.pager": None, "diff.external": None,
+        "credential.helper": None, "core.sshCommand": None, "core.askPass": None, "core.gitProxy": None,
+        "remote.origin.uploadpack": None, "gpg.program": None, "core.alternateRefsCommand": None,
+    }
+    for key, value in settings.items():
+        if value is None:
+            program, mark = _marker_program(tmp_path, key.replace(".", "-"))
+            value, marks = str(program), [*marks, mark]
+        git(repo, "config", key, value)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("reference-transaction", "post-checkout", "pre-push", "post-merge", "fsmonitor-watchman", "post-index-change"):
+        program, mark = _marker_program(tmp_path, f"hook-{hook}")
+        shutil.copy(program, hooks / hook)
+        marks.append(mark)
+    git(repo, "config", "core.hooksPath", str(hooks))
+    git(repo, "config", "remote.origin.url", f"https://gitlab-ci-token:{SECRET}@gitlab.example.org/ml/build-pytorch.git")
+    git(repo, "config", f"url.ext::{tmp_path / 'evil-ext'} %S.insteadOf", "https://")
+    return marks
+
+
+def test_a_clones_own_git_config_runs_no_program_in_sync_or_recipe(tmp_path, monkeypatch) -> None:
+    repo = make_build_repo(tmp_path / "build-pytorch")
+    commit_branch(repo, BRANCH, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))}, parent="main")
+    _signed_head(repo)
+    marks = _hostile(repo, tmp_path)
+    # The same checkout is also where the user stands: a repository around the current directory is not read either.
+    monkeypatch.chdir(repo)
+    synced = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(tmp_path / "catalog.json")])
+    assert synced.exit_code == 0, synced.output
+    fetched = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
+    assert fetched.exit_code == 0, fetched.output
+    assert [mark.name for mark in marks if mark.exists()] == []
+    # The origin it records is the address without the token, in the catalog and so in every detect line.
+    source = json.loads((tmp_path / "catalog.json").read_text())["source"]["repo"]
+    assert source == "https://gitlab.example.org/ml/build-pytorch.git"
+
+
+def test_the_environment_cannot_allow_a_transport_that_runs_a_command(tmp_path, monkeypatch) -> None:
+    program, mark = _marker_program(tmp_path, "ext")
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "ext:file")
+    for argv in (["recipe", GOOD, "--branch", BRANCH, "--repo", f"ext::{program} %S"],
+                 ["catalog", "sync", f"ext::{program} %S", "-o", str(tmp_path / "c.json")]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code in (1, 2), result.output
+    assert not mark.exists()
+
+
+def test_credentials_in_a_repository_address_are_never_written_printed_or_named(tmp_path, monkeypatch) -> None:
+    """`--repo file://user:TOKEN@localhost/…` fetches (git takes the address as given) and appears nowhere with its token."""
+    repo = tmp_path / "served"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    commit_branch(repo, BRANCH, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    address = f"file://ci-token:{SECRET}@localhost{repo}"
+    fetched = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", address])
+    assert fetched.exit_code == 0, fetched.output
+    assert f"from file://localhost{repo}" in fetched.stderr
+    unreachable = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"http://ci-token:{SECRET}@127.0.0.1:9/x.git"])
+    assert unreachable.exit_code == 1 and "http://127.0.0.1:9/x.git" in unreachable.stderr
+    for result in (fetched, unreachable):
+        assert SECRET not in result.output
+    names = [str(path) for path in cache.rglob("*")]
+    assert names and not [name for name in names if SECRET in name]
+    for path in cache.rglob("*"):
+        if path.is_file() and "objects" not in path.parts:
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def _sync(repo: Path, out: Path):
+    return runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(out)])
+
+
+DECOYS = {
+    # The flags the build really gets are the ones after ++; a comment and a string hold the AVX2-only list.
+    "cpu flags joined with ++": recipe("313", "avx2", PIN_NEW, version="2.10.0",
+                                        cpu_flags='"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw"').replace(
+        "in (nixpkgs_pinned", "  decoy = '' cpuFlags = [ \"-mavx2\" ]; '';\nin (nixpkgs_pinned"),
+    "gpu targets joined with ++": recipe("313", "avx512", PIN_NEW, "sm90", "13_1", version="2.10.0").replace(
+        "gpuTargets = [ gpuArchSM ]", 'gpuTargets = [ "8.0" ] ++ [ ]'),
+    "cpu flags bound twice": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace(
+        "in (nixpkgs_pinned", '  other = { cpuFlags = [ "-mavx512f" ]; };\nin (nixpkgs_pinned'),
+    "cpu flags from a function call": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace(
+        'cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ]', 'cpuFlags = builtins.filter (x: true) [ "-mavx2" ]'),
+    "a NUL byte before the real flags": recipe("313", "avx2", PIN_NEW, version="2.10.0") + "\0cpuFlags = [ \"-mavx512f\" ];\n",
+    "not valid Nix": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace("in (nixpkgs_pinned", "in ((nixpkgs_pinned"),
+    "an inherited version": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace('version = "2.10.0";', "inherit version;"),
+}
+NAMES = {"gpu targets joined with ++": "pytorch-python313-cuda13_1-sm90-avx512"}
+
+
+@pytest.mark.parametrize("case", sorted(DECOYS))
+def test_a_fact_that_is_no_plain_literal_leaves_the_recipe_unclassified(case, tmp_path) -> None:
+    repo = tmp_path / "build-pytorch"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    name = NAMES.get(case, "pytorch-python313-cpu-avx2")
+    honest = recipe("313", "avx512", PIN_NEW, version="2.10.0")
+    commit_branch(repo, "pytorch-2.10-python313", {f"{name}.nix": DECOYS[case], "pytorch-python313-cpu-avx512.nix": honest})
+    out = tmp_path / "catalog.json"
+    result = _sync(repo, out)
+    assert result.exit_code == 0, result.output
+    rows = {row["package"] for row in json.loads(out.read_text())["variants"]}
+    assert rows == {"pytorch-python313-cpu-avx512"}
+    assert f"pytorch-2.10-python313:.flox/pkgs/{name}.nix:" in result.stderr
+
+
+def test_recipe_repo_refuses_a_fetched_recipe_that_hides_avx512_flags(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    repo = tmp_path / "fork"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    package = "pytorch-python313-cpu-avx2"
+    row = _row(package)
+    honest = recipe_for_row(SHIPPED, row)
+    hidden = honest.replace('"-mavx2" "-mfma" "-mf16c" ]', '"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw" ]')
+    assert hidden != honest
+    commit_branch(repo, BRANCH, {f"{package}.nix": hidden})
+    result = runner.invoke(app, ["recipe", package, "--branch", BRANCH, "--repo", str(repo)])
+    assert result.exit_code == 1
+    assert "does not match the catalog: cpuFlags is not one literal list" in result.stderr
+
+
+def test_one_bad_branch_is_left_out_with_its_reason_and_the_rest_is_written(tmp_path) -> None:
+    repo = make_build_repo(tmp_path / "build-pytorch")
+    good = recipe("313", "avx512", PIN_NEW, version="2.10.0")
+    commit_branch(repo, "pytorch-2.11-python313;id$(x)", {"pytorch-python313-cpu-avx512.nix": good})
+    commit_branch(repo, "pytorch-2.12-python313", {"pytorch-python313-cpu-avx512.nix": good})
+    (repo / ".flox").exists()
+    git(repo, "checkout", "-q", "pytorch-2.12-python313")
+    nested = repo / ".flox" / "pkgs" / "pytorch-python313-cpu-avx512"
+    nested.mkdir()
+    (nested / "default.nix").write_text(good)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "twice")
+    git(repo, "checkout", "-q", "main")
+    out = tmp_path / "catalog.json"
+    result = _sync(repo, out)
+    assert result.exit_code == 0, result.output
+    branches = {branch["name"] for branch in json.loads(out.read_text())["branches"]}
+    assert "main" in branches and not {"pytorch-2.11-python313;id$(x)", "pytorch-2.12-python313"} & branches
+    assert "left out branch pytorch-2.11-python313;id$(x): its name is not one a catalog can record" in result.stderr
+    assert ("left out branch pytorch-2.12-python313: it defines pytorch-python313-cpu-avx512 twice "
+            "(.flox/pkgs/pytorch-python313-cpu-avx512.nix and .flox/pkgs/pytorch-python313-cpu-avx512/default.nix)") in result.stderr
+
+
+def test_sync_reads_blobs_one_at_a_time(tmp_path) -> None:
+    """Memory is bounded by the largest recipe: the reader hands out each blob before it reads the next."""
+    from pickvariant._base.git import stream_blobs
+
+    repo = make_build_repo(tmp_path / "build-pytorch")
+    blobs = [line.split()[2] for line in git(repo, "ls-tree", "-r", "main", "--", ".flox/pkgs").splitlines()]
+    reader = stream_blobs(repo, "repo", blobs, 1 << 20)
+    first_id, first = next(reader)
+    assert first_id == blobs[0] and first == git(repo, "cat-file", "blob", blobs[0]).encode()
+    assert [blob for blob, _ in reader] == blobs[1:]
+    assert os.environ.get("GIT_ALLOW_PROTOCOL") is None  # nothing leaked into this process's environment
