@@ -220,3 +220,97 @@ def test_sync_reads_blobs_one_at_a_time(tmp_path) -> None:
     assert first_id == blobs[0] and first == git(repo, "cat-file", "blob", blobs[0]).encode()
     assert [blob for blob, _ in reader] == blobs[1:]
     assert os.environ.get("GIT_ALLOW_PROTOCOL") is None  # nothing leaked into this process's environment
+
+
+def _served_repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    repo = tmp_path / "served"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    commit_branch(repo, BRANCH, files)
+    return repo
+
+
+def test_five_fetches_at_once_into_a_cold_cache_all_succeed(tmp_path) -> None:
+    repo = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    argv = [str(Path(os.sys.executable)), "-m", "pickvariant", "recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)]
+    runs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(5)]
+    results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+    assert [code for code, _, _ in results] == [0] * 5, [err for _, _, err in results]
+    assert len({out for _, out, _ in results}) == 1
+
+
+def test_a_damaged_cache_is_fetched_again_never_served(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    text = recipe_for_row(SHIPPED, _row(GOOD))
+    repo = _served_repo(tmp_path, {f"{GOOD}.nix": text})
+    assert runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)]).exit_code == 0
+    (git_dir,) = (tmp_path / "cache").glob("pickvariant/recipes/*/git")
+    blob = git(repo, "rev-parse", f"{BRANCH}:.flox/pkgs/{GOOD}.nix").strip()
+    # The blob, loosened out of its pack and then replaced on disk by another object's bytes.
+    for pack in (git_dir / "objects" / "pack").glob("*.pack"):
+        moved = tmp_path / pack.name
+        pack.rename(moved)
+        pack.with_suffix(".idx").unlink()
+        with moved.open("rb") as stream:
+            subprocess.run(["git", "unpack-objects", "-q"], cwd=git_dir, stdin=stream, check=True)
+    loose = git_dir / "objects" / blob[:2] / blob[2:]
+    other = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=git_dir, input="# not the recipe\n", capture_output=True, text=True,
+                           check=True).stdout.strip()
+    loose.chmod(0o644)
+    loose.write_bytes((git_dir / "objects" / other[:2] / other[2:]).read_bytes())
+    again = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
+    assert again.exit_code == 0, again.output
+    assert again.stdout == text and "(cached)" not in again.stderr
+
+
+def test_a_recipe_larger_than_a_recipe_may_be_is_refused_without_being_downloaded(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    huge = recipe_for_row(SHIPPED, _row(GOOD)) + "#" * (3 * 1024 * 1024) + "\n"
+    repo = _served_repo(tmp_path, {f"{GOOD}.nix": huge})
+    result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
+    assert result.exit_code == 1 and "larger than 1048576 bytes: too large to be a recipe" in result.stderr
+    stored = sum(path.stat().st_size for path in (tmp_path / "cache").rglob("*") if path.is_file())
+    assert stored < 1024 * 1024  # the 3 MiB file never reached the cache
+
+
+def test_a_server_that_never_answers_is_given_up_on_within_the_stated_time(tmp_path, monkeypatch) -> None:
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:  # takes every connection and says nothing
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PICKVARIANT_NETWORK_TIMEOUT", "2")
+    try:
+        result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"git://127.0.0.1:{listener.getsockname()[1]}/x"])
+    finally:
+        stop.set()
+        thread.join()
+        for connection in accepted:
+            connection.close()
+        listener.close()
+    assert result.exit_code == 1
+    assert "took longer than 2 s" in result.stderr and "PICKVARIANT_NETWORK_TIMEOUT" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "1e9"])
+def test_a_network_timeout_that_is_no_number_of_seconds_is_bad_input(value, monkeypatch) -> None:
+    monkeypatch.setenv("PICKVARIANT_NETWORK_TIMEOUT", value)
+    result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH])
+    assert result.exit_code == 2 and "PICKVARIANT_NETWORK_TIMEOUT" in result.stderr

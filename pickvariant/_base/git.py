@@ -55,6 +55,10 @@ _DROPPED_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECT
                 "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR")
 
 
+class GitTimeout(OperationFailed):
+    """git ran past its time limit and was stopped."""
+
+
 def git_environment(workdir: Path) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in _DROPPED_ENV and not name.startswith("GIT_CONFIG_KEY_")
            and not name.startswith("GIT_CONFIG_VALUE_")}
@@ -82,7 +86,7 @@ def run_git(args: list[str], shown: str, workdir: Path, input_bytes: bytes | Non
     except FileNotFoundError:
         raise OperationFailed("git is not installed; pickvariant reads build repositories with git") from None
     except subprocess.TimeoutExpired:
-        raise OperationFailed(f"git {verb} on {public_url(shown)} took longer than {timeout_s:g} s") from None
+        raise GitTimeout(f"git {verb} on {public_url(shown)} took longer than {timeout_s:g} s") from None
     if result.returncode != 0:
         message = result.stderr.decode("utf-8", "replace").strip().splitlines()
         raise OperationFailed(f"git {verb} on {public_url(shown)} failed: {without_credentials(message[-1]) if message else f'exit {result.returncode}'}")

@@ -29,7 +29,7 @@ from pathlib import Path
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import write_atomic
-from pickvariant._base.git import run_git
+from pickvariant._base.git import GitTimeout, run_git
 from pickvariant._base.records import record
 from pickvariant._base.urls import public_url
 from pickvariant.catalog.classify import RecipeClassifier
@@ -101,11 +101,13 @@ class _Deadline:
         self.end = time.monotonic() + seconds
 
     def left(self, repo: str) -> float:
-        remaining = self.end - time.monotonic()
-        if remaining <= 0:
-            raise OperationFailed(f"fetching from {public_url(repo)} took longer than {self.seconds:g} s in all "
-                                  f"(set {settings.NETWORK_TIMEOUT} to allow more)")
-        return remaining
+        if self.end - time.monotonic() <= 0:
+            raise self.expired(repo)
+        return self.end - time.monotonic()
+
+    def expired(self, repo: str) -> OperationFailed:
+        return OperationFailed(f"fetching from {public_url(repo)} took longer than {self.seconds:g} s in all "
+                               f"(set {settings.NETWORK_TIMEOUT} to allow more)")
 
 
 @contextlib.contextmanager
@@ -128,7 +130,10 @@ def _locked(root: Path, deadline: _Deadline, repo: str) -> Iterator[None]:
 
 
 def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> str:
-    out = run_git(["ls-remote", "--heads", "--", repo, f"refs/heads/{branch}"], repo, git_dir, timeout_s=deadline.left(repo))
+    try:
+        out = run_git(["ls-remote", "--heads", "--", repo, f"refs/heads/{branch}"], repo, git_dir, timeout_s=deadline.left(repo))
+    except GitTimeout:
+        raise deadline.expired(repo) from None
     for line in out.decode("utf-8", "replace").splitlines():
         commit, _, ref = line.partition("\t")
         if ref == f"refs/heads/{branch}" and re.fullmatch(r"[0-9a-f]{40}", commit):
@@ -153,9 +158,12 @@ def _fetch(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> None:
     # server decides that for itself); it is git's own program, which git keeps safe in untrusted repositories.
     local = () if re.match(r"^[a-z][a-z0-9+.-]*://", repo) and not repo.startswith("file://") or re.match(r"^[\w.-]+@[\w.-]+:", repo) else (
         "--upload-pack=git -c uploadpack.allowFilter=true upload-pack",)
-    run_git(["fetch", "--quiet", *local, "--depth", "1", f"--filter=blob:limit={MAX_RECIPE_BYTES}", "--no-tags", "origin",
-             f"+refs/heads/{branch}:refs/remotes/origin/{branch}"], repo, git_dir, timeout_s=deadline.left(repo),
-            config=(f"remote.origin.url={repo}",))
+    try:
+        run_git(["fetch", "--quiet", *local, "--depth", "1", f"--filter=blob:limit={MAX_RECIPE_BYTES}", "--no-tags", "origin",
+                 f"+refs/heads/{branch}:refs/remotes/origin/{branch}"], repo, git_dir, timeout_s=deadline.left(repo),
+                config=(f"remote.origin.url={repo}",))
+    except GitTimeout:
+        raise deadline.expired(repo) from None
 
 
 def _reader(root: Path, git_dir: Path, repo: str) -> Path:
@@ -172,13 +180,14 @@ def _reader(root: Path, git_dir: Path, repo: str) -> Path:
 
 
 _LEFT_OUT = "left out"  # the commit is here, its file is not: the fetch's size filter kept it out
+_DAMAGED = "damaged"  # the file's content is not what its id says: the cache is made anew
 
 
 def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | None:
     """The recipe at `commit` from the cache's object store, its content checked against its id.
 
-    None when the commit is not in the cache (or an object is damaged: fetched again, never served);
-    _LEFT_OUT when the commit is, and its file is not."""
+    None when the commit is not in the cache; _LEFT_OUT when the commit is, and its file is not;
+    _DAMAGED when the file's bytes do not hash to its id (then it is fetched again, never served)."""
     try:
         blob = run_git(["rev-parse", "--verify", "--quiet", f"{commit}:{path}"], repo, reader).decode().strip()
     except OperationFailed:
@@ -188,7 +197,7 @@ def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | None:
     except OperationFailed:
         return _LEFT_OUT
     if hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest() != blob:
-        return None
+        return _DAMAGED
     return content.decode("utf-8", "replace")
 
 
@@ -227,14 +236,17 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
             except (OSError, UnicodeDecodeError):
                 last = None
             text = _read_recipe(repo, last, variant.path, reader) if last and re.fullmatch(r"[0-9a-f]{40}", last) else None
-            if last and text is not None and text is not _LEFT_OUT:
+            if last and text not in (None, _LEFT_OUT, _DAMAGED):
                 return FetchedRecipe(text, shown, variant.branch, last, variant.path, True,
                                      (f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",))
             raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}") from None
         text = _read_recipe(repo, commit, variant.path, reader)
-        if text is not None and text is not _LEFT_OUT:
-            return FetchedRecipe(text, shown, variant.branch, commit, variant.path, True)
+        if text not in (None, _LEFT_OUT, _DAMAGED):
+            return FetchedRecipe(str(text), shown, variant.branch, commit, variant.path, True)
         try:
+            if text is _DAMAGED:
+                # git would trust the damaged object and not fetch it again: the cache starts over.
+                raise OperationFailed(f"the cached copy of {variant.path} at {commit[:12]} is damaged")
             _fetch(repo, variant.branch, git_dir, deadline)
         except OperationFailed as error:
             # An interrupted earlier fetch can leave locks or a half-written shallow file: start the
@@ -249,8 +261,8 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
         if text is _LEFT_OUT:
             # The filter left it out unread: a file over the limit is never downloaded.
             raise OperationFailed(f"{shown} {variant.branch}:{variant.path} at {commit[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe")
-        if text is None:
-            raise OperationFailed(f"{shown} {variant.branch} at {commit[:12]} has no {variant.path}; {GENERATE_HINT}")
+        if text is None or text is _DAMAGED:
+            raise OperationFailed(f"{shown} {variant.branch} at {commit[:12]} has no {variant.path} that can be read; {GENERATE_HINT}")
         write_atomic(tip_file, commit + "\n")
         return FetchedRecipe(text, shown, variant.branch, commit, variant.path, False)
 
