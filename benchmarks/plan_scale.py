@@ -7,7 +7,11 @@ and Grace nodes), weighted so that a few profiles hold most nodes. Each line is 
 planned by `pickvariant plan FILE --format json` in a fresh process; the baseline, in the same
 run, is `json.loads` of every line of the same file (the floor any reader of these lines pays).
 
-    python benchmarks/plan_scale.py [--sizes 1000,10000,100000]
+    python benchmarks/plan_scale.py [--sizes 1000,10000,100000] [--hostile]
+
+With --hostile it also plans two inputs written to exhaust memory: 100k nodes that are all distinct
+machines (each its own CPU model name), and lines whose labels are 100 KB long (refused, line by line).
+Peak memory is each plan process's own (ru_maxrss of the process, reported by the process itself).
 """
 
 from __future__ import annotations
@@ -73,20 +77,45 @@ def json_floor(path: Path) -> float:
     return time.perf_counter() - start
 
 
+# Runs `pickvariant plan` and then reports its own peak resident memory on the last line of stderr.
+_MEASURED = ("import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)")
+
+
 def plan_once(path: Path) -> tuple[float, float, dict]:
     """Wall seconds and peak RSS (MiB) of one `pickvariant plan` process."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pickvariant", "plan", str(path), "--format", "json"],
-                          capture_output=True, check=True)
+    done = subprocess.run([sys.executable, "-c", _MEASURED, "plan", str(path), "--format", "json"], capture_output=True, check=False)
     wall = time.perf_counter() - start
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far
-    return wall, peak_kib / 1024, json.loads(done.stdout)
+    if done.returncode not in (0, 2, 3):
+        raise SystemExit(done.stderr.decode())
+    peak_kib = int(done.stderr.decode().strip().splitlines()[-1])
+    return wall, peak_kib / 1024, json.loads(done.stdout) if done.returncode == 0 else {"refused": done.stderr.decode().splitlines()[0]}
+
+
+def write_distinct(path: Path, size: int, documents: list[tuple[dict, int]]) -> None:
+    """`size` nodes, every one a machine of its own: the same fleet, each CPU model name numbered."""
+    with path.open("w", encoding="utf-8") as out:
+        for node in range(size):
+            document = json.loads(json.dumps(documents[node % len(documents)][0]))
+            document["hardware"]["cpu"]["model"] = f"{document['hardware']['cpu']['model']} #{node}"
+            out.write(json.dumps({"label": f"node{node:06d}", **document}, separators=(",", ":")) + "\n")
+
+
+def write_long_labels(path: Path, size: int, documents: list[tuple[dict, int]]) -> None:
+    """`size` lines whose labels are 100 KB each: refused line by line, never held."""
+    label = "x" * 100_000
+    with path.open("w", encoding="utf-8") as out:
+        for node in range(size):
+            out.write(json.dumps({"label": f"{label}{node}", **documents[node % len(documents)][0]}, separators=(",", ":")) + "\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,100000")
-    sizes = [int(size) for size in parser.parse_args().sizes.split(",")]
+    parser.add_argument("--hostile", action="store_true", help="also plan 100k distinct machines and 100 KB labels")
+    arguments = parser.parse_args()
+    sizes = [int(size) for size in arguments.sizes.split(",")]
     documents = profile_lines()
     rng = random.Random(20261122)
     print(f"{'nodes':>8} {'plan s':>8} {'json.loads s':>13} {'ratio':>6} {'peak MiB':>9} {'MiB input':>10}  variants  solver")
@@ -98,7 +127,14 @@ def main() -> None:
             wall, peak, plan = plan_once(path)
             print(f"{size:>8} {wall:>8.2f} {floor:>13.2f} {wall / floor:>6.1f} {peak:>9.0f} {path.stat().st_size / 2**20:>10.0f}"
                   f"  {len(plan['variants']):>8}  {plan['solver']['status']}")
-    print("peak MiB is the largest plan process so far (RUSAGE_CHILDREN), so it can only grow with the size")
+        if arguments.hostile:
+            for name, write, size in (("100k distinct machines", write_distinct, 100_000), ("100 KB labels", write_long_labels, 10_000)):
+                path = Path(scratch) / "hostile.jsonl"
+                write(path, size, documents)
+                wall, peak, plan = plan_once(path)
+                print(f"{name:>24}: {size} lines, {path.stat().st_size / 2**20:.0f} MiB input, plan {wall:.2f} s, peak {peak:.0f} MiB, "
+                      f"{plan['input']['nodes'] if 'input' in plan else plan['refused'][:120]}")
+                path.unlink()
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import typer
 from pickvariant import __version__, api, commandline, console
 from pickvariant._base.errors import BadInput, OperationFailed, PickVariantError
 from pickvariant._base.request import WORKLOADS, Request
+from pickvariant._base.text import visible, visible_lines
 
 if TYPE_CHECKING:
     from pickvariant.catalog.model import Catalog
@@ -181,8 +182,8 @@ def catalog_sync(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")] = False,
 ) -> None:
     """Read every branch of REPO with git and derive one catalog row per PyTorch recipe."""
-    from pickvariant.catalog import sync as syncer
     from pickvariant._base.files import check_writable, write_atomic
+    from pickvariant.catalog import sync as syncer
 
     if check and output is None:
         raise BadInput("--check compares against a file: give it with -o FILE")
@@ -238,8 +239,8 @@ def recipe(
         variant = catalog.variant(package or "", branch)
         recipes = [(variant, render(variant, catalog))]
     else:
-        from pickvariant.recipes.fetch import fetch_checked
         from pickvariant._base.files import cache_dir
+        from pickvariant.recipes.fetch import fetch_checked
 
         variant = catalog.variant(package or "", branch)
         fetched = fetch_checked(variant, catalog, repo, cache_dir(), os.environ)
@@ -249,7 +250,8 @@ def recipe(
             typer.echo(f"note: {note}", err=True)
         recipes = [(variant, fetched.text)]
     if output is None:
-        typer.echo(recipes[0][1], nl=False)
+        # A fetched recipe is the repository's text: on a terminal its escapes are shown, not obeyed.
+        typer.echo(visible_lines(recipes[0][1]) if sys.stdout.isatty() else recipes[0][1], nl=False)
         return
     written = write_recipes(output, recipes, force)
     changed = sum(1 for item in written if item.changed)
@@ -348,12 +350,16 @@ def plan(
     from pickvariant.output.terminal import reading_progress
     from pickvariant.rules import plan as planner
 
+    org = org if org is not None else settings.setting(os.environ, settings.FLOX_ORG)
+    if org is not None:
+        from pickvariant.install.flow import check_org
+
+        check_org(org)  # printed into commands people paste
     catalog = _catalog()
     with reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
         read = planner.read_inputs(inputs, sys.stdin.buffer, on_progress)
     request = _request({"workload": workload, "python_version": python_version}).with_environment(os.environ)
     result = planner.make_plan(read, catalog, request, max_variants)
-    org = org if org is not None else settings.setting(os.environ, settings.FLOX_ORG)
     if format is Format.json:
         typer.echo(json.dumps(planner.plan_json(result), indent=2))
     else:
@@ -434,7 +440,7 @@ def root(
 
 def _usage_line(error: Any) -> str:
     """click's usage error as one line, with where to read more (click's own form spans three lines)."""
-    message = console.one_line(error.format_message())
+    message = visible(error.format_message())
     ctx = getattr(error, "ctx", None)
     return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"
 

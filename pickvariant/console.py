@@ -15,18 +15,17 @@ from pickvariant import api
 from pickvariant._base import settings
 from pickvariant._base.errors import PickVariantError
 from pickvariant._base.request import Request
+from pickvariant._base.text import visible, visible_lines
 
 OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT})
 INTERRUPTED = 130
 
 
-def one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
 def error_line(error: PickVariantError) -> str:
     """The stderr line for an error: a failed operation may add its log's tail; anything else is one line."""
-    return f"pickvariant: {error if error.exit_code == 1 else one_line(str(error))}"
+    # An operation's failure may add its log's tail, line by line; every line is shown with its control characters visible.
+    message = visible_lines(str(error)) if error.exit_code == 1 else visible(str(error))
+    return f"pickvariant: {message}"
 
 
 def exit_for(error: BaseException) -> tuple[str, int] | None:

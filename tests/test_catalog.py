@@ -164,7 +164,7 @@ def test_the_real_json_schema_library_rejects_what_the_schema_alone_rejects() ->
 def test_every_keyword_of_the_schema_is_one_the_report_knows() -> None:
     """The schema is checked by jsonschema, which honours every keyword; this holds the reports to
     pickvariant's wording (a keyword without one would read as "does not satisfy ...")."""
-    from pickvariant.catalog import schema
+    from pickvariant._base import schema
 
     def keywords(node: object) -> set[str]:
         if isinstance(node, dict):

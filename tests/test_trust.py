@@ -12,10 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from buildrepo import PIN_NEW, commit_branch, git, make_build_repo, recipe, recipe_for_row
-from conftest import REPO, require
+from conftest import REPO, generated, require
 from pickvariant.cli import app
 
 runner = CliRunner()
@@ -314,3 +316,70 @@ def test_a_network_timeout_that_is_no_number_of_seconds_is_bad_input(value, monk
     monkeypatch.setenv("PICKVARIANT_NETWORK_TIMEOUT", value)
     result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH])
     assert result.exit_code == 2 and "PICKVARIANT_NETWORK_TIMEOUT" in result.stderr
+
+
+SCHEMAS = {
+    "catalog": REPO / "pickvariant" / "catalog" / "data" / "catalog.schema.json",
+    "detect line": REPO / "pickvariant" / "rules" / "detect-line.schema.json",
+    "probe result": REPO / "pickvariant" / "verify" / "probe-result.schema.json",
+    "last install": REPO / "pickvariant" / "install" / "last-install.schema.json",
+}
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 300) | st.floats(allow_nan=False) | st.text(max_size=300),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+
+
+def _samples() -> dict[str, dict]:
+    detect = json.loads(subprocess.run([os.sys.executable, "-m", "pickvariant", "detect", "--format", "json", "--cpuinfo",
+                                        str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"), "--gpu", "9.0", "--driver", "580.95.05"],
+                                       capture_output=True, text=True, check=True).stdout)
+    probe = {"torch": "2.10.0", "cuda": "13.0", "cpu_capability": "AVX2", "arch_list": ["sm_90"], "cuda_available": True,
+             "mps_available": None, "cudnn": 91900, "devices": [{"index": 0, "name": "H100", "capability": [9, 0], "kernel_ran": True}],
+             "checks": [{"name": "matmul bf16", "device": "cuda:0", "dtype": "bf16", "ok": True, "tflops": 700.0}]}
+    last = {"package": GOOD, "branch": BRANCH, "torch": "2.10.0", "method": "published", "directory": "/x", "build_dir": None,
+            "result": None, "python": ["python3"], "recipe": None}
+    return {"catalog": SHIPPED, "detect line": detect, "probe result": probe, "last install": last}
+
+
+@pytest.fixture(scope="module")
+def samples() -> dict[str, dict]:
+    return _samples()
+
+
+def _mutated(document, data) -> object:
+    """The document with one value somewhere inside it replaced, removed or joined by another."""
+    copy = json.loads(json.dumps(document))
+    node, path = copy, []
+    for _ in range(data.draw(st.integers(0, 5))):
+        keys = list(node) if isinstance(node, dict) else list(range(len(node))) if isinstance(node, list) else []
+        if not keys:
+            break
+        key = data.draw(st.sampled_from(keys[:8]))
+        if not isinstance(node[key], (dict, list)):
+            break
+        path.append(key)
+        node = node[key]
+    keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+    if not keys:
+        return copy
+    key = data.draw(st.sampled_from(keys[:8]))
+    action = data.draw(st.sampled_from(["replace", "remove", "add"]))
+    if action == "replace":
+        node[key] = data.draw(_JSON)
+    elif action == "remove" and isinstance(node, dict):
+        del node[key]
+    elif isinstance(node, dict):
+        node[data.draw(st.text(max_size=8))] = data.draw(_JSON)
+    return copy
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+@given(data=st.data())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_fast_schema_check_and_jsonschema_give_the_same_answer(name, samples, data) -> None:
+    """Documents from outside are accepted on fastjsonschema's word: it must never accept what jsonschema, the reference, refuses."""
+    from pickvariant._base import schema
+
+    generated(f"schemas: fastjsonschema vs jsonschema ({name})")
+    rules = schema.load_schema(SCHEMAS[name])
+    document = _mutated(samples[name], data)
+    assert schema._compiled(rules)(document) == schema._validator(rules).is_valid(document)

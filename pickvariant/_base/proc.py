@@ -19,6 +19,8 @@ from pickvariant._base.records import record
 
 FLOX_INSTALL_HELP = "flox is not on PATH: install Flox (https://flox.dev/docs/install-flox/) and run this again"
 LOG_TAIL_LINES = 15
+# How long the output of a finished child is drained before pipes something else holds are given up.
+LEFTOVER_GRACE_S = 2.0
 _STDERR_TAIL_BYTES = 64 * 1024
 
 
@@ -175,17 +177,33 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
         problem = f"{what} did not finish within {timeout_s:g} s and was stopped"
     except _Overflow:
         problem = f"{what} printed more than {max_stdout // (1024 * 1024)} MiB and was stopped: that is not its output"
-    _join(*readers)
-    process.stdout.close()
-    process.stderr.close()
+    # What the child left running in its group (`sleep 30 &`) goes with it; something that left the
+    # group (a daemon started with setsid) may still hold the pipes: after a short grace they are
+    # left to it, unread and unclosed (closing a pipe a reader is blocked on would block here).
+    _stop_leftovers(process)
+    if _join(*readers, grace_s=LEFTOVER_GRACE_S):
+        process.stdout.close()
+        process.stderr.close()
+    elif problem is None and not out.strip():
+        problem = f"{what} printed nothing and left a process behind that holds its output open"
     return Captured(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), problem)
 
 
-def _join(*readers: threading.Thread) -> None:
-    """Let the readers drain what is left; one that an interrupt kept from starting has nothing."""
+def _stop_leftovers(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _join(*readers: threading.Thread, grace_s: float = 5.0) -> bool:
+    """Let the readers drain what is left, within `grace_s` in all; True when every one finished.
+    One that an interrupt kept from starting has nothing to drain."""
+    end = time.monotonic() + grace_s
     for reader in readers:
         if reader.ident is not None:
-            reader.join(5)
+            reader.join(max(0.0, end - time.monotonic()))
+    return not any(reader.is_alive() for reader in readers)
 
 
 def _pump(process: subprocess.Popen[str], handle, on_line: Callable[[str], None]) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
+from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
     parse_compute_capability,
@@ -41,7 +42,6 @@ from pickvariant.catalog.model import (
     Variant,
     Workload,
 )
-from pickvariant.catalog.schema import SchemaError, validate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -99,9 +99,8 @@ def _schema_bytes() -> bytes:
     return (DATA_DIR / "catalog.schema.json").read_bytes()
 
 
-def catalog_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads(_schema_bytes().decode("utf-8"))
-    return schema
+def catalog_schema() -> Mapping[str, Any]:
+    return load_schema(DATA_DIR / "catalog.schema.json")
 
 
 # `catalog sync` validates what it writes and says so on the file's second line: the CRC-32 of

@@ -17,16 +17,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pickvariant.catalog.model import SCHEMA_VERSION
-
-from pickvariant.catalog.load import build_hardware, hardware_facts_path, load_json, parse_catalog, stamp
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.git import run_git, stream_blobs
-from pickvariant._base.urls import public_url
 from pickvariant._base.records import record
-from pickvariant.catalog.classify import RecipeClassifier
-from pickvariant.catalog.schema import SchemaError
+from pickvariant._base.schema import SchemaError
+from pickvariant._base.text import visible
+from pickvariant._base.urls import public_url
 from pickvariant._base.versions import version_key
+from pickvariant.catalog.classify import RecipeClassifier
+from pickvariant.catalog.load import (
+    build_hardware,
+    hardware_facts_path,
+    load_json,
+    parse_catalog,
+    stamp,
+)
+from pickvariant.catalog.model import SCHEMA_VERSION
 
 RECIPE_DIR = ".flox/pkgs/"
 # A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.
@@ -364,7 +370,8 @@ def summary(result: SyncResult) -> list[str]:
     if result.unclassified:
         lines.append(f"{len(result.unclassified)} recipe(s) not classified, left out of the catalog:")
         lines += [f"  {item}" for item in result.unclassified]
-    return lines
+    # Branch names, paths and reasons come from the repository: each stays on its line, escapes visible.
+    return [visible(line) for line in lines]
 
 
 def check(path: Path, new: Mapping[str, Any], text: str) -> list[str]:

@@ -8,27 +8,25 @@ import os
 import re
 import shlex
 import shutil
-import time
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pickvariant import __version__
-
-from pickvariant.install import floxcontract
-
 from pickvariant._base import settings
-from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.rules.compat import why_not
 from pickvariant._base.errors import BadInput, OperationFailed
+from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
+from pickvariant._base.proc import Command, capture, run_all, tail
+from pickvariant._base.records import record
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.install import floxcontract
+from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
-from pickvariant._base.proc import Command, capture, run_all, tail
-from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
-from pickvariant.install.state import last_install_path
 from pickvariant.recipes.render import recipe_path, render
-from pickvariant._base.records import record
+from pickvariant.rules.compat import why_not
 
 ORG_ENV = settings.FLOX_ORG
 

@@ -9,19 +9,28 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from pickvariant._base.files import cache_dir
+from pickvariant._base.errors import PickVariantError
+from pickvariant._base.files import cache_dir, read_regular
+from pickvariant._base.schema import SchemaError, load_schema, validate
+
+SCHEMA = Path(__file__).resolve().with_name("last-install.schema.json")
 
 
 def last_install_path(env: Mapping[str, str] | None = None) -> Path:
     return cache_dir(env) / "last-install.json"
 
 
-def last_install(env: Mapping[str, str] | None = None) -> dict[str, object] | None:
-    """What the last install recorded; None when there is none or it is unreadable."""
+MAX_RECORD_BYTES = 64 * 1024
+
+
+def last_install(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """What the last install recorded; None when there is none, or it is unreadable, too large or not such a record."""
     try:
-        record = json.loads(last_install_path(env).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        record = json.loads(read_regular(last_install_path(env), MAX_RECORD_BYTES, "last-install record").decode("utf-8"))
+        validate(record, load_schema(SCHEMA))
+    except (PickVariantError, UnicodeDecodeError, ValueError, RecursionError, SchemaError):
         return None
     return record if isinstance(record, dict) else None
 
@@ -30,6 +39,4 @@ def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | Non
     """The interpreter command the last install recorded; None when there is none or it is unreadable."""
     record = last_install(env)
     python = record.get("python") if record else None
-    if isinstance(python, list) and python and all(isinstance(part, str) and part for part in python):
-        return python
-    return None
+    return list(python) if isinstance(python, list) and python else None

@@ -13,13 +13,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pickvariant._base import settings
-from pickvariant.catalog.model import Catalog
-from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant._base.errors import BadInput
-from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant.catalog.model import Catalog
+from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
+from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -13,7 +13,12 @@ import sys
 from types import ModuleType
 
 from pickvariant._base.records import record
-from pickvariant._base.versions import ComputeCapability, DriverVersion, decode_cuda_driver_version, parse_driver_version
+from pickvariant._base.versions import (
+    ComputeCapability,
+    DriverVersion,
+    decode_cuda_driver_version,
+    parse_driver_version,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pickvariant.catalog.model import MPS, Catalog, Variant
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
+from pickvariant._base.text import visible
 from pickvariant._base.versions import parse_compute_capability, release_matches
+from pickvariant.catalog.model import MPS, Catalog, Variant
 
 
 @record
@@ -107,13 +108,13 @@ COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa"
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(str(row[c] if row[c] is not None else "-").replace("|", "\\|") for c in COLUMNS) + " |" for row in rows]
+    lines += ["| " + " | ".join(visible(str(row[c] if row[c] is not None else "-")).replace("|", "\\|") for c in COLUMNS) + " |" for row in rows]
     return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
 
 
 def plain(rows: list[dict[str, Any]]) -> str:
     """Aligned columns with nothing cut: what a pipe, a file or `grep` gets."""
-    cells = [list(COLUMNS)] + [[str(row[c] if row[c] is not None else "-") for c in COLUMNS] for row in rows]
+    cells = [list(COLUMNS)] + [[visible(str(row[c] if row[c] is not None else "-")) for c in COLUMNS] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
     return "\n".join(lines) + f"\n\n{len(rows)} variants\n"

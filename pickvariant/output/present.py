@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pickvariant import __version__
+from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog
-from pickvariant.rules.decide import Decision
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules.decide import Decision
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
 
     def row(*cells: str) -> None:
-        lines.append("| " + " | ".join(_md_cell(cell) for cell in cells) + " |")
+        lines.append("| " + " | ".join(_md_cell(visible(cell)) for cell in cells) + " |")
 
     row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
     row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
@@ -105,13 +106,13 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     if facts.cuda_visible_devices is not None:
         row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
     lines += ["", f"### Why (workload: {workload})", ""]
-    lines += [f"- {reason}" for reason in decision.reasons]
+    lines += [f"- {visible(reason)}" for reason in decision.reasons]
     if decision.hints:
-        lines += ["", "### What would help", ""] + [f"- {hint}" for hint in decision.hints]
+        lines += ["", "### What would help", ""] + [f"- {visible(hint)}" for hint in decision.hints]
     if decision.rejected:
-        lines += ["", "### Not chosen", ""] + [f"- `{r.choice}`: {r.why}" for r in decision.rejected]
+        lines += ["", "### Not chosen", ""] + [f"- `{visible(r.choice)}`: {visible(r.why)}" for r in decision.rejected]
     if facts.notes:
-        lines += ["", "### Notes", ""] + [f"- {note}" for note in facts.notes]
+        lines += ["", "### Notes", ""] + [f"- {visible(note)}" for note in facts.notes]
     return "\n".join(lines) + "\n"
 
 

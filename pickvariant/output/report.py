@@ -8,13 +8,14 @@ import re
 from typing import Any
 
 from pickvariant import __version__
+from pickvariant._base.text import visible
+from pickvariant._base.urls import without_credentials
 from pickvariant.catalog.model import Catalog
-from pickvariant.rules.decide import Decision
-from pickvariant.machine.facts import HostFacts
 from pickvariant.install.state import last_install
+from pickvariant.machine.facts import HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
+from pickvariant.rules.decide import Decision
 from pickvariant.verify.judge import run_probe, variant_mismatches
-
 
 # GPU and MIG UUIDs (GPU-5c1d…, MIG-5c1d…, the older MIG-GPU-…/1/0) identify one card: CUDA_VISIBLE_DEVICES
 # may hold them, and a support ticket must not.
@@ -22,7 +23,7 @@ _GPU_UUID = re.compile(r"\b(GPU|MIG)-[0-9A-Fa-f]{4,}[0-9A-Fa-f-]*")
 
 
 def _scrub(text: str) -> str:
-    text = _GPU_UUID.sub(lambda match: f"{match.group(1)}-<uuid>", text)
+    text = without_credentials(_GPU_UUID.sub(lambda match: f"{match.group(1)}-<uuid>", text))
     home = os.path.expanduser("~")
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or ""
     if home and home not in ("/", "~"):
@@ -126,4 +127,5 @@ def markdown(data: dict[str, Any]) -> str:
     lines += ["", f"Reasons (workload {data['workload']}):", ""] + [f"- {r}" for r in data["reasons"]]
     if data["hints"]:
         lines += ["", "What would help:", ""] + [f"- {h}" for h in data["hints"]]
-    return "\n".join(lines) + "\n"
+    # Each line is one of the report's; what it shows of the probe, the install record and the machine stays on it.
+    return "\n".join(visible(line) for line in lines) + "\n"

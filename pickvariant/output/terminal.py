@@ -11,10 +11,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
-from pickvariant.output.present import flags_that_matter, gpu_extras, recommendation_json
+from pickvariant.output.present import (
+    flags_that_matter,
+    gpu_extras,
+    recommendation_json,
+)
 from pickvariant.rules.decision import Decision
 
 
@@ -32,7 +37,7 @@ def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workl
 
     def row(*cells: str) -> None:
         # Text, not markup: a model name or path holding "[/]" must print, not raise.
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(*(Text(visible(cell)) for cell in cells))
 
     row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
     row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
@@ -52,17 +57,17 @@ def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workl
     tree = Tree(title)
     why = tree.add(Text(f"why (workload {workload})"))
     for reason in decision.reasons:
-        why.add(Text(reason))
+        why.add(Text(visible(reason)))
     if decision.hints:
         helps = tree.add("what would help")
         for hint in decision.hints:
-            helps.add(Text(hint))
+            helps.add(Text(visible(hint)))
     if decision.rejected:
         others = tree.add("not chosen")
         for rejection in decision.rejected:
-            others.add(Text(f"{rejection.choice}: {rejection.why}"))
+            others.add(Text(visible(f"{rejection.choice}: {rejection.why}")))
     for note in facts.notes:
-        tree.add(Text(f"note: {note}", style="dim"))
+        tree.add(Text(visible(f"note: {note}"), style="dim"))
     console.print(tree)
 
 
@@ -94,7 +99,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         table.add_column(column, no_wrap=column == "package", overflow="fold")
     for row in text:
         # Text, not markup: a site catalog's description may hold brackets.
-        table.add_row(*(Text(row[c]) for c in shown))
+        table.add_row(*(Text(visible(row[c])) for c in shown))
     console.print(table)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pickvariant._base.text import visible
 from pickvariant.verify.judge import VerifyResult, finding_text
 
 
@@ -15,5 +16,7 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
 
 def verify_lines(result: VerifyResult) -> list[str]:
     """What `verify` prints: the verdict, its reasons, every check, the speed figures."""
-    return ([f"verify: {'PASS' if result.passed else 'FAIL'}"] + [f"- {reason}" for reason in result.reasons]
-            + [f"- {finding_text(check)}" for check in result.findings] + [f"speed: {line}" for line in result.speed])
+    lines = ([f"verify: {'PASS' if result.passed else 'FAIL'}"] + [f"- {reason}" for reason in result.reasons]
+             + [f"- {finding_text(check)}" for check in result.findings] + [f"speed: {line}" for line in result.speed])
+    # A reason may carry the probe's own stderr: shown on its line, its control characters visible.
+    return [visible(line) for line in lines]

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 from pickvariant import __version__
-from pickvariant.catalog.model import Catalog, TorchSource, Variant
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_output_dir, check_writable, write_atomic
 from pickvariant._base.records import record
+from pickvariant.catalog.model import Catalog, TorchSource, Variant
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")

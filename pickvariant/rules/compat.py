@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pickvariant._base.versions import ComputeCapability, version_key
 from pickvariant.catalog.model import Catalog, CpuIsa, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant._base.versions import ComputeCapability, version_key
 
 # Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
 # "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.

@@ -17,18 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.catalog.model import MPS, Branch, Catalog, Variant
-from pickvariant.rules.compat import (
-    TEGRA_DRIVER_RULE, driver_rejection, judged_by_cuda_version, missing_flags, runs_on_all, why_not,
-)
 from pickvariant._base.errors import BadInput
-from pickvariant.machine.facts import HostFacts
-from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
+from pickvariant.catalog.model import MPS, Branch, Catalog, Variant
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
 from pickvariant.rules import explain
+from pickvariant.rules.compat import (
+    TEGRA_DRIVER_RULE,
+    driver_rejection,
+    judged_by_cuda_version,
+    missing_flags,
+    runs_on_all,
+    why_not,
+)
 from pickvariant.rules.decision import Decision, Rejection, dedupe
-
 
 _NO_GPU = ComputeCapability(0, 0)
 

@@ -12,7 +12,12 @@ from pickvariant._base.versions import version_key
 from pickvariant.catalog.model import Branch, Catalog, CudaLine, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules.compat import driver_rejection, judged_by_cuda_version, kernels_run_on, runs_on_all
+from pickvariant.rules.compat import (
+    driver_rejection,
+    judged_by_cuda_version,
+    kernels_run_on,
+    runs_on_all,
+)
 from pickvariant.rules.decision import Decision, Rejection, dedupe
 
 # decide's own entry, passed in so that the explanation can re-decide without importing decide.

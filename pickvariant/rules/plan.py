@@ -8,27 +8,36 @@ set-cover-with-assignment problem, solved exactly as an integer program by HiGHS
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import select
+import shlex
 import stat
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pickvariant.catalog.model import Catalog, Variant
-from pickvariant._base.request import Request
-from pickvariant.rules.decide import decide
 from pickvariant._base.errors import BadInput, PickVariantError
-from pickvariant.machine.facts import HostFacts, facts_from_json
 from pickvariant._base.records import record
+from pickvariant._base.request import Request
+from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant._base.text import visible
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.machine.facts import HostFacts, facts_from_json
+from pickvariant.rules.decide import decide
 
 JSON_SCHEMA_VERSION = 1
 DETECT_SCHEMA_VERSION = 2
 MAX_LINE_BYTES = 1024 * 1024  # a detect line is ~4 KiB; anything this long is not one
 SHOWN_BAD_LINES = 20
+MAX_LABEL_LENGTH = 256  # the detect-line schema says so too
+FIFO_WAIT_S = 10
+DETECT_LINE_SCHEMA = Path(__file__).resolve().with_name("detect-line.schema.json")
 
 
 @record
@@ -48,15 +57,24 @@ class Inputs:
     bad_count: int = 0
 
 
-def _profile_key(hardware: Mapping[str, Any]) -> str:
-    """What the decision reads of a node, as one string: nodes with equal keys get equal decisions."""
-    relevant = {key: hardware.get(key) for key in ("os", "arch", "driver", "driver_assumed", "gpu_detection_inconclusive")}
-    cpu = hardware.get("cpu")
-    relevant["flags"] = sorted(cpu.get("flags") or []) if isinstance(cpu, Mapping) and isinstance(cpu.get("flags"), list) else cpu
-    relevant["model"] = cpu.get("model") if isinstance(cpu, Mapping) else None
-    gpus = hardware.get("gpus")
-    relevant["gpus"] = [gpu.get("compute_capability") if isinstance(gpu, Mapping) else gpu for gpu in gpus] if isinstance(gpus, list) else gpus
-    return json.dumps(relevant, sort_keys=True, default=str)
+def _compact(hardware: Mapping[str, Any]) -> dict[str, Any]:
+    """What the decision reads of a node's (validated) hardware, and nothing else, its flag names shared
+    between nodes (sys.intern): a cluster of 100k distinct machines keeps 100k of these."""
+    cpu = hardware["cpu"]
+    return {
+        "os": sys.intern(hardware["os"]), "arch": sys.intern(hardware["arch"]),
+        "cpu": {"model": cpu.get("model"), "flags": sorted({sys.intern(flag) for flag in cpu["flags"]})},
+        "gpus": [{"compute_capability": sys.intern(gpu["compute_capability"]), "name": gpu.get("name")} for gpu in hardware["gpus"]],
+        "driver": hardware.get("driver"), "driver_assumed": hardware.get("driver_assumed") is True,
+        "gpu_detection_inconclusive": hardware.get("gpu_detection_inconclusive") is True,
+    }
+
+
+def _profile_key(compact: Mapping[str, Any]) -> bytes:
+    """A digest of what the decision reads of a node: nodes with equal keys get equal decisions."""
+    # Names (of the CPU model, of GPUs) change no decision: machines that differ only in them share one.
+    relevant = {**compact, "cpu": compact["cpu"]["flags"], "gpus": [gpu["compute_capability"] for gpu in compact["gpus"]]}
+    return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode("utf-8"), digest_size=16).digest()
 
 
 # What an input yields: (FILE:LINE, the document's bytes) or (FILE[:LINE], None, why it is no document).
@@ -85,11 +103,22 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
         yield from _lines(stdin, "-")
         return
     location = Path(path)
-    if location.is_dir():
+    try:
+        kind = location.stat().st_mode
+    except OSError as error:
+        raise BadInput(f"plan input {path!r:.200}: {error.strerror or error}") from None
+    if stat.S_ISDIR(kind):
         for child in sorted(location.iterdir()):
             if child.is_file() and child.suffix in (".json", ".jsonl"):
                 yield from _documents(str(child), stdin)
         return
+    if stat.S_ISFIFO(kind):
+        with _opened_fifo(location, path) as stream:
+            yield from _lines(stream, path)
+        return
+    if not stat.S_ISREG(kind):
+        # /dev/zero would never end, a terminal never says it has: only files, directories, FIFOs and stdin are read.
+        raise BadInput(f"plan input {path!r:.200} is not a regular file, a directory or a FIFO")
     try:
         with open(location, "rb") as stream:
             head = stream.read(2)
@@ -101,6 +130,19 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
                 yield from _lines(stream, path)
     except OSError as error:
         yield path, None, f"cannot read it: {error.strerror or error}"
+
+
+def _opened_fifo(location: Path, path: str) -> IO[bytes]:
+    """A FIFO (`plan <(ssh host pickvariant detect …)`), once something writes to it: one that nothing
+    writes to within FIFO_WAIT_S is refused rather than waited on for ever."""
+    descriptor = os.open(location, os.O_RDONLY | os.O_NONBLOCK)
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN | select.POLLHUP)
+    if not poller.poll(FIFO_WAIT_S * 1000):
+        os.close(descriptor)
+        raise BadInput(f"plan input {path!r:.200} is a FIFO that nothing wrote to within {FIFO_WAIT_S} s")
+    os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
 
 
 _DECODER = json.JSONDecoder()
@@ -149,7 +191,7 @@ ProgressCallback = Callable[[int, int], None]  # (nodes read, bytes read)
 def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCallback = lambda nodes, size: None) -> Inputs:
     inputs = Inputs()
     consumed = 0
-    profile_index: dict[str, int] = {}
+    profile_index: dict[bytes, int] = {}
     seen: dict[str, int] = {}  # a line without its label -> its profile
 
     def bad(where: str, why: str) -> None:
@@ -172,6 +214,9 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCal
                 continue
             label, body = _split_label(text)
             known = seen.get(body) if body is not None else None
+            if known is not None and label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
+                bad(where, f"its label is empty or longer than {MAX_LABEL_LENGTH} characters")
+                continue
             if known is not None:
                 # The same node object as an earlier line but for its label: no need to parse 5 KB again.
                 inputs.labels.append(label or where)
@@ -187,12 +232,18 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCal
             if not isinstance(document, dict) or document.get("schema_version") != DETECT_SCHEMA_VERSION or not isinstance(document.get("hardware"), dict):
                 bad(where, f"not a `pickvariant detect --format json` object (schema_version {DETECT_SCHEMA_VERSION} with \"hardware\")")
                 continue
+            try:
+                validate(document, load_schema(DETECT_LINE_SCHEMA))
+            except SchemaError as error:
+                bad(where, f"not a detect line that can be read: {error}")
+                continue
             label = document.get("label")
-            key = _profile_key(document["hardware"])
+            compact = _compact(document["hardware"])
+            key = _profile_key(compact)
             index = profile_index.get(key)
             if index is None:
                 index = profile_index[key] = len(inputs.hardware)
-                inputs.hardware.append(document["hardware"])
+                inputs.hardware.append(compact)
             inputs.labels.append(label if isinstance(label, str) and label else where)
             inputs.profile_of.append(index)
             if body is not None and document.get("label") == label and len(seen) < MAX_REMEMBERED_BODIES:
@@ -479,7 +530,9 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         out.append(f"{item}{len(labels)} node(s): {why} [{_labels(labels)}]")
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
-        command = f"git checkout {variant.branch} && flox build {variant.package} && flox publish -o {org or 'ORG'} {variant.package}"
+        # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
+        steps = (["git", "checkout", variant.branch], ["flox", "build", variant.package], ["flox", "publish", "-o", org or "ORG", variant.package])
+        command = " && ".join(shlex.join(step) for step in steps)
         out.append(f"{item}{code(command)}")
     out.append(h("solver"))
     out.append(f"{item}HiGHS (highspy): {plan.solution.status}, objective {plan.solution.objective:g}")
@@ -488,4 +541,6 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         out += [f"{item}{b.where}: {b.why}" for b in plan.bad]
         if plan.bad_count > len(plan.bad):
             out.append(f"{item}… {plan.bad_count - len(plan.bad)} more")
-    return out
+    # Labels, models and reasons come from the cluster's own lines: a line break or an escape in one
+    # must not forge or hide a line of the plan.
+    return [visible(line) for line in out]

@@ -10,15 +10,17 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.rules.compat import machine_code_runs_on, usable_isas
-from pickvariant.machine.facts import HostFacts
 from pickvariant._base.proc import capture
-from pickvariant.machine.gpu import cuda_visible_count
 from pickvariant._base.records import record, replace
+from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.versions import ComputeCapability
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import cuda_visible_count
+from pickvariant.rules.compat import machine_code_runs_on, usable_isas
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
+PROBE_RESULT_SCHEMA = PROBE.with_name("probe-result.schema.json")
 QUICK_TIMEOUT_S = 120.0
 FULL_TIMEOUT_S = 600.0
 # A figure above the GPU's catalog peak by more than this is a measurement error, not a fast GPU:
@@ -80,8 +82,10 @@ def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError, RecursionError):
         return None, f"the probe printed no result: {last[:300]}"
-    if not isinstance(result, dict) or not isinstance(result.get("torch"), str):
-        return None, "the probe printed something that is not its result"
+    try:
+        validate(result, load_schema(PROBE_RESULT_SCHEMA))
+    except SchemaError as error:
+        return None, f"the probe printed something that is not its result ({error})"
     return result, None
 
 
