@@ -954,3 +954,171 @@ def _(ctx: Ctx) -> int:
     assert out.read_bytes() == written
     return result.exit_code
 
+
+
+# --- What pickvariant reads is data (issue 26): each row builds its hostile input from the synthetic build repository.
+
+import test_trust as trust  # noqa: E402  (the hostile repositories and markers are built there)
+
+
+@row("git-config-runs-nothing")
+def _(ctx: Ctx) -> int:
+    repo = make_build_repo(ctx.tmp / "build-pytorch")
+    commit_branch(repo, trust.BRANCH, {f"{trust.GOOD}.nix": trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD))})
+    trust._signed_head(repo)
+    marks = trust._hostile(repo, ctx.tmp)
+    ctx.monkeypatch.chdir(repo)
+    synced = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
+    fetched = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", str(repo))
+    assert fetched.exit_code == 0 and not [mark for mark in marks if mark.exists()]
+    return synced.exit_code
+
+
+@row("ext-transport")
+def _(ctx: Ctx) -> int:
+    program, mark = trust._marker_program(ctx.tmp, "ext")
+    result = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", f"ext::{program} %S", env={"GIT_ALLOW_PROTOCOL": "ext"})
+    assert not mark.exists() and "ext" in result.stderr
+    return result.exit_code
+
+
+@row("credentials-in-url")
+def _(ctx: Ctx) -> int:
+    repo = trust._served_repo(ctx.tmp, {f"{trust.GOOD}.nix": trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD))})
+    ctx.monkeypatch.setenv("XDG_CACHE_HOME", str(ctx.tmp / "cache"))
+    result = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", f"file://ci:{trust.SECRET}@localhost{repo}")
+    assert trust.SECRET not in result.output and not [p for p in (ctx.tmp / "cache").rglob("*") if trust.SECRET in str(p)]
+    return result.exit_code
+
+
+@row("recipe-decoy")
+def _(ctx: Ctx) -> int:
+    repo = trust._served_repo(ctx.tmp, {"pytorch-python313-cpu-avx2.nix": trust.DECOYS["cpu flags joined with ++"],
+                                        "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", trust.PIN_NEW, version="2.10.0")})
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
+    assert "pytorch-python313-cpu-avx2.nix: cpuFlags is not one literal list" in result.stderr
+    return result.exit_code
+
+
+@row("sync-bad-branch")
+def _(ctx: Ctx) -> int:
+    repo = make_build_repo(ctx.tmp / "build-pytorch")
+    commit_branch(repo, "pytorch-2.11-python313;id$(x)", {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_28)})
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
+    assert "left out branch pytorch-2.11-python313;id$(x)" in result.stderr and (ctx.tmp / "c.json").exists()
+    return result.exit_code
+
+
+@row("recipe-huge")
+def _(ctx: Ctx) -> int:
+    ctx.monkeypatch.setenv("XDG_CACHE_HOME", str(ctx.tmp / "cache"))
+    huge = trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD)) + "#" * (2 * 1024 * 1024) + "\n"
+    repo = trust._served_repo(ctx.tmp, {f"{trust.GOOD}.nix": huge})
+    result = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", str(repo))
+    assert "too large to be a recipe" in result.stderr
+    return result.exit_code
+
+
+@row("git-stalled")
+def _(ctx: Ctx) -> int:
+    import socket
+
+    with socket.socket() as listener:  # listens, never accepts: the connection waits in the backlog
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        result = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", f"git://127.0.0.1:{listener.getsockname()[1]}/x",
+                         env={"PICKVARIANT_NETWORK_TIMEOUT": "1", "XDG_CACHE_HOME": str(ctx.tmp / "cache")})
+    assert "took longer than 1 s" in result.stderr and "PICKVARIANT_NETWORK_TIMEOUT" in result.stderr
+    return result.exit_code
+
+
+@row("control-characters")
+def _(ctx: Ctx) -> int:
+    hostile = HASWELL.read_text().replace("model name\t: ", "model name\t: \x1b]0;PWNED\x07\x1b[2J\x1b[41m", 1)
+    dump = ctx.dump("hostile-cpuinfo", hostile)
+    codes = set()
+    for output in ("text", "markdown"):
+        result = ctx.cli("detect", "--cpuinfo", str(dump), "--no-gpu", "--format", output, env={"TERM": "dumb", "NO_COLOR": "1"})
+        assert "\x1b" not in result.output and "\x07" not in result.output and "\\e]0;PWNED\\x07" in result.output
+        codes.add(result.exit_code)
+    line = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)
+    nodes = ctx.dump("nodes.jsonl", json.dumps({"label": "n1\nforged: 0 node(s)\x1b[2J", **line}) + "\n")
+    plan = ctx.cli("plan", str(nodes))
+    assert "\x1b" not in plan.output and "forged" not in plan.output.replace("n1\\nforged", "")
+    codes.add(plan.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("plan-org-injection")
+def _(ctx: Ctx) -> int:
+    line = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)
+    nodes = ctx.dump("nodes.jsonl", json.dumps(line) + "\n")
+    result = ctx.cli("plan", str(nodes), "--org", "my org; rm -rf ~")
+    assert "rm -rf" not in result.stdout and "--org" in result.stderr
+    return result.exit_code
+
+
+@row("plan-line-malformed")
+def _(ctx: Ctx) -> int:
+    good = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)
+    bad = json.loads(json.dumps(good))
+    bad["hardware"]["cpu"]["flags"] = [1, "avx"]
+    nodes = ctx.dump("nodes.jsonl", json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    result = ctx.cli("plan", str(nodes))
+    assert "hardware.cpu.flags[0]: expected string, got int 1" in result.stdout
+    return result.exit_code
+
+
+@row("probe-result-malformed")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for printed in ('{"torch": "2.10.0"}', '{"torch": "2.10.0", "cuda": null, "cpu_capability": "AVX2", "arch_list": [90], '
+                    '"cuda_available": false, "devices": [], "checks": []}'):
+        python = ctx.dump("python", f"#!/bin/sh\necho '{printed}'\n")
+        python.chmod(0o755)
+        for argv in (["verify", "--python", str(python)], ["report", "--python", str(python)], ["report", "--python", str(python), "--format", "json"]):
+            result = ctx.cli(*argv)
+            assert "is not its result" in result.output
+            if argv[0] == "verify":
+                codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("probe-daemon")
+def _(ctx: Ctx) -> int:
+    result_line = ('{"torch": "2.10.0", "cuda": null, "cpu_capability": "AVX2", "arch_list": [], "cuda_available": false, '
+                   '"devices": [], "checks": []}')
+    python = ctx.dump("python", f"#!/bin/sh\nsetsid sleep 120 &\nsleep 60 &\necho '{result_line}'\n")
+    python.chmod(0o755)
+    try:
+        result = ctx.cli("verify", "--python", str(python))
+    finally:
+        subprocess.run(["pkill", "-f", "sleep 120"], check=False)
+    assert "verify:" in result.stdout
+    return 0 if "Traceback" not in result.output else 1
+
+
+@row("plan-not-a-file")
+def _(ctx: Ctx) -> int:
+    codes = {ctx.cli("plan", "/dev/zero").exit_code, ctx.cli("plan", str(ctx.tmp / "missing.jsonl")).exit_code}
+    fifo = ctx.tmp / "fifo"
+    os.mkfifo(fifo)
+    from pickvariant.rules import plan
+
+    ctx.monkeypatch.setattr(plan, "FIFO_WAIT_S", 0.2)
+    nobody = ctx.cli("plan", str(fifo))
+    assert "nothing wrote to" in nobody.stderr
+    codes.add(nobody.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("plan-long-label")
+def _(ctx: Ctx) -> int:
+    line = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)
+    nodes = ctx.dump("nodes.jsonl", json.dumps({"label": "n1", **line}) + "\n" + json.dumps({"label": "x" * 100_000, **line}) + "\n")
+    result = ctx.cli("plan", str(nodes))
+    assert "label: 100000 characters, more than 256" in result.stdout
+    return result.exit_code

@@ -383,3 +383,15 @@ def test_the_fast_schema_check_and_jsonschema_give_the_same_answer(name, samples
     rules = schema.load_schema(SCHEMAS[name])
     document = _mutated(samples[name], data)
     assert schema._compiled(rules)(document) == schema._validator(rules).is_valid(document)
+
+
+def test_a_repository_with_no_pytorch_recipe_says_so_and_what_to_give(tmp_path) -> None:
+    repo = tmp_path / "unrelated"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("nothing here\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "unrelated")
+    result = _sync(repo, tmp_path / "c.json")
+    assert result.exit_code == 2 and not (tmp_path / "c.json").exists()
+    assert "has no PyTorch variant pickvariant can read (no branch has .flox/pkgs/pytorch-*.nix recipes)" in result.stderr

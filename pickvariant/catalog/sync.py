@@ -239,6 +239,10 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str)
                 rows.append(row)
     rows.sort(key=lambda row: (row["branch"], row["path"]))
     rows, branches = _branches(rows, branch_commits, classifier, unclassified)
+    if not branches:
+        found = f"{len(unclassified)} recipe(s) could not be classified, the first {unclassified[0]}" if unclassified else "no branch has .flox/pkgs/pytorch-*.nix recipes"
+        refused_text = f"; {len(refused)} branch(es) left out, the first {refused[0][0]}: {refused[0][1]}" if refused else ""
+        raise BadInput(f"{source_repo} has no PyTorch variant pickvariant can read ({found}{refused_text}): give a clone of the build repository or a fork of it")
     document = _document(hardware, source_repo, commit, date, branches, rows)
     try:
         parse_catalog(document, Path("(synced catalog)"))
