@@ -28,10 +28,9 @@ def probe():
     return result
 
 
-def test_quick_verify_passes_on_real_cpu_torch_within_20_s(probe) -> None:
-    start = time.monotonic()
+def test_quick_verify_passes_on_real_cpu_torch(probe) -> None:
+    """How long it takes is measured in benchmarks, not here: a loaded machine is no failure."""
     result = runner.invoke(app, ["verify", "--python", sys.executable, "--quick", "--format", "json"])
-    elapsed = time.monotonic() - start
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["passed"] is True
@@ -42,7 +41,6 @@ def test_quick_verify_passes_on_real_cpu_torch_within_20_s(probe) -> None:
     timed_cpu = [c for c in data["checks"] if c["device"] == "cpu" and c.get("ok")]
     assert timed_cpu and all("throughput_note" not in c and c["span_seconds"] >= 1e-3 for c in timed_cpu), timed_cpu
     assert all(c["dispatch"] == data["probe"]["cpu_capability"] for c in timed_cpu)
-    assert elapsed < 20
 
 
 def test_a_sample_is_sized_after_the_warm_up_not_by_it() -> None:
@@ -57,6 +55,22 @@ def test_a_sample_is_sized_after_the_warm_up_not_by_it() -> None:
 
     per_call, span = probe_module.timed(first_call_slow, "cpu", 3)
     assert span >= probe_module.MIN_SAMPLE_S and per_call < 0.01  # the 20 ms first call set neither
+
+
+def test_a_sizing_run_slowed_by_a_busy_machine_does_not_leave_samples_too_short() -> None:
+    """The machine was busy while the sample size was chosen (the one run took 20 ms), then quiet:
+    the median sample must still span what the judge needs to show a speed."""
+    require(importlib.util.find_spec("torch") is not None, "torch is not installed (pip install torch==2.13.0)")
+    from pickvariant.verify import probe as probe_module
+
+    calls = []
+
+    def busy_while_sized() -> None:
+        calls.append(None)
+        time.sleep(0.02 if len(calls) == 2 else 0.0001)  # call 1 warms up, call 2 is the sizing run
+
+    _, span = probe_module.timed(busy_while_sized, "cpu", 3)
+    assert span >= probe_module.MIN_SAMPLE_S / 2
 
 
 def test_probe_reports_what_torch_says(probe) -> None:
