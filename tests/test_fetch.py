@@ -202,3 +202,34 @@ def test_install_build_records_the_recipe_commit_for_verify_and_report(build_rep
     assert report.exit_code == 0, report.output
     # (the report writes the user's name and home as <user> and ~, so the path is not compared)
     assert f"Last install: {GOOD} ({BRANCH}, build); recipe .flox/pkgs/{GOOD}.nix from " in report.stdout and f" at {tip[:12]}" in report.stdout
+
+
+def test_credentials_in_the_recipe_repository_reach_no_record_report_or_plan(build_repo, tmp_path, fake_flox) -> None:
+    """install --build --repo with a token: last-install.json, both report formats and the install's own lines hold none of it."""
+    secret = "glpat-INSTALL-SECRET"
+    address = f"file://ci-token:{secret}@localhost{build_repo}"
+    result = runner.invoke(app, ["install", "--cpuinfo", str(REPO / "tests/fixtures/cpuinfo/linux-rocky8.5-zen4"), "--gpu", "9.0",
+                                 "--driver", "590.44.01", "--repo", address, "--build-dir", str(tmp_path / "build"), "--yes", "--no-verify"])
+    assert result.exit_code == 0, result.output
+    assert secret not in result.output and f"from file://localhost{build_repo}" in result.stdout
+    record = (tmp_path / "cache/pickvariant/last-install.json").read_text()
+    assert secret not in record and json.loads(record)["recipe"]["repo"] == f"file://localhost{build_repo}"
+    env = {"PICKVARIANT_CPUINFO": str(REPO / "tests/fixtures/cpuinfo/linux-rocky8.5-zen4"), "PICKVARIANT_GPU": "9.0"}
+    for output in ("markdown", "json"):
+        report = runner.invoke(app, ["report", "--python", "/nonexistent/python3", "--format", output], env=env)
+        assert report.exit_code == 0 and secret not in report.output and "file://localhost" in report.output
+
+
+def test_a_catalog_whose_source_holds_credentials_never_shows_them(tmp_path) -> None:
+    """A site catalog written before sync stripped them: detect's JSON, list, a generated recipe's header show the address without them."""
+    secret = "glpat-CATALOG-SECRET"
+    site = dict(SHIPPED, source={**SHIPPED["source"], "repo": f"https://ci-token:{secret}@gitlab.example.org/ml/build-pytorch.git?private_token={secret}"})
+    path = tmp_path / "site-catalog.json"
+    path.write_text(json.dumps(site))
+    env = {"PICKVARIANT_CATALOG": str(path)}
+    outputs = [runner.invoke(app, argv, env=env) for argv in (
+        ["detect", "--format", "json", "--cpuinfo", str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"), "--no-gpu"],
+        ["list", "--format", "json"], ["list"], ["recipe", GOOD, "--branch", BRANCH, "--generate"])]
+    for result in outputs:
+        assert result.exit_code == 0, result.output
+        assert secret not in result.output and "https://gitlab.example.org/ml/build-pytorch.git" in result.output

@@ -395,3 +395,31 @@ def test_a_repository_with_no_pytorch_recipe_says_so_and_what_to_give(tmp_path) 
     result = _sync(repo, tmp_path / "c.json")
     assert result.exit_code == 2 and not (tmp_path / "c.json").exists()
     assert "has no PyTorch variant pickvariant can read (no branch has .flox/pkgs/pytorch-*.nix recipes)" in result.stderr
+
+
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[41m"
+
+
+def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal_raw(tmp_path, monkeypatch) -> None:
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nprintf '{ESCAPES}\\nfake: no torch here{ESCAPES}\\n' >&2\nexit 3\n".replace("\x1b", "\\033").replace("\x07", "\\007"))
+    python.chmod(0o755)
+    verify = runner.invoke(app, ["verify", "--python", str(python)])
+    assert verify.exit_code == 1 and "\\e]0;PWNED\\x07" in verify.stdout
+    # A recipe file name and a pname with escapes, in sync's summary and in recipe --repo's refusal.
+    repo = tmp_path / "fork"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    honest = recipe_for_row(SHIPPED, _row(GOOD))
+    commit_branch(repo, BRANCH, {f"{GOOD}.nix": honest.replace(f'pname = "{GOOD}";', f'pname = "{GOOD}{ESCAPES}";'),
+                                 f"pytorch-python313-cpu-avx2{ESCAPES}.nix": honest, "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_NEW, version="2.10.0")})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    synced = _sync(repo, tmp_path / "c.json")
+    refused = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
+    dump = tmp_path / "cpuinfo"
+    dump.write_text((REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell").read_text().replace("model name\t: ", f"model name\t: {ESCAPES}", 1))
+    report = runner.invoke(app, ["report", "--python", "/nonexistent/python3"], env={"PICKVARIANT_CPUINFO": str(dump), "PICKVARIANT_GPU": "none"})
+    for result in (verify, synced, refused, report):
+        assert "\x1b" not in result.output and "\x07" not in result.output, result.output
+    assert "\\e]0;PWNED" in synced.stderr and "\\e]0;PWNED" in refused.stderr and "\\e]0;PWNED" in report.stdout
