@@ -119,9 +119,13 @@ def detect(**values: Any) -> None:
     from pickvariant.output import present, terminal
 
     output, compact = values["format"], values["compact"]
+    if compact and output is Format.markdown:
+        raise BadInput("--compact prints the JSON object on one line: it cannot be --format markdown")
+    if compact:
+        output = Format.json  # --compact exists to feed plan: it implies JSON
+    if values["label"] is not None and output is not Format.json:
+        raise BadInput("--label names the node in the JSON output: add --format json (or --compact)")
     label = values["label"] if values["label"] is not None else settings.setting(os.environ, settings.LABEL)
-    if (compact or label is not None) and output is not Format.json:
-        raise BadInput("--compact and --label shape the JSON output: add --format json")
     request = _request(values)
     if output is Format.json:
         # The same function answers the typer-free path in entry.py.
@@ -288,6 +292,13 @@ def install(
         raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
     request = _request(values)
     catalog, facts, decision = _decided(request)
+    from pickvariant.machine.cpu import host_platform
+
+    here = host_platform()
+    if (facts.os, facts.arch) != here:
+        # Flox installs into this machine's environment: a build for another CPU architecture or OS would not run here.
+        raise BadInput(f"the stated CPU ({facts.sources.get('cpu', '--cpuinfo')}) is {facts.os}/{facts.arch}, this machine {here[0]}/{here[1]}: "
+                       "install works on the machine it runs on; `pickvariant detect` and `recipe` serve other machines")
     if package is not None:
         variant = catalog.variant(package, request.branch)
         problems = installer.fit_problems(variant, facts, catalog)

@@ -47,7 +47,7 @@ GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (m
 BRANCH = Option("--branch", "text", "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).", "branch")
 PYTHON = Option("--python-version", "text", "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).", "python")
 FORMAT = Option("--format", "choice", "Output format.", choices=OUTPUT_FORMATS, default="text")
-COMPACT = Option("--compact", "flag", "With --format json: the same object on one line (one node per line for `plan`).", default=False)
+COMPACT = Option("--compact", "flag", "The JSON object on one line, one node per line for `plan` (implies --format json).", default=False)
 LABEL = Option("--label", "text", "With --format json: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.")
 
 # The options that fill a Request, by parameter name, in the order commands list them.
@@ -109,4 +109,6 @@ def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
             values[name] = [*(values[name] or ()), value]  # type: ignore[misc]
         else:
             values[name] = value
+    if values["compact"] and "format" not in seen:
+        values["format"] = "json"  # --compact implies JSON, as in the typer CLI
     return values if values["format"] == "json" else None

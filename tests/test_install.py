@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import cpuinfo_path, require, torch_site_packages
+from conftest import REPO, cpuinfo_path, require, torch_site_packages
 from pickvariant.install import floxcontract
 from pickvariant.cli import app
 from pickvariant._base.errors import OperationFailed
@@ -116,6 +116,14 @@ def test_a_logged_out_user_is_told_how_to_log_in_before_anything_runs(tmp_path, 
     (fake_flox.state / "revoked.json").write_text(json.dumps(["flox_sat_ci"]))
     again = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(tmp_path / "other"), "--yes", "--no-verify"])
     assert again.exit_code == 1 and "expired or has been revoked" in again.stderr
+
+
+def test_a_failed_login_check_gets_the_login_remedy_whatever_flox_says(tmp_path, fake_flox, monkeypatch) -> None:
+    fake_flox.logout()
+    monkeypatch.setenv("FAKE_FLOX_REWORDED", "1")
+    result = runner.invoke(app, ["install", *HASWELL, "--org", "acme", "--dir", str(tmp_path / "p"), "--yes", "--no-verify"])
+    assert result.exit_code == 1 and "no FloxHub session" in result.stderr
+    assert "what to do: log in to FloxHub (`flox auth login`" in result.stderr
 
 
 def test_a_member_of_another_org_does_not_see_the_package(tmp_path, fake_flox) -> None:
@@ -292,3 +300,16 @@ def test_an_environment_holding_another_version_under_the_same_id_is_refused(tmp
     newer = runner.invoke(app, ["install", *CPU_ONLY, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
     assert newer.exit_code == 2 and "version '2.9.1'" in newer.stderr and f"flox uninstall -d {target} {CPU_PACKAGE}" in newer.stderr
     assert manifest(target)["install"][CPU_PACKAGE]["version"] == "2.9.1"
+
+
+def test_install_for_another_cpu_architecture_is_refused_before_anything_runs(tmp_path, fake_flox) -> None:
+    """A what-if dump of another architecture (or a Mac's sysctl) describes another machine: install would put a build here that cannot run here."""
+    from pickvariant.machine.cpu import host_platform
+
+    here = host_platform()
+    other = next(dump for dump, platform in (("linux-rhel9-neoverse_v2", ("linux", "aarch64")), ("linux-rhel7-haswell", ("linux", "x86_64")),
+                                              ("darwin-sequoia-m4", ("darwin", "aarch64"))) if platform != here)
+    result = runner.invoke(app, ["install", "--cpuinfo", str(REPO / "tests/fixtures/cpuinfo" / other), "--gpu", "9.0", "--driver", "580.95.05",
+                                 "--org", "acme", "--dir", str(tmp_path / "p"), "--dry-run"])
+    assert result.exit_code == 2 and "`pickvariant detect` and `recipe` serve other machines" in result.stderr
+    assert fake_flox() == []

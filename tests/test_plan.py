@@ -59,7 +59,11 @@ def test_detect_compact_is_the_same_object_on_one_line_with_the_label(monkeypatc
     assert compact.count("\n") == 1
     labelled = json.loads(compact)
     assert labelled.pop("label") == "rack3-node07" and labelled == json.loads(pretty)
-    refused = runner.invoke(app, ["detect", "--compact", "--cpuinfo", str(HASWELL), "--no-gpu"])
+    implied = runner.invoke(app, ["detect", "--compact", "--cpuinfo", str(HASWELL), "--no-gpu"])
+    assert implied.exit_code == 0 and implied.stdout == compact  # --compact implies --format json
+    # The variable names the node in JSON lines; a person's text view is not refused for it.
+    assert runner.invoke(app, ["detect", "--cpuinfo", str(HASWELL), "--no-gpu"]).exit_code == 0
+    refused = runner.invoke(app, ["detect", "--label", "n1", "--cpuinfo", str(HASWELL), "--no-gpu"])
     assert refused.exit_code == 2 and "--format json" in refused.stderr
 
 
@@ -377,3 +381,26 @@ def test_folded_labels_expand_back_to_exactly_the_labels(labels: list[str]) -> N
     folded = planner.fold_labels(labels)
     assert len(folded) <= len(set(labels))
     assert set(NodeSet.fromlist(folded)) == set(labels)
+
+
+def test_compact_implies_json_in_both_parsers() -> None:
+    """`detect --compact --label X` exists only to feed plan: it prints the JSON line, typer CLI and fast path alike."""
+    import contextlib
+    import io
+
+    from pickvariant import commandline, entry
+    from pickvariant.cli import main as cli_main
+
+    argv = ["detect", "--compact", "--label", "n7", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"]
+    assert commandline.parse_plain_detect(argv) is not None
+    outcomes = []
+    for main in (entry.main, cli_main):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(list(argv))
+        outcomes.append((code, out.getvalue()))
+    assert outcomes[0] == outcomes[1]
+    code, text = outcomes[0]
+    assert code == 0 and text.count("\n") == 1 and json.loads(text)["label"] == "n7"
+    refused = runner.invoke(app, ["detect", "--compact", "--format", "markdown", "--no-gpu"])
+    assert refused.exit_code == 2 and "cannot be --format markdown" in refused.stderr

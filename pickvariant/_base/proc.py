@@ -255,9 +255,3 @@ def _group_alive(group: int) -> bool:
         if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
             return True
     return False
-
-
-def run_all(commands: Sequence[Command], log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:
-    for command in commands:
-        on_line(f"» {command.description}")
-        run(command, log, on_line, timeout_s)

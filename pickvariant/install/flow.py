@@ -18,7 +18,7 @@ from pickvariant import __version__
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
-from pickvariant._base.proc import Command, capture, run_all, tail
+from pickvariant._base.proc import Command, capture, run, tail
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import floxcontract
@@ -213,12 +213,18 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
 
 
 def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
-    """Run the commands; a failure whose output Flox's contract knows gets its remedy added."""
-    try:
-        run_all(commands, log, on_line, timeout_s)
-    except OperationFailed as error:
-        advice = floxcontract.remedy(tail(log))
-        raise OperationFailed(f"{error}\nwhat to do: {advice}" if advice else str(error)) from None
+    """Run the commands; a failure whose output Flox's contract knows gets its remedy added.
+
+    A failed `flox auth status` is a login problem whatever it says (at flox/flox@6536dac every way it
+    fails, not logged in, token unverifiable, expired or revoked, exits 1): its text only refines the advice."""
+    login = _login_check(Path(".")).argv
+    for command in commands:
+        on_line(f"» {command.description}")
+        try:
+            run(command, log, on_line, timeout_s)
+        except OperationFailed as error:
+            advice = floxcontract.remedy(tail(log)) or (floxcontract.login_advice() if command.argv == login else None)
+            raise OperationFailed(f"{error}\nwhat to do: {advice}" if advice else str(error)) from None
 
 
 def _remove_created_environment(directory: Path, existed: bool) -> None:

@@ -84,14 +84,14 @@ def run_can_probe(version: Version | None, package_has_python: bool = False) -> 
     return RunSupport(not reasons, tuple(reasons))
 
 
-def _login_advice() -> str:
+def login_advice() -> str:
     login = contract()["login"]
     return f"log in to FloxHub (`flox auth login`, or {login['token_env']} with Flox ≥ {login['token_env_min_version']}) and run this again"
 
 
 # Flox's messages that call for the same remedy whatever command printed them: message keys, advice.
 _REMEDIES: tuple[tuple[tuple[str, ...], Callable[[], str]], ...] = (
-    (("auth_required", "not_logged_in", "token_expired"), _login_advice),
+    (("auth_required", "not_logged_in", "token_expired"), login_advice),
     (("token_unverified", "base_catalog_unreachable"), lambda: "Flox could not reach FloxHub: it needs the network"),
     (("package_not_found",), lambda: "the package is not in that catalog, or this account cannot see it: check --org and `flox search`"),
     (("version_not_found",), lambda: "that catalog has the package, but not the PyTorch version the decision chose: publish it from the matching branch"),

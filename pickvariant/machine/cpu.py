@@ -195,6 +195,12 @@ def read_sysctl() -> CpuFacts | None:
     return parse_sysctl(result.stdout.decode("utf-8", errors="replace"), "sysctl -a")
 
 
+def host_platform() -> tuple[str, str]:
+    """(os, arch) of the machine this process runs on, as CpuFacts name them."""
+    os_name = "linux" if sys.platform.startswith("linux") else "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789")
+    return os_name, _machine()
+
+
 @functools.cache  # the machine a process runs on does not change under it
 def _machine() -> str:
     machine = os.uname().machine if hasattr(os, "uname") else "unknown"
