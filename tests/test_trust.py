@@ -423,3 +423,29 @@ def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal
     for result in (verify, synced, refused, report):
         assert "\x1b" not in result.output and "\x07" not in result.output, result.output
     assert "\\e]0;PWNED" in synced.stderr and "\\e]0;PWNED" in refused.stderr and "\\e]0;PWNED" in report.stdout
+
+
+def test_recipe_repo_reads_a_plain_clone_whose_branches_are_remote_tracking(tmp_path, monkeypatch) -> None:
+    """`git clone URL` makes only main local: the variant's branch is origin/BRANCH, as catalog sync reads it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    upstream = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
+    subprocess.run(["git", "clone", "-q", str(upstream), str(tmp_path / "plain")], check=True, capture_output=True)
+    assert BRANCH not in git(tmp_path / "plain", "branch", "--list")
+    result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(tmp_path / "plain")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == recipe_for_row(SHIPPED, _row(GOOD))
+
+
+def test_git_refusals_name_the_cause_and_the_remedy(tmp_path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    result = _sync(empty, tmp_path / "c.json")
+    assert result.exit_code == 2 and "has no commit (an empty repository)" in result.stderr
+    require(os.geteuid() == 0, "a repository of another user can only be made by root (chown)")
+    theirs = make_build_repo(tmp_path / "theirs")
+    subprocess.run(["chown", "-R", "nobody", str(theirs)], check=True)
+    for argv in (["catalog", "sync", str(theirs), "-o", str(tmp_path / "c.json")], ["recipe", GOOD, "--branch", BRANCH, "--repo", str(theirs)]):
+        refused = runner.invoke(app, argv)
+        assert refused.exit_code in (1, 2) and "belongs to another user" in refused.stderr
+        assert "git config --global --add safe.directory" in refused.stderr and "and the repository exists" not in refused.stderr

@@ -20,6 +20,7 @@ an upload-pack; an `ext::` URL runs whatever it says. So:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
@@ -88,9 +89,21 @@ def run_git(args: list[str], shown: str, workdir: Path, input_bytes: bytes | Non
     except subprocess.TimeoutExpired:
         raise GitTimeout(f"git {verb} on {public_url(shown)} took longer than {timeout_s:g} s") from None
     if result.returncode != 0:
-        message = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise OperationFailed(f"git {verb} on {public_url(shown)} failed: {without_credentials(message[-1]) if message else f'exit {result.returncode}'}")
+        raise OperationFailed(f"git {verb} on {public_url(shown)} failed: {git_said(result.stderr.decode('utf-8', 'replace'), result.returncode)}")
     return result.stdout
+
+
+def git_said(stderr: str, returncode: int) -> str:
+    """git's reason in one line: its first fatal or error line (the last is often only "and the repository
+    exists."), and for a repository owned by someone else, what that means and what to do."""
+    if "detected dubious ownership" in stderr:
+        where = re.search(r"repository at '([^']*)'", stderr)
+        path = where.group(1) if where else "it"
+        return (f"the repository {path} belongs to another user, and git reads such repositories only when told to trust them "
+                f"(safe.directory): if you do, `git config --global --add safe.directory {path}`; or give a clone of your own")
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    chosen = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1] if lines else f"exit {returncode}")
+    return without_credentials(chosen)
 
 
 def stream_blobs(repository: Path, shown: str, blob_ids: Sequence[str], max_bytes: int,

@@ -113,7 +113,10 @@ class GitRepository:
             yield from stream_blobs(self.path, self.shown, blob_ids, MAX_RECIPE_BYTES)
 
     def head(self) -> tuple[str, str]:
-        commit = self.run("rev-parse", "--verify", "HEAD^{commit}").decode().strip()
+        try:
+            commit = self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}").decode().strip()
+        except OperationFailed:
+            raise BadInput(f"{self.shown} has no commit (an empty repository): give a clone of the build repository") from None
         date = self.run("log", "-1", "--no-show-signature", "--format=%cI", commit).decode().strip()
         return commit, date
 
@@ -140,6 +143,8 @@ def open_repository(repo: str, workdir: Path) -> GitRepository:
         run_git(["clone", "--mirror", "--no-local", "--quiet", "--", str(path.resolve()), str(target)], repo, workdir)
     except OperationFailed as error:
         said = str(error).split(" failed: ", 1)[-1]
+        if "belongs to another user" in said:
+            raise BadInput(f"{repo!r:.200}: {said}") from None
         raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}") from None
     return GitRepository(target, repo)
 

@@ -129,15 +129,22 @@ def _locked(root: Path, deadline: _Deadline, repo: str) -> Iterator[None]:
         os.close(handle)
 
 
-def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> str:
+def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> tuple[str, str]:
+    """(commit, ref) of the branch's tip: its own branch, or in a plain clone the remote-tracking one
+    (`origin/BRANCH`), as catalog sync reads such a clone."""
+    wanted = (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}")
     try:
-        out = run_git(["ls-remote", "--heads", "--", repo, f"refs/heads/{branch}"], repo, git_dir, timeout_s=deadline.left(repo))
+        out = run_git(["ls-remote", "--", repo, *wanted], repo, git_dir, timeout_s=deadline.left(repo))
     except GitTimeout:
         raise deadline.expired(repo) from None
+    found = {}
     for line in out.decode("utf-8", "replace").splitlines():
         commit, _, ref = line.partition("\t")
-        if ref == f"refs/heads/{branch}" and re.fullmatch(r"[0-9a-f]{40}", commit):
-            return commit
+        if ref in wanted and re.fullmatch(r"[0-9a-f]{40}", commit):
+            found[ref] = commit
+    for ref in wanted:
+        if ref in found:
+            return found[ref], ref
     raise MissingBranch(f"{public_url(repo)} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
 
 
@@ -153,14 +160,14 @@ def _init(git_dir: Path, repo: str) -> None:
     os.rename(staging, git_dir)
 
 
-def _fetch(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -> None:
+def _fetch(repo: str, branch: str, ref: str, git_dir: Path, deadline: _Deadline) -> None:
     # A local repository's upload-pack is started by this git, and told to honour the size filter (a
     # server decides that for itself); it is git's own program, which git keeps safe in untrusted repositories.
     local = () if re.match(r"^[a-z][a-z0-9+.-]*://", repo) and not repo.startswith("file://") or re.match(r"^[\w.-]+@[\w.-]+:", repo) else (
         "--upload-pack=git -c uploadpack.allowFilter=true upload-pack",)
     try:
         run_git(["fetch", "--quiet", *local, "--depth", "1", f"--filter=blob:limit={MAX_RECIPE_BYTES}", "--no-tags", "origin",
-                 f"+refs/heads/{branch}:refs/remotes/origin/{branch}"], repo, git_dir, timeout_s=deadline.left(repo),
+                 f"+{ref}:refs/remotes/origin/{branch}"], repo, git_dir, timeout_s=deadline.left(repo),
                 config=(f"remote.origin.url={repo}",))
     except GitTimeout:
         raise deadline.expired(repo) from None
@@ -227,7 +234,7 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
         except (OperationFailed, OSError) as error:
             raise OperationFailed(f"cannot set up the recipe cache {git_dir}: {error}") from None
         try:
-            commit = _remote_commit(repo, variant.branch, git_dir, deadline)
+            commit, ref = _remote_commit(repo, variant.branch, git_dir, deadline)
         except MissingBranch:
             raise
         except OperationFailed as unreachable:
@@ -247,14 +254,14 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
             if text is _DAMAGED:
                 # git would trust the damaged object and not fetch it again: the cache starts over.
                 raise OperationFailed(f"the cached copy of {variant.path} at {commit[:12]} is damaged")
-            _fetch(repo, variant.branch, git_dir, deadline)
+            _fetch(repo, variant.branch, ref, git_dir, deadline)
         except OperationFailed as error:
             # An interrupted earlier fetch can leave locks or a half-written shallow file: start the
             # cache's repository over once, within the same time limit, before giving up.
             shutil.rmtree(git_dir, ignore_errors=True)
             try:
                 _init(git_dir, repo)
-                _fetch(repo, variant.branch, git_dir, deadline)
+                _fetch(repo, variant.branch, ref, git_dir, deadline)
             except OperationFailed:
                 raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {error}; {GENERATE_HINT}") from None
         text = _read_recipe(repo, commit, variant.path, reader)
