@@ -232,6 +232,8 @@ def recipe(
     catalog = _catalog()
     if all_variants == (package is not None):
         raise BadInput("give either a PACKAGE or --all")
+    if cuda is not None and not all_variants:
+        raise BadInput("--cuda chooses a CUDA line of the branch for --all; a PACKAGE names its own")
     if all_variants:
         if repo is not None:
             raise BadInput("--all generates a branch's recipes from the templates; --repo fetches one PACKAGE")
@@ -398,6 +400,8 @@ def verify(
     from pickvariant.output import verdict
     from pickvariant.verify import judge as verifier
 
+    if branch is not None and package is None:
+        raise BadInput("--branch names the branch of --package: give the package too")
     catalog = _catalog()
     variant = catalog.variant(package, branch) if package else None
     if org is not None:

@@ -225,3 +225,16 @@ def test_cpu_rates_are_shown_in_units_that_show_them() -> None:
     assert rate_text({"tops": 0.0004}) == "0.4 GOP/s"
     assert rate_text({"tflops": 766.5}) == "766.50 TFLOP/s"
     assert rate_text({"name": "matmul int8"}) == "-"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["detect", "--cuda", "11.8", "--no-gpu"], "--cuda 11.8: no branch left by the pins builds it"),
+    (["list", "--cuda", "11.8"], "--cuda 11.8: no variant of the catalog is built with it"),
+    (["list", "--python-version", "3.10"], "--python-version 3.10: no variant of the catalog is built for it"),
+    (["list", "--branch", "nope"], "unknown branch 'nope'"),
+    (["recipe", "pytorch-python313-cpu-avx2", "--generate", "--cuda", "12.9"], "--cuda chooses a CUDA line of the branch for --all"),
+    (["verify", "--branch", "main"], "--branch names the branch of --package"),
+])
+def test_a_pin_that_matches_nothing_is_bad_input_everywhere(argv, says) -> None:
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2 and says in result.stderr and result.stderr.count("\n") == 1

@@ -7,7 +7,7 @@ from typing import Any
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
 from pickvariant._base.text import visible
-from pickvariant._base.versions import parse_compute_capability, release_matches
+from pickvariant._base.versions import parse_compute_capability, release_matches, version_key
 from pickvariant.catalog.model import MPS, Catalog, Variant
 
 
@@ -48,6 +48,14 @@ def select(catalog: Catalog, filters: Filters = Filters()) -> list[dict[str, Any
     if filters.platform is not None and filters.platform not in catalog.platforms:
         raise BadInput(f"unknown platform {filters.platform!r}; the catalog has {', '.join(catalog.platforms)}")
     no_cuda = filters.cuda is not None and filters.cuda.strip().lower() in ("none", "cpu")
+    if filters.cuda is not None and not no_cuda:
+        lines = sorted({v.cuda for v in catalog.variants if v.cuda}, key=version_key)
+        if not any(release_matches(filters.cuda, line, "--cuda") for line in lines):
+            raise BadInput(f"--cuda {filters.cuda}: no variant of the catalog is built with it (CUDA lines: {', '.join(lines)}, or none)")
+    if filters.python is not None:
+        pythons = sorted({v.python for v in catalog.variants}, key=version_key)
+        if not any(release_matches(filters.python, python, "--python-version") for python in pythons):
+            raise BadInput(f"--python-version {filters.python}: no variant of the catalog is built for it (Pythons: {', '.join(pythons)})")
 
     def wanted(variant: Variant) -> bool:
         if filters.branch and variant.branch != filters.branch or filters.isa and variant.cpu_isa != filters.isa:

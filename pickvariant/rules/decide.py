@@ -209,7 +209,7 @@ def _admissible_lines(
                 can_run.add(line.cuda)
     for cuda in sorted(too_old, key=version_key, reverse=True):
         rejected.append(Rejection(f"CUDA {cuda} (every branch)", too_old[cuda]))
-    if options.cuda and targets:
+    if options.cuda:  # a pin that matches nothing is bad input, GPUs or not
         built = sorted({line.cuda for b in branches for line in b.cuda_lines}, key=version_key)
         if not any(release_matches(options.cuda, cuda, "--cuda") for cuda in built):
             raise BadInput(f"--cuda {options.cuda}: no branch left by the pins builds it (CUDA lines: {', '.join(built)})")
