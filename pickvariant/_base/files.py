@@ -42,6 +42,63 @@ def read_regular(path: Path, limit: int, what: str) -> bytes:
     return raw
 
 
+# How long a pipe or FIFO given as input (`--cpuinfo -`, `--cpuinfo <(ssh host cat /proc/cpuinfo)`) may take
+# to deliver all of it: one nothing writes to is refused after this, never waited on for ever.
+PIPE_WAIT_S = 60.0
+
+
+def read_input(path: Path, limit: int, what: str) -> bytes:
+    """read_regular for a file; `-` (stdin), a pipe or a FIFO read as their writer writes, with the same
+    bound in bytes and PIPE_WAIT_S in all. A device, a directory or a terminal is refused before any read."""
+    stdin = str(path) == "-"
+    try:
+        fd = os.dup(0) if stdin else os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {'from stdin' if stdin else path}: {error.strerror or error}") from error
+    shown = "stdin" if stdin else str(path)
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISREG(status.st_mode):
+            raw = _read_bounded(fd, status.st_size, limit)
+        elif stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode):
+            raw = _read_pipe(fd, limit, what, shown)
+        else:
+            kind = "a terminal" if os.isatty(fd) else "a device or directory"
+            raise BadInput(f"cannot read {what} {shown}: it is {kind}, not a regular file, pipe or FIFO")
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {shown}: {error.strerror or error}") from error
+    finally:
+        os.close(fd)
+    if len(raw) > limit:
+        raise BadInput(f"{what} {shown} is larger than {limit // (1024 * 1024)} MiB")
+    return raw
+
+
+def _read_pipe(fd: int, limit: int, what: str, shown: str) -> bytes:
+    import select
+    import time
+
+    os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    deadline = time.monotonic() + PIPE_WAIT_S
+    pieces: list[bytes] = []
+    size = 0
+    while size <= limit:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(remaining * 1000):
+            raise BadInput(f"{what} {shown}: {'nothing' if not size else 'not all of it'} arrived within {PIPE_WAIT_S:g} s")
+        try:
+            piece = os.read(fd, min(_PIECE, limit + 1 - size))
+        except BlockingIOError:
+            continue
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
+
+
 _PIECE = 64 * 1024
 
 

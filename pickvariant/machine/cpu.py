@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.files import read_regular
+from pickvariant._base.files import read_input, read_regular
 from pickvariant._base.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -158,7 +158,8 @@ def read_text(path: Path) -> str:
 
 
 def read_cpuinfo_dump(path: Path) -> CpuFacts:
-    return parse_cpuinfo(read_text(path), str(path))
+    """A dump given by the user: a file, or `-` (stdin), a pipe or a FIFO (`<(ssh host cat /proc/cpuinfo)`)."""
+    return parse_cpuinfo(read_input(path, MAX_CPUINFO_BYTES, "the CPU dump").decode("utf-8", errors="replace"), str(path))
 
 
 def detect_cpu() -> CpuFacts:
