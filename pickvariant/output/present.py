@@ -80,6 +80,23 @@ def gpu_extras(gpu: GpuFacts) -> str:
     return f"{memory}, MIG on: {instances}, each with the parent's kernels"
 
 
+def hardware_rows(facts: HostFacts, catalog: Catalog, capability: str) -> list[tuple[str, str, str]]:
+    """(fact, value, source) of the hardware table that detect's text and Markdown views show, escapes visible."""
+    rows = [("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", "")),
+            ("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", "")),
+            ("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")]
+    rows += [(f"GPU {gpu.index}", f"{gpu.name} ({capability} {gpu.compute_capability}{gpu_extras(gpu)})", facts.sources.get("gpus", ""))
+             for gpu in facts.gpus]
+    if not facts.gpus:
+        rows.append(("GPUs", "none", facts.sources.get("gpus", "")))
+    if facts.driver and facts.driver.version:
+        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+        rows.append(("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", "")))
+    if facts.cuda_visible_devices is not None:
+        rows.append(("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment"))
+    return [(visible(fact), visible(value), visible(source)) for fact, value, source in rows]
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -89,22 +106,7 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     rec = recommendation_json(decision, catalog)
     lines.append(f"**Recommendation:** `{rec['package']}` (branch `{rec['branch']}`, PyTorch {rec['torch']}, Python {rec['python']})" if rec else "**Recommendation:** none (no compatible variant)")
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
-
-    def row(*cells: str) -> None:
-        lines.append("| " + " | ".join(_md_cell(visible(cell)) for cell in cells) + " |")
-
-    row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
-    row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
-    row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
-    for gpu in facts.gpus:
-        row(f"GPU {gpu.index}", f"{gpu.name} (compute capability {gpu.compute_capability}{gpu_extras(gpu)})", facts.sources.get("gpus", ""))
-    if not facts.gpus:
-        row("GPUs", "none", facts.sources.get("gpus", ""))
-    if facts.driver and facts.driver.version:
-        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
-        row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
-    if facts.cuda_visible_devices is not None:
-        row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
+    lines += ["| " + " | ".join(_md_cell(cell) for cell in cells) + " |" for cells in hardware_rows(facts, catalog, "compute capability")]
     lines += ["", f"### Why (workload: {workload})", ""]
     lines += [f"- {visible(reason)}" for reason in decision.reasons]
     if decision.hints:

@@ -15,11 +15,7 @@ from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
-from pickvariant.output.present import (
-    flags_that_matter,
-    gpu_extras,
-    recommendation_json,
-)
+from pickvariant.output.present import hardware_rows, recommendation_json
 from pickvariant.rules.decision import Decision
 
 
@@ -35,22 +31,9 @@ def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workl
     table.add_column("value")
     table.add_column("source", style="dim")
 
-    def row(*cells: str) -> None:
+    for cells in hardware_rows(facts, catalog, "cc"):
         # Text, not markup: a model name or path holding "[/]" must print, not raise.
-        table.add_row(*(Text(visible(cell)) for cell in cells))
-
-    row("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", ""))
-    row("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", ""))
-    row("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")
-    for gpu in facts.gpus:
-        row(f"GPU {gpu.index}", f"{gpu.name} (cc {gpu.compute_capability}{gpu_extras(gpu)})", facts.sources.get("gpus", ""))
-    if not facts.gpus:
-        row("GPUs", "none", facts.sources.get("gpus", ""))
-    if facts.driver and facts.driver.version:
-        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
-        row("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", ""))
-    if facts.cuda_visible_devices is not None:
-        row("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment")
+        table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
     rec = recommendation_json(decision, catalog)
     title = Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green") if rec else Text("No compatible variant", style="bold red")
