@@ -109,6 +109,14 @@ def test_the_judgement_does_not_depend_on_the_cpu_the_tests_run_on(catalog) -> N
     assert not judge(reported(cpu_capability="AVX2"), catalog, facts, None).passed
 
 
+def test_a_dispatch_level_capped_by_aten_cpu_capability_is_said_not_failed(catalog) -> None:
+    """ATEN_CPU_CAPABILITY=avx2 in the probed interpreter's environment leaves AVX-512 unused on purpose."""
+    facts = host(catalog, "linux-unknown-sapphirerapids")
+    verdict = judge(reported(cpu_capability="AVX2", aten_cpu_capability="avx2"), catalog, facts, None)
+    assert verdict.passed
+    assert any("because ATEN_CPU_CAPABILITY=avx2 asks it to" in reason for reason in verdict.reasons)
+
+
 def test_a_gpu_without_a_kernel_image_fails(catalog) -> None:
     fake = reported(cuda="13.1", cuda_available=True, arch_list=["sm_80", "sm_86"],
                     devices=[{"index": 0, "name": "NVIDIA H200", "capability": [9, 0], "kernel_ran": False}])

@@ -145,8 +145,14 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     expected = expected_capability(catalog, facts, variant)
     order = catalog.torch_capability_order
     got = probe.get("cpu_capability")
+    capped = probe.get("aten_cpu_capability")
     if expected and got in order and order.index(got) < order.index(expected):
-        failures.append(f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}")
+        if capped:
+            # The interpreter's environment asked torch for less (ATEN_CPU_CAPABILITY): a choice, not a wrong build.
+            reasons.append(f"torch dispatches CPU kernels at {got}, below the {expected} {'the variant' if variant else 'this CPU'} "
+                           f"calls for, because ATEN_CPU_CAPABILITY={capped} asks it to")
+        else:
+            failures.append(f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}")
     elif expected:
         reasons.append(f"CPU dispatch {got} matches the expected {expected}")
     gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
