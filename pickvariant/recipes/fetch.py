@@ -14,6 +14,7 @@ named in the cache without the credentials it may carry.
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
 import fcntl
 import hashlib
@@ -186,25 +187,28 @@ def _reader(root: Path, git_dir: Path, repo: str) -> Path:
     return reader
 
 
-_LEFT_OUT = "left out"  # the commit is here, its file is not: the fetch's size filter kept it out
-_DAMAGED = "damaged"  # the file's content is not what its id says: the cache is made anew
+class _Unread(enum.Enum):
+    """Why the cache gave no recipe text."""
+
+    ABSENT = "the commit is not in the cache"
+    LEFT_OUT = "the commit is here, its file is not: the fetch's size filter kept it out"
+    DAMAGED = "the file's content is not what its id says: the cache is made anew"
 
 
-def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | None:
+def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | _Unread:
     """The recipe at `commit` from the cache's object store, its content checked against its id.
 
-    None when the commit is not in the cache; _LEFT_OUT when the commit is, and its file is not;
-    _DAMAGED when the file's bytes do not hash to its id (then it is fetched again, never served)."""
+    Otherwise why not; a damaged file is fetched again, never served."""
     try:
         blob = run_git(["rev-parse", "--verify", "--quiet", f"{commit}:{path}"], repo, reader).decode().strip()
     except OperationFailed:
-        return None
+        return _Unread.ABSENT
     try:
         content = run_git(["cat-file", "blob", blob], repo, reader)
     except OperationFailed:
-        return _LEFT_OUT
+        return _Unread.LEFT_OUT
     if hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest() != blob:
-        return _DAMAGED
+        return _Unread.DAMAGED
     return content.decode("utf-8", "replace")
 
 
@@ -242,16 +246,16 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
                 last: str | None = tip_file.read_text(encoding="utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 last = None
-            text = _read_recipe(repo, last, variant.path, reader) if last and re.fullmatch(r"[0-9a-f]{40}", last) else None
-            if last and text not in (None, _LEFT_OUT, _DAMAGED):
+            text = _read_recipe(repo, last, variant.path, reader) if last and re.fullmatch(r"[0-9a-f]{40}", last) else _Unread.ABSENT
+            if last and isinstance(text, str):
                 return FetchedRecipe(text, shown, variant.branch, last, variant.path, True,
                                      (f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",))
             raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}") from None
         text = _read_recipe(repo, commit, variant.path, reader)
-        if text not in (None, _LEFT_OUT, _DAMAGED):
-            return FetchedRecipe(str(text), shown, variant.branch, commit, variant.path, True)
+        if isinstance(text, str):
+            return FetchedRecipe(text, shown, variant.branch, commit, variant.path, True)
         try:
-            if text is _DAMAGED:
+            if text is _Unread.DAMAGED:
                 # git would trust the damaged object and not fetch it again: the cache starts over.
                 raise OperationFailed(f"the cached copy of {variant.path} at {commit[:12]} is damaged")
             _fetch(repo, variant.branch, ref, git_dir, deadline)
@@ -265,10 +269,10 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
             except OperationFailed:
                 raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {error}; {GENERATE_HINT}") from None
         text = _read_recipe(repo, commit, variant.path, reader)
-        if text is _LEFT_OUT:
+        if text is _Unread.LEFT_OUT:
             # The filter left it out unread: a file over the limit is never downloaded.
             raise OperationFailed(f"{shown} {variant.branch}:{variant.path} at {commit[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe")
-        if text is None or text is _DAMAGED:
+        if not isinstance(text, str):
             raise OperationFailed(f"{shown} {variant.branch} at {commit[:12]} has no {variant.path} that can be read; {GENERATE_HINT}")
         write_atomic(tip_file, commit + "\n")
         return FetchedRecipe(text, shown, variant.branch, commit, variant.path, False)
