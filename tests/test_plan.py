@@ -404,3 +404,19 @@ def test_compact_implies_json_in_both_parsers() -> None:
     assert code == 0 and text.count("\n") == 1 and json.loads(text)["label"] == "n7"
     refused = runner.invoke(app, ["detect", "--compact", "--format", "markdown", "--no-gpu"])
     assert refused.exit_code == 2 and "cannot be --format markdown" in refused.stderr
+
+
+def test_each_node_gets_detects_own_reason_and_hint_and_each_build_its_system(tmp_path) -> None:
+    """An A100 on driver 470: plan says what detect says there (the driver is too old, which driver would do),
+    not a generic line; an empty section has no header; each build command says where it can run."""
+    lines = [detect_line("old-a100", HASWELL, ["8.0"], "470.57.02"), detect_line("cpu-1", HASWELL, [], None),
+             detect_line("grace-1", cpuinfo_path("linux-rhel9-neoverse_v2"), ["9.0"], "580.95.05")]
+    detected = runner.invoke(app, ["detect", "--cpuinfo", str(HASWELL), "--gpu", "8.0", "--driver", "470.57.02"])
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text("".join(lines))
+    text = runner.invoke(app, ["plan", str(cluster)]).stdout
+    told = detected.stderr.removeprefix("pickvariant: no compatible variant for this machine: ").strip()
+    assert "driver 470.57.02 is too old" in told and "a driver >= 525.60.13" in told
+    assert f"1 node(s): {told} [old-a100]" in text
+    assert "nodes that get less than their own best" not in text
+    assert "(on an x86_64 Linux machine)" in text and "(on an aarch64 Linux machine)" in text

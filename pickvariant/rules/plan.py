@@ -277,7 +277,11 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
             profiles.append(Profile(None, (), f"its facts are unusable: {error}", "unreadable facts"))
             continue
         decision = decide(facts, catalog, options, with_hints=False)
-        why = None if decision.candidates else (decision.reasons[-1] if decision.reasons else "no variant fits")
+        why = None
+        if not decision.candidates:
+            # What detect would say on that node: its last reason and its hints (a driver that would help, ...).
+            told = decide(facts, catalog, options)
+            why = "; ".join(told.reasons[-1:] + told.hints) or "no variant fits"
         profiles.append(Profile(facts, decision.candidates, why, _summary(facts)))
     return profiles
 
@@ -506,6 +510,11 @@ def _labels(labels: list[str], shown: int = 12) -> str:
     return ", ".join(folded[:shown]) + (f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else "")
 
 
+# Where a build command can run: Flox builds for the system it runs on.
+_BUILDERS = {"x86_64-linux": "an x86_64 Linux machine", "aarch64-linux": "an aarch64 Linux machine",
+             "aarch64-darwin": "an Apple Silicon Mac"}
+
+
 def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands."""
     h = (lambda text: f"## {text}") if markdown else (lambda text: f"{text}:")
@@ -521,11 +530,13 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         out += [f"{item}  covers {summary}" for summary in summaries[:6]]
         out.append(f"{item}  nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
     downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
-    out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
+    if downgraded:
+        out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
     for why, labels in _grouped(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
         out.append(f"{item}{len(labels)} node(s) get {why} [{_labels(labels)}]")
     unserved = [n for n in plan.nodes if n.variant is None]
-    out.append(h(f"nodes with no variant ({len(unserved)})"))
+    if unserved:
+        out.append(h(f"nodes with no variant ({len(unserved)})"))
     for why, labels in _grouped(unserved, lambda n: n.why or ""):
         out.append(f"{item}{len(labels)} node(s): {why} [{_labels(labels)}]")
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
@@ -533,7 +544,7 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
         steps = (["git", "checkout", variant.branch], ["flox", "build", variant.package], ["flox", "publish", "-o", org or "ORG", variant.package])
         command = " && ".join(shlex.join(step) for step in steps)
-        out.append(f"{item}{code(command)}")
+        out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
     out.append(h("solver"))
     out.append(f"{item}HiGHS (highspy): {plan.solution.status}, objective {plan.solution.objective:g}")
     if plan.bad_count:
