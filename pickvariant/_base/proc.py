@@ -52,10 +52,14 @@ def require_program(name: str) -> str:
 
 
 def tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The log's last lines, read from its last 64 KiB only: a build's log can be gigabytes."""
     try:
-        return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        with log.open("rb") as stream:
+            stream.seek(max(0, stream.seek(0, os.SEEK_END) - _STDERR_TAIL_BYTES))
+            end = stream.read(_STDERR_TAIL_BYTES)
     except OSError:
         return ""
+    return "\n".join(end.decode("utf-8", errors="replace").splitlines()[-lines:])
 
 
 class _Overflow(Exception):
