@@ -390,7 +390,7 @@ def _default_python() -> list[str]:
 @declared()
 def verify(
     python: Annotated[Optional[str], typer.Option("--python", help="The interpreter to probe (default: the last install's, else this one).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small sizes: under 20 s on a 2-core CPU machine.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small sizes: seconds on a CPU machine (about 4 s on 2 cores).")] = False,
     package: Annotated[Optional[str], typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level).")] = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="The branch of --package, where several build it.")] = None,
     org: Annotated[Optional[str], typer.Option("--org", help="With --package: probe the variant this Flox organisation published, in a throwaway environment (needs a FloxHub login).")] = None,
