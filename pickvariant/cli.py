@@ -56,8 +56,8 @@ def _typer_parameter(name: str, option: commandline.Option) -> inspect.Parameter
     choice = _CHOICES.get(option.choices)
     annotation = choice if choice is not None else _KINDS[option.kind]
     default = choice(option.default) if choice is not None else option.default
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[annotation, typer.Option(option.flag, help=option.help)])
+    declared = typer.Option(option.flag, help=option.help, metavar=option.metavar) if option.metavar else typer.Option(option.flag, help=option.help)
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, declared])
 
 
 def declared(options: Mapping[str, commandline.Option] = {}) -> Callable[[F], F]:
@@ -363,11 +363,13 @@ def plan(
     from pickvariant.output.terminal import reading_progress
     from pickvariant.rules import plan as planner
 
-    org = org if org is not None else settings.setting(os.environ, settings.FLOX_ORG)
+    given_as = "--org"
+    if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
+        given_as = settings.FLOX_ORG
     if org is not None:
         from pickvariant.install.flow import check_org
 
-        check_org(org)  # printed into commands people paste
+        check_org(org, given_as)  # printed into commands people paste
     catalog = _catalog()
     with reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
         read = planner.read_inputs(inputs, sys.stdin.buffer, on_progress)
@@ -407,8 +409,10 @@ def verify(
     if org is not None:
         from pickvariant.install import flow as installer
 
-        if variant is None or python is not None:
-            raise BadInput("--org probes a published --package; it takes no --python")
+        if variant is None:
+            raise BadInput("--org probes a published variant: name it with --package")
+        if python is not None:
+            raise BadInput("--org probes the published --package in a throwaway environment; it takes no --python")
         with installer.published_interpreter(variant, catalog, org) as throwaway:
             for line in throwaway.notes:
                 typer.echo(f"note: {line}")
@@ -455,7 +459,8 @@ def root(
 
 def _usage_line(error: Any) -> str:
     """click's usage error as one line, with where to read more (click's own form spans three lines)."""
-    message = visible(error.format_message())
+    # typer 0.25+ validates through pydantic, whose wording ("Value error, …") says nothing to a user.
+    message = visible(error.format_message().replace("Value error, ", ""))
     ctx = getattr(error, "ctx", None)
     return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"
 

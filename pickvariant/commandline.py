@@ -25,6 +25,7 @@ class Option:
     field: str | None = None  # the Request field, for options that describe the machine or pin the choice
     choices: tuple[str, ...] = ()
     default: object = None
+    metavar: str | None = None  # what --help shows for the value (a choice shows its choices)
 
     @property
     def takes_value(self) -> bool:
@@ -37,18 +38,23 @@ class Option:
 
 WORKLOAD = Option("--workload", "choice", "What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.",
                   "workload", WORKLOADS, "general")
-CPUINFO = Option("--cpuinfo", "path", "Decide for the CPU of this /proc/cpuinfo dump instead of this machine's (env PICKVARIANT_CPUINFO).", "cpuinfo")
-GPU = Option("--gpu", "texts", "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).", "gpus")
+CPUINFO = Option("--cpuinfo", "path", "Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin (env PICKVARIANT_CPUINFO).", "cpuinfo",
+                 metavar="FILE")
+GPU = Option("--gpu", "texts", "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).", "gpus",
+             metavar="CC")
 NO_GPU = Option("--no-gpu", "flag", "Decide for a machine without GPUs (CPU-only build).", "no_gpu", default=False)
-DRIVER = Option("--driver", "text", "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).", "driver")
-TORCH = Option("--torch", "text", "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).", "torch")
-CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda")
-GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index")
-BRANCH = Option("--branch", "text", "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).", "branch")
-PYTHON = Option("--python-version", "text", "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).", "python")
+DRIVER = Option("--driver", "text", "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).", "driver", metavar="VERSION")
+TORCH = Option("--torch", "text", "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).", "torch", metavar="VERSION")
+CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda", metavar="X.Y")
+GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index", metavar="N")
+BRANCH = Option("--branch", "text", "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).", "branch",
+                metavar="NAME")
+PYTHON = Option("--python-version", "text", "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).", "python",
+                metavar="X.Y")
 FORMAT = Option("--format", "choice", "Output format.", choices=OUTPUT_FORMATS, default="text")
 COMPACT = Option("--compact", "flag", "The JSON object on one line, one node per line for `plan` (implies --format json).", default=False)
-LABEL = Option("--label", "text", "With --format json: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.")
+LABEL = Option("--label", "text", "With --format json or --compact: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.",
+               metavar="NAME")
 
 # The options that fill a Request, by parameter name, in the order commands list them.
 REQUEST = {"workload": WORKLOAD, "cpuinfo": CPUINFO, "gpu": GPU, "no_gpu": NO_GPU, "driver": DRIVER, "torch": TORCH,

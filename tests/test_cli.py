@@ -238,3 +238,34 @@ def test_cpu_rates_are_shown_in_units_that_show_them() -> None:
 def test_a_pin_that_matches_nothing_is_bad_input_everywhere(argv, says) -> None:
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2 and says in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "env", "says"), [
+    (["detect", "--no-gpu"], {"PICKVARIANT_PYTHON": "3.99"}, "no branch matches PICKVARIANT_PYTHON 3.99"),
+    (["detect", "--no-gpu"], {"PICKVARIANT_PYTHON": "foo"}, "PICKVARIANT_PYTHON 'foo': not a version; write it as 3.12"),
+    (["detect", "--no-gpu", "--python-version", "foo"], {}, "--python-version 'foo': not a version; write it as 3.12"),
+    (["install", "--dry-run", "--no-gpu"], {"PICKVARIANT_FLOX_ORG": "x"}, "PICKVARIANT_FLOX_ORG 'x' is not a Flox organisation name"),
+    (["verify", "--org", "acme"], {}, "--org probes a published variant: name it with --package"),
+    (["detect", "--format", "yaml"], {}, "Invalid value for '--format': 'yaml' is not one of"),
+])
+def test_a_message_names_where_the_bad_value_came_from(argv, env, says, monkeypatch) -> None:
+    for name in ("PICKVARIANT_PYTHON", "PICKVARIANT_FLOX_ORG"):
+        monkeypatch.delenv(name, raising=False)
+    from pickvariant.cli import main as cli_main
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(argv)
+    assert code == 2 and says in err.getvalue(), err.getvalue()
+
+
+def test_help_shows_metavariables_a_user_reads() -> None:
+    shown = CliRunner().invoke(app, ["detect", "--help"]).stdout
+    for option in ("--cpuinfo FILE", "--gpu CC", "--driver VERSION", "--cuda X.Y", "--gpu-index N", "--python-version X.Y"):
+        assert option in shown
+    assert "list[str]" not in shown and "<str>" not in shown

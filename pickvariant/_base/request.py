@@ -31,10 +31,12 @@ class Request:
     gpu_index: int | None = None
     branch: str | None = None
     python: str | None = None
+    # Where the Python pin came from, for messages: the option, or PICKVARIANT_PYTHON.
+    python_given_as: str = "--python-version"
 
     def with_environment(self, env: Mapping[str, str]) -> Request:
         """This request with the pins PICKVARIANT_* states where the request states none (the machine's
         variables are read where the facts are gathered, so that each fact can name its source)."""
         if self.python is None and (python := settings.setting(env, settings.PYTHON)) is not None:
-            return replace(self, python=python)
+            return replace(self, python=python, python_given_as=settings.PYTHON)
         return self

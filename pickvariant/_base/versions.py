@@ -94,11 +94,15 @@ def version_key(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
+# What each pin looks like, for the message that refuses a malformed one (keyed by option or variable).
+_EXAMPLES = {"--torch": "2.10 or 2.10.0", "--cuda": "12.9 or 13", "--python-version": "3.12", "PICKVARIANT_PYTHON": "3.12"}
+
+
 def release_matches(pin: str, release: str, flag: str) -> bool:
     """Does `--torch 2.10` (or `--cuda 13`) name `release` 2.10.0 (13.0)? Missing parts are free, extra zeros equal."""
     match = _RELEASE.match(pin)
     if not match:
-        raise BadInput(f"{flag} {pin!r:.40}: not a version; write it as 2.10, 2.10.0 or 13.0")
+        raise BadInput(f"{flag} {pin!r:.40}: not a version; write it as {_EXAMPLES.get(flag.rstrip('='), '2.10 or 2.10.0')}")
     wanted = tuple(int(part) for part in match.group(1).split("."))
     have = version_key(release)
     have = have + (0,) * max(0, len(wanted) - len(have))

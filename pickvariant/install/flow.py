@@ -37,10 +37,11 @@ ORG_ENV = settings.FLOX_ORG
 FLOX_CATALOG_NAME = re.compile(r"[A-Za-z0-9_-]{3,63}")
 
 
-def check_org(org: str) -> None:
+def check_org(org: str, given_as: str = "--org") -> None:
+    """`given_as` names where the value came from (--org, or PICKVARIANT_FLOX_ORG=…), as the error must."""
     if not FLOX_CATALOG_NAME.fullmatch(org) or org.startswith("-"):
         raise BadInput(
-            f"--org {org!r:.80} is not a Flox organisation name: 3 to 63 letters, digits, '-' or '_', not starting with '-'"
+            f"{given_as} {org!r:.80} is not a Flox organisation name: 3 to 63 letters, digits, '-' or '_', not starting with '-'"
         )
 
 
@@ -116,13 +117,15 @@ def plan_install(
     force: bool, env: Mapping[str, str] | None = None, generate: bool = False, repo: str | None = None,
 ) -> Plan:
     env = os.environ if env is None else env
-    org = org if org is not None else settings.setting(env, ORG_ENV)
+    given_as = "--org"
+    if org is None and (org := settings.setting(env, ORG_ENV)) is not None:
+        given_as = ORG_ENV
     _check_directory(target_dir, "--dir")
     # Every flox command names its directory with -d, so it may run from anywhere that exists.
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
     if org is not None and not build:
-        check_org(org)
+        check_org(org, given_as)
         # @VERSION: several branches publish the same package name with different PyTorch versions.
         package = f"{org}/{variant.package}@{variant.torch}"
         _check_not_installed_differently(target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch})

@@ -272,13 +272,13 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
     for branch in candidates:
         if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
             rejected.append(Rejection(f"branch {branch.name}", f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}"))
-        elif options.python and not release_matches(options.python, branch.python, "--python-version"):
+        elif options.python and not release_matches(options.python, branch.python, options.python_given_as):
             rejected.append(Rejection(f"branch {branch.name}", f"builds Python {branch.python}, not the requested {options.python}"))
         else:
             branches.append(branch)
     if not branches:
         known = "; ".join(f"{b.name}: PyTorch {b.torch}, Python {b.python}" for b in catalog.branches if b.aligned_with is None or options.branch)
-        pins = ", ".join(f"{flag} {value}" for flag, value in (("--branch", options.branch), ("--torch", options.torch), ("--python-version", options.python)) if value)
+        pins = ", ".join(f"{flag} {value}" for flag, value in (("--branch", options.branch), ("--torch", options.torch), (options.python_given_as, options.python)) if value)
         raise BadInput(f"no branch matches {pins}; the catalog has {known}")
     return tuple(branches), tuple(rejected)
 
