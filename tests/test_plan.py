@@ -420,3 +420,28 @@ def test_each_node_gets_detects_own_reason_and_hint_and_each_build_its_system(tm
     assert f"1 node(s): {told} [old-a100]" in text
     assert "nodes that get less than their own best" not in text
     assert "(on an x86_64 Linux machine)" in text and "(on an aarch64 Linux machine)" in text
+
+
+def test_a_real_ansible_ad_hoc_run_in_its_oneline_format_feeds_plan(tmp_path) -> None:
+    """`ansible all -m shell -a 'pickvariant detect --compact --label …' -o`, as README gives it, run for real."""
+    bin_dir = Path(sys.executable).parent
+    ansible = shutil.which("ansible", path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    require(ansible is not None, "ansible is not installed (pip install ansible-core)")
+    hosts = {"n1": (HASWELL, "none"), "n2": (SAPPHIRE_RAPIDS, "9.0"), "broken": (HASWELL, "hopper")}
+    inventory = ["[cluster]"] + [
+        f"{name} ansible_connection=local ansible_python_interpreter={sys.executable} cpuinfo={cpuinfo} gpu={gpu}"
+        for name, (cpuinfo, gpu) in hosts.items()]
+    (tmp_path / "hosts.ini").write_text("\n".join(inventory) + "\n")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False")
+    command = ("PICKVARIANT_CPUINFO={{ cpuinfo }} PICKVARIANT_GPU={{ gpu }} PICKVARIANT_DRIVER=580.95.05 "
+               "pickvariant detect --compact --label {{ inventory_hostname }} || [ $? -eq 3 ]")
+    done = subprocess.run([ansible, "all", "-i", str(tmp_path / "hosts.ini"), "-m", "ansible.builtin.shell", "-a", command, "-o"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    lines = tmp_path / "cluster.txt"
+    lines.write_text(done.stdout)
+    assert " | CHANGED | rc=0 | (stdout) {" in done.stdout and " | FAILED | " in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    plan = json.loads(runner.invoke(app, ["plan", str(lines), "--format", "json"]).stdout)
+    assert sorted(node["label"] for node in plan["nodes"]) == ["n1", "n2"]
+    # A failed host gets Ansible's oneline and its "FAILED! =>" detail: both are named, neither is a node.
+    assert plan["input"]["bad_lines"] >= 1 and all("for broken" in bad["why"] for bad in plan["input"]["bad"])

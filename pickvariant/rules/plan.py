@@ -132,6 +132,23 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
         yield path, None, f"cannot read it: {error.strerror or error}"
 
 
+# What `ansible HOSTS -m shell -a 'pickvariant detect --compact --label …' -o` prints per host (its oneline
+# callback; ansible-core 2.19): "n1 | CHANGED | rc=0 | (stdout) {…}", with " (stderr) …" after it if the command wrote there.
+_ANSIBLE_ONELINE = re.compile(r"(?P<host>[^\s|]+) \| (?P<status>[A-Z!]+)(?: \| rc=(?P<rc>-?\d+))? \| (?P<rest>.*)", re.DOTALL)
+
+
+def _from_ansible(line: re.Match[str]) -> tuple[str, str | None]:
+    """The detect line inside one line of Ansible's oneline output, or why there is none."""
+    rest = line["rest"]
+    if line["status"] not in ("CHANGED", "SUCCESS") or line["rc"] not in (None, "0", "3") or not rest.startswith("(stdout) {"):
+        return "", f"Ansible reports {line['status']} for {line['host']}: no detect line from it"
+    try:
+        _, end = _DECODER.raw_decode(rest, len("(stdout) "))
+    except ValueError:
+        return "", f"Ansible's line for {line['host']} holds no complete JSON object"
+    return rest[len("(stdout) "):end], None
+
+
 def _opened_fifo(location: Path, path: str) -> IO[bytes]:
     """A FIFO (`plan <(ssh host pickvariant detect …)`), once something writes to it: one that nothing
     writes to within FIFO_WAIT_S is refused rather than waited on for ever."""
@@ -212,6 +229,11 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCal
             except UnicodeDecodeError:
                 bad(where, "not UTF-8")
                 continue
+            if not text.startswith("{") and (ansible := _ANSIBLE_ONELINE.match(text)) is not None:
+                text, why = _from_ansible(ansible)
+                if why is not None:
+                    bad(where, why)
+                    continue
             label, body = _split_label(text)
             known = seen.get(body) if body is not None else None
             if known is not None and label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
