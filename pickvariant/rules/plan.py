@@ -134,14 +134,14 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
 
 # What `ansible HOSTS -m shell -a 'pickvariant detect --compact --label …' -o` prints per host (its oneline
 # callback; ansible-core 2.19): "n1 | CHANGED | rc=0 | (stdout) {…}", with " (stderr) …" after it if the command wrote there.
-_ANSIBLE_ONELINE = re.compile(r"(?P<host>[^\s|]+) \| (?P<status>[A-Z!]+)(?: \| rc=(?P<rc>-?\d+))? \| (?P<rest>.*)", re.DOTALL)
+_ANSIBLE_ONELINE = re.compile(r"(?P<host>[^\s|]+) \| (?P<status>[A-Z!]+)(?: \| rc=(?P<rc>-?\d+))?(?: \| | => )(?P<rest>.*)", re.DOTALL)
 
 
 def _from_ansible(line: re.Match[str]) -> tuple[str, str | None]:
     """The detect line inside one line of Ansible's oneline output, or why there is none."""
     rest = line["rest"]
     if line["status"] not in ("CHANGED", "SUCCESS") or line["rc"] not in (None, "0", "3") or not rest.startswith("(stdout) {"):
-        return "", f"Ansible reports {line['status']} for {line['host']}: no detect line from it"
+        return "", f"Ansible reports {line['status'].rstrip('!')} for {line['host']}: no detect line from it"
     try:
         _, end = _DECODER.raw_decode(rest, len("(stdout) "))
     except ValueError:
