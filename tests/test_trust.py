@@ -449,3 +449,15 @@ def test_git_refusals_name_the_cause_and_the_remedy(tmp_path) -> None:
         refused = runner.invoke(app, argv)
         assert refused.exit_code in (1, 2) and "belongs to another user" in refused.stderr
         assert "git config --global --add safe.directory" in refused.stderr and "and the repository exists" not in refused.stderr
+
+
+def test_catalog_sync_of_a_stalled_server_stops_at_the_stated_time(tmp_path, monkeypatch) -> None:
+    import socket
+
+    monkeypatch.setenv("PICKVARIANT_NETWORK_TIMEOUT", "1")
+    with socket.socket() as listener:  # listens, never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        result = _sync(f"git://127.0.0.1:{listener.getsockname()[1]}/build-pytorch", tmp_path / "c.json")
+    assert result.exit_code == 1 and not (tmp_path / "c.json").exists()
+    assert "took longer than 1 s" in result.stderr and "PICKVARIANT_NETWORK_TIMEOUT" in result.stderr

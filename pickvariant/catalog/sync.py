@@ -9,6 +9,7 @@ left out, never guessed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from collections import Counter
@@ -17,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.git import run_git, stream_blobs
+from pickvariant._base.git import GitTimeout, run_git, stream_blobs
 from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError
 from pickvariant._base.text import visible
@@ -132,7 +134,11 @@ def open_repository(repo: str, workdir: Path) -> GitRepository:
     (see pickvariant/_base/git.py), so it is cloned with --no-local, as a URL is."""
     target = workdir / "clone.git"
     if _is_url(repo):
-        run_git(["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir)
+        limit = settings.network_timeout(os.environ)
+        try:
+            run_git(["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir, timeout_s=limit)
+        except GitTimeout:
+            raise OperationFailed(f"cloning {public_url(repo)} took longer than {limit:g} s (set {settings.NETWORK_TIMEOUT} to allow more)") from None
         return GitRepository(target, public_url(repo))
     path = Path(repo)
     if not path.exists():

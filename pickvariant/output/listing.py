@@ -7,7 +7,11 @@ from typing import Any
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
 from pickvariant._base.text import visible
-from pickvariant._base.versions import parse_compute_capability, release_matches, version_key
+from pickvariant._base.versions import (
+    parse_compute_capability,
+    release_matches,
+    version_key,
+)
 from pickvariant.catalog.model import MPS, Catalog, Variant
 
 

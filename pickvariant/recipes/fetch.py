@@ -38,7 +38,7 @@ from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.catalog.nixtext import NotNix, parse
 
 NIX_PARSE_TIMEOUT_S = 60
-DEFAULT_NETWORK_TIMEOUT_S = 120.0
+DEFAULT_NETWORK_TIMEOUT_S = settings.DEFAULT_NETWORK_TIMEOUT_S
 MAX_RECIPE_BYTES = 1024 * 1024
 GENERATE_HINT = "or generate it with --generate"
 # Fields of a catalog row that a fetched recipe must agree with, as sync derives them from it.
@@ -78,20 +78,6 @@ def _cache_key(repo: str) -> str:
     shown = public_url(repo)
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shown.rstrip("/").split("://")[-1])[-60:].strip("._") or "repo"
     return f"{readable}-{hashlib.sha256(shown.encode('utf-8')).hexdigest()[:12]}"
-
-
-def network_timeout(env: Mapping[str, str]) -> float:
-    """How long one fetch's network operations may take in all: PICKVARIANT_NETWORK_TIMEOUT, else 120 s."""
-    stated = settings.setting(env, settings.NETWORK_TIMEOUT)
-    if stated is None:
-        return DEFAULT_NETWORK_TIMEOUT_S
-    try:
-        seconds = float(stated)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= 86400:
-        raise BadInput(f"{settings.NETWORK_TIMEOUT}={stated!r:.40} is not a number of seconds between 0 and 86400")
-    return seconds
 
 
 class _Deadline:
@@ -214,7 +200,7 @@ def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | _Unre
 
 def fetch_checked(variant: Variant, catalog: Catalog, repo: str | None, cache: Path, env: Mapping[str, str]) -> FetchedRecipe:
     """Fetch the variant's recipe and check it; the notes of both come with it."""
-    fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache, network_timeout(env))
+    fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache, settings.network_timeout(env))
     return FetchedRecipe(fetched.text, fetched.repo, fetched.branch, fetched.commit, fetched.path, fetched.from_cache, check_recipe(fetched, variant, catalog))
 
 
