@@ -361,6 +361,7 @@ def plan(
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
     from pickvariant._base import settings
     from pickvariant.output.terminal import reading_progress
+    from pickvariant.rules import cluster_input
     from pickvariant.rules import plan as planner
 
     given_as = "--org"
@@ -371,8 +372,8 @@ def plan(
 
         check_org(org, given_as)  # printed into commands people paste
     catalog = _catalog()
-    with reading_progress(planner.input_size(inputs, sys.stdin.buffer)) as on_progress:
-        read = planner.read_inputs(inputs, sys.stdin.buffer, on_progress)
+    with reading_progress(cluster_input.input_size(inputs, sys.stdin.buffer)) as on_progress:
+        read = cluster_input.read_inputs(inputs, sys.stdin.buffer, on_progress)
     request = _request({"workload": workload, "python_version": python_version}).with_environment(os.environ)
     result = planner.make_plan(read, catalog, request, max_variants)
     if format is Format.json:

@@ -1117,9 +1117,9 @@ def _(ctx: Ctx) -> int:
     codes = {ctx.cli("plan", "/dev/zero").exit_code, ctx.cli("plan", str(ctx.tmp / "missing.jsonl")).exit_code}
     fifo = ctx.tmp / "fifo"
     os.mkfifo(fifo)
-    from pickvariant.rules import plan
+    from pickvariant.rules import cluster_input
 
-    ctx.monkeypatch.setattr(plan, "FIFO_WAIT_S", 0.2)
+    ctx.monkeypatch.setattr(cluster_input, "FIFO_WAIT_S", 0.2)
     nobody = ctx.cli("plan", str(fifo))
     assert "nothing wrote to" in nobody.stderr
     codes.add(nobody.exit_code)

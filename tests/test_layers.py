@@ -57,3 +57,10 @@ def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
     for path in files:
         assert path.resolve().is_relative_to(package) and path.is_file(), path
     assert "force-include" not in (REPO / "pyproject.toml").read_text()
+
+
+def test_no_module_is_over_500_lines() -> None:
+    """A module a newcomer can read: one concept each (ARCHITECTURE.md says which)."""
+    long = {str(path.relative_to(REPO)): n for path in (REPO / "pickvariant").rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from conftest import cpuinfo_path, generated, require
+from pickvariant.rules import cluster_input
 from pickvariant.rules import plan as planner
 from pickvariant.cli import app
 from pickvariant.rules.compat import why_not
@@ -127,7 +128,7 @@ def test_an_avx2_build_shared_with_avx512_nodes_is_named_as_the_cost(tmp_path) -
 def test_bad_lines_are_counted_and_named_and_only_fatal_when_nothing_is_valid(tmp_path) -> None:
     good = detect_line("n1", HASWELL, [], None)
     cluster = tmp_path / "c.jsonl"
-    cluster.write_text(good + "not json\n" + '{"schema_version": 1}\n' + "x" * (planner.MAX_LINE_BYTES + 10) + "\n" + good)
+    cluster.write_text(good + "not json\n" + '{"schema_version": 1}\n' + "x" * (cluster_input.MAX_LINE_BYTES + 10) + "\n" + good)
     result = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
     assert result.exit_code == 0
     data = json.loads(result.stdout)
