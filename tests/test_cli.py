@@ -269,3 +269,23 @@ def test_help_shows_metavariables_a_user_reads() -> None:
     for option in ("--cpuinfo FILE", "--gpu CC", "--driver VERSION", "--cuda X.Y", "--gpu-index N", "--python-version X.Y"):
         assert option in shown
     assert "list[str]" not in shown and "<str>" not in shown
+
+
+@pytest.mark.parametrize("width", [80, 46, 30])
+def test_list_fits_a_narrow_terminal_and_never_cuts_a_name(catalog, width) -> None:
+    import io
+
+    from rich.console import Console
+
+    from pickvariant.output.listing import select, summary
+    from pickvariant.output.terminal import print_rows
+
+    text = summary(catalog, width)
+    # Only a single word longer than the terminal (the repository's address) may stand out; nothing is cut.
+    assert all(len(line) <= width or " " not in line.strip() for line in text.splitlines())
+    assert all(branch.name in text for branch in catalog.branches)
+    rows = select(catalog)[:40]
+    out = io.StringIO()
+    print_rows(rows, Console(file=out, width=width, force_terminal=True, color_system=None))
+    shown = out.getvalue()
+    assert all(row["package"] in shown for row in rows)

@@ -96,8 +96,9 @@ def source_json(catalog: Catalog) -> dict[str, str]:
     return {"repo": catalog.source.repo, "commit": catalog.source.commit, "date": catalog.source.date}
 
 
-def summary(catalog: Catalog) -> str:
-    """One line per branch: what a thousand rows would hide."""
+def summary(catalog: Catalog, width: int | None = None) -> str:
+    """One line per branch: what a thousand rows would hide. Where a line would not fit `width` (a
+    terminal's), each branch becomes a block of lines that do, wrapped between words: nothing is cut."""
     lines = [f"{len(catalog.variants)} variants on {len(catalog.branches)} branches of {catalog.source.repo} "
              f"at {catalog.source.commit[:12]} ({catalog.source.date[:10]})", ""]
     table = [("branch", "torch", "python", "cuda lines", "variants", "gpu archs", "kind")]
@@ -110,9 +111,21 @@ def summary(catalog: Catalog) -> str:
             f"aligned with {branch.aligned_with}" if branch.aligned_with else "general",
         ))
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
-    lines += ["", "Rows: pickvariant list --all, or filter with --branch, --python-version, --cuda, --gpu, --isa, --platform."]
-    return "\n".join(lines) + "\n"
+    rendered = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
+    footer = "Rows: pickvariant list --all, or filter with --branch, --python-version, --cuda, --gpu, --isa, --platform."
+    if width is None or max(map(len, rendered + lines)) <= width and len(footer) <= width:
+        return "\n".join(lines + rendered + ["", footer]) + "\n"
+    import textwrap
+
+    def fill(text: str, indent: str = "") -> list[str]:
+        return textwrap.wrap(text, width=max(width, 20), initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_long_words=False, break_on_hyphens=False) or [""]
+
+    narrow = fill(lines[0]) + [""]
+    for name, torch, python, cuda, count, archs, kind in table[1:]:
+        narrow += fill(f"{name}: PyTorch {torch}, Python {python}, {count} variants, {kind}")
+        narrow += fill(f"CUDA {cuda}", "  ") + fill(f"GPU archs {archs}", "  ")
+    return "\n".join(narrow + [""] + fill(footer)) + "\n"
 
 
 COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")

@@ -55,21 +55,31 @@ def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workl
 
 
 def print_summary(catalog: Catalog) -> None:
-    sys.stdout.write(summary(catalog))
+    """The summary, fitted to the terminal's width on a terminal (a pipe gets whole lines)."""
+    import shutil
+
+    sys.stdout.write(summary(catalog, shutil.get_terminal_size().columns if sys.stdout.isatty() else None))
 
 
-def print_rows(rows: list[dict[str, Any]]) -> None:
+def print_rows(rows: list[dict[str, Any]], console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    console = console or Console()
     if not console.is_terminal:
         console.file.write(plain(rows))
         return
     text = [{c: str(row[c] if row[c] is not None else "-") for c in COLUMNS} for row in rows]
     # Each column takes its widest cell plus two spaces of padding and a border.
     width = {c: max([len(c)] + [len(row[c]) for row in text]) + 3 for c in COLUMNS}
+    if width["package"] + 1 > console.width:
+        # Not even the package column fits: a block per variant, the name whole on its own line.
+        for row in text:
+            console.file.write(visible(row["package"]) + "\n")
+            details = "  ".join(visible(row[c]) for c in COLUMNS if c != "package")
+            console.print(Text(details, overflow="fold"), highlight=False)
+        return
     shown = list(COLUMNS)
     for column in DROP_ORDER:
         if sum(width[c] for c in shown) + 1 <= console.width:
