@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -38,29 +38,29 @@ def _path(keys: Sequence[str | int]) -> str:
     return path
 
 
+def _size(value: Any) -> str:
+    return str(len(value)) if isinstance(value, (str, list)) else "?"
+
+
+# The reason for each keyword's refusal, as pickvariant words it: (the value, what the schema expects).
+_MESSAGES: dict[str, Callable[[Any, Any], str]] = {
+    "type": lambda value, expected: f"expected {' or '.join([expected] if isinstance(expected, str) else expected)}, "
+                                    f"got {type(value).__name__} {value!r:.60}",
+    "const": lambda value, expected: f"{value!r:.60} is not {expected!r}",
+    "enum": lambda value, expected: f"{value!r} is not one of {expected}",
+    "pattern": lambda value, expected: f"{value!r:.80} does not match {expected}",
+    "minLength": lambda value, expected: f"{value!r:.80} is shorter than {expected} character(s)",
+    "maxLength": lambda value, expected: f"{_size(value)} characters, more than {expected}",
+    "minimum": lambda value, expected: f"{value} is below the minimum {expected}",
+    "maximum": lambda value, expected: f"{value} is above the maximum {expected}",
+    "minItems": lambda value, expected: f"needs at least {expected} item(s)",
+    "maxItems": lambda value, expected: f"{_size(value)} items, more than {expected}",
+}
+
+
 def _message(keyword: str, value: Any, expected: Any) -> str:
-    if keyword == "type":
-        names = [expected] if isinstance(expected, str) else list(expected)
-        return f"expected {' or '.join(names)}, got {type(value).__name__} {value!r:.60}"
-    if keyword == "enum":
-        return f"{value!r} is not one of {expected}"
-    if keyword == "pattern":
-        return f"{value!r:.80} does not match {expected}"
-    if keyword == "minLength":
-        return f"{value!r:.80} is shorter than {expected} character(s)"
-    if keyword == "minimum":
-        return f"{value} is below the minimum {expected}"
-    if keyword == "minItems":
-        return f"needs at least {expected} item(s)"
-    if keyword == "maxItems":
-        return f"{len(value) if isinstance(value, list) else '?'} items, more than {expected}"
-    if keyword == "maxLength":
-        return f"{len(value) if isinstance(value, str) else '?'} characters, more than {expected}"
-    if keyword == "maximum":
-        return f"{value} is above the maximum {expected}"
-    if keyword == "const":
-        return f"{value!r:.60} is not {expected!r}"
-    return f"does not satisfy {keyword} {expected!r:.80}"
+    worded = _MESSAGES.get(keyword)
+    return worded(value, expected) if worded else f"does not satisfy {keyword} {expected!r:.80}"
 
 
 def _faults(instance: Any, schema: Mapping[str, Any]) -> Iterator[tuple[tuple[Any, ...], list[str | int], str]]:
@@ -81,29 +81,36 @@ def _faults(instance: Any, schema: Mapping[str, Any]) -> Iterator[tuple[tuple[An
         yield order, keys, message
 
 
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
+# Checkers built once per schema object, by kind ("jsonschema", "fast"); the schema is kept beside its
+# checker so that an id reused by another object is never taken for it.
+_CHECKERS: dict[tuple[str, int], tuple[Mapping[str, Any], Any]] = {}
 
 
-def _validator(schema: Mapping[str, Any]) -> Any:
-    """One compiled validator per schema object (a plan checks thousands of detect lines against one)."""
-    known = _VALIDATORS.get(id(schema))
+def _checker(kind: str, schema: Mapping[str, Any], build: Callable[[Mapping[str, Any]], Any]) -> Any:
+    known = _CHECKERS.get((kind, id(schema)))
     if known is None or known[0] is not schema:
-        from jsonschema import Draft202012Validator
-
-        known = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
+        known = _CHECKERS[(kind, id(schema))] = (schema, build(schema))
     return known[1]
 
 
-_COMPILED: dict[int, tuple[Mapping[str, Any], Any]] = {}
+def _validator(schema: Mapping[str, Any]) -> Any:
+    """jsonschema's validator for `schema`: the reference, and what names the field at fault."""
+
+    def build(rules: Mapping[str, Any]) -> Any:
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(rules)
+
+    return _checker("jsonschema", schema, build)
 
 
-def _compiled(schema: Mapping[str, Any]) -> Any:
+def _compiled(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
     """`schema` compiled by fastjsonschema to a function that answers True for a valid document."""
-    known = _COMPILED.get(id(schema))
-    if known is None or known[0] is not schema:
+
+    def build(rules: Mapping[str, Any]) -> Callable[[Any], bool]:
         import fastjsonschema
 
-        check = fastjsonschema.compile(json.loads(json.dumps(schema)))
+        check = fastjsonschema.compile(json.loads(json.dumps(rules)))
 
         def valid(instance: Any) -> bool:
             try:
@@ -112,8 +119,10 @@ def _compiled(schema: Mapping[str, Any]) -> Any:
                 return False
             return True
 
-        known = _COMPILED[id(schema)] = (schema, valid)
-    return known[1]
+        return valid
+
+    checker: Callable[[Any], bool] = _checker("fast", schema, build)
+    return checker
 
 
 def load_schema(path: Path) -> Mapping[str, Any]:

@@ -135,16 +135,22 @@ def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -
     raise MissingBranch(f"{public_url(repo)} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
 
 
-def _init(git_dir: Path, repo: str) -> None:
-    if (git_dir / "HEAD").is_file():
+def _bare_repository(path: Path, repo: str, config: tuple[tuple[str, str], ...] = ()) -> None:
+    """A bare repository of pickvariant's own at `path`, unless one is there: made beside its place and
+    renamed into it, so that an interrupted init leaves nothing half made."""
+    if (path / "HEAD").is_file():
         return
-    # Made beside its final place and renamed into it: an interrupted init leaves nothing half made.
-    # Its remote has no address on disk (the address may carry credentials): each fetch names it.
-    staging = Path(tempfile.mkdtemp(prefix=".git-", dir=git_dir.parent))
-    run_git(["init", "--bare", "--quiet", str(staging)], repo, git_dir.parent)
-    for key, value in (("remote.origin.promisor", "true"), ("extensions.partialclone", "origin"), ("core.repositoryformatversion", "1")):
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    run_git(["init", "--bare", "--quiet", str(staging)], repo, path.parent)
+    for key, value in config:
         run_git(["config", key, value], repo, staging)
-    os.rename(staging, git_dir)
+    os.rename(staging, path)
+
+
+def _init(git_dir: Path, repo: str) -> None:
+    # A partial clone whose remote has no address on disk (the address may carry credentials): each fetch names it.
+    _bare_repository(git_dir, repo, (("remote.origin.promisor", "true"), ("extensions.partialclone", "origin"),
+                                     ("core.repositoryformatversion", "1")))
 
 
 def _fetch(repo: str, branch: str, ref: str, git_dir: Path, deadline: _Deadline) -> None:
@@ -165,10 +171,7 @@ def _reader(root: Path, git_dir: Path, repo: str) -> Path:
     object is missing, never fetched behind pickvariant's back (the cache repository itself would
     fetch any object it lacks from its partial-clone remote, a 300 MB file included)."""
     reader = root / "read.git"
-    if not (reader / "HEAD").is_file():
-        staging = Path(tempfile.mkdtemp(prefix=".read-", dir=root))
-        run_git(["init", "--bare", "--quiet", str(staging)], repo, root)
-        os.rename(staging, reader)
+    _bare_repository(reader, repo)
     write_atomic(reader / "objects" / "info" / "alternates", str((git_dir / "objects").resolve()) + "\n")
     return reader
 
