@@ -105,19 +105,21 @@ def recommend(
     gpu_index: int | None = None,
     branch: str | None = None,
     python_version: str | None = None,
+    driver_cuda: str | None = None,
     facts: HostFacts | None = None,
     catalog: Catalog | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Recommendation:
     """The variant for this machine (or the facts given), as `pickvariant detect` decides it.
 
+    driver_cuda is the CUDA version the driver reports (what judges a Jetson's driver).
     The pins (torch, cuda, gpu_index, branch, python_version) narrow the choice as detect's options
     of the same names do; python_version defaults to PICKVARIANT_PYTHON, then to the newest built.
     Raises BadInput (a PickVariantError) for unusable input; a machine no variant fits is not an
     error here: `variant` is None and `decision.reasons`/`decision.hints` say why.
     """
     request = replace(_stated(cpuinfo, gpus, driver), workload=workload, torch=torch, cuda=cuda, gpu_index=gpu_index,
-                      branch=branch, python=python_version)
+                      branch=branch, python=python_version, driver_cuda=driver_cuda)
     return recommend_request(request, facts=facts, catalog=catalog, env=env)
 
 

@@ -44,6 +44,8 @@ GPU = Option("--gpu", "texts", "Decide for a GPU of this compute capability (8.9
              metavar="CC")
 NO_GPU = Option("--no-gpu", "flag", "Decide for a machine without GPUs (CPU-only build).", "no_gpu", default=False)
 DRIVER = Option("--driver", "text", "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).", "driver", metavar="VERSION")
+DRIVER_CUDA = Option("--driver-cuda", "text", "The CUDA version that driver reports (nvidia-smi's \"CUDA Version\", e.g. 13.0): what judges a Jetson driver "
+                     "(env PICKVARIANT_DRIVER_CUDA).", "driver_cuda", metavar="X.Y")
 TORCH = Option("--torch", "text", "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).", "torch", metavar="VERSION")
 CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda", metavar="X.Y")
 GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index", metavar="N")
@@ -57,7 +59,8 @@ LABEL = Option("--label", "text", "With --format json or --compact: a top-level 
                metavar="NAME")
 
 # The options that fill a Request, by parameter name, in the order commands list them.
-REQUEST = {"workload": WORKLOAD, "cpuinfo": CPUINFO, "gpu": GPU, "no_gpu": NO_GPU, "driver": DRIVER, "torch": TORCH,
+REQUEST = {"workload": WORKLOAD, "cpuinfo": CPUINFO, "gpu": GPU, "no_gpu": NO_GPU, "driver": DRIVER, "driver_cuda": DRIVER_CUDA,
+           "torch": TORCH,
            "cuda": CUDA, "gpu_index": GPU_INDEX, "branch": BRANCH, "python_version": PYTHON}
 # detect's options, in the order its help lists them.
 DETECT = {"workload": WORKLOAD, "format": FORMAT, **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},

@@ -19,6 +19,7 @@ def host(
     gpus: tuple[str, ...] = (),
     driver: str | None = None,
     os_name: str = "linux",
+    driver_cuda: str | None = None,
 ) -> HostFacts:
     if dump is not None:
         cpu = read_cpuinfo_dump(cpuinfo_path(dump))
@@ -26,5 +27,5 @@ def host(
         cpu = CpuFacts(os_name, arch, "test CPU", frozenset(flags or ()), "test")
     cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source)
     gpu_facts = tuple(GpuFacts(i, f"GPU {cc}", parse_compute_capability(cc)) for i, cc in enumerate(gpus))
-    driver_facts = DriverFacts(parse_driver_version(driver), None) if driver else None
-    return HostFacts(cpu.os, cpu.arch, cpu, gpu_facts, driver_facts, bool(gpus) and driver is None, False, {"cpu": "test"})
+    driver_facts = DriverFacts(parse_driver_version(driver) if driver else None, driver_cuda) if driver or driver_cuda else None
+    return HostFacts(cpu.os, cpu.arch, cpu, gpu_facts, driver_facts, bool(gpus) and driver_facts is None, False, {"cpu": "test"})

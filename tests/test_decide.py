@@ -59,14 +59,56 @@ def test_gb10_on_x86_falls_back_to_sm120_and_says_why(catalog) -> None:
     assert any("highest architecture" in reason for reason in decision.reasons)
 
 
-def test_b300_on_a_cuda_12_8_era_driver_takes_the_12_9_branch(catalog) -> None:
+def test_a_b300_on_a_driver_older_than_its_architecture_is_refused_and_told_the_first_that_drives_it(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="570.124.06"), catalog)
-    assert package(decision) == "pytorch-python313-cuda12_9-sm103-avx2"
-    assert any("570.124.06 is older than 580.65.06" in r.why for r in decision.rejected)
+    assert decision.variant is None
+    assert "driver 570.124.06 cannot drive GPU 0 (compute capability 10.3): it is older than 580.82.07, the first driver that drives it" in decision.reasons
+    at_the_floor = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="580.82.07"), catalog)
+    assert f"a driver >= 580.82.07 (CUDA {at_the_floor.variant.cuda}) would allow {at_the_floor.variant.label}" in decision.hints
+
+
+@pytest.mark.parametrize(("capability", "driver", "first"), [
+    ("12.0", "535.104.05", "570.86.16"), ("12.0", "550.163.01", "570.86.16"), ("10.0", "535.104.05", "570.86.15"),
+    ("10.0", "550.54.15", "570.86.15"), ("12.1", "575.57.08", "580"), ("10.3", "575.64.05", "580.82.07"),
+])
+def test_a_gpu_newer_than_the_driver_branch_gets_no_variant(catalog, capability, driver, first) -> None:
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=driver), catalog)
+    assert decision.variant is None and not decision.candidates
+    assert any(reason.startswith(f"driver {driver} cannot drive GPU 0") and f"older than {first}," in reason for reason in decision.reasons)
+    assert decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=first), catalog).variant is not None
+
+
+@pytest.mark.parametrize("capability", ["6.1", "7.0"])
+def test_pascal_and_volta_on_a_branch_after_r580_are_refused_and_sent_back_to_r580(catalog, capability) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=(capability,), driver="590.44.01"), catalog)
+    assert decision.variant is None
+    assert any("newer than R580, the last driver branch that drives it" in reason for reason in decision.reasons)
+    assert any(hint.startswith("a driver of branch R580 or older, >= 525.60.13") for hint in decision.hints)
+    assert decide(host(catalog, "linux-rhel7-haswell", gpus=(capability,), driver="580.95.05"), catalog).variant is not None
+
+
+def test_a_stated_jetson_driver_number_alone_decides_nothing_and_asks_for_its_cuda_version(catalog) -> None:
+    from pickvariant.machine.facts import gather_facts
+
+    thor = Request(cpuinfo=cpuinfo_path("linux-rhel9-neoverse_v2"), gpus=("11.0",), driver="580.00")
+    decision = decide(gather_facts(catalog, thor, env={}), catalog)
+    assert decision.variant is None
+    told = " ".join(decision.reasons + decision.hints)
+    assert "--driver-cuda" in told and "580.65.06" not in told and "driver >=" not in told
+    stated = gather_facts(catalog, thor, env={"PICKVARIANT_DRIVER_CUDA": "13.0"})
+    assert stated.sources["driver"] == "--driver PICKVARIANT_DRIVER_CUDA=13.0"
+    assert package(decide(stated, catalog)) == "pytorch-python313-cuda13_0-sm110-armv9"
+
+
+def test_an_orin_on_jetpack_6_is_told_what_its_cuda_version_runs_not_the_desktop_minimums(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("8.7",), driver="540.4.0", driver_cuda="12.6"), catalog)
+    driver_line = next(reason for reason in decision.reasons if reason.startswith("driver 540.4.0"))
+    assert "(CUDA 12.6) can run none of the CUDA lines" in driver_line and "Jetson drivers are judged" in driver_line
+    assert all("driver >=" not in hint for hint in decision.hints)
 
 
 def test_sm103_is_not_on_main_so_pinning_torch_2_8_falls_back_to_sm100(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="550.54.14"), catalog, Request(torch="2.8.0"))
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="580.82.07"), catalog, Request(torch="2.8.0"))
     assert package(decision) == "pytorch-python313-cuda12_8-sm100-avx2"
 
 
@@ -91,9 +133,10 @@ def test_tegra_gpus_never_get_desktop_kernels(catalog, tegra) -> None:
 
 
 def test_thor_reporting_10_1_under_cuda_12_is_told_to_update_the_driver(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="575.57.08"), catalog)
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="575.57.08", driver_cuda="12.9"), catalog)
     assert decision.variant is None
-    assert any("580.65.06" in hint and "sm110" in hint for hint in decision.hints)
+    assert any("a Jetson driver (JetPack) that supports CUDA 13.0 makes the sm110 variants usable" in hint for hint in decision.hints)
+    assert not any("580.65.06" in hint for hint in decision.hints)
 
 
 def _thor(catalog, driver: str, cuda: int):
@@ -132,7 +175,7 @@ def test_the_driver_upgrade_hint_names_the_variant_the_rules_would_then_choose(c
 
 
 def test_the_driver_upgrade_hint_for_an_armv9_cpu_names_an_armv9_build(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("11.0",), driver="570.86.10"), catalog)
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("11.0",), driver="570.86.10", driver_cuda="12.8"), catalog)
     assert any("would allow pytorch-python313-cuda13_0-sm110-armv9" in hint for hint in decision.hints)
     assert not any("armv8_2" in hint for hint in decision.hints)
 
@@ -145,9 +188,9 @@ def test_a_driver_reason_does_not_blame_the_driver_for_branches_the_pins_removed
 
 
 def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="580.65.06"), catalog)
+    decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="580.00", driver_cuda="13.0"), catalog)
     assert decision.variant is None
-    assert not any("a driver >= 580.65.06" in hint for hint in decision.hints)
+    assert not any("a driver >= 580.65.06" in hint or "supports CUDA 13.0" in hint for hint in decision.hints)
     assert any("--gpu 11.0" in hint for hint in decision.hints)
 
 
@@ -246,7 +289,7 @@ def test_every_gpu_of_the_facts_gets_its_exact_variant_or_none(catalog, gpu) -> 
     # The host CPU the GPU comes with: aarch64 for the ARM-only architectures (Thor, GB10).
     arm_only = exact is not None and catalog.gpu_archs[exact.lower()].platforms == ("aarch64",)
     dump = "linux-rhel9-neoverse_v2" if arm_only else "linux-unknown-sapphirerapids"
-    decision = decide(host(catalog, dump, gpus=(gpu["compute_capability"],), driver="580.95.05"), catalog)
+    decision = decide(host(catalog, dump, gpus=(gpu["compute_capability"],), driver="580.95.05", driver_cuda="13.0"), catalog)
     # The facts name the exact variant of the seeds' matrix; the build repository also builds SM70 (V100).
     native = parse_compute_capability(gpu["compute_capability"]).sm
     if exact is None and native in catalog.gpu_archs and not catalog.gpu_archs[native].tegra:
@@ -278,7 +321,11 @@ def test_every_variant_is_reachable_by_some_machine(catalog) -> None:
         else:
             isa = catalog.isas[variant.cpu_isa]
             gpus = (str(catalog.gpu_archs[variant.gpu_arch].compute_capability),) if variant.gpu_arch else ()
-            facts = host(catalog, flags=set(isa.requires), arch=isa.platform, gpus=gpus, driver=str(line.min_driver) if line else None)
+            arch = catalog.gpu_archs[variant.gpu_arch] if variant.gpu_arch else None
+            floors = [line.min_driver] if line else []
+            floors += [arch.drivers.first] if arch and arch.drivers and arch.drivers.first else []
+            facts = host(catalog, flags=set(isa.requires), arch=isa.platform, gpus=gpus, driver=str(max(floors)) if floors else None,
+                         driver_cuda=line.cuda if line else None)
             options = Request(workload=workload_for.get(isa.name, "general"), branch=variant.branch, cuda=variant.cuda)
         decision = decide(facts, catalog, options)
         assert (package(decision), decision.variant.branch) == (variant.package, variant.branch)

@@ -214,7 +214,39 @@ def _(ctx: Ctx) -> int:
     result, _ = ctx.detect("--gpu", "9.0", "--driver", "580.x")
     assert "not an NVIDIA driver version" in result.stderr
     env_result, _ = ctx.detect("--gpu", "9.0", env={"PICKVARIANT_DRIVER": "latest"})
-    assert env_result.exit_code == result.exit_code
+    assert env_result.exit_code == result.exit_code and env_result.stderr.startswith("pickvariant: PICKVARIANT_DRIVER: ")
+    cuda_result, _ = ctx.detect("--gpu", "11.0", "--driver-cuda", "13")
+    assert cuda_result.exit_code == result.exit_code and "--driver-cuda: '13' is not a CUDA version" in cuda_result.stderr
+    return result.exit_code
+
+
+@row("driver-cannot-drive")
+def _(ctx: Ctx) -> int:
+    codes = set()
+    for capability, driver, first in (("12.0", "535.104.05", "570.86.16"), ("10.0", "550.54.15", "570.86.15"), ("10.3", "570.133.20", "580.82.07")):
+        result, data = ctx.detect("--cpuinfo", str(SKYLAKE), "--gpu", capability, "--driver", driver)
+        assert data["recommendation"] is None
+        assert any(f"driver {driver} cannot drive GPU 0 (compute capability {capability})" in reason for reason in data["reasons"])
+        assert any(hint.startswith(f"a driver >= {first} ") for hint in data["hints"]), data["hints"]
+        codes.add(result.exit_code)
+    result, data = ctx.detect("--cpuinfo", str(SKYLAKE), "--gpu", "7.0", "--driver", "590.44.01")
+    assert any("newer than R580, the last driver branch" in reason for reason in data["reasons"])
+    assert any("R580 or older" in hint for hint in data["hints"])
+    codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("jetson-driver-number")
+def _(ctx: Ctx) -> int:
+    thor = ["--cpuinfo", str(cpuinfo_path("linux-rhel9-neoverse_v2")), "--gpu", "11.0"]
+    result, data = ctx.detect(*thor, "--driver", "580.00")
+    assert data["recommendation"] is None
+    told = " ".join(data["reasons"] + data["hints"])
+    assert "--driver-cuda" in told and "580.65.06" not in told and "driver >=" not in told
+    stated, data = ctx.detect(*thor, "--driver", "580.00", env={"PICKVARIANT_DRIVER_CUDA": "13.0"})
+    assert stated.exit_code == 0 and data["recommendation"]["package"] == "pytorch-python313-cuda13_0-sm110-armv9"
+    assert data["hardware"]["driver"] == {"version": "580.00", "cuda": "13.0"}
     return result.exit_code
 
 

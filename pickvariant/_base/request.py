@@ -18,11 +18,13 @@ WORKLOADS = ("general", "int8", "bf16")
 
 @keyword_record
 class Request:
-    # The machine: a /proc/cpuinfo dump, compute capabilities ("9.0", "sm_90"), no GPU, a driver version.
+    # The machine: a /proc/cpuinfo dump, compute capabilities ("9.0", "sm_90"), no GPU, a driver version and its CUDA version.
     cpuinfo: Path | None = None
     gpus: tuple[str, ...] = ()
     no_gpu: bool = False
     driver: str | None = None
+    # The CUDA version that driver reports (nvidia-smi's "CUDA Version"): what judges a Jetson driver.
+    driver_cuda: str | None = None
     # What the CPU side mostly runs (one of WORKLOADS).
     workload: str = "general"
     # The pins: each narrows the choice as the option of the same name does.

@@ -80,6 +80,17 @@ def parse_driver_version(text: str) -> DriverVersion:
     return DriverVersion(text.strip(), parts)
 
 
+_CUDA_VERSION = re.compile(r"^\s*(\d{1,2})\.(\d{1,2})\s*$")
+
+
+def parse_cuda_version(text: str) -> str:
+    """A driver's CUDA version as nvidia-smi prints it ("13.0"), normalised ("13.00" -> "13.0")."""
+    match = _CUDA_VERSION.match(text)
+    if not match:
+        raise BadInput(f"{text!r:.40} is not a CUDA version: write it as X.Y, as nvidia-smi prints it (e.g. 13.0)")
+    return f"{int(match.group(1))}.{int(match.group(2))}"
+
+
 def decode_cuda_driver_version(value: int) -> str:
     """NVML's CUDA version integer, e.g. 13000 -> '13.0' (NVML_CUDA_DRIVER_VERSION_MAJOR/MINOR)."""
     return f"{value // 1000}.{(value % 1000) // 10}"

@@ -33,6 +33,7 @@ from pickvariant.catalog.model import (
     CpuIsa,
     CudaLine,
     CudaRelease,
+    DriverSupport,
     GpuArch,
     HardwareFacts,
     PeakThroughput,
@@ -161,6 +162,13 @@ def _build_env(entry: Mapping[str, Any], where: str) -> dict[str, str]:
     return env
 
 
+def _driver_support(entry: Mapping[str, Any] | None, where: str) -> DriverSupport | None:
+    if entry is None:
+        return None
+    first = entry.get("first")
+    return DriverSupport(_parsed(parse_driver_version, first, f"{where}.first") if first else None, entry.get("last_branch"), entry["source"])
+
+
 def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
     """A catalog value through the same parser as user input, with the field named on failure."""
     try:
@@ -198,7 +206,7 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
             entry["name"], capability, entry["min_cuda"], entry["max_cuda"], entry["tegra"],
             tuple(entry["platforms"]), entry["description"], tuple(entry["products"]),
             _parsed(parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13") if renamed else None,
-            _build_env(entry, f"gpu_archs[{index}]"), entry["source"],
+            _build_env(entry, f"gpu_archs[{index}]"), entry["source"], _driver_support(entry.get("drivers"), f"gpu_archs[{index}].drivers"),
         )
     cuda_releases = {
         entry["cuda"]: CudaRelease(

@@ -57,6 +57,23 @@ class CpuIsa:
 
 
 @record
+class DriverSupport:
+    """Which NVIDIA drivers can drive an architecture's GPUs at all, with the source that says so."""
+
+    first: DriverVersion | None  # older drivers list no GPU of it; "580" is a whole branch
+    last_branch: int | None  # newer branches dropped it
+    source: str
+
+    def refuses(self, driver: DriverVersion) -> str | None:
+        """None when `driver` can drive these GPUs, else why not."""
+        if self.first is not None and driver < self.first:
+            return f"is older than {self.first}, the first driver that drives it"
+        if self.last_branch is not None and driver.parts[0] > self.last_branch:
+            return f"is newer than R{self.last_branch}, the last driver branch that drives it"
+        return None
+
+
+@record
 class GpuArch:
     name: str
     compute_capability: ComputeCapability
@@ -69,6 +86,7 @@ class GpuArch:
     reported_before_cuda_13: ComputeCapability | None
     build_env: Mapping[str, str]
     source: str
+    drivers: DriverSupport | None = None
 
     @property
     def sm_dotted(self) -> str:
@@ -310,6 +328,14 @@ class Catalog:
 
     def is_tegra(self, capability: ComputeCapability) -> bool:
         return capability in self.tegra_capabilities
+
+    def arch_of(self, capability: ComputeCapability) -> GpuArch | None:
+        """The catalog's architecture of exactly this compute capability (None for one it does not know)."""
+        return self._arch_by_capability.get(capability)
+
+    @cached_property
+    def _arch_by_capability(self) -> Mapping[ComputeCapability, GpuArch]:
+        return {arch.compute_capability: arch for arch in self.gpu_archs.values()}
 
     def nix_system(self, os_name: str, arch: str) -> str | None:
         return self._systems.get((os_name, arch))

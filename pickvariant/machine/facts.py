@@ -1,7 +1,7 @@
 """Host facts: one frozen record of what this (or a described) machine is.
 
 Each fact comes from the first of: a command-line flag, an environment variable
-(PICKVARIANT_CPUINFO, PICKVARIANT_GPU, PICKVARIANT_DRIVER), detection. The record
+(PICKVARIANT_CPUINFO, PICKVARIANT_GPU, PICKVARIANT_DRIVER, PICKVARIANT_DRIVER_CUDA), detection. The record
 says which source won, so that a support ticket shows it.
 """
 
@@ -16,7 +16,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
-from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant._base.versions import parse_compute_capability, parse_cuda_version, parse_driver_version
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 ENV_CPUINFO = settings.CPUINFO
 ENV_GPU = settings.GPU
 ENV_DRIVER = settings.DRIVER
+ENV_DRIVER_CUDA = settings.DRIVER_CUDA
 # NVML lists every GPU whatever this says; CUDA programs (PyTorch) see only these.
 ENV_CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu"})
@@ -104,12 +105,13 @@ def gather_facts(
         )
 
     driver_assumed = False
-    if request.driver is not None:
-        driver: DriverFacts | None = DriverFacts(parse_driver_version(request.driver), None)
-        sources["driver"] = "--driver"
-    elif (stated_driver := settings.setting(env, ENV_DRIVER)) is not None:
-        driver = DriverFacts(parse_driver_version(stated_driver), None)
-        sources["driver"] = f"{ENV_DRIVER}={stated_driver}"
+    stated_version = _stated(request.driver, "--driver", env, ENV_DRIVER)
+    stated_cuda = _stated(request.driver_cuda, "--driver-cuda", env, ENV_DRIVER_CUDA)
+    if stated_version or stated_cuda:
+        # A stated driver replaces the detected one whole: this machine's CUDA version says nothing of another's driver.
+        driver: DriverFacts | None = DriverFacts(
+            _parsed_as(parse_driver_version, stated_version), _parsed_as(parse_cuda_version, stated_cuda))
+        sources["driver"] = " ".join(stated[0] for stated in (stated_version, stated_cuda) if stated)
     elif detected_driver is not None:
         driver = detected_driver
         sources["driver"] = "detected (NVML)"
@@ -121,6 +123,25 @@ def gather_facts(
             notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
 
     return HostFacts(cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes), cuda_visible)
+
+
+def _stated(option_value: str | None, flag: str, env: Mapping[str, str], variable: str) -> tuple[str, str] | None:
+    """(where it was given, the value) for a fact stated by option or else by variable; None when neither states it."""
+    if option_value is not None:
+        return flag, option_value
+    value = settings.setting(env, variable)
+    return None if value is None else (f"{variable}={value}", value)
+
+
+def _parsed_as(parse: Callable[[str], Any], stated: tuple[str, str] | None) -> Any:
+    """The stated value parsed, a refusal naming the option or variable it came from."""
+    if stated is None:
+        return None
+    given, value = stated
+    try:
+        return parse(value)
+    except BadInput as error:
+        raise BadInput(f"{given.split('=')[0]}: {error}") from None
 
 
 def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFacts:

@@ -20,6 +20,10 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 # developer.nvidia.com/blog/simplifying-cuda-upgrades-for-nvidia-jetson-users/ ("the CUDA driver
 # is part of the Jetson Linux BSP").
 TEGRA_DRIVER_RULE = "Jetson drivers are judged by the CUDA version they report, not by desktop driver minimums"
+TEGRA_CUDA_UNKNOWN = (
+    "a Jetson driver is judged by the CUDA version it reports, and none was given "
+    "(--driver-cuda X.Y: the CUDA Version that nvidia-smi prints)"
+)
 
 
 def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
@@ -55,22 +59,56 @@ def usable_isas(catalog: Catalog, facts: HostFacts) -> tuple[CpuIsa, ...]:
     return tuple(isa for isa in catalog.isas.values() if isa.platform == facts.arch and not missing_flags(isa.requires, facts.cpu.flags))
 
 
+def has_tegra(gpus: Sequence[GpuFacts], catalog: Catalog) -> bool:
+    return any(catalog.is_tegra(gpu.compute_capability) for gpu in gpus)
+
+
 def judged_by_cuda_version(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Catalog) -> bool:
     """Tegra GPUs with a driver that reports its CUDA version: that version decides, not the number."""
-    return driver is not None and driver.cuda is not None and any(catalog.is_tegra(gpu.compute_capability) for gpu in gpus)
+    return driver is not None and driver.cuda is not None and has_tegra(gpus, catalog)
+
+
+def tegra_cuda_unknown(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Catalog) -> bool:
+    """A Jetson driver stated by its number alone: nothing it can run is known."""
+    return driver is not None and driver.cuda is None and has_tegra(gpus, catalog)
+
+
+def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> tuple[str, ...]:
+    """Why the driver cannot drive each of `gpus` it cannot: a branch older than the GPU's architecture,
+    or newer than the last branch that drives it (hardware.json's sourced driver support)."""
+    if driver is None or driver.version is None:
+        return ()
+    reasons = []
+    for gpu in gpus:
+        arch = catalog.arch_of(gpu.compute_capability)
+        if arch is None or arch.tegra or arch.drivers is None:
+            continue
+        why = arch.drivers.refuses(driver.version)
+        if why:
+            reasons.append(f"driver {driver.version} cannot drive GPU {gpu.index} (compute capability {gpu.compute_capability}): it {why}")
+    return tuple(reasons)
 
 
 def driver_rejection(driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> str | None:
-    """None when the driver can run the CUDA line (or nothing is known of it, or there is none), else why not."""
+    """None when the driver can run the CUDA line on these GPUs (or nothing is known of it, or there is none), else why not."""
     if driver is None or line is None or not gpus:
         return None
-    if judged_by_cuda_version(gpus, driver, catalog):
-        assert driver.cuda is not None
+    undriven = undriven_gpus(driver, gpus, catalog)
+    if undriven:
+        return "; ".join(undriven)
+    if has_tegra(gpus, catalog):
+        if driver.cuda is None:
+            return TEGRA_CUDA_UNKNOWN
         if version_key(driver.cuda) < version_key(line.cuda):
             return f"the driver supports CUDA {driver.cuda}, older than CUDA {line.cuda} ({TEGRA_DRIVER_RULE})"
         return None
-    if driver.version is not None and driver.version < line.min_driver:
-        return f"driver {driver.version} is older than {line.min_driver}, the minimum for CUDA {line.cuda}"
+    if driver.version is not None:
+        if driver.version < line.min_driver:
+            return f"driver {driver.version} is older than {line.min_driver}, the minimum for CUDA {line.cuda}"
+        return None
+    if driver.cuda is not None and version_key(driver.cuda)[0] < version_key(line.cuda)[0]:
+        # Minor-version compatibility: a desktop driver of a CUDA major release runs every build of it.
+        return f"the driver supports CUDA {driver.cuda}; CUDA {line.cuda} builds need a driver >= {line.min_driver}"
     return None
 
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from pickvariant._base import settings
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
-from pickvariant.catalog.model import Branch, Catalog, CudaLine, Variant
+from pickvariant.catalog.model import Branch, Catalog, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules.compat import (
+    TEGRA_CUDA_UNKNOWN,
     driver_rejection,
     judged_by_cuda_version,
+    tegra_cuda_unknown,
+    undriven_gpus,
     kernels_run_on,
     runs_on_all,
 )
@@ -132,15 +136,23 @@ def no_variant(
                 f"the variants with kernels for these GPUs are built for {', '.join(sorted(gpu_isas))}, "
                 f"and this CPU can run only {', '.join(sorted(usable_isas))}"
             )
+        undriven = undriven_gpus(facts.driver, targets, catalog)
+        why.extend(undriven)
+        if tegra_cuda_unknown(targets, facts.driver, catalog) and not facts.driver_assumed:
+            why.append(TEGRA_CUDA_UNKNOWN)
+            hints.append(f"state the CUDA version the Jetson's driver reports with --driver-cuda X.Y (env {settings.DRIVER_CUDA})")
         upgrade = driver_upgrade(facts, catalog, options, branches, targets, redecide) if with_hints else None
         if upgrade is not None:
-            line, variant = upgrade
-            shown = facts.driver.version if facts.driver and facts.driver.version else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
-            why.append(f"driver {shown} is too old for every CUDA line that has a variant for this machine")
+            line, variant, driver = upgrade
+            if not undriven:
+                shown = facts.driver.version if facts.driver and facts.driver.version else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
+                why.append(f"driver {shown} is too old for every CUDA line that has a variant for this machine")
             if judged_by_cuda_version(targets, facts.driver, catalog):
                 hints.append(f"a Jetson driver (JetPack) that supports CUDA {line.cuda} would allow {variant.label}")
+            elif facts.driver and facts.driver.version and driver.version and driver.version < facts.driver.version:
+                hints.append(f"a driver of branch R{_last_branch(catalog, targets)} or older, >= {driver.version} (CUDA {line.cuda}), would allow {variant.label}")
             else:
-                hints.append(f"a driver >= {line.min_driver} (CUDA {line.cuda}) would allow {variant.label}")
+                hints.append(f"a driver >= {driver.version} (CUDA {line.cuda}) would allow {variant.label}")
         cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
         if cpu_only:
             best = min(cpu_only, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or "")))
@@ -173,7 +185,8 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
         renamed = f"{arch.description} reports {gpu.compute_capability} under CUDA 12 drivers and {arch.compute_capability} under CUDA 13"
         as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
         if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, line, as_renamed, catalog):
-            hints.append(f"{renamed}: a driver >= {line.min_driver} (CUDA {line.cuda}) makes the {arch.name} variants usable")
+            driver = f"a Jetson driver (JetPack) that supports CUDA {line.cuda}" if arch.tegra else f"a driver >= {line.min_driver} (CUDA {line.cuda})"
+            hints.append(f"{renamed}: {driver} makes the {arch.name} variants usable")
         else:
             # The user already has that driver: telling them to get it would send them in circles.
             hints.append(
@@ -185,20 +198,35 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
 
 def driver_upgrade(
     facts: HostFacts, catalog: Catalog, options: Request, branches: Sequence[Branch], targets: tuple[GpuFacts, ...], redecide: Redecide,
-) -> tuple[CudaLine, Variant] | None:
-    """The smallest driver upgrade that gives a variant, and the variant the rules would then pick."""
+) -> tuple[CudaLine, Variant, DriverFacts] | None:
+    """The smallest driver change that gives a variant, the variant the rules would then pick, and that driver.
+
+    A GPU the driver cannot drive moves the smallest driver up to the first that drives it (or, for a GPU
+    newer branches dropped, down to a branch that still does)."""
     driver = facts.driver
-    if driver is None or facts.driver_assumed:
+    if driver is None or facts.driver_assumed or tegra_cuda_unknown(targets, driver, catalog):
         return None
     by_cuda = judged_by_cuda_version(targets, driver, catalog)
     too_old = {line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)}
     for line in sorted(too_old.values(), key=lambda line: version_key(line.cuda) if by_cuda else line.min_driver.parts):
-        upgraded = DriverFacts(driver.version, line.cuda) if by_cuda else DriverFacts(line.min_driver, line.cuda)
+        if by_cuda:
+            upgraded = DriverFacts(driver.version, line.cuda)
+        else:
+            floors = [line.min_driver] + [arch.drivers.first for arch in _archs(catalog, targets) if arch.drivers and arch.drivers.first]
+            upgraded = DriverFacts(max(floors), line.cuda)
         # Decide again rather than guess: the hint must name what the rules would really choose.
         decision = redecide(replace(facts, driver=upgraded), catalog, options, False)
         if decision.variant is not None and decision.line is not None:
-            return decision.line, decision.variant
+            return decision.line, decision.variant, upgraded
     return None
+
+
+def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:
+    return [arch for gpu in gpus if (arch := catalog.arch_of(gpu.compute_capability)) is not None]
+
+
+def _last_branch(catalog: Catalog, gpus: Sequence[GpuFacts]) -> int:
+    return min(arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch)
 
 
 def any_arch_for(catalog: Catalog, variants: Sequence[Variant], gpus: Sequence[GpuFacts]) -> bool:
