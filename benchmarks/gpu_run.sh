@@ -2,11 +2,13 @@
 # Issue 15's GPU figures, run on the device machine from the checkout:
 #   OUT=benchmarks/results/DATE-GPU sh benchmarks/gpu_run.sh
 # verify (full and --quick, text and JSON), report (markdown and JSON), detect, the detection
-# speed benchmark (with NVML's import and query cost) and the convolution shape table.
+# speed benchmark (with NVML's import and query cost), the convolution shape table and the
+# bare-loop comparison (sequential against interleaved, issue 27.17).
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 # The image's own packages where it has them; carried wheels from .whl only for what is missing.
-for module in typer:typer pynvml:nvidia-ml-py rich:rich packaging:packaging archspec:archspec cpuinfo:py-cpuinfo; do
+for module in typer:typer pynvml:nvidia-ml-py rich:rich packaging:packaging archspec:archspec cpuinfo:py-cpuinfo \
+    jsonschema:jsonschema fastjsonschema:fastjsonschema tree_sitter:tree-sitter tree_sitter_nix:tree-sitter-nix highspy:highspy; do
   python3 -c "import ${module%%:*}" 2>/dev/null || pip install -q --no-index --find-links .whl --target /tmp/site "${module##*:}" >>"$OUT/pip.txt" 2>&1
 done
 export PYTHONPATH=/tmp/site:$PWD
@@ -26,5 +28,6 @@ step report.md pv report
 step report.json pv report --format json
 step detect-speed.txt python3 benchmarks/detect_speed.py --runs 20
 step conv-shapes.txt python3 benchmarks/conv_shapes.py
+step bare-loop.txt python3 benchmarks/bare_loop.py --rounds 5
 # The device returns few files: pack them.
 tar -C "$OUT" -czf /tmp/gpu-run.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/gpu-run.tgz"

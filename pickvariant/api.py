@@ -124,12 +124,13 @@ def recommend(
 
 
 def recommend_request(request: Request, *, facts: HostFacts | None = None, catalog: Catalog | None = None,
-                      env: Mapping[str, str] | None = None) -> Recommendation:
+                      env: Mapping[str, str] | None = None, detect_unstated: bool = True) -> Recommendation:
     """recommend() for a Request, as every command line builds one: the machine it states (the rest
-    detected, or `facts` as given) and its pins, with PICKVARIANT_PYTHON where it pins no Python."""
+    detected unless detect_unstated is False, or `facts` as given) and its pins, with PICKVARIANT_PYTHON
+    where it pins no Python."""
     catalog = catalog or default_catalog()
     environment = os.environ if env is None else env
     if facts is None:
-        facts = gather_facts(catalog, request, environment)
+        facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
     decision = decide(facts, catalog, request.with_environment(environment))
     return Recommendation(facts, decision, catalog, request.workload)

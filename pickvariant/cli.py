@@ -430,18 +430,24 @@ def verify(
 
 @app.command()
 @exits_on_error
-@declared()
+@declared(commandline.REQUEST)
 def report(
     format: Annotated[ReportFormat, typer.Option("--format", help="markdown (default) or json.")] = ReportFormat.markdown,
     python: Annotated[Optional[str], typer.Option("--python", help="The interpreter whose PyTorch to report.")] = None,
-    workload: Any = commandline.WORKLOAD,
+    **values: Any,
 ) -> None:
-    """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch."""
+    """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch.
+
+    With --cpuinfo, --gpu, --driver or --driver-cuda (or their PICKVARIANT_* variables) it describes that
+    machine instead: what is not stated is "not stated", never this machine's."""
+    from pickvariant.machine.facts import states_a_machine
     from pickvariant.output import report as reporter
 
-    request = _request({"workload": workload})
-    catalog, facts, decision = _decided(request)
-    data = reporter.build(catalog, facts, decision, request.workload, [python] if python else _default_python())
+    request = _request(values)
+    described = states_a_machine(request, os.environ)
+    choice = api.recommend_request(request, catalog=_catalog(), detect_unstated=not described)
+    pythons = [python] if python else ([] if described else _default_python())
+    data = reporter.build(choice.catalog, choice.facts, choice.decision, request.workload, pythons, described=described)
     typer.echo(json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data), nl=format is ReportFormat.json)
 
 

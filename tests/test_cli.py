@@ -289,3 +289,25 @@ def test_list_fits_a_narrow_terminal_and_never_cuts_a_name(catalog, width) -> No
     print_rows(rows, Console(file=out, width=width, force_terminal=True, color_system=None))
     shown = out.getvalue()
     assert all(row["package"] in shown for row in rows)
+
+
+def test_report_describes_another_machine_with_nothing_of_this_one() -> None:
+    import platform
+
+    haswell = str(cpuinfo_path("linux-rhel7-haswell"))
+    stated = runner.invoke(app, ["report", "--cpuinfo", haswell, "--gpu", "9.0", "--driver", "580.95.05"], env={"PICKVARIANT_GPU": ""})
+    assert stated.exit_code == 0, stated.output
+    text = stated.stdout
+    assert "Describes a stated machine" in text and "Recommendation: `pytorch-python313-cuda13_1-sm90-avx2`" in text
+    assert "kernel not stated" in text and platform.release() not in text
+    assert "memory not stated" in text and "CUDA not stated" in text and "?" not in text
+    assert "Installed PyTorch: not stated" in text and "Last install" not in text
+    data = json.loads(runner.invoke(app, ["report", "--format", "json"], env={
+        "PICKVARIANT_CPUINFO": haswell, "PICKVARIANT_DRIVER": "580.00", "PICKVARIANT_DRIVER_CUDA": "13.0", "PICKVARIANT_GPU": "11.0"}).stdout)
+    assert data["described"] and data["system"] == {"kernel": None, "python": None} and data["installed_torch"] is None
+    assert data["hardware"]["driver"] == {"version": "580.00", "cuda": "13.0"}
+    # GPUs not stated are not this machine's: unknown, so nothing is recommended and --gpu/--no-gpu are asked for.
+    unstated = runner.invoke(app, ["report", "--cpuinfo", haswell])
+    assert "GPUs: not stated" in unstated.stdout and "Recommendation: none" in unstated.stdout
+    no_cpu = runner.invoke(app, ["report", "--gpu", "9.0"], env={"PICKVARIANT_CPUINFO": ""})
+    assert no_cpu.exit_code == 2 and no_cpu.stderr.startswith("pickvariant: --cpuinfo: a described machine needs its CPU")

@@ -18,7 +18,8 @@ DUMPS = {
     "linux-amazon-neoverse_n1": ("aarch64", {"fphp", "asimdhp", "asimddp"}, {"sve"}),
     "linux-rhel9-neoverse_v2": ("aarch64", {"sve", "sve2", "asimddp"}, set()),
     "linux-amazon-cortex_a72": ("aarch64", set(), {"fphp", "asimddp"}),
-    "linux-centos7-power8le": ("ppc64le", set(), {"avx"}),
+    # The dump cannot tell little- from big-endian: a POWER8 may run either.
+    "linux-centos7-power8le": ("ppc64 (byte order unknown)", set(), {"avx"}),
     "linux-kvm-xeon-2core": ("x86_64", {"avx512f", "avx512bw", "avx512_vnni"}, {"avx512_bf16", "amx_tile"}),
     "linux-kvm-xeon-amx-16core": ("x86_64", {"avx512_bf16", "avx512_vnni", "amx_tile", "avx512_fp16"}, set()),
 }
@@ -119,3 +120,15 @@ def test_files_that_report_no_size_are_read_whole_and_still_bounded(tmp_path) ->
     assert read_regular(sized, 1 << 20, "a dump") == b"x" * 200_000
     with pytest.raises(BadInput, match="larger than"):
         read_regular(sized, 199_999, "a dump")
+
+
+def test_a_power7_dump_is_big_endian_and_a_power8_one_says_its_byte_order_is_unknown() -> None:
+    power7 = "processor\t: 0\ncpu\t\t: POWER7 (architected), altivec supported\nclock\t\t: 3550.000000MHz\n\nplatform\t: pSeries\n"
+    assert parse_cpuinfo(power7).arch == "ppc64"
+    power9 = power7.replace("POWER7 (architected)", "POWER9 (raw)")
+    assert parse_cpuinfo(power9).arch == "ppc64 (byte order unknown)"
+
+
+def test_py_cpuinfo_on_power_keeps_the_byte_order_uname_gave() -> None:
+    for raw in ("ppc64le", "ppc64"):
+        assert from_py_cpuinfo({"arch": "PPC_64", "arch_string_raw": raw, "flags": []}, "aix").arch == raw

@@ -400,3 +400,32 @@ def test_a_decision_does_not_depend_on_what_was_decided_before_with_the_same_cat
             return str(error)
 
     assert answer(catalog) == answer(replace(catalog))
+
+
+def test_every_architecture_whose_kernels_would_run_is_named_with_why_it_lost(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("8.9",), driver="580.95.05"), catalog)
+    assert decision.variant.gpu_arch == "sm89"
+    lost = {r.choice: r.why for r in decision.rejected if r.choice.startswith("GPU architecture ")}
+    assert set(lost) == {f"GPU architecture {name}" for name in catalog.gpu_archs if name != "sm89"}
+    for name in ("sm80", "sm86"):
+        assert lost[f"GPU architecture {name}"].startswith("its kernels run on 8.9 too, but sm89 is the higher architecture")
+
+
+def test_a_branch_without_a_build_for_the_gpu_says_so_rather_than_blame_its_pytorch(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("7.0",), driver="580.95.05"), catalog)
+    assert decision.variant.gpu_arch == "sm70"
+    main = next(r.why for r in decision.rejected if r.choice == "branch main")
+    assert main.startswith("no SM70 build") and "older PyTorch" not in main
+
+
+@pytest.mark.parametrize(("dump", "gpus"), [("linux-rhel7-haswell", ()), ("darwin-sequoia-m4", ())])
+def test_builds_without_cuda_are_explained_without_a_cuda_line(catalog, dump, gpus) -> None:
+    from pickvariant.machine.facts import gather_facts
+
+    facts = gather_facts(catalog, Request(cpuinfo=cpuinfo_path(dump), no_gpu=not dump.startswith("darwin")), env={},
+                         read_gpus_fn=lambda: pytest.fail("a Mac's GPUs are not read through this host's NVML"))
+    decision = decide(facts, catalog)
+    branch_line = next(reason for reason in decision.reasons if reason.startswith("branch "))
+    assert "CUDA" not in branch_line and decision.variant.cuda is None
+    if dump.startswith("darwin"):
+        assert facts.gpus == () and "macOS" in facts.sources["gpus"] and not facts.notes

@@ -29,7 +29,7 @@ from pickvariant.recipes.render import render
 from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
 
 runner = CliRunner()
-ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64le", "riscv64", "s390x", "unknown"}
+ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64", "ppc64 (byte order unknown)", "riscv64", "s390x", "unknown"}
 FLAG_POOL = [
     "sse4_2", "avx", "avx2", "fma", "fma4", "f16c", "bmi1", "bmi2", "movbe", "avx512f", "avx512bw", "avx512cd", "avx512dq",
     "avx512vl", "avx512_bf16", "avx512_vnni", "amx_tile", "fphp", "asimdhp", "asimddp", "sve", "sve2", "lse", "aes",

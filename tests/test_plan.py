@@ -423,6 +423,25 @@ def test_each_node_gets_detects_own_reason_and_hint_and_each_build_its_system(tm
     assert "(on an x86_64 Linux machine)" in text and "(on an aarch64 Linux machine)" in text
 
 
+def test_a_label_on_two_machines_is_named_and_markdown_nests_what_belongs_to_a_build(tmp_path) -> None:
+    lines = [detect_line("n1", HASWELL, ["9.0"], "580.95.05"), detect_line("n1", HASWELL, ["8.0"], "580.95.05"),
+             detect_line("n2", HASWELL, ["9.0"], "580.95.05"), detect_line("n2", HASWELL, ["9.0"], "580.95.05")]
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text("".join(lines))
+    text = runner.invoke(app, ["plan", str(cluster)]).stdout
+    assert "labels on more than one line (2):" in text
+    assert "  n1: 2 lines, 2 different machines (each counted as a node)" in text
+    assert "  n2: 2 lines, the same hardware (each counted as a node)" in text
+    data = json.loads(runner.invoke(app, ["plan", str(cluster), "--format", "json"]).stdout)
+    assert len(data["input"]["duplicate_labels"]) == 2 and data["input"]["nodes"] == 4
+    markdown = runner.invoke(app, ["plan", str(cluster), "--format", "markdown"]).stdout.splitlines()
+    build = next(index for index, line in enumerate(markdown) if line.startswith("- `pytorch-"))
+    assert markdown[build + 1].startswith("  - covers ") and any(line.startswith("  - nodes: ") for line in markdown[build + 1:build + 8])
+    unique = tmp_path / "unique.jsonl"
+    unique.write_text(lines[0] + lines[2])
+    assert "labels on more than one line" not in runner.invoke(app, ["plan", str(unique)]).stdout
+
+
 def test_a_real_ansible_ad_hoc_run_in_its_oneline_format_feeds_plan(tmp_path) -> None:
     """`ansible all -m shell -a 'pickvariant detect --compact --label …' -o`, as README gives it, run for real."""
     bin_dir = Path(sys.executable).parent

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -116,10 +117,24 @@ def _arch(flag_key: str | None, first: Mapping[str, str], s390_keys: bool) -> st
         return "aarch64"
     cpu = first.get("cpu", "")
     if "POWER" in cpu.upper():
-        return "ppc64le"
+        return _power_arch(cpu)
     if first.get("isa", "").startswith("rv64"):
         return "riscv64"
     return "unknown"
+
+
+# A dump does not say its byte order. Little-endian 64-bit Power Linux (the ELFv2 ABI's ppc64le) needs
+# POWER8 or newer, so an older POWER is big-endian for certain; a newer one may run either.
+# Source: OpenPOWER 64-bit ELF V2 ABI Specification, 1.1 ("the POWER8 processor ... minimum
+# hardware level for little-endian"); Debian/Fedora/RHEL ppc64el ports target POWER8.
+POWER_UNKNOWN_BYTE_ORDER = "ppc64 (byte order unknown)"
+
+
+def _power_arch(cpu: str) -> str:
+    generation = re.search(r"POWER(\d+)", cpu.upper())
+    if generation and int(generation.group(1)) < 8:
+        return "ppc64"
+    return POWER_UNKNOWN_BYTE_ORDER
 
 
 def _model(first: Mapping[str, str], arch: str) -> str | None:
@@ -142,7 +157,8 @@ def parse_sysctl(text: str, source: str = "sysctl -a") -> CpuFacts:
 
 def from_py_cpuinfo(info: Mapping[str, Any], os_name: str) -> CpuFacts:
     """Facts from py-cpuinfo's get_cpu_info() dict (macOS, Windows: no /proc/cpuinfo there)."""
-    arch = {"X86_64": "x86_64", "ARM_8": "aarch64", "ARM_7": "armv7l", "PPC_64": "ppc64le", "RISCV_64": "riscv64", "S390X": "s390x"}
+    # PPC_64 is either byte order: the raw string (uname's machine) says which.
+    arch = {"X86_64": "x86_64", "ARM_8": "aarch64", "ARM_7": "armv7l", "RISCV_64": "riscv64", "S390X": "s390x"}
     return CpuFacts(
         os_name,
         arch.get(str(info.get("arch", "")), str(info.get("arch_string_raw", "unknown")).lower() or "unknown"),

@@ -50,13 +50,27 @@ class HostFacts:
     cuda_visible_devices: str | None = None
 
 
+NOT_STATED = "not stated"
+
+
+def states_a_machine(request: Request, env: Mapping[str, str]) -> bool:
+    """Does the request (or a PICKVARIANT_* variable) describe a machine's CPU, GPUs or driver?"""
+    stated = (request.cpuinfo, request.gpus or None, request.no_gpu or None, request.driver, request.driver_cuda)
+    return any(value is not None for value in stated) or any(
+        settings.setting(env, variable) is not None for variable in (ENV_CPUINFO, ENV_GPU, ENV_DRIVER, ENV_DRIVER_CUDA))
+
+
 def gather_facts(
     catalog: Catalog,
     request: Request = Request(),
     env: Mapping[str, str] | None = None,
     detect_cpu_fn: Callable[[], CpuFacts] = detect_cpu,
     read_gpus_fn: Callable[[], GpuReport] = read_gpus,
+    detect_unstated: bool = True,
 ) -> HostFacts:
+    """The facts the request and PICKVARIANT_* state, the rest detected on this machine; with
+    detect_unstated False (a machine described for a report) nothing is detected: GPUs not stated are
+    unknown (inconclusive), a CPU not stated is bad input, and no driver is assumed."""
     env = os.environ if env is None else env
     sources: dict[str, str] = {}
     notes: list[str] = []
@@ -67,9 +81,12 @@ def gather_facts(
     elif (stated_cpuinfo := settings.setting(env, ENV_CPUINFO)) is not None:
         cpu = read_cpuinfo_dump(Path(stated_cpuinfo))
         sources["cpu"] = f"{ENV_CPUINFO}={stated_cpuinfo}"
-    else:
+    elif detect_unstated:
         cpu = detect_cpu_fn()
         sources["cpu"] = f"detected ({cpu.source})"
+    else:
+        raise BadInput(f"--cpuinfo: a described machine needs its CPU (a copy of its /proc/cpuinfo, or {ENV_CPUINFO}); "
+                       "nothing of this machine is mixed in")
     canonical = catalog.canonical_flags(cpu.flags)
     if canonical is not cpu.flags:  # canonical_flags hands back the same frozenset when nothing was renamed
         cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, canonical, cpu.source, cpu.notes)
@@ -89,7 +106,13 @@ def gather_facts(
     inconclusive = False
     detected_driver: DriverFacts | None = None
     cuda_visible: str | None = None
-    if stated_gpus is None:
+    if stated_gpus is None and cpu.os == "darwin":
+        # No Mac has an NVIDIA GPU CUDA can use, and this host's NVML says nothing of a described Mac.
+        stated_gpus, sources["gpus"] = (), "none on macOS: its Apple GPU is used through MPS"
+    if stated_gpus is None and not detect_unstated:
+        gpus: tuple[GpuFacts, ...] = ()
+        inconclusive, sources["gpus"] = True, NOT_STATED
+    elif stated_gpus is None:
         report = read_gpus_fn()
         gpus = report.gpus
         # Only a machine whose GPUs were detected has a CUDA_VISIBLE_DEVICES that means something.
@@ -117,6 +140,8 @@ def gather_facts(
         sources["driver"] = "detected (NVML)"
     else:
         driver = None
+        if not detect_unstated:
+            sources["driver"] = NOT_STATED
         if gpus:
             driver_assumed = True
             sources["driver"] = "assumed new enough for every branch (no --driver given)"

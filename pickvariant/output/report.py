@@ -12,7 +12,7 @@ from pickvariant._base.text import visible
 from pickvariant._base.urls import without_credentials
 from pickvariant.catalog.model import Catalog
 from pickvariant.install.state import last_install
-from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decide import Decision
 from pickvariant.verify.judge import run_probe, variant_mismatches
@@ -44,11 +44,17 @@ def _scrub_all(value: Any) -> Any:
     return value
 
 
-def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str]) -> dict[str, Any]:
+def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str], described: bool = False) -> dict[str, Any]:
+    """The report's data. `described`: the facts describe another machine, so nothing of this one (kernel,
+    Python, GPU health, the last install, its PyTorch unless an interpreter is named) is read or shown."""
     data = decision_json(facts, decision, catalog, workload)
     data["pickvariant"] = __version__
-    data["system"] = {"kernel": platform.release(), "python": platform.python_version()}
+    data["described"] = described
+    data["system"] = {"kernel": None, "python": None} if described else {"kernel": platform.release(), "python": platform.python_version()}
     data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
+    if described and not python:
+        data["gpu_health"], data["installed_torch"], data["mismatches"], data["last_install"] = [], None, [], None
+        return _scrub_all(data)
     from pickvariant.machine.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:  # a short look: clocks, power limits, other processes, MIG, ECC
@@ -62,7 +68,7 @@ def build(catalog: Catalog, facts: HostFacts, decision: Decision, workload: str,
             mismatches = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
     data["installed_torch"] = installed if installed else {"error": problem or "unknown"}
     data["mismatches"] = mismatches
-    record = last_install()
+    record = None if described else last_install()
     # Which recipe (repository and commit, or generated) the last install built or installed.
     data["last_install"] = {key: record.get(key) for key in ("package", "branch", "torch", "method", "recipe")} if record else None
     return _scrub_all(data)
@@ -90,31 +96,42 @@ def markdown(data: dict[str, Any]) -> str:
 
     def source(fact: str) -> str:
         # A stale PICKVARIANT_CPUINFO or a --gpu must not read as detection.
-        return f" (source: {data['sources'][fact]})" if fact in data["sources"] else ""
+        given = data["sources"].get(fact)
+        return f" (source: {given})" if given and given != NOT_STATED else ""
 
+    # A described machine's unstated facts are "not stated"; this machine's unknown ones "unknown".
+    missing = NOT_STATED if data.get("described") else "unknown"
     lines = [f"### pickvariant report (pickvariant {data['pickvariant']})", ""]
+    if data.get("described"):
+        lines += ["Describes a stated machine, not the one this report ran on.", ""]
     if data["mismatches"]:
         lines += ["**Mismatches:**", ""] + [f"- ⚠ {m}" for m in data["mismatches"]] + [""]
     rec = data["recommendation"]
     lines += [
         f"- Recommendation: `{rec['package']}`" if rec else "- Recommendation: none (no compatible variant)",
-        f"- OS: {hw['os']}/{hw['arch']}, kernel {data['system']['kernel']}",
+        f"- OS: {hw['os']}/{hw['arch']}, kernel {data['system']['kernel'] or missing}",
         f"- CPU: {hw['cpu']['model']}; flags that matter: {' '.join(hw['cpu']['flags_that_matter']) or 'none'}{source('cpu')}",
     ]
     health = {gpu["index"]: gpu for gpu in data.get("gpu_health", [])}
     for gpu in hw["gpus"]:
-        lines.append(f"- GPU {gpu['index']}: {gpu['name']}, compute capability {gpu['compute_capability']}, {gpu['memory_mib'] or '?'} MiB{source('gpus')}")
+        memory = f"{gpu['memory_mib']} MiB" if gpu["memory_mib"] else f"memory {missing}"
+        lines.append(f"- GPU {gpu['index']}: {gpu['name']}, compute capability {gpu['compute_capability']}, {memory}{source('gpus')}")
         if gpu["index"] in health:
             lines.append(f"  - NVML: {health_text(health[gpu['index']])}")
     if not hw["gpus"]:
-        lines.append(f"- GPUs: none{source('gpus')}")
+        lines.append(f"- GPUs: {NOT_STATED if data['sources'].get('gpus') == NOT_STATED else 'none'}{source('gpus')}")
     driver = hw["driver"]
     shown = driver and (driver["version"] or driver["cuda"])
-    lines.append(f"- Driver: {driver['version'] or '?'} (CUDA {driver['cuda'] or '?'}){source('driver')}" if shown else f"- Driver: none{source('driver')}")
+    if shown:
+        lines.append(f"- Driver: {driver['version'] or missing} (CUDA {driver['cuda'] or missing}){source('driver')}")
+    else:
+        lines.append(f"- Driver: {missing if data.get('described') else 'none'}{source('driver')}")
     if hw["cuda_visible_devices"] is not None:
         lines.append(f"- CUDA_VISIBLE_DEVICES: {hw['cuda_visible_devices']!r}")
     torch = data["installed_torch"]
-    if "error" in torch:
+    if torch is None:
+        lines.append(f"- Installed PyTorch: {NOT_STATED} (name an interpreter of that machine with --python to probe it)")
+    elif "error" in torch:
         lines.append(f"- Installed PyTorch: {torch['error']}")
     else:
         lines.append(f"- Installed PyTorch: {torch['torch']}, CUDA {torch['cuda'] or 'none'}, arch list {', '.join(torch['arch_list']) or 'none'}, CPU capability {torch['cpu_capability']}")

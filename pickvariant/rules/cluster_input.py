@@ -14,6 +14,7 @@ import re
 import select
 import stat
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,20 @@ class Inputs:
     hardware: list[Mapping[str, Any]] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     bad_count: int = 0
+
+    def duplicate_labels(self) -> list[str]:
+        """Each label given to more than one line, with how many lines and whether their hardware differs:
+        the same label on two machines is two nodes, and the admin should know which name to fix."""
+        profiles: dict[str, list[int]] = defaultdict(list)
+        for label, profile in zip(self.labels, self.profile_of):
+            profiles[label].append(profile)
+        said = []
+        for label, seen in profiles.items():
+            if len(seen) > 1:
+                kinds = len(set(seen))
+                hardware = f"{kinds} different machines" if kinds > 1 else "the same hardware"
+                said.append(f"{label}: {len(seen)} lines, {hardware} (each counted as a node)")
+        return sorted(said)
 
 
 def _compact(hardware: Mapping[str, Any]) -> dict[str, Any]:

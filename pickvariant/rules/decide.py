@@ -129,7 +129,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
         key=rank,
     )
     if targets:
-        explain.explain_gpu_archs(catalog, targets, rejected)
+        explain.explain_gpu_archs(catalog, targets, rejected, candidates[0].gpu_arch if candidates else None)
 
     if not candidates:
         return explain.no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints, _decide)

@@ -40,7 +40,14 @@ def branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, option
     if line is not None:
         parts.append(f"CUDA {line.cuda} (nixpkgs {line.nixpkgs_rev[:7]}, {line.cuda_packages})")
     parts.append(f"Python {chosen.python}")
-    why = "named with --branch" if options.branch else "the newest PyTorch, then the newest CUDA line the driver can run, then the preferred Python, that has a variant for this machine"
+    if options.branch:
+        why = "named with --branch"
+    elif chosen.is_mps:
+        why = "the newest PyTorch, then the preferred Python, that has an MPS build"
+    elif line is None:
+        why = "the newest PyTorch, then the preferred Python, that has a CPU-only variant this CPU can run"
+    else:
+        why = "the newest PyTorch, then the newest CUDA line the driver can run, then the preferred Python, that has a variant for this machine"
     return f"branch {branch.name}: {', '.join(parts)}: {why}"
 
 
@@ -64,19 +71,29 @@ def explain_other_branches(
             else:
                 rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}"))
             continue
-        if version_key(branch.torch) < version_key(chosen.torch):
-            rejected.append(Rejection(f"branch {branch.name}", f"ships the older PyTorch {branch.torch}"))
-            continue
+        # Nothing of it fits: that is the reason, whatever PyTorch it ships.
         rejected.append(Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
 
 
-def explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection]) -> None:
+def explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection], chosen: str | None = None) -> None:
+    """Every architecture of the catalog but the chosen one, with why it lost: no kernels for a GPU, or outranked."""
     for arch in catalog.gpu_archs.values():
+        if arch.name == chosen:
+            continue
         for gpu in targets:
             why = kernels_run_on(arch, gpu.compute_capability, catalog)
             if why:
                 rejected.append(Rejection(f"GPU architecture {arch.name}", f"GPU {gpu.index}: {why}"))
                 break
+        else:
+            if chosen is not None:
+                better = catalog.gpu_archs[chosen]
+                runs_on = ", ".join(f"{gpu.compute_capability}" for gpu in dict.fromkeys(targets))
+                rejected.append(Rejection(
+                    f"GPU architecture {arch.name}",
+                    f"its kernels run on {runs_on} too, but {better.name} is the higher architecture and has a variant here (native kernels, newer instructions)"
+                    if better.compute_capability > arch.compute_capability else
+                    f"its kernels run on {runs_on} too, but no variant of it fits as well as {better.name}'s"))
 
 
 def why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, facts: HostFacts) -> str:

@@ -162,6 +162,7 @@ class ClusterPlan:
     bad: tuple[BadLine, ...]
     bad_count: int
     profile_count: int
+    duplicate_labels: tuple[str, ...] = ()
 
 
 def cost_of(best: Variant, got: Variant) -> str:
@@ -224,7 +225,8 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
         (catalog.variants[v], served[v], tuple(sorted(covers[v])))
         for v in sorted(solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package))
     )
-    return ClusterPlan(chosen_variants, tuple(nodes), solution, len(inputs.labels), tuple(inputs.bad), inputs.bad_count, len(profiles))
+    return ClusterPlan(chosen_variants, tuple(nodes), solution, len(inputs.labels), tuple(inputs.bad), inputs.bad_count, len(profiles),
+                       tuple(inputs.duplicate_labels()))
 
 
 def plan_json(plan: ClusterPlan) -> dict[str, Any]:
@@ -235,7 +237,7 @@ def plan_json(plan: ClusterPlan) -> dict[str, Any]:
                    "rank": n.rank, "why": n.why} for n in plan.nodes],
         "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
         "input": {"nodes": plan.node_count, "profiles": plan.profile_count, "bad_lines": plan.bad_count,
-                  "bad": [{"where": b.where, "why": b.why} for b in plan.bad]},
+                  "bad": [{"where": b.where, "why": b.why} for b in plan.bad], "duplicate_labels": list(plan.duplicate_labels)},
     }
 
 
@@ -281,6 +283,8 @@ def _labels(labels: list[str], shown: int = 12) -> str:
     return ", ".join(folded[:shown]) + (f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else "")
 
 
+SHOWN_DUPLICATES = 20
+
 # Where a build command can run: Flox builds for the system it runs on.
 _BUILDERS = {"x86_64-linux": "an x86_64 Linux machine", "aarch64-linux": "an aarch64 Linux machine",
              "aarch64-darwin": "an Apple Silicon Mac"}
@@ -290,6 +294,7 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands."""
     h = (lambda text: f"## {text}") if markdown else (lambda text: f"{text}:")
     item = "- " if markdown else "  "
+    sub_item = "  - " if markdown else "    "  # nested under the item above it
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
     out = [h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")]
     labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -298,8 +303,8 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
             labels_of[(node.variant.branch, node.variant.package)].append(node.label)
     for variant, count, summaries in plan.variants:
         out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
-        out += [f"{item}  covers {summary}" for summary in summaries[:6]]
-        out.append(f"{item}  nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
+        out += [f"{sub_item}covers {summary}" for summary in summaries[:6]]
+        out.append(f"{sub_item}nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
     downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
     if downgraded:
         out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
@@ -316,6 +321,11 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         steps = (["git", "checkout", variant.branch], ["flox", "build", variant.package], ["flox", "publish", "-o", org or "ORG", variant.package])
         command = " && ".join(shlex.join(step) for step in steps)
         out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
+    if plan.duplicate_labels:
+        out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
+        out += [f"{item}{said}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]
+        if len(plan.duplicate_labels) > SHOWN_DUPLICATES:
+            out.append(f"{item}… {len(plan.duplicate_labels) - SHOWN_DUPLICATES} more (--format json lists them all)")
     out.append(h("solver"))
     out.append(f"{item}HiGHS (highspy): {plan.solution.status}, objective {plan.solution.objective:g}")
     if plan.bad_count:

@@ -39,16 +39,9 @@ MIN_SAMPLE_S = 2e-3
 MAX_CALLS_PER_SAMPLE = 1024
 
 
-def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
-    """(median seconds per fn(), seconds one timed sample spanned) after a warm-up; CUDA events on GPUs,
-    perf_counter on the CPU (and MPS, synchronised).
-
-    Each sample is a run of calls back to back, at least `batch` and as many as make it span
-    MIN_SAMPLE_S (found after the warm-up, doubling as timeit's autorange does): a kernel shorter
-    than the launch-and-wait round trip would otherwise be timed mostly idle (a 0.2 ms convolution
-    measured one call at a time read 33% of what the same calls reach in a loop), and a CPU product
-    of half a millisecond (AMX) would be timer noise. Sizing the run from the warm-up call instead
-    let its one-off cost (oneDNN's JIT, cuDNN's autotuning) choose runs far too short."""
+def _sampler(fn, device: str):
+    """A function that runs fn() `calls` times back to back and returns the seconds that took:
+    between CUDA events on GPUs, by perf_counter on the CPU (and MPS, synchronised)."""
     import torch
 
     if device.startswith("cuda"):
@@ -60,21 +53,39 @@ def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
             end.record()
             end.synchronize()
             return start.elapsed_time(end) / 1000.0
-    else:
-        sync = torch.mps.synchronize if device == "mps" else (lambda: None)
+        return run
+    sync = torch.mps.synchronize if device == "mps" else (lambda: None)
 
-        def run(calls: int) -> float:
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            sync()
-            return time.perf_counter() - start
+    def run(calls: int) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        return time.perf_counter() - start
+    return run
 
+
+def _calls_per_sample(run, batch: int) -> int:
+    """After a warm-up call, the calls a sample needs to span MIN_SAMPLE_S (at least `batch`), doubling as timeit's autorange does."""
+    run(1)  # the warm-up
+    calls = max(1, batch)
+    while calls < MAX_CALLS_PER_SAMPLE and run(calls) < MIN_SAMPLE_S:
+        calls *= 2
+    return calls
+
+
+def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
+    """(median seconds per fn(), seconds one timed sample spanned) after a warm-up.
+
+    Each sample is a run of calls back to back, at least `batch` and as many as make it span
+    MIN_SAMPLE_S: a kernel shorter than the launch-and-wait round trip would otherwise be timed
+    mostly idle (a 0.2 ms convolution measured one call at a time read 33% of what the same calls
+    reach in a loop), and a CPU product of half a millisecond (AMX) would be timer noise. Sizing the
+    run from the warm-up call instead let its one-off cost (oneDNN's JIT, cuDNN's autotuning) choose
+    runs far too short."""
+    run = _sampler(fn, device)
     with on_device(device):
-        run(1)  # the warm-up
-        calls = max(1, batch)
-        while calls < MAX_CALLS_PER_SAMPLE and run(calls) < MIN_SAMPLE_S:
-            calls *= 2
+        calls = _calls_per_sample(run, batch)
         while True:
             per_call = statistics.median(run(calls) / calls for _ in range(repeats))
             # A sizing run that a busy machine slowed chose too few calls: the median says so, and the
@@ -82,6 +93,28 @@ def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
             if per_call * calls >= MIN_SAMPLE_S / 2 or calls >= MAX_CALLS_PER_SAMPLE:
                 return per_call, per_call * calls
             calls *= 2
+
+
+def timed_beside_bare_loop(fn, device: str, repeats: int, batch: int, loop: int) -> tuple[float, float, float]:
+    """(median seconds per call as timed() takes it, seconds per sample, median seconds per call of a bare
+    loop of `loop` calls), the two taken interleaved on the same warmed-up state.
+
+    Taken one after the other (all the probe's samples, then one bare loop) they differed by order,
+    warm-up and clocks: on an H100 and two H200s every layer read 100-118% of its own bare loop, run
+    after run. Alternated sample by sample, and each pair in the other order every other round, a
+    quiet GPU reads what both really are: the same kernels, timed alike."""
+    run = _sampler(fn, device)
+    with on_device(device):
+        calls = _calls_per_sample(run, batch)
+        run(loop)  # the bare loop's own first run, so that neither side pays for the other's warm-up
+        probe_samples: list[float] = []
+        bare_samples: list[float] = []
+        for round_number in range(repeats):
+            pair = ((probe_samples, calls), (bare_samples, loop))
+            for samples, count in pair if round_number % 2 == 0 else reversed(pair):
+                samples.append(run(count) / count)
+        per_call = statistics.median(probe_samples)
+        return per_call, per_call * calls, statistics.median(bare_samples)
 
 
 # A GPU product this size or larger reaches its steady speed (the full verify's 8192 reaches 76-82%
@@ -213,8 +246,7 @@ def time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repe
             sample = conv()[:2].float()
             reference = torch.nn.functional.conv2d(x[:2].float(), w.float(), padding=padding)
             error = float(torch.linalg.norm(sample - reference) / torch.linalg.norm(reference))
-            seconds, span = timed(conv, device, repeats, batch=LAYER_BATCH)
-            bare, _ = timed(conv, device, 1, batch=loop)  # the bare loop: `loop` calls between two events
+            seconds, span, bare = timed_beside_bare_loop(conv, device, repeats, LAYER_BATCH, loop)
     finally:
         torch.backends.cudnn.benchmark = previous
     return seconds, span, bare, error
@@ -225,7 +257,7 @@ def check_conv_layers(results, device):
     for name, batch, in_channels, out_channels, size, kernel in CONV_LAYERS:
         entry = {"name": f"conv2d bf16 channels_last {name}", "device": device, "dtype": "bf16", "layer": name}
         try:
-            seconds, span, bare, error = time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repeats=5, loop=50)
+            seconds, span, bare, error = time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repeats=6, loop=50)
             flops = conv_flops(batch, in_channels, out_channels, size, kernel)
             entry.update(rel_error=error, tolerance=1e-2, ok=error <= 1e-2, seconds=seconds, span_seconds=span,
                          tflops=flops / seconds / 1e12, bare_loop_tflops=flops / bare / 1e12)
