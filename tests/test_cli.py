@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -311,3 +312,19 @@ def test_report_describes_another_machine_with_nothing_of_this_one() -> None:
     assert "GPUs: not stated" in unstated.stdout and "Recommendation: none" in unstated.stdout
     no_cpu = runner.invoke(app, ["report", "--gpu", "9.0"], env={"PICKVARIANT_CPUINFO": ""})
     assert no_cpu.exit_code == 2 and no_cpu.stderr.startswith("pickvariant: --cpuinfo: a described machine needs its CPU")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--cpuinfo", "linux-rhel9-neoverse_v2", "--gpu", "10.1", "--driver", "575.57.08", "--driver-cuda", "12.9"],
+    ["--cpuinfo", "linux-rhel7-haswell", "--gpu", "12.0", "--driver", "535.104.05"],
+    ["--cpuinfo", "linux-rhel7-haswell", "--gpu", "8.6", "--gpu", "7.5", "--driver", "470.57.02"],
+])
+def test_the_same_what_if_gives_the_same_bytes_whatever_the_hash_seed(argv) -> None:
+    """Sets and dicts of strings iterate in the hash seed's order: no answer may depend on it."""
+    import subprocess
+    import sys
+
+    argv = [str(cpuinfo_path(value)) if index and argv[index - 1] == "--cpuinfo" else value for index, value in enumerate(argv)]
+    outputs = {subprocess.run([sys.executable, "-m", "pickvariant", "detect", "--format", "json", *argv], capture_output=True, check=False,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 9)}
+    assert len(outputs) == 1 and b'"hints"' in next(iter(outputs))

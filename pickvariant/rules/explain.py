@@ -195,7 +195,8 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
         if arch.reported_before_cuda_13 != gpu.compute_capability:
             continue
         builds = [catalog.cuda_line(v) for v in catalog.variants if v.gpu_arch == arch.name]
-        lines = sorted({line for line in builds if line is not None}, key=lambda line: line.min_driver.parts)
+        # Lines of one minimum driver (13.0 and 13.1) are ordered by release too: a set's order is the hash seed's.
+        lines = sorted({line for line in builds if line is not None}, key=lambda line: (line.min_driver.parts, version_key(line.cuda)))
         if not lines:
             continue
         line = lines[0]
@@ -225,7 +226,7 @@ def driver_upgrade(
         return None
     by_cuda = judged_by_cuda_version(targets, driver, catalog)
     too_old = {line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)}
-    for line in sorted(too_old.values(), key=lambda line: version_key(line.cuda) if by_cuda else line.min_driver.parts):
+    for line in sorted(too_old.values(), key=lambda line: version_key(line.cuda) if by_cuda else (line.min_driver.parts, version_key(line.cuda))):
         if by_cuda:
             upgraded = DriverFacts(driver.version, line.cuda)
         else:
