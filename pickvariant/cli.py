@@ -154,14 +154,24 @@ def list_variants(
     isa: Annotated[Optional[str], typer.Option("--isa", help="Only this CPU instruction set (avx2, avx512, armv9, ...).")] = None,
     platform: Annotated[Optional[str], typer.Option("--platform", help="Only this Nix system (x86_64-linux, aarch64-linux, aarch64-darwin).")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Every row, even without a filter (the default text output is a summary).")] = False,
+    project: Annotated[str, typer.Option("--project", help="pytorch (the variants), or a companion: torchvision, torchaudio, vllm.", metavar="NAME")] = "pytorch",
     format: Any = commandline.FORMAT,
 ) -> None:
-    """List the catalog's variants: a summary by branch, or rows with --all or any filter."""
+    """List the catalog's variants: a summary by branch, or rows with --all or any filter (--project lists a companion's recipes)."""
     from pickvariant.output import listing, terminal
 
     catalog = _catalog()
     filters = listing.Filters(branch, python_version, cuda, gpu, isa, platform)
-    rows = listing.select(catalog, filters)
+    if project != "pytorch":
+        from pickvariant.catalog.companions import PROJECTS
+        from pickvariant.catalog.stack import load_stack
+
+        if project not in PROJECTS:
+            raise BadInput(f"--project {project!r:.40}: choose pytorch, {', '.join(PROJECTS)}")
+        rows = listing.select_companions(catalog, load_stack(catalog).companions, project, filters)
+        all_rows = True
+    else:
+        rows = listing.select(catalog, filters)
     if format is Format.json:
         typer.echo(json.dumps(listing.document(catalog, rows), indent=2))
     elif format is Format.markdown:
@@ -179,35 +189,47 @@ app.add_typer(catalog_app, name="catalog")
 @catalog_app.command("sync")
 @exits_on_error
 def catalog_sync(
-    repo: Annotated[str, typer.Argument(help="A clone of the build repository (path) or its URL; a fork's too.")],
+    repos: Annotated[list[str], typer.Argument(help="A clone of the build repository (path) or its URL, a fork's too; then any companion repositories (build-torchvision, build-torchaudio, build-vllm).", metavar="REPO [COMPANION]...")],
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the catalog here (default: print it).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 when --output differs from what REPO gives.")] = False,
-    source_url: Annotated[Optional[str], typer.Option("--source-url", help="The repository name to record in `source` (default: the URL, or the clone's origin).")] = None,
+    source_url: Annotated[Optional[list[str]], typer.Option("--source-url", help="The repository name to record for each REPO in turn (default: the URL, or the clone's origin); repeat it for companions.", metavar="URL")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")] = False,
 ) -> None:
-    """Read every branch of REPO with git and derive one catalog row per PyTorch recipe."""
+    """Read every branch of REPO (and of each COMPANION) with git: one catalog row per PyTorch recipe, one per torchvision, torchaudio or vLLM recipe."""
     from pickvariant._base.files import check_writable, write_atomic
     from pickvariant.catalog import sync as syncer
+    from pickvariant.catalog.stack import companions_path
 
     if check and output is None:
         raise BadInput("--check compares against a file: give it with -o FILE")
-    result = syncer.sync(repo, source_url)
-    text = syncer.render(result.document)
+    recorded = list(source_url or ())
+    if len(recorded) > len(repos):
+        raise BadInput(f"--source-url is given {len(recorded)} times for {len(repos)} repositories: give it at most once per REPO, in their order")
+    result = syncer.sync(repos[0], recorded[0] if recorded else None, companion_repos=repos[1:], companion_urls=recorded[1:])
     for line in syncer.summary(result):
         typer.echo(line, err=True)
-    if check:
-        assert output is not None
-        found = syncer.check(output, result.document, text)
-        if found:
-            raise OperationFailed(f"{output} differs from {result.document['source']['repo']} at {result.document['source']['commit'][:12]}: {'; '.join(found)}")
-        typer.echo(f"{output} matches {result.document['source']['repo']} at {result.document['source']['commit'][:12]}", err=True)
-    elif output is None:
-        typer.echo(text, nl=False)
-    elif check_writable(output, text, force):
-        write_atomic(output, text)
-        typer.echo(f"{output} written ({result.variant_count} variants)", err=True)
-    else:
-        typer.echo(f"{output} unchanged ({result.variant_count} variants)", err=True)
+    # The catalog and, beside it, its companions: detect alone never reads the second file.
+    files = [(output, syncer.render(result.document))]
+    if result.companions is not None:
+        files.append((companions_path(output) if output else None, syncer.render(result.companions)))
+    source = result.document["source"]
+    for path, text in files:
+        if check:
+            assert path is not None
+            found = syncer.check(path, result.companions if path != output else result.document, text)
+            if found:
+                raise OperationFailed(f"{path} differs from what {source['repo']} at {source['commit'][:12]} gives: {'; '.join(found)}")
+            typer.echo(f"{path} matches {source['repo']} at {source['commit'][:12]}", err=True)
+        elif path is None:
+            if text is files[0][1]:
+                typer.echo(text, nl=False)
+            else:
+                typer.echo("companions not printed: give -o FILE to write them beside the catalog", err=True)
+        elif check_writable(path, text, force):
+            write_atomic(path, text)
+            typer.echo(f"{path} written", err=True)
+        else:
+            typer.echo(f"{path} unchanged", err=True)
 
 
 GenerateOpt = Annotated[bool, typer.Option("--generate", help="Render the recipe from pickvariant's templates instead of fetching the build repository's.")]

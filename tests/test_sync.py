@@ -58,7 +58,10 @@ def test_sync_reads_every_branch_and_derives_each_row_from_the_recipe(build_repo
     assert data["source"]["repo"] == "https://example.org/fork" and data["source"]["date"].startswith("2026-02-28T")
     assert "main-staging" not in {b.name for b in catalog.branches}
     err = result.stderr
-    assert "skipped 1 recipes of other packages (1 torchvision)" in err and "skipped staging branches: main-staging" in err
+    assert "and 1 torchvision companion recipes from 1 repositories" in err and "skipped staging branches: main-staging" in err
+    companions = json.loads((tmp_path / "catalog.companions.json").read_text())["companions"]
+    assert [(c["package"], c["torch_relation"], c["torch_of"], c["torch"]) for c in companions] == [
+        ("torchvision-python313-cuda12_8-sm61-avx2", "identical", "pytorch-python313-cuda12_8-sm61-avx2", "2.8.0")]
     assert "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe's gpuTargets is ['8.9']" in err
     assert "pytorch-python313-cuda13_1-sm89-avx512.nix: its cpuFlags need avx512_bf16, which the avx512 rule does not require" in err
     assert "meta.platforms also lists aarch64-linux, which cannot run avx2" in err
@@ -135,3 +138,50 @@ def test_the_shipped_catalog_round_trips_through_sync(tmp_path) -> None:
     assert synced["variants"] == shipped["variants"]
     assert [{k: v for k, v in b.items() if k != "commit"} for b in synced["branches"]] == [{k: v for k, v in b.items() if k != "commit"} for b in shipped["branches"]]
     assert time.perf_counter() - started < 60  # generous: benchmarks/catalog_speed.py measures it
+
+
+def test_companion_repositories_are_read_beside_the_build_repository_with_each_torch_as_the_recipe_says(build_repo, tmp_path) -> None:
+    """torchvision with its own torch 2.10.0 (a version overlay inside `torch = …`), torchaudio without a pin (unknown, and
+    its `armv8.2` spelling read as armv8_2), vLLM through a shared ISA table whose own `version` is vLLM's, not torch's;
+    what cannot be read for certain is left out with its reason."""
+    from buildrepo import PIN_291, PIN_NEW, ISA_TABLE, companion_recipe, make_companion_repo
+
+    vision = make_companion_repo(tmp_path / "build-torchvision", {
+        "main": {"torchvision-python313-cuda13_1-sm90-avx512.nix": companion_recipe("torchvision", "313", "avx512", "sm90", "13_1", PIN_NEW, torch_version="2.10.0"),
+                 # The name says sm90, the recipe targets 8.9.
+                 "torchvision-python313-cuda13_1-sm90-avx2.nix": companion_recipe("torchvision", "313", "avx2", "sm89", "13_1", PIN_NEW, torch_version="2.10.0")},
+    })
+    audio = make_companion_repo(tmp_path / "build-torchaudio", {
+        "main": {"torchaudio-python313-cuda12_8-sm90-armv8.2.nix": companion_recipe("torchaudio", "313", "armv8.2", "sm90", target="sm_")},
+    })
+    vllm = make_companion_repo(tmp_path / "build-vllm", {
+        "main": {"vllm-python313-cuda12_9-sm90-avx512.nix": companion_recipe("vllm", "313", "avx512", "sm90", "12_9", PIN_291, own_version="0.14.1", shared_isa=True),
+                 "vllm-python313-cuda12_9-sm90-armv9.nix": companion_recipe("vllm", "313", "armv9", "sm90", "12_9", PIN_291, shared_isa=True),
+                 "vllm-python313-cuda12_9-sm90.nix": companion_recipe("vllm", "313", "avx512", "sm90", "12_9", PIN_291, shared_isa=True),
+                 "lib/cpu-isa.nix": ISA_TABLE},
+    })
+    out = tmp_path / "catalog.json"
+    result = runner.invoke(app, ["catalog", "sync", str(build_repo), str(vision), str(audio), str(vllm), "--source-url", "https://example.org/fork",
+                                 "--source-url", "https://example.org/build-torchvision", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "catalog.companions.json").read_text())
+    rows = {c["package"]: c for c in data["companions"]}
+    assert set(rows) == {"torchvision-python313-cuda12_8-sm61-avx2", "torchvision-python313-cuda13_1-sm90-avx512",
+                         "torchaudio-python313-cuda12_8-sm90-armv8.2", "vllm-python313-cuda12_9-sm90-avx512"}
+    vision_row = rows["torchvision-python313-cuda13_1-sm90-avx512"]
+    assert (vision_row["repo"], vision_row["torch"], vision_row["torch_pin"], vision_row["torch_relation"]) == (
+        "https://example.org/build-torchvision", "2.10.0", PIN_NEW, "separate")
+    audio_row = rows["torchaudio-python313-cuda12_8-sm90-armv8.2"]
+    assert (audio_row["cpu_isa"], audio_row["torch"], audio_row["torch_relation"], audio_row["repo"]) == ("armv8_2", None, "unknown", str(audio))
+    vllm_row = rows["vllm-python313-cuda12_9-sm90-avx512"]
+    assert (vllm_row["torch"], vllm_row["version"], vllm_row["torch_relation"]) == ("2.9.1", "0.14.1", "separate")
+    err = result.stderr
+    assert "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe targets 8.9" in err
+    assert "vllm-python313-cuda12_9-sm90-armv9.nix: its compiler flags need bf16, i8mm, which the armv9 rule does not require of a CPU" in err
+    assert "vllm-python313-cuda12_9-sm90.nix: its name has no CPU instruction set part" in err
+    listed = runner.invoke(app, ["list", "--project", "vllm", "--format", "json"], env={"PICKVARIANT_CATALOG": str(out)})
+    assert [row["package"] for row in json.loads(listed.stdout)["variants"]] == ["vllm-python313-cuda12_9-sm90-avx512"]
+    # A repository without companion recipes is no companion repository.
+    plain = make_companion_repo(tmp_path / "plain", {"main": {"hello.nix": "{ }: { }\n"}})
+    refused = runner.invoke(app, ["catalog", "sync", str(build_repo), str(plain), "-o", str(tmp_path / "again.json")])
+    assert refused.exit_code == 2 and "has no torchvision, torchaudio or vllm recipe" in refused.stderr

@@ -21,10 +21,10 @@ _NAME = re.compile(
     r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+)-(?P<isa>[a-z0-9_]+)"
     r"|darwin-(?P<mps>mps))$"
 )
-_PIN = re.compile(r"github\.com/NixOS/nixpkgs/archive/([0-9a-f]{40})\.tar\.gz")
-_CUDA_SET = re.compile(r"cudaPackages_(\d+(?:_\d+)?)")  # a name in the code, read whole
+NIXPKGS_PIN = re.compile(r"github\.com/NixOS/nixpkgs/archive/([0-9a-f]{40})\.tar\.gz")
+CUDA_SET = re.compile(r"cudaPackages_(\d+(?:_\d+)?)")  # a name in the code, read whole
 _PYTHON_SET = re.compile(r"(python3\d*)Packages")  # a name in the code, read whole
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 class RecipeClassifier:
@@ -50,18 +50,18 @@ class RecipeClassifier:
         except NotNix as error:
             return None, f"the recipe cannot be read as Nix reads it: {error}", notes
         python = f"3.{name['py'][1:]}"
-        pins = sorted({pin for string in recipe.strings for pin in _PIN.findall(string)})
+        pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
         if len(pins) != 1:
             return None, ("no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)" if not pins else f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"), notes
         pin = pins[0]
-        python_sets = _names(_PYTHON_SET, recipe)
+        python_sets = names_matching(_PYTHON_SET, recipe)
         named = {f"python{name['py']}"}
         if not python_sets or not python_sets <= {"python3"} | named or len(python_sets - {"python3"}) > 1:
             return None, f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{name['py']}", notes
         bound_versions = recipe.string_binding("version")
         if bound_versions is None:
             return None, "a version binding is not a string literal, so the PyTorch version is not certain", notes
-        versions = sorted(set(v for v in bound_versions if _VERSION.match(v)))
+        versions = sorted(set(v for v in bound_versions if RELEASE.match(v)))
         if len(versions) > 1:
             return None, f"several PyTorch versions: {', '.join(versions)}", notes
         torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pin)
@@ -90,7 +90,7 @@ class RecipeClassifier:
         row = {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
                "gpu_arch": None, "cpu_isa": isa_name, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}
         if name["cuda"] is None:
-            stray = sorted(_names(_CUDA_SET, recipe))
+            stray = sorted(names_matching(CUDA_SET, recipe))
             if stray:
                 return None, f"a CPU-only name, but the recipe uses cudaPackages_{stray[0]}", notes
             return row, None, notes
@@ -122,7 +122,7 @@ class RecipeClassifier:
             return None, f"{sm} cannot be built with CUDA {cuda} (nvcc supports it in {arch.min_cuda}..{arch.max_cuda or ''})", notes
         if not arch.has_host(isa.platform):
             return None, f"{sm} GPUs have no {isa.platform} host ({arch.description})", notes
-        sets = sorted(_names(_CUDA_SET, recipe))
+        sets = sorted(names_matching(CUDA_SET, recipe))
         if len(sets) != 1 or sets[0] not in (tag, tag.split("_")[0]):
             found = ", ".join(f"cudaPackages_{s}" for s in sets) or "none"
             return None, f"the name says CUDA {cuda}, the recipe's CUDA package set is {found}", notes
@@ -138,12 +138,12 @@ class RecipeClassifier:
         system = self.system_for("darwin", "aarch64")
         if listed != [system]:
             return None, f"a darwin-mps recipe whose meta.platforms is {listed}, not [{system!r}]", notes
-        if _names(_CUDA_SET, recipe):
+        if names_matching(CUDA_SET, recipe):
             return None, "a darwin-mps recipe that uses a CUDA package set", notes
         return {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
                 "gpu_arch": MPS, "cpu_isa": None, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}, None, notes
 
 
-def _names(pattern: re.Pattern[str], recipe: NixText) -> set[str]:
+def names_matching(pattern: re.Pattern[str], recipe: NixText) -> set[str]:
     """What `pattern` captures of every name the recipe's code uses that it matches whole (strings and comments are no code)."""
     return {match.group(1) for name in recipe.identifiers if (match := pattern.fullmatch(name))}

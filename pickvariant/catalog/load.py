@@ -259,10 +259,10 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     # each distinct combination is checked once, at the first row that has it, so that an
     # error names that row.
     first_rows: dict[tuple[Any, ...], int] = {}
-    for index, key in enumerate(map(_HARDWARE_KEY, rows)):
+    for index, key in enumerate(map(HARDWARE_KEY, rows)):
         first_rows.setdefault(key, index)
     for index in sorted(first_rows.values()):
-        _check_hardware(f"variants[{index}]", rows[index], hardware)
+        check_hardware(f"variants[{index}]", rows[index], hardware)
     first_rows = {}
     for index, key in enumerate(map(_LINE_KEY, rows)):
         first_rows.setdefault(key, index)
@@ -310,12 +310,12 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     )
 
 
-_HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
+HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
 _LINE_KEY = operator.itemgetter("branch", "cuda", "nixpkgs_rev")
 _IDENTITY = operator.itemgetter("branch", "package")
 
 
-def _check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) -> None:
+def check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) -> None:
     platform = hardware.platforms.get(raw["platform"])
     if platform is None:
         raise SchemaError(f"{where}.platform", f"{raw['platform']!r} is not in platforms")

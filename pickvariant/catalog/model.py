@@ -171,6 +171,51 @@ class Variant:
 
 
 @record
+class Companion:
+    """A torchvision, torchaudio or vLLM recipe, with the PyTorch it builds against.
+
+    torch_relation: "identical" (it imports the PyTorch recipe `torch_of` of its branch: the same derivation),
+    "separate" (its own build of torch `torch` from nixpkgs `torch_pin`), "unknown" (no pin: its torch is whatever
+    the nixpkgs Flox builds it with gives)."""
+
+    project: str
+    repo: str
+    branch: str
+    package: str
+    path: str
+    version: str | None
+    python: str
+    gpu_arch: str | None
+    cpu_isa: str | None
+    cuda: str | None
+    platform: str
+    torch: str | None
+    torch_pin: str | None
+    torch_relation: str
+    torch_of: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Companion:
+        companion = object.__new__(cls)
+        companion.__dict__.update(row)
+        return companion
+
+    def identity(self) -> dict[str, Any]:
+        return {"project": self.project, "package": self.package, "repo": self.repo, "branch": self.branch, "version": self.version,
+                "python": self.python, "cuda": self.cuda, "gpu_arch": self.gpu_arch, "cpu_isa": self.cpu_isa, "platform": self.platform,
+                "torch": self.torch, "torch_pin": self.torch_pin, "torch_relation": self.torch_relation, "torch_of": self.torch_of}
+
+    @property
+    def axes(self) -> tuple[str, str | None, str | None, str | None, str]:
+        """What must equal the PyTorch variant's for both to be one PyTorch: Python, CUDA line, GPU architecture, ISA, platform."""
+        return (self.python, self.cuda, self.gpu_arch, self.cpu_isa, self.platform)
+
+    @property
+    def label(self) -> str:
+        return f"{self.package} ({self.repo} {self.branch})"
+
+
+@record
 class TorchSource:
     version: str
     owner: str

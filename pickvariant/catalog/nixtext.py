@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 # What a binding's value is when it is no literal.
 NOT_LITERAL = None
+INHERITED = object()  # `inherit name;`: the value of `name` in scope
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -46,9 +47,30 @@ class NixText:
     identifiers: frozenset[str]  # every name the code uses (never one inside a string or comment)
     strings: tuple[str, ...]  # the literal text of every string, interpolations left out
     indented_strings: tuple[str, ...]  # the literal text of every ''...'' string (build scripts)
+    paths: tuple[str, ...] = ()  # every path literal (`./pytorch-x.nix`), as written
+    # For each binding whose value is an attribute set: the literal lists that set binds, by name
+    # (`avx2 = { flags = [ "-mavx2" ]; };` gives {"avx2": {"flags": ["-mavx2"]}}).
+    nested_lists: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # Each `version = …` with the names of the bindings it lies inside (`torch = prev.torch.overrideAttrs
+    # (old: { version = "2.10.0"; })` gives (("torch", …), "2.10.0")): whose version it is.
+    versions: tuple[tuple[tuple[str, ...], object], ...] = ()
+
+    def version_of(self, owner: str) -> list[str] | None:
+        """Every `version` bound inside a binding named `owner`; None when one of them is not a string literal."""
+        found = [value for enclosing, value in self.versions if owner in enclosing]
+        if any(not isinstance(value, str) for value in found):
+            return None
+        return [str(value) for value in found]
+
+    def lists_in(self, key: str) -> dict[str, list[str]]:
+        """{outer name: the literal list it binds to `key`} for every `outer = { key = [ ... ]; }`."""
+        return {outer: list(items) for outer, name, items in self.nested_lists if name == key}
 
     def _values(self, name: str) -> list[object]:
-        return [value for bound, value in self.bindings if bound == name]
+        values = [value for bound, value in self.bindings if bound == name]
+        # `inherit name;` passes on the `name` in scope: where the recipe binds it, it adds no value of its own.
+        given = [value for value in values if value is not INHERITED]
+        return given if given else [NOT_LITERAL] * len(values)
 
     def string_binding(self, name: str) -> list[str] | None:
         """The value of every `name = "literal";`; None when some binding of `name` is not a string literal."""
@@ -105,19 +127,30 @@ def parse(text: str) -> NixText:
     identifiers: set[str] = set()
     strings: list[str] = []
     indented: list[str] = []
+    paths: list[str] = []
+    nested: list[tuple[str, str, tuple[str, ...]]] = []
+    versions: list[tuple[tuple[str, ...], object]] = []
     for node in _walk(tree.root_node):
         kind = node.type
-        if kind == "binding":
+        if kind == "path_expression":
+            if node.named_child_count == 1 and node.named_children[0].type == "path_fragment":
+                paths.append(_text(node.named_children[0]))
+        elif kind == "binding":
             path = node.child_by_field_name("attrpath")
             value = node.child_by_field_name("expression")
             names = [part for part in path.named_children] if path is not None else []
             if names and names[-1].type == "identifier" and value is not None:
                 bindings.append((_text(names[-1]), _literal(value)))
+                if _text(names[-1]) == "version":
+                    versions.append((_enclosing_bindings(node), bindings[-1][1]))
+                if value.type in ("attrset_expression", "rec_attrset_expression"):
+                    nested.extend((_text(names[-1]), inner, items) for inner, items in _literal_lists(value))
         elif kind in ("inherit", "inherit_from"):
-            # `inherit x;` binds x to something not written here: a fact bound so is not a literal.
+            # `inherit (set) x;` binds x to something not written here: a fact bound so is not a literal.
+            # `inherit x;` passes on the x in scope, the recipe's own binding if it has one (_values).
             attrs = node.child_by_field_name("attrs")
             for name in attrs.named_children if attrs is not None else ():
-                bindings.append((_text(name), NOT_LITERAL))
+                bindings.append((_text(name), INHERITED if kind == "inherit" else NOT_LITERAL))
         elif kind == "identifier":
             identifiers.add(_text(node))
         elif kind == "string_expression":
@@ -126,7 +159,34 @@ def parse(text: str) -> NixText:
             body = _string_text(node, indented=True, literal_only=False) or ""
             strings.append(body)
             indented.append(body)
-    return NixText(tuple(bindings), frozenset(identifiers), tuple(strings), tuple(indented))
+    return NixText(tuple(bindings), frozenset(identifiers), tuple(strings), tuple(indented), tuple(paths), tuple(nested), tuple(versions))
+
+
+def _enclosing_bindings(node: Node) -> tuple[str, ...]:
+    """The names of the bindings `node` lies inside, innermost first."""
+    names = []
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "binding":
+            path = parent.child_by_field_name("attrpath")
+            if path is not None and path.named_child_count:
+                names.append(_text(path.named_children[-1]))
+        parent = parent.parent
+    return tuple(names)
+
+
+def _literal_lists(attrset: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(name, items) for each binding of this attribute set (not of sets inside it) to a list of string literals."""
+    for binding_set in attrset.named_children:
+        if binding_set.type != "binding_set":
+            continue
+        for binding in binding_set.named_children:
+            path, value = binding.child_by_field_name("attrpath"), binding.child_by_field_name("expression")
+            if binding.type != "binding" or path is None or value is None or path.named_child_count != 1:
+                continue
+            literal = _literal(value)
+            if isinstance(literal, tuple) and all(kind == "string" for kind, _ in literal):
+                yield _text(path.named_children[0]), tuple(item for _, item in literal)
 
 
 def _walk(root: Node) -> Iterator[Node]:

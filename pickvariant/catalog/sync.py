@@ -22,10 +22,11 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.git import GitTimeout, run_git, stream_blobs
 from pickvariant._base.records import record
-from pickvariant._base.schema import SchemaError
+from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import version_key
+from pickvariant.catalog import companions
 from pickvariant.catalog.classify import RecipeClassifier
 from pickvariant.catalog.load import (
     build_hardware,
@@ -35,6 +36,8 @@ from pickvariant.catalog.load import (
     stamp,
 )
 from pickvariant.catalog.model import SCHEMA_VERSION
+from pickvariant.catalog.stack import SCHEMA as STACK_SCHEMA
+from pickvariant.catalog.stack import checked_rows
 
 RECIPE_DIR = ".flox/pkgs/"
 # A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.
@@ -61,6 +64,8 @@ class SyncResult:
     unclassified: tuple[Unclassified, ...]
     notes: tuple[str, ...]
     refused_branches: tuple[tuple[str, str], ...] = ()  # (branch, why): left out whole
+    # torchvision, torchaudio and vLLM rows (catalog/stack.py), written beside the catalog; None: none were found
+    companions: dict[str, Any] | None = None
 
     @property
     def variant_count(self) -> int:
@@ -193,74 +198,142 @@ def is_staging(branch: str) -> bool:
 # ---------------------------------------------------------------- the whole repository
 
 
-def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = None) -> SyncResult:
+def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = None, companion_repos: Sequence[str] = (),
+         companion_urls: Sequence[str] = ()) -> SyncResult:
+    """The catalog of `repo` (build-pytorch or a fork) and, beside its variants, the companion recipes
+    (torchvision, torchaudio, vLLM) of `repo` itself and of each of `companion_repos` (recorded as the
+    `companion_urls` given in turn, else as their URL or origin)."""
     hardware = load_json(hardware_path or hardware_facts_path(), "hardware facts")
     with tempfile.TemporaryDirectory(prefix="pickvariant-sync-") as workdir:
-        repository = open_repository(repo, Path(workdir))
+        repository = open_repository(repo, _own_dir(Path(workdir), 0))
         recorded = source_url or (repo if _is_url(repo) else origin_url(repo, Path(workdir)) or repo)
+        others = []
+        for index, other in enumerate(companion_repos, start=1):
+            opened = open_repository(other, _own_dir(Path(workdir), index))
+            given = companion_urls[index - 1] if index <= len(companion_urls) else None
+            others.append((opened, public_url(given or (other if _is_url(other) else origin_url(other, Path(workdir)) or other))))
         # Recorded in the catalog, hence in every detect line and report: never with credentials.
-        return _sync(repository, hardware, public_url(recorded))
+        return _sync(repository, hardware, public_url(recorded), others)
 
 
-def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str) -> SyncResult:
-    try:
-        classifier = RecipeClassifier(build_hardware(hardware))
-    except SchemaError as error:
-        raise BadInput(f"hardware facts: {error}") from error
-    commit, date = repository.head()
-    skipped_branches: list[str] = []
-    refused: list[tuple[str, str]] = []
-    skipped_packages: Counter[str] = Counter()
-    wanted: dict[str, list[tuple[str, str]]] = {}  # blob -> (branch, path): a file shared by branches is read once
-    unclassified: list[Unclassified] = []
-    branch_commits: dict[str, str] = {}
+def _own_dir(workdir: Path, index: int) -> Path:
+    own = workdir / f"repo{index}"
+    own.mkdir()
+    return own
+
+
+@dataclass
+class _Listing:
+    """What a repository's branches hold under .flox/pkgs/: blob -> (branch, path, package) by kind, and why others are not read."""
+
+    commits: dict[str, str]
+    pytorch: dict[str, list[tuple[str, str, str]]]
+    companions: dict[str, list[tuple[str, str, str]]]
+    isa_tables: dict[str, str]  # branch -> blob of its lib/cpu-isa.nix
+    skipped_branches: list[str]
+    refused: list[tuple[str, str]]
+    skipped_packages: Counter[str]
+    unclassified: list[Unclassified]
+
+
+def _list(repository: GitRepository, shown: str = "") -> _Listing:
+    listing = _Listing({}, {}, {}, {}, [], [], Counter(), [])
     for branch, branch_commit in repository.branches():
         if is_staging(branch):
-            skipped_branches.append(branch)
+            listing.skipped_branches.append(shown + branch)
             continue
         blobs = repository.recipe_blobs(branch_commit)
         why = _refused_branch(branch, blobs)
         if why:
-            refused.append((branch, why))
+            listing.refused.append((shown + branch, why))
             continue
         if not blobs:
             continue
-        branch_commits[branch] = branch_commit
+        listing.commits[branch] = branch_commit
         for path, blob, size in blobs:
+            if path == RECIPE_DIR + companions.ISA_TABLE and size <= MAX_RECIPE_BYTES:
+                listing.isa_tables[branch] = blob
             package = _package_name(path)
             if package is None:
                 continue
-            if not package.startswith("pytorch-"):
-                skipped_packages[package.split("-")[0]] += 1
-                continue
-            if size > MAX_RECIPE_BYTES:
-                unclassified.append(Unclassified(branch, path, f"{size} bytes: too large to be a recipe"))
-                continue
-            wanted.setdefault(blob, []).append((branch, path))
+            kind = listing.pytorch if package.startswith("pytorch-") else listing.companions if companions.project_of(package) else None
+            if kind is None:
+                listing.skipped_packages[package.split("-")[0]] += 1
+            elif size > MAX_RECIPE_BYTES:
+                listing.unclassified.append(Unclassified(shown + branch, path, f"{size} bytes: too large to be a recipe"))
+            else:
+                kind.setdefault(blob, []).append((branch, path, package))
+    return listing
+
+
+def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str,
+          others: Sequence[tuple[GitRepository, str]] = ()) -> SyncResult:
+    try:
+        facts = build_hardware(hardware)
+    except SchemaError as error:
+        raise BadInput(f"hardware facts: {error}") from error
+    classifier = RecipeClassifier(facts)
+    commit, date = repository.head()
+    listing = _list(repository)
+    unclassified = listing.unclassified
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
-    for blob, content in repository.read_blobs(sorted(wanted)):
+    for blob, content in repository.read_blobs(sorted(listing.pytorch)):
         text = content.decode("utf-8", "replace")
-        for branch, path in wanted[blob]:
-            row, why, found_notes = classifier.classify(branch, path, _package_name(path) or "", text)
+        for branch, path, package in listing.pytorch[blob]:
+            row, why, found_notes = classifier.classify(branch, path, package, text)
             notes.extend(found_notes)
             if row is None:
                 unclassified.append(Unclassified(branch, path, why or "not classified"))
             else:
                 rows.append(row)
     rows.sort(key=lambda row: (row["branch"], row["path"]))
-    rows, branches = _branches(rows, branch_commits, classifier, unclassified)
+    rows, branches = _branches(rows, listing.commits, classifier, unclassified)
     if not branches:
         found = f"{len(unclassified)} recipe(s) could not be classified, the first {unclassified[0]}" if unclassified else "no branch has .flox/pkgs/pytorch-*.nix recipes"
-        refused_text = f"; {len(refused)} branch(es) left out, the first {refused[0][0]}: {refused[0][1]}" if refused else ""
+        refused_text = f"; {len(listing.refused)} branch(es) left out, the first {listing.refused[0][0]}: {listing.refused[0][1]}" if listing.refused else ""
         raise BadInput(f"{source_repo} has no PyTorch variant pickvariant can read ({found}{refused_text}): give a clone of the build repository or a fork of it")
+    companion_classifier = companions.CompanionClassifier(facts)
+    by_branch: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        by_branch.setdefault(row["branch"], {})[row["package"]] = row
+    companion_rows, left_out, found_notes = companions.read_companions(
+        repository.read_blobs, source_repo, listing.companions, listing.isa_tables, by_branch, companion_classifier)
+    notes.extend(found_notes)
+    unclassified.extend(Unclassified(branch, path, why) for branch, path, why in left_out)
+    sources = []
+    for other, url in others:
+        other_listing = _list(other, f"{url} ")
+        if not other_listing.companions:
+            raise BadInput(f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository")
+        other_rows, left_out, found_notes = companions.read_companions(
+            other.read_blobs, url, other_listing.companions, other_listing.isa_tables, {}, companion_classifier)
+        companion_rows.extend(other_rows)
+        notes.extend(found_notes)
+        unclassified.extend(other_listing.unclassified)
+        unclassified.extend(Unclassified(f"{url} {branch}", path, why) for branch, path, why in left_out)
+        listing.skipped_branches.extend(other_listing.skipped_branches)
+        listing.refused.extend(other_listing.refused)
+        other_commit, other_date = other.head()
+        sources.append({"repo": url, "commit": other_commit, "date": other_date,
+                        "branches": [{"name": name, "commit": value} for name, value in sorted(other_listing.commits.items())]})
+    companion_rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
     document = _document(hardware, source_repo, commit, date, branches, rows)
     try:
         parse_catalog(document, Path("(synced catalog)"))
     except BadInput as error:
         raise OperationFailed(f"the synced catalog does not validate: {error}") from error
-    return SyncResult(document, skipped_packages, tuple(sorted(skipped_branches)), tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
-                      tuple(sorted(set(notes))), tuple(refused))
+    stack = None
+    if companion_rows:
+        stack = {"$comment": "Generated by `pickvariant catalog sync` beside the catalog synced from `catalog_source`; do not edit.",
+                 "schema_version": 1, "catalog_source": document["source"], "companion_sources": sources, "companions": companion_rows}
+        try:
+            validate(stack, load_schema(STACK_SCHEMA))
+            checked_rows(companion_rows, parse_catalog(document, Path("(synced catalog)")))
+        except (SchemaError, BadInput) as error:
+            raise OperationFailed(f"the synced companions do not validate: {error}") from error
+    return SyncResult(document, listing.skipped_packages, tuple(sorted(listing.skipped_branches)),
+                      tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))), tuple(sorted(set(notes))), tuple(listing.refused), stack)
 
 
 # A branch name the catalog can record (its schema's pattern): others are left out, with the reason, not written.
@@ -337,23 +410,27 @@ def _document(hardware: Mapping[str, Any], source_repo: str, commit: str, date: 
 
 
 def render(document: Mapping[str, Any]) -> str:
-    """Indented JSON with one variant per line, so that a re-sync's diff shows whole variants,
+    """Indented JSON with one variant (and one companion) per line, so that a re-sync's diff shows whole rows,
     stamped as validated (catalog.stamp): render only documents that parse_catalog accepted."""
-    marker = "\0variants\0"
     # A stamp read back from an older file is not carried over: stamp() writes the one that holds now.
     fields = {key: value for key, value in document.items() if key != "validated"}
-    text = json.dumps({**fields, "variants": marker}, indent=1, ensure_ascii=False)
-    lines = ",\n".join("  " + json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) for row in document["variants"])
-    return stamp(text.replace(json.dumps(marker), "[\n" + lines + "\n ]") + "\n")
+    listed = [key for key in ("variants", "companions") if key in fields]
+    text = json.dumps({**fields, **{key: f"\0{key}\0" for key in listed}}, indent=1, ensure_ascii=False)
+    for key in listed:
+        lines = ",\n".join("  " + json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) for row in document[key])
+        text = text.replace(json.dumps(f"\0{key}\0"), "[\n" + lines + "\n ]" if lines else "[]")
+    return stamp(text + "\n")
 
 
 def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
-    """What `--check` reports: variants added, removed or changed, and other fields that differ."""
-    if not isinstance(old, Mapping) or not isinstance(old.get("variants"), list):
-        return ["it is not a schema_version 2 catalog"]
+    """What `--check` reports: rows (variants, or companions) added, removed or changed, and other fields that differ."""
+    listed = "variants" if "variants" in new else "companions"
+    if not isinstance(old, Mapping) or not isinstance(old.get(listed), list):
+        return [f"it is not a file of {listed} as `catalog sync` writes them"]
 
     def keyed(document: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
-        return {(str(row.get("branch")), str(row.get("package"))): row for row in document.get("variants", []) if isinstance(row, Mapping)}
+        return {(f"{row.get('repo', '')} {row.get('branch')}".strip(), str(row.get("package"))): row
+                for row in document.get(listed, []) if isinstance(row, Mapping)}
 
     before, after = keyed(old), keyed(new)
     found = []
@@ -363,9 +440,9 @@ def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[s
     for label, keys in (("added", added), ("removed", removed), ("changed", changed)):
         if keys:
             shown = ", ".join(f"{package} ({branch})" for branch, package in keys[:3])
-            found.append(f"{len(keys)} variant(s) {label}: {shown}{', ...' if len(keys) > 3 else ''}")
+            found.append(f"{len(keys)} {listed[:-1]}(s) {label}: {shown}{', ...' if len(keys) > 3 else ''}")
     for key in sorted(set(old) | set(new)):
-        if key != "variants" and old.get(key) != new.get(key):
+        if key not in (listed, "validated") and old.get(key) != new.get(key):
             found.append(f"{key} differs")
     return found
 
@@ -374,6 +451,10 @@ def summary(result: SyncResult) -> list[str]:
     """What sync tells its user on stderr: counts, what it skipped, and every recipe it could not classify."""
     source = result.document["source"]
     lines = [f"synced {result.variant_count} variants on {len(result.document['branches'])} branches of {source['repo']} at {source['commit'][:12]}"]
+    if result.companions:
+        found = Counter(row["project"] for row in result.companions["companions"])
+        lines.append("and " + ", ".join(f"{count} {project}" for project, count in sorted(found.items()))
+                     + f" companion recipes from {1 + len(result.companions['companion_sources'])} repositories")
     if result.skipped_packages:
         other = ", ".join(f"{count} {name}" for name, count in sorted(result.skipped_packages.items()))
         lines.append(f"skipped {sum(result.skipped_packages.values())} recipes of other packages ({other})")

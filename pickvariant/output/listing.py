@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pickvariant._base.errors import BadInput
@@ -12,7 +13,7 @@ from pickvariant._base.versions import (
     release_matches,
     version_key,
 )
-from pickvariant.catalog.model import MPS, Catalog, Variant
+from pickvariant.catalog.model import MPS, Catalog, Companion, Variant
 
 
 @record
@@ -76,6 +77,44 @@ def select(catalog: Catalog, filters: Filters = Filters()) -> list[dict[str, Any
     return [row(variant, catalog) for variant in catalog.variants if wanted(variant)]
 
 
+def select_companions(catalog: Catalog, companions: Sequence[Companion], project: str, filters: Filters = Filters()) -> list[dict[str, Any]]:
+    """The companion rows of `project` the filters leave, as `list --project` shows them."""
+    own = [c for c in companions if c.project == project]
+    if not own:
+        raise BadInput(f"--project {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)")
+    if filters.branch is not None and not any(c.branch == filters.branch for c in own):
+        raise BadInput(f"unknown branch {filters.branch!r} of {project}; its recipes are on {', '.join(sorted({c.branch for c in own}))}")
+    gpu = _gpu_filter(catalog, filters.gpu)
+    if filters.isa is not None and filters.isa not in catalog.isas:
+        raise BadInput(f"unknown CPU instruction set {filters.isa!r}; the catalog has {', '.join(catalog.isas)}")
+    no_cuda = filters.cuda is not None and filters.cuda.strip().lower() in ("none", "cpu")
+
+    def wanted(c: Companion) -> bool:
+        if filters.branch and c.branch != filters.branch or filters.isa and c.cpu_isa != filters.isa or filters.platform and c.platform != filters.platform:
+            return False
+        if filters.python and not release_matches(filters.python, c.python, "--python-version"):
+            return False
+        if filters.cuda is not None and (no_cuda != (c.cuda is None) or (not no_cuda and not release_matches(filters.cuda, c.cuda or "", "--cuda"))):
+            return False
+        return gpu is None or (c.gpu_arch or "") == gpu
+
+    found = [companion_row(c, catalog) for c in own if wanted(c)]
+    if not found and filters.any():
+        raise BadInput(f"no {project} recipe matches the filters (see `pickvariant list --project {project} --all`)")
+    return found
+
+
+def companion_row(companion: Companion, catalog: Catalog) -> dict[str, Any]:
+    """One companion as `list --project` shows it: its identity, its torch and how that torch relates to build-pytorch's."""
+    arch = catalog.gpu_archs.get(companion.gpu_arch or "")
+    relation = {"identical": f"identical to {companion.torch_of}", "separate": "a separate build"}.get(companion.torch_relation, "unknown")
+    return {
+        **companion.identity(),
+        "torch": f"{companion.torch} ({relation})" if companion.torch else "unknown (no nixpkgs pin)",
+        "gpus": arch.description if arch else ("Apple Silicon (MPS)" if companion.gpu_arch == MPS else "CPU only"),
+    }
+
+
 def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
     """One variant as `list --format json` and `detect`'s recommendation show it (schema_version 2)."""
     arch = catalog.gpu_archs.get(variant.gpu_arch or "")
@@ -134,7 +173,11 @@ COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa"
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(visible(str(row[c] if row[c] is not None else "-")).replace("|", "\\|") for c in COLUMNS) + " |" for row in rows]
-    return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
+    return "\n".join(lines) + f"\n\n{len(rows)} {_noun(rows)}\n"
+
+
+def _noun(rows: list[dict[str, Any]]) -> str:
+    return f"{rows[0]['project']} recipes" if rows and "project" in rows[0] else "variants"
 
 
 def plain(rows: list[dict[str, Any]]) -> str:
@@ -142,7 +185,7 @@ def plain(rows: list[dict[str, Any]]) -> str:
     cells = [list(COLUMNS)] + [[visible(str(row[c] if row[c] is not None else "-")) for c in COLUMNS] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
-    return "\n".join(lines) + f"\n\n{len(rows)} variants\n"
+    return "\n".join(lines) + f"\n\n{len(rows)} {_noun(rows)}\n"
 
 
 # The columns a narrow terminal loses first; the package name is never dropped nor cut.

@@ -1,0 +1,219 @@
+"""One companion recipe's facts (torchvision, torchaudio, vLLM): what `catalog sync REPO…` lists beside the PyTorch variants.
+
+Companions are named as build-pytorch's variants are, with their project in place of `pytorch`
+(`torchvision-python313-cuda13_0-sm90-avx512`), and each builds against a torch of its own making:
+the same recipe in the same repository (an in-repo companion that imports the pytorch recipe: the
+very same derivation), a separate build of a version the recipe pins, or whatever torch the nixpkgs
+Flox builds it with gives (no pin: unknown). The row says which; a torch that cannot be read for
+certain is unknown, never guessed from a name. Axes are checked against the recipe's own data as for
+PyTorch (GPU target, compiler flags, CUDA package set); where they disagree the recipe is left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pickvariant.catalog.classify import CUDA_SET, NIXPKGS_PIN, RELEASE, names_matching
+from pickvariant.catalog.model import MPS, HardwareFacts
+from pickvariant.catalog.nixtext import NixText, NotNix, parse
+
+PROJECTS = ("torchvision", "torchaudio", "vllm")
+PYTORCH = "pytorch"
+
+_NAME = re.compile(
+    r"^(?P<project>torchvision|torchaudio|vllm)-python(?P<py>3\d{1,2})-(?:"
+    r"cpu-(?P<cpu_isa>[a-z0-9_.]+)"
+    r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+)(?:-(?P<isa>[a-z0-9_.]+))?"
+    r"|darwin-(?P<mps>mps))$"
+)
+_IMPORTED_PYTORCH = re.compile(r"^\./(pytorch-[A-Za-z0-9_.-]+)\.nix$")
+_PROJECT_VERSION = re.compile(r"\b(?:vLLM|vllm|TorchVision|torchvision|TorchAudio|torchaudio)[ -]v?(\d+\.\d+\.\d+)\b")
+# How the recipes spell a GPU target: "9.0", "sm_90" (torchaudio), "90" (CMake's integer).
+_TARGET_BINDINGS = ("gpuArchSM", "smCapability", "gpuTargets")
+# A spelling of an instruction set that names the same one ("armv8.2" in build-torchaudio's GPU recipes).
+ISA_SPELLINGS = {"armv8.2": "armv8_2"}
+
+
+def project_of(package: str) -> str | None:
+    """The companion project a package name belongs to, or None (a PyTorch variant or something else)."""
+    head = package.split("-", 1)[0]
+    return head if head in PROJECTS else None
+
+
+def _target(value: str) -> str | None:
+    """A GPU target as a dotted compute capability ("sm_90", "90", "9.0" -> "9.0"), or None."""
+    digits = value.removeprefix("sm_").removeprefix("sm")
+    if re.fullmatch(r"\d+\.\d+", digits):
+        return digits
+    if re.fullmatch(r"\d{2,3}", digits):
+        return f"{digits[:-1]}.{digits[-1]}"
+    return None
+
+
+class CompanionClassifier:
+    """Reads companion recipes against the hardware facts and the PyTorch rows they may build on."""
+
+    def __init__(self, facts: HardwareFacts) -> None:
+        self.facts = facts
+
+    def classify(
+        self, repo: str, branch: str, path: str, package: str, text: str,
+        pytorch_rows: Mapping[str, Mapping[str, Any]], isa_flags: Mapping[str, list[str]],
+    ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        """(row, None, notes) for a classified companion recipe, else (None, why, notes).
+
+        `pytorch_rows`: this branch's PyTorch rows of the same repository, by package (an in-repo companion
+        imports one); `isa_flags`: the branch's shared instruction-set table (build-vllm's lib/cpu-isa.nix)."""
+        notes: list[str] = []
+        name = _NAME.match(package)
+        if name is None:
+            return None, "the package name does not read as PROJECT-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)", notes
+        if name["cuda"] and not name["isa"]:
+            return None, "its name has no CPU instruction set part, so which CPUs it runs on is not certain", notes
+        try:
+            recipe = parse(text)
+        except NotNix as error:
+            return None, f"the recipe cannot be read as Nix reads it: {error}", notes
+        python = f"3.{name['py'][1:]}"
+        torch, pin, relation, torch_of, why = self._torch(recipe, branch, path, pytorch_rows)
+        if why:
+            return None, why, notes
+        row: dict[str, Any] = {
+            "project": name["project"], "repo": repo, "branch": branch, "package": package, "path": path,
+            "version": self._version(recipe, branch), "python": python, "gpu_arch": None, "cpu_isa": None, "cuda": None,
+            "platform": "", "torch": torch, "torch_pin": pin, "torch_relation": relation, "torch_of": torch_of,
+        }
+        if name["mps"]:
+            row.update(gpu_arch=MPS, platform=self._system("darwin", "aarch64"))
+            return row, None, notes
+        spelled = name["cpu_isa"] or name["isa"]
+        isa_name = ISA_SPELLINGS.get(spelled, spelled)
+        if isa_name != spelled:
+            notes.append(f"{repo} {branch}:{path}: instruction set spelled {spelled!r}, read as {isa_name}")
+        isa = self.facts.isas.get(isa_name)
+        if isa is None:
+            return None, f"unknown CPU instruction set {spelled!r} (not in hardware.json cpu_isas)", notes
+        why = self._check_flags(recipe, isa, isa_flags)
+        if why:
+            return None, why, notes
+        row.update(cpu_isa=isa_name, platform=self._system("linux", isa.platform))
+        if name["cuda"] is None:
+            return row, None, notes
+        cuda, sm = name["cuda"].replace("_", "."), name["sm"]
+        arch = self.facts.gpu_archs.get(sm)
+        if arch is None:
+            return None, f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)", notes
+        if not arch.builds_with(cuda) or not arch.has_host(isa.platform):
+            return None, f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows", notes
+        targets = {value for binding in _TARGET_BINDINGS for value in (recipe.string_binding(binding) or [])}
+        targets |= {item for binding in _TARGET_BINDINGS for items in (recipe.list_binding(binding) or []) for item in items}
+        read = {_target(value) for value in targets} - {None}
+        if not read and relation != "identical":
+            return None, f"no literal GPU target ({', '.join(_TARGET_BINDINGS)}), so the name's {sm} is not certain", notes
+        if read and read != {arch.sm_dotted}:
+            return None, f"the name says {sm}, the recipe targets {', '.join(sorted(str(t) for t in read))}", notes
+        sets = {match for match in names_matching(CUDA_SET, recipe)}
+        tag = name["cuda"]
+        if sets and not sets <= {tag, tag.split("_")[0]}:
+            return None, f"the name says CUDA {cuda}, the recipe uses {', '.join(sorted('cudaPackages_' + s for s in sets))}", notes
+        row.update(gpu_arch=sm, cuda=cuda)
+        return row, None, notes
+
+    def _system(self, os_name: str, arch: str) -> str:
+        return next(p.nix_system for p in self.facts.platforms.values() if (p.os, p.arch) == (os_name, arch))
+
+    def _torch(self, recipe: NixText, branch: str, path: str, pytorch_rows: Mapping[str, Mapping[str, Any]],
+               ) -> tuple[str | None, str | None, str, str | None, str | None]:
+        """(torch version, nixpkgs pin, relation, the PyTorch package it imports, why it is left out)."""
+        imported = sorted({match[1] for value in recipe.paths if (match := _IMPORTED_PYTORCH.match(value))})
+        if len(imported) > 1:
+            return None, None, "", None, f"imports several PyTorch recipes: {', '.join(imported)}"
+        if imported:
+            own = pytorch_rows.get(imported[0])
+            if own is None:
+                return None, None, "", None, f"imports ./{imported[0]}.nix, which branch {branch} does not build as a PyTorch variant"
+            return own["torch"], own["nixpkgs_rev"], "identical", imported[0], None
+        pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
+        if len(pins) > 1:
+            return None, None, "", None, f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"
+        # Only a version bound inside the torch override is torch's: vLLM's recipes bind their own release as `version` too.
+        bound = recipe.version_of("torch")
+        if bound is None:
+            return None, None, "", None, "a version inside its torch override is not a string literal, so its torch's is not certain"
+        versions = sorted({v for v in bound if RELEASE.match(v)})
+        if len(versions) > 1:
+            return None, None, "", None, f"its torch override binds several versions: {', '.join(versions)}"
+        if not pins:
+            # Its torch is whatever nixpkgs Flox builds it with: not known here.
+            return None, None, "unknown", None, None
+        torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pins[0])
+        return torch, pins[0], "separate" if torch else "unknown", None, None
+
+    def _version(self, recipe: NixText, branch: str) -> str | None:
+        """The companion's own release, where its branch (vllm-0.14.1-python311) or its description says it."""
+        from_branch = re.match(r"^(?:vllm|torchvision|torchaudio)-(\d+\.\d+\.\d+)", branch)
+        if from_branch:
+            return from_branch[1]
+        found = {m for value in recipe.string_binding("description") or [] for m in _PROJECT_VERSION.findall(value)}
+        return found.pop() if len(found) == 1 else None
+
+    def _check_flags(self, recipe: NixText, isa: Any, isa_flags: Mapping[str, list[str]]) -> str | None:
+        """The recipe's compiler flags (its own cpuFlags, or its ISA's entry of the branch's shared table) need
+        nothing the instruction set's rule does not require of a CPU: what SIGILL would punish."""
+        literal = recipe.list_binding("cpuFlags")
+        if literal and len(literal) == 1:
+            flags = literal[0]
+        elif "cpuISA" in recipe.identifiers and isa.name in isa_flags:
+            flags = isa_flags[isa.name]
+        else:
+            return "no literal cpuFlags (nor a shared lib/cpu-isa.nix entry for its instruction set), so what CPU it needs is not certain"
+        needed: set[str] = set()
+        for flag in flags:
+            if flag not in self.facts.compiler_flags:
+                return f"compiler flag {flag} is not in hardware.json compiler_flags, so what CPU it needs is unknown"
+            needed.update(self.facts.compiler_flags[flag])
+        beyond = sorted(needed - set(isa.requires))
+        if beyond:
+            return f"its compiler flags need {', '.join(beyond)}, which the {isa.name} rule does not require of a CPU"
+        return None
+
+
+
+ISA_TABLE = "lib/cpu-isa.nix"  # build-vllm's shared instruction-set table, relative to .flox/pkgs/
+
+BlobReader = Callable[[Sequence[str]], Iterator[tuple[str, bytes]]]
+
+
+def read_companions(
+    read_blobs: BlobReader, repo: str, wanted: Mapping[str, list[tuple[str, str, str]]], isa_tables: Mapping[str, str],
+    pytorch_rows: Mapping[str, Mapping[str, Mapping[str, Any]]], classifier: CompanionClassifier,
+) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]], list[str]]:
+    """(rows, (branch, path, why) left out, notes) for companion recipes `wanted` (blob -> (branch, path, package)),
+    each branch's ISA table (branch -> blob) read first, one blob in memory at a time."""
+    tables: dict[str, dict[str, list[str]]] = {}
+    by_blob: dict[str, list[str]] = {}
+    for branch, blob in isa_tables.items():
+        by_blob.setdefault(blob, []).append(branch)
+    for blob, content in read_blobs(sorted(by_blob)):
+        try:
+            table = parse(content.decode("utf-8", "replace")).lists_in("flags")
+        except NotNix:
+            table = {}  # an unreadable table: recipes that need it are left out for want of flags
+        for branch in by_blob[blob]:
+            tables[branch] = table
+    rows: list[dict[str, Any]] = []
+    left_out: list[tuple[str, str, str]] = []
+    notes: list[str] = []
+    for blob, content in read_blobs(sorted(wanted)):
+        text = content.decode("utf-8", "replace")
+        for branch, path, package in wanted[blob]:
+            row, why, found = classifier.classify(repo, branch, path, package, text, pytorch_rows.get(branch, {}), tables.get(branch, {}))
+            notes.extend(found)
+            if row is None:
+                left_out.append((branch, path, why or "not classified"))
+            else:
+                rows.append(row)
+    rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
+    return rows, left_out, notes
