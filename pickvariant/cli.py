@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 
 from pickvariant import __version__, api, commandline, console
-from pickvariant._base.errors import BadInput, OperationFailed, PickVariantError
+from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.request import WORKLOADS, Request
 from pickvariant._base.text import visible, visible_lines
 
@@ -196,9 +196,7 @@ def catalog_sync(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")] = False,
 ) -> None:
     """Read every branch of REPO (and of each COMPANION) with git: one catalog row per PyTorch recipe, one per torchvision, torchaudio or vLLM recipe."""
-    from pickvariant._base.files import check_writable, write_atomic
     from pickvariant.catalog import sync as syncer
-    from pickvariant.catalog.stack import companions_path
 
     if check and output is None:
         raise BadInput("--check compares against a file: give it with -o FILE")
@@ -208,28 +206,8 @@ def catalog_sync(
     result = syncer.sync(repos[0], recorded[0] if recorded else None, companion_repos=repos[1:], companion_urls=recorded[1:])
     for line in syncer.summary(result):
         typer.echo(line, err=True)
-    # The catalog and, beside it, its companions: detect alone never reads the second file.
-    files = [(output, syncer.render(result.document))]
-    if result.companions is not None:
-        files.append((companions_path(output) if output else None, syncer.render(result.companions)))
-    source = result.document["source"]
-    for path, text in files:
-        if check:
-            assert path is not None
-            found = syncer.check(path, result.companions if path != output else result.document, text)
-            if found:
-                raise OperationFailed(f"{path} differs from what {source['repo']} at {source['commit'][:12]} gives: {'; '.join(found)}")
-            typer.echo(f"{path} matches {source['repo']} at {source['commit'][:12]}", err=True)
-        elif path is None:
-            if text is files[0][1]:
-                typer.echo(text, nl=False)
-            else:
-                typer.echo("companions not printed: give -o FILE to write them beside the catalog", err=True)
-        elif check_writable(path, text, force):
-            write_atomic(path, text)
-            typer.echo(f"{path} written", err=True)
-        else:
-            typer.echo(f"{path} unchanged", err=True)
+    for text, to_stderr in syncer.deliver(result, output, check, force):
+        typer.echo(text, err=to_stderr, nl=to_stderr)
 
 
 GenerateOpt = Annotated[bool, typer.Option("--generate", help="Render the recipe from pickvariant's templates instead of fetching the build repository's.")]

@@ -14,7 +14,7 @@ an __init__ taking them positionally or by name, equality and hashing over the f
 a repr naming them, comparisons field by field with @ordered_record, and no assignment after construction.
 `functools.cached_property` works (it writes the instance __dict__ directly). Records do not
 inherit from one another. Type checkers read `@record` as a frozen dataclass (PEP 681).
-Mutable working state (cluster_input.Inputs, sync.GitRepository) stays with `dataclasses`.
+Mutable working state (cluster_input.Inputs, repository.GitRepository) stays with `dataclasses`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ left out, never guessed.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from collections import Counter
@@ -18,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.git import GitTimeout, run_git, stream_blobs
+from pickvariant._base.files import check_writable, write_atomic
 from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
@@ -36,12 +34,10 @@ from pickvariant.catalog.load import (
     stamp,
 )
 from pickvariant.catalog.model import SCHEMA_VERSION
+from pickvariant.catalog.repository import MAX_RECIPE_BYTES, RECIPE_DIR, GitRepository, is_url, open_repository, origin_url
 from pickvariant.catalog.stack import SCHEMA as STACK_SCHEMA
-from pickvariant.catalog.stack import checked_rows
+from pickvariant.catalog.stack import checked_rows, companions_path
 
-RECIPE_DIR = ".flox/pkgs/"
-# A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.
-MAX_RECIPE_BYTES = 1024 * 1024
 
 _ALIGNED = re.compile(r"^pytorch-\d+\.\d+-(?P<project>[a-z][a-z0-9_]*)-(?P<version>\d[\d.]*)$")
 
@@ -70,107 +66,6 @@ class SyncResult:
     @property
     def variant_count(self) -> int:
         return len(self.document["variants"])
-
-
-# ---------------------------------------------------------------- git
-
-
-@dataclass
-class GitRepository:
-    """pickvariant's own copy of a build repository (a mirror clone), read with plumbing commands only."""
-
-    path: Path
-    shown: str
-
-    def run(self, *args: str) -> bytes:
-        return run_git(list(args), self.shown, self.path)
-
-    def branches(self) -> list[tuple[str, str]]:
-        """(name, commit) of every local branch, and of origin's branches that have no local one."""
-        listing = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads", "refs/remotes/origin")
-        local: dict[str, str] = {}
-        remote: dict[str, str] = {}
-        for line in listing.decode("utf-8", "replace").splitlines():
-            ref, _, commit = line.partition("\0")
-            if ref.startswith("refs/heads/"):
-                local[ref.removeprefix("refs/heads/")] = commit
-            elif ref.startswith("refs/remotes/origin/") and ref != "refs/remotes/origin/HEAD":
-                remote[ref.removeprefix("refs/remotes/origin/")] = commit
-        merged = {**remote, **local}
-        return sorted(merged.items())
-
-    def recipe_blobs(self, commit: str) -> list[tuple[str, str, int]]:
-        """(path, blob id, size) of every file under .flox/pkgs/ at `commit`."""
-        out = self.run("ls-tree", "-r", "-l", "-z", commit, "--", RECIPE_DIR)
-        blobs = []
-        for entry in out.split(b"\0"):
-            if not entry:
-                continue
-            meta, _, path = entry.partition(b"\t")
-            parts = meta.split()
-            if len(parts) < 4 or parts[1] != b"blob":
-                continue
-            size = int(parts[3]) if parts[3].isdigit() else MAX_RECIPE_BYTES + 1
-            blobs.append((path.decode("utf-8", "replace"), parts[2].decode(), size))
-        return blobs
-
-    def read_blobs(self, blob_ids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
-        """Each blob's content in turn, through one `git cat-file --batch`: one blob in memory at a time."""
-        if blob_ids:
-            yield from stream_blobs(self.path, self.shown, blob_ids, MAX_RECIPE_BYTES)
-
-    def head(self) -> tuple[str, str]:
-        try:
-            commit = self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}").decode().strip()
-        except OperationFailed:
-            raise BadInput(f"{self.shown} has no commit (an empty repository): give a clone of the build repository") from None
-        date = self.run("log", "-1", "--no-show-signature", "--format=%cI", commit).decode().strip()
-        return commit, date
-
-
-def _is_url(repo: str) -> bool:
-    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", repo)) or bool(re.match(r"^[\w.-]+@[\w.-]+:", repo))
-
-
-def open_repository(repo: str, workdir: Path) -> GitRepository:
-    """pickvariant's own mirror of `repo` (a URL, or a local clone), in `workdir`.
-
-    A local clone is never read in place: its own configuration could make git run programs
-    (see pickvariant/_base/git.py), so it is cloned with --no-local, as a URL is."""
-    target = workdir / "clone.git"
-    if _is_url(repo):
-        limit = settings.network_timeout(os.environ)
-        try:
-            run_git(["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir, timeout_s=limit)
-        except GitTimeout:
-            raise OperationFailed(f"cloning {public_url(repo)} took longer than {limit:g} s (set {settings.NETWORK_TIMEOUT} to allow more)") from None
-        return GitRepository(target, public_url(repo))
-    path = Path(repo)
-    if not path.exists():
-        raise BadInput(f"{repo!r:.200} is neither a URL nor an existing directory")
-    if not path.is_dir():
-        raise BadInput(f"{repo!r:.200} is not a directory (give a clone of the build repository)")
-    try:
-        run_git(["clone", "--mirror", "--no-local", "--quiet", "--", str(path.resolve()), str(target)], repo, workdir)
-    except OperationFailed as error:
-        said = str(error).split(" failed: ", 1)[-1]
-        if "belongs to another user" in said:
-            raise BadInput(f"{repo!r:.200}: {said}") from None
-        raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}") from None
-    return GitRepository(target, repo)
-
-
-def origin_url(repo: str, workdir: Path) -> str | None:
-    """The origin a local clone records, read from its config file as data (no git runs in the clone)."""
-    path = Path(repo)
-    config = path / ".git" / "config" if (path / ".git").is_dir() else path / "config"
-    if not config.is_file():
-        return None
-    try:
-        url = run_git(["config", "--file", str(config.resolve()), "--no-includes", "--get", "remote.origin.url"], repo, workdir)
-    except OperationFailed:
-        return None
-    return url.decode("utf-8", "replace").strip() or None
 
 
 def _package_name(path: str) -> str | None:
@@ -206,12 +101,12 @@ def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = 
     hardware = load_json(hardware_path or hardware_facts_path(), "hardware facts")
     with tempfile.TemporaryDirectory(prefix="pickvariant-sync-") as workdir:
         repository = open_repository(repo, _own_dir(Path(workdir), 0))
-        recorded = source_url or (repo if _is_url(repo) else origin_url(repo, Path(workdir)) or repo)
+        recorded = source_url or (repo if is_url(repo) else origin_url(repo, Path(workdir)) or repo)
         others = []
         for index, other in enumerate(companion_repos, start=1):
             opened = open_repository(other, _own_dir(Path(workdir), index))
             given = companion_urls[index - 1] if index <= len(companion_urls) else None
-            others.append((opened, public_url(given or (other if _is_url(other) else origin_url(other, Path(workdir)) or other))))
+            others.append((opened, public_url(given or (other if is_url(other) else origin_url(other, Path(workdir)) or other))))
         # Recorded in the catalog, hence in every detect line and report: never with credentials.
         return _sync(repository, hardware, public_url(recorded), others)
 
@@ -468,6 +363,30 @@ def summary(result: SyncResult) -> list[str]:
         lines += [f"  {item}" for item in result.unclassified]
     # Branch names, paths and reasons come from the repository: each stays on its line, escapes visible.
     return [visible(line) for line in lines]
+
+
+def deliver(result: SyncResult, output: Path | None, check_only: bool, force: bool) -> Iterator[tuple[str, bool]]:
+    """Print, write or check the catalog and, beside it, its companions; yields (text, for stderr) to show."""
+    files = [(output, result.document)]
+    if result.companions is not None:
+        files.append((companions_path(output) if output else None, result.companions))
+    source = result.document["source"]
+    for path, document in files:
+        text = render(document)
+        if check_only:
+            assert path is not None
+            found = check(path, document, text)
+            if found:
+                raise OperationFailed(f"{path} differs from what {source['repo']} at {source['commit'][:12]} gives: {'; '.join(found)}")
+            yield f"{path} matches {source['repo']} at {source['commit'][:12]}", True
+        elif path is None:
+            # detect alone never reads the companions: they are a file of their own, beside the catalog.
+            yield (text, False) if document is result.document else ("companions not printed: give -o FILE to write them beside the catalog", True)
+        elif check_writable(path, text, force):
+            write_atomic(path, text)
+            yield f"{path} written", True
+        else:
+            yield f"{path} unchanged", True
 
 
 def check(path: Path, new: Mapping[str, Any], text: str) -> list[str]:

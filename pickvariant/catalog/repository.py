@@ -1,0 +1,120 @@
+"""pickvariant's own copy of a build repository, read with git plumbing only (for `catalog sync`).
+
+A local clone is never read in place: its own configuration could make git run programs (see
+pickvariant/_base/git.py), so it is mirrored with --no-local, as a URL is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput, OperationFailed
+from pickvariant._base.git import GitTimeout, run_git, stream_blobs
+from pickvariant._base.urls import public_url
+
+RECIPE_DIR = ".flox/pkgs/"
+# A recipe is a few kilobytes; a blob far larger is not one, and is not read into memory.
+MAX_RECIPE_BYTES = 1024 * 1024
+
+
+@dataclass
+class GitRepository:
+    """pickvariant's own copy of a build repository (a mirror clone), read with plumbing commands only."""
+
+    path: Path
+    shown: str
+
+    def run(self, *args: str) -> bytes:
+        return run_git(list(args), self.shown, self.path)
+
+    def branches(self) -> list[tuple[str, str]]:
+        """(name, commit) of every local branch, and of origin's branches that have no local one."""
+        listing = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads", "refs/remotes/origin")
+        local: dict[str, str] = {}
+        remote: dict[str, str] = {}
+        for line in listing.decode("utf-8", "replace").splitlines():
+            ref, _, commit = line.partition("\0")
+            if ref.startswith("refs/heads/"):
+                local[ref.removeprefix("refs/heads/")] = commit
+            elif ref.startswith("refs/remotes/origin/") and ref != "refs/remotes/origin/HEAD":
+                remote[ref.removeprefix("refs/remotes/origin/")] = commit
+        merged = {**remote, **local}
+        return sorted(merged.items())
+
+    def recipe_blobs(self, commit: str) -> list[tuple[str, str, int]]:
+        """(path, blob id, size) of every file under .flox/pkgs/ at `commit`."""
+        out = self.run("ls-tree", "-r", "-l", "-z", commit, "--", RECIPE_DIR)
+        blobs = []
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition(b"\t")
+            parts = meta.split()
+            if len(parts) < 4 or parts[1] != b"blob":
+                continue
+            size = int(parts[3]) if parts[3].isdigit() else MAX_RECIPE_BYTES + 1
+            blobs.append((path.decode("utf-8", "replace"), parts[2].decode(), size))
+        return blobs
+
+    def read_blobs(self, blob_ids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+        """Each blob's content in turn, through one `git cat-file --batch`: one blob in memory at a time."""
+        if blob_ids:
+            yield from stream_blobs(self.path, self.shown, blob_ids, MAX_RECIPE_BYTES)
+
+    def head(self) -> tuple[str, str]:
+        try:
+            commit = self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}").decode().strip()
+        except OperationFailed:
+            raise BadInput(f"{self.shown} has no commit (an empty repository): give a clone of the build repository") from None
+        date = self.run("log", "-1", "--no-show-signature", "--format=%cI", commit).decode().strip()
+        return commit, date
+
+
+def is_url(repo: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", repo)) or bool(re.match(r"^[\w.-]+@[\w.-]+:", repo))
+
+
+def open_repository(repo: str, workdir: Path) -> GitRepository:
+    """pickvariant's own mirror of `repo` (a URL, or a local clone), in `workdir`.
+
+    A local clone is never read in place: its own configuration could make git run programs
+    (see pickvariant/_base/git.py), so it is cloned with --no-local, as a URL is."""
+    target = workdir / "clone.git"
+    if is_url(repo):
+        limit = settings.network_timeout(os.environ)
+        try:
+            run_git(["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir, timeout_s=limit)
+        except GitTimeout:
+            raise OperationFailed(f"cloning {public_url(repo)} took longer than {limit:g} s (set {settings.NETWORK_TIMEOUT} to allow more)") from None
+        return GitRepository(target, public_url(repo))
+    path = Path(repo)
+    if not path.exists():
+        raise BadInput(f"{repo!r:.200} is neither a URL nor an existing directory")
+    if not path.is_dir():
+        raise BadInput(f"{repo!r:.200} is not a directory (give a clone of the build repository)")
+    try:
+        run_git(["clone", "--mirror", "--no-local", "--quiet", "--", str(path.resolve()), str(target)], repo, workdir)
+    except OperationFailed as error:
+        said = str(error).split(" failed: ", 1)[-1]
+        if "belongs to another user" in said:
+            raise BadInput(f"{repo!r:.200}: {said}") from None
+        raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}") from None
+    return GitRepository(target, repo)
+
+
+def origin_url(repo: str, workdir: Path) -> str | None:
+    """The origin a local clone records, read from its config file as data (no git runs in the clone)."""
+    path = Path(repo)
+    config = path / ".git" / "config" if (path / ".git").is_dir() else path / "config"
+    if not config.is_file():
+        return None
+    try:
+        url = run_git(["config", "--file", str(config.resolve()), "--no-includes", "--get", "remote.origin.url"], repo, workdir)
+    except OperationFailed:
+        return None
+    return url.decode("utf-8", "replace").strip() or None
