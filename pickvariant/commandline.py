@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pickvariant._base.records import record
-from pickvariant._base.request import WORKLOADS, Request
+from pickvariant._base.request import WORKLOADS, Request, projects_from
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
 
@@ -46,6 +46,8 @@ NO_GPU = Option("--no-gpu", "flag", "Decide for a machine without GPUs (CPU-only
 DRIVER = Option("--driver", "text", "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).", "driver", metavar="VERSION")
 DRIVER_CUDA = Option("--driver-cuda", "text", "The CUDA version that driver reports (nvidia-smi's \"CUDA Version\", e.g. 13.0): what judges a Jetson driver "
                      "(env PICKVARIANT_DRIVER_CUDA).", "driver_cuda", metavar="X.Y")
+WITH = Option("--with", "texts", "Choose these companions with the torch, on one PyTorch: torchvision, torchaudio, vllm; repeat or "
+              "comma-separate (env PICKVARIANT_WITH).", "with_projects", metavar="PROJECT")
 TORCH = Option("--torch", "text", "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).", "torch", metavar="VERSION")
 CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda", metavar="X.Y")
 GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index", metavar="N")
@@ -61,7 +63,7 @@ LABEL = Option("--label", "text", "With --format json or --compact: a top-level 
 # The options that fill a Request, by parameter name, in the order commands list them.
 REQUEST = {"workload": WORKLOAD, "cpuinfo": CPUINFO, "gpu": GPU, "no_gpu": NO_GPU, "driver": DRIVER, "driver_cuda": DRIVER_CUDA,
            "torch": TORCH,
-           "cuda": CUDA, "gpu_index": GPU_INDEX, "branch": BRANCH, "python_version": PYTHON}
+           "cuda": CUDA, "gpu_index": GPU_INDEX, "branch": BRANCH, "python_version": PYTHON, "with_": WITH}
 # detect's options, in the order its help lists them.
 DETECT = {"workload": WORKLOAD, "format": FORMAT, **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
           "compact": COMPACT, "label": LABEL}
@@ -75,6 +77,9 @@ def request_from(values: dict[str, object]) -> Request:
     for name, value in values.items():
         option = REQUEST.get(name)
         if option is None or option.field is None or value is None:
+            continue
+        if option is WITH:
+            fields[option.field] = projects_from(value, option.flag)  # type: ignore[arg-type]
             continue
         fields[option.field] = tuple(value) if option.repeatable else (Path(value) if option.kind == "path" and isinstance(value, str) else value)  # type: ignore[arg-type]
     return Request(**fields)  # type: ignore[arg-type]

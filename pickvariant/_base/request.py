@@ -6,14 +6,17 @@ arguments) and every layer takes it whole: the facts layer reads the stated mach
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 
 # The CPU-side workloads, in the order the CLI lists them; the catalog ranks instruction sets for each.
 WORKLOADS = ("general", "int8", "bf16")
+# The projects built beside PyTorch, in the same naming (barstoolbluz/build-torchvision, -torchaudio, -vllm).
+COMPANION_PROJECTS = ("torchvision", "torchaudio", "vllm")
 
 
 @keyword_record
@@ -35,10 +38,29 @@ class Request:
     python: str | None = None
     # Where the Python pin came from, for messages: the option, or PICKVARIANT_PYTHON.
     python_given_as: str = "--python-version"
+    # Companions chosen with the torch (--with, PICKVARIANT_WITH): one PyTorch for all of them.
+    with_projects: tuple[str, ...] = ()
 
     def with_environment(self, env: Mapping[str, str]) -> Request:
         """This request with the pins PICKVARIANT_* states where the request states none (the machine's
         variables are read where the facts are gathered, so that each fact can name its source)."""
-        if self.python is None and (python := settings.setting(env, settings.PYTHON)) is not None:
-            return replace(self, python=python, python_given_as=settings.PYTHON)
-        return self
+        request = self
+        if request.python is None and (python := settings.setting(env, settings.PYTHON)) is not None:
+            request = replace(request, python=python, python_given_as=settings.PYTHON)
+        if not request.with_projects and (projects := settings.setting(env, settings.WITH)) is not None:
+            request = replace(request, with_projects=projects_from([projects], settings.WITH + "="))
+        return request
+
+
+def projects_from(values: Sequence[str], given_as: str) -> tuple[str, ...]:
+    """`--with torchvision,torchaudio` (repeatable) or PICKVARIANT_WITH as projects, each once, in the order given."""
+    found: list[str] = []
+    for value in values:
+        for name in (part.strip().lower() for part in value.split(",")):
+            if not name:
+                continue
+            if name not in COMPANION_PROJECTS:
+                raise BadInput(f"{given_as.rstrip('=')} {name!r:.40}: choose from {', '.join(COMPANION_PROJECTS)}")
+            if name not in found:
+                found.append(name)
+    return tuple(found)

@@ -15,11 +15,12 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from pickvariant._base.request import COMPANION_PROJECTS
 from pickvariant.catalog.classify import CUDA_SET, NIXPKGS_PIN, RELEASE, names_matching
 from pickvariant.catalog.model import MPS, HardwareFacts
 from pickvariant.catalog.nixtext import NixText, NotNix, parse
 
-PROJECTS = ("torchvision", "torchaudio", "vllm")
+PROJECTS = COMPANION_PROJECTS
 PYTORCH = "pytorch"
 
 _NAME = re.compile(

@@ -8,6 +8,7 @@ from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.decide import Decision
+from pickvariant.rules.stack import relation
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -51,7 +52,20 @@ def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] 
     return variant.identity()
 
 
+def companions_json(decision: Decision) -> list[dict[str, Any]]:
+    """One row per companion chosen with the recommendation: its identity, and how its torch relates to the recommended one."""
+    assert decision.variant is not None
+    return [{**companion.identity(), "relation_to_recommendation": relation(companion, decision.variant)} for companion in decision.companions]
+
+
 def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
+    document = _decision_json(facts, decision, catalog, workload)
+    if decision.companions:  # --with: the set; the recommendation stays the torch row
+        document["companions"] = companions_json(decision)
+    return document
+
+
+def _decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "pickvariant": __version__,

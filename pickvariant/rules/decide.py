@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
-from pickvariant.catalog.model import MPS, Branch, Catalog, Variant
+from pickvariant.catalog.model import MPS, Branch, Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts
-from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
-from pickvariant.rules import explain
+from pickvariant.machine.gpu import DriverFacts, GpuFacts, cuda_visible_count
+from pickvariant.rules import explain, stack
 from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE,
     driver_rejection,
@@ -85,7 +86,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
 
     # 3. Branches by the pins, then CUDA lines by the pins and the driver.
     branches, turned_down = catalog.derive(
-        ("pinned branches", options.branch, options.torch, options.python), lambda: _pinned_branches(catalog, options))
+        ("pinned branches", options.branch, options.torch, options.python, "vllm" in options.with_projects), lambda: _pinned_branches(catalog, options))
     rejected.extend(turned_down)
     # Without GPUs to serve only builds without CUDA are looked at: no line needs judging (a --cuda pin is still checked).
     lines = _admissible_lines(facts, catalog, options, branches, targets, rejected, reasons) if targets or options.cuda else set()
@@ -135,10 +136,30 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
         return explain.no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints, _decide)
 
     chosen = candidates[0]
+    companions: tuple[Companion, ...] = ()
+    if options.with_projects:
+        pick = stack.pick_set(catalog, candidates, options.with_projects, facts, targets)
+        rejected.extend(pick.rejected)
+        hints = _set_driver_hints(facts, catalog, options, pick.variant, chosen) if with_hints else []
+        if pick.variant is None:
+            lacking = ", ".join(pick.missing) or ", ".join(options.with_projects)
+            why = (f"no {lacking} recipe is built on the PyTorch of any variant that runs here "
+                   f"(the best, {chosen.label}: PyTorch {chosen.torch}, Python {chosen.python}, CUDA {chosen.cuda or 'none'}, "
+                   f"{chosen.gpu_arch or 'CPU only'}, {chosen.cpu_isa or ''})")
+            hints.append(f"without --with, PyTorch alone is {chosen.label}")
+            return Decision(None, None, tuple(reasons) + (why,), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
+        if pick.variant is not chosen:
+            reasons.append(f"PyTorch alone would be {chosen.label} (PyTorch {chosen.torch}, CUDA {chosen.cuda or 'none'}): "
+                           f"no {', '.join(pick.missing)} recipe is built on its PyTorch for this machine, so the set takes the next that has one")
+        chosen, companions = pick.variant, pick.companions
+        reasons.extend(pick.reasons)
+        set_hints = tuple(hints)
+    else:
+        set_hints = ()
     branch = catalog.branch(chosen.branch)
     line = catalog.cuda_line(chosen)
     reasons.append(explain.branch_reason(chosen, branch, line, options))
-    explain.explain_other_branches(catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected)
+    explain.explain_other_branches(catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected, options.with_projects)
     if chosen.is_mps:
         reasons.append(f"GPU: Apple MPS (needs macOS {catalog.min_macos} or newer)")
     elif chosen.gpu_arch:
@@ -169,7 +190,20 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
             else:
                 rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
                                           + (f" on CUDA {chosen.cuda}" if chosen.cuda else "")))
-    return Decision(chosen, branch, tuple(reasons), tuple(dedupe(rejected)), (), targets, line, tuple(candidates))
+    return Decision(chosen, branch, tuple(reasons), tuple(dedupe(rejected)), set_hints, targets, line, tuple(candidates), companions)
+
+
+def _set_driver_hints(facts: HostFacts, catalog: Catalog, options: Request, got: Variant | None, alone: Variant) -> list[str]:
+    """What a driver upgrade would give the set: "a driver >= X gives PyTorch 2.10.0 with torchvision" (decided again, not guessed)."""
+    if facts.driver is None or facts.driver_assumed or facts.driver.version is None or (got is not None and got.torch == alone.torch):
+        return []
+    lines = sorted({(line.min_driver, line.cuda) for branch in catalog.branches for line in branch.cuda_lines if facts.driver.version < line.min_driver},
+                   key=lambda pair: (pair[0].parts, version_key(pair[1])))
+    for min_driver, cuda in lines:
+        upgraded = _decide(replace(facts, driver=DriverFacts(min_driver, cuda)), catalog, options, False)
+        if upgraded.variant is not None and (got is None or version_key(upgraded.variant.torch) > version_key(got.torch)):
+            return [f"a driver >= {min_driver} gives PyTorch {upgraded.variant.torch} with {', '.join(options.with_projects)} ({upgraded.variant.label})"]
+    return []
 
 
 def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...], tuple[str, str]]:
@@ -264,8 +298,8 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
     else:
         candidates = []
         for branch in catalog.branches:
-            if branch.aligned_with:
-                rejected.append(Rejection(f"branch {branch.name}", f"aligned with {branch.aligned_with}: chosen only when named with --branch"))
+            if branch.aligned_with and not (branch.aligned_with.startswith("vllm ") and "vllm" in options.with_projects):
+                rejected.append(Rejection(f"branch {branch.name}", f"aligned with {branch.aligned_with}: chosen only when named with --branch (or --with vllm)"))
             else:
                 candidates.append(branch)
     branches = []

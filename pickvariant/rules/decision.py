@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pickvariant._base.records import record
-from pickvariant.catalog.model import Branch, CudaLine, Variant
+from pickvariant.catalog.model import Branch, Companion, CudaLine, Variant
 from pickvariant.machine.gpu import GpuFacts
 
 
@@ -24,6 +24,8 @@ class Decision:
     line: CudaLine | None = None
     # Every variant that can run here, best first: what `plan` may give this machine, in detect's order.
     candidates: tuple[Variant, ...] = ()
+    # With --with: the companions chosen with `variant`, one per project asked for, on its PyTorch.
+    companions: tuple[Companion, ...] = ()
 
 
 def dedupe(rejected: list[Rejection]) -> list[Rejection]:

@@ -53,18 +53,22 @@ def branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, option
 
 def explain_other_branches(
     catalog: Catalog, chosen: Variant, branches: Sequence[Branch], candidates: list[Variant], targets: tuple[GpuFacts, ...],
-    usable_isas: set[str], facts: HostFacts, rejected: list[Rejection],
+    usable_isas: set[str], facts: HostFacts, rejected: list[Rejection], companions: Sequence[str] = (),
 ) -> None:
     """Say why each newer or otherwise preferred branch lost: the question users ask first."""
     best_of_branch: dict[str, Variant] = {}
     for variant in candidates:  # best first, so the first of each branch is its best
         best_of_branch.setdefault(variant.branch, variant)
+    ahead = set(candidates[:candidates.index(chosen)]) if companions and chosen in candidates else set()
     for branch in branches:
         if branch.name == chosen.branch:
             continue
         best = best_of_branch.get(branch.name)
         if best is not None:
-            if version_key(best.torch) < version_key(chosen.torch):
+            if best in ahead:  # it ranks first for torch alone: the companions decided
+                rejected.append(Rejection(f"branch {branch.name}", f"fits for PyTorch alone (e.g. {best.package}), but no {', '.join(companions)} "
+                                                                   f"recipe is built on its PyTorch {best.torch} for this machine"))
+            elif version_key(best.torch) < version_key(chosen.torch):
                 rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"))
             elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
                 rejected.append(Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}"))

@@ -1,0 +1,124 @@
+"""Torch with its companions (torchvision, torchaudio, vLLM), chosen together on one PyTorch.
+
+decide ranks the PyTorch variants that run here as for torch alone (newest PyTorch, newest admissible
+CUDA line, preferred Python, highest GPU architecture, ISA by workload); with companions asked for,
+the first variant in that order for which every project has a recipe on the same PyTorch (version,
+Python, CUDA line, GPU architecture, instruction set, platform) that compat.why_not also admits wins.
+Among a project's recipes, one built against the very same derivation (build-pytorch's in-repo
+companions) is preferred to a separate build of the same torch from the same nixpkgs pin, and that to
+one from another pin. A companion whose torch is unknown (its recipe pins no nixpkgs) is never paired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import record, replace
+from pickvariant.catalog.model import Catalog, Companion, Variant
+from pickvariant.catalog.stack import load_stack
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules.compat import why_not
+from pickvariant.rules.decision import Rejection
+
+Axes = tuple[str, str | None, str | None, str | None, str]
+
+
+@record
+class SetPick:
+    variant: Variant | None
+    companions: tuple[Companion, ...]
+    reasons: tuple[str, ...]
+    rejected: tuple[Rejection, ...]
+    missing: tuple[str, ...] = ()  # for no set: the projects the best variant lacked
+
+
+def axes_of(variant: Variant) -> Axes:
+    return (variant.python, variant.cuda, variant.gpu_arch, variant.cpu_isa, variant.platform)
+
+
+def relation(companion: Companion, variant: Variant) -> str:
+    """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
+    if companion.torch_relation == "identical" and companion.torch_of == variant.package and companion.branch == variant.branch:
+        return f"identical: it imports {variant.package}'s own recipe (one derivation)"
+    pin = companion.torch_pin or ""
+    where = "the same nixpkgs pin" if pin == variant.nixpkgs_rev else f"nixpkgs {pin[:7]} (the variant's is {variant.nixpkgs_rev[:7]})"
+    return f"a separate build of torch {companion.torch} from {where}"
+
+
+def _rank(companion: Companion, variant: Variant) -> tuple[int, str, str, str]:
+    if companion.torch_relation == "identical" and companion.torch_of == variant.package and companion.branch == variant.branch:
+        kind = 0
+    else:
+        kind = 1 if companion.torch_pin == variant.nixpkgs_rev else 2
+    return (kind, companion.repo, companion.branch, companion.package)
+
+
+def _index(catalog: Catalog) -> tuple[Mapping[tuple[str, Axes, str], tuple[Companion, ...]], Mapping[tuple[str, Axes], tuple[Companion, ...]]]:
+    """Companions with a known torch by (project, axes, torch), and those with an unknown one by (project, axes)."""
+    known: dict[tuple[str, Axes, str], list[Companion]] = {}
+    unknown: dict[tuple[str, Axes], list[Companion]] = {}
+    for companion in load_stack(catalog).companions:
+        if companion.torch is None:
+            unknown.setdefault((companion.project, companion.axes), []).append(companion)
+        else:
+            known.setdefault((companion.project, companion.axes, companion.torch), []).append(companion)
+    return ({key: tuple(found) for key, found in known.items()}, {key: tuple(found) for key, found in unknown.items()})
+
+
+def _as_variant(companion: Companion, paired: Variant) -> Variant:
+    """The companion as compat.why_not judges a build: its own axes, on its partner's CUDA line (the same release)."""
+    return replace(paired, package=companion.package, path=companion.path)
+
+
+def pick_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence[str], facts: HostFacts,
+             targets: tuple[GpuFacts, ...]) -> SetPick:
+    """The best-ranked candidate for which every project has a companion on its PyTorch, and those companions."""
+    stack = load_stack(catalog)
+    for project in projects:
+        if not stack.of_project(project):
+            raise BadInput(f"--with {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)")
+    known, unknown = catalog.derive("companion index", lambda: _index(catalog))
+    rejected: list[Rejection] = []
+    missing: tuple[str, ...] = ()
+    turned_down: set[Companion] = set()
+    for position, variant in enumerate(candidates):
+        axes = axes_of(variant)
+        chosen: list[Companion] = []
+        lacking: list[str] = []
+        for project in projects:
+            fitting = [c for c in known.get((project, axes, variant.torch), ()) if not why_not(_as_variant(c, variant), facts, catalog, targets)]
+            if fitting:
+                chosen.append(min(fitting, key=lambda c: _rank(c, variant)))
+            else:
+                lacking.append(project)
+        if position == 0:
+            missing = tuple(lacking)
+        for project in lacking:
+            for companion in unknown.get((project, axes), ()):
+                if companion not in turned_down:
+                    turned_down.add(companion)
+                    rejected.append(Rejection(companion.label, (
+                        f"built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds it "
+                        f"with gives, and it cannot be shown to be PyTorch {variant.torch}; a recipe that pins nixpkgs (or imports the "
+                        "pytorch recipe) would settle it")))
+        if lacking:
+            continue
+        variant = _aligned(candidates, variant, chosen, catalog)
+        reasons = [f"with {', '.join(projects)}: every piece is on PyTorch {variant.torch} ({', '.join(str(a) for a in axes if a)})"]
+        reasons += [f"{c.project}: {c.package} from {c.repo} {c.branch}: {relation(c, variant)}" for c in chosen]
+        return SetPick(variant, tuple(chosen), tuple(reasons), tuple(rejected), missing)
+    return SetPick(None, (), (), tuple(rejected), missing)
+
+
+def _aligned(candidates: Sequence[Variant], variant: Variant, chosen: Sequence[Companion], catalog: Catalog) -> Variant:
+    """vLLM follows its own branch alignment: of equal variants, the one on the branch aligned with the chosen vLLM release."""
+    releases = {f"vllm {c.version}" for c in chosen if c.project == "vllm" and c.version}
+    if not releases:
+        return variant
+    for other in candidates:
+        if (other.torch, axes_of(other)) == (variant.torch, axes_of(variant)) and catalog.branch(other.branch).aligned_with in releases:
+            return other
+    return variant
+

@@ -1,0 +1,130 @@
+"""torch with its companions, chosen together (issue 28), on the shipped catalog and its companions
+(build-pytorch 670c310, build-torchvision c584a75, build-torchaudio 424da7d, build-vllm 1b17389)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import cpuinfo_path
+from machines import host
+from pickvariant._base.errors import BadInput
+from pickvariant._base.request import Request, projects_from
+from pickvariant.catalog.stack import load_stack
+from pickvariant.cli import app
+from pickvariant.rules.compat import why_not
+from pickvariant.rules.decide import decide
+
+runner = CliRunner()
+H100_HOST = "linux-unknown-sapphirerapids"
+
+
+def with_(*projects: str) -> Request:
+    return Request(with_projects=projects)
+
+
+def test_the_shipped_companions_say_what_each_torch_is(catalog) -> None:
+    stack = load_stack(catalog)
+    by_package = {(c.repo.rsplit("/", 1)[-1], c.branch, c.package): c for c in stack.companions}
+    vision = by_package[("build-torchvision", "pytorch-2.10", "torchvision-python313-cuda13_1-sm90-avx512")]
+    assert (vision.torch, vision.torch_relation, vision.torch_pin[:7]) == ("2.10.0", "separate", "2017d6d")
+    audio = by_package[("build-torchaudio", "main", "torchaudio-python313-cuda12_8-sm90-avx2")]
+    assert (audio.torch, audio.torch_relation) == (None, "unknown")  # no nixpkgs pin: never guessed from its name
+    in_repo = by_package[("build-pytorch", "main", "torchvision-python313-cuda12_8-sm61-avx")]
+    assert (in_repo.torch_relation, in_repo.torch_of) == ("identical", "pytorch-python313-cuda12_8-sm61-avx")
+    vllm = by_package[("build-vllm", "vllm-0.14.1-python312", "vllm-python312-cuda12_9-sm90-avx512")]
+    assert (vllm.torch, vllm.version) == ("2.9.1", "0.14.1")  # vLLM's own `version` is not taken for torch's
+    assert {c.cpu_isa for c in stack.of_project("torchaudio")} >= {"armv8_2"}  # spelled armv8.2 there
+
+
+def test_an_h100_on_a_580_driver_gets_torch_2_10_with_torchvision_on_cuda_13_1(catalog) -> None:
+    decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("torchvision"))
+    assert (decision.variant.package, decision.variant.torch, decision.variant.cuda) == ("pytorch-python313-cuda13_1-sm90-avx512", "2.10.0", "13.1")
+    (vision,) = decision.companions
+    assert (vision.package, vision.branch, vision.torch) == ("torchvision-python313-cuda13_1-sm90-avx512", "pytorch-2.10", "2.10.0")
+    assert any("a separate build of torch 2.10.0 from the same nixpkgs pin" in reason for reason in decision.reasons)
+
+
+def test_on_a_570_driver_the_set_falls_back_to_2_9_1_and_says_what_the_companion_cost(catalog) -> None:
+    facts = host(catalog, H100_HOST, gpus=("9.0",), driver="570.124.06")
+    alone = decide(facts, catalog)
+    decision = decide(facts, catalog, with_("torchvision"))
+    assert (alone.variant.torch, alone.variant.cuda) == ("2.10.0", "12.9")
+    assert (decision.variant.torch, decision.variant.cuda, decision.companions[0].cuda) == ("2.9.1", "12.9", "12.9")
+    assert any(reason.startswith(f"PyTorch alone would be {alone.variant.label}") for reason in decision.reasons)
+    assert "a driver >= 580.65.06 gives PyTorch 2.10.0 with torchvision (pytorch-python313-cuda13_1-sm90-avx512 (pytorch-2.10-python313))" in decision.hints
+    told = {r.choice: r.why for r in decision.rejected}
+    assert told["branch pytorch-2.10-python313"].startswith("fits for PyTorch alone")
+
+
+def test_a_companion_whose_torch_is_unknown_is_not_paired_and_says_what_would_settle_it(catalog) -> None:
+    decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("torchaudio"))
+    assert decision.variant is None and not decision.companions
+    unknown = [r for r in decision.rejected if r.choice.startswith("torchaudio-") and "unknown torch" in r.why]
+    assert unknown and all("pins nixpkgs" in r.why for r in unknown)
+    assert any(hint.startswith("without --with, PyTorch alone is") for hint in decision.hints)
+
+
+def test_a_cpu_only_machine_gets_a_cpu_set_or_none(catalog) -> None:
+    vision = decide(host(catalog, H100_HOST), catalog, with_("torchvision"))
+    assert vision.variant.gpu_arch is None and vision.companions[0].gpu_arch is None
+    assert (vision.variant.torch, vision.variant.cpu_isa) == (vision.companions[0].torch, vision.companions[0].cpu_isa)
+    assert decide(host(catalog, H100_HOST), catalog, with_("vllm")).variant is None  # build-vllm builds no CPU-only vLLM
+
+
+def test_an_in_repo_derivation_identical_companion_is_preferred_to_a_separate_build(catalog) -> None:
+    decision = decide(host(catalog, "linux-rhel7-ivybridge", gpus=("6.1",), driver="580.95.05"), catalog,
+                      Request(torch="2.8", with_projects=("torchvision",)))
+    (vision,) = decision.companions
+    separate = [c for c in load_stack(catalog).of_project("torchvision") if c.package == vision.package and c.torch_relation == "separate"]
+    assert separate, "the test needs a separate build of the same package to prefer against"
+    assert (vision.torch_relation, vision.torch_of, vision.branch) == ("identical", decision.variant.package, decision.variant.branch)
+
+
+def test_vllm_takes_the_branch_aligned_with_its_release(catalog) -> None:
+    decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("vllm"))
+    (vllm,) = decision.companions
+    assert catalog.branch(decision.variant.branch).aligned_with == f"vllm {vllm.version}"
+    assert vllm.torch == decision.variant.torch == "2.9.1" and vllm.torch_pin == decision.variant.nixpkgs_rev
+
+
+def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None:
+    facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
+    decision = decide(facts, catalog, with_("torchvision", "vllm"))
+    if decision.variant is None:
+        assert any("no torchvision, vllm" in reason or "no vllm" in reason or "no torchvision" in reason for reason in decision.reasons)
+        return
+    assert not why_not(decision.variant, facts, catalog)
+    for companion in decision.companions:
+        assert companion.axes == (decision.variant.python, decision.variant.cuda, decision.variant.gpu_arch, decision.variant.cpu_isa, decision.variant.platform)
+
+
+def test_detect_json_keeps_the_torch_row_and_adds_one_row_per_companion() -> None:
+    result = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0",
+                                 "--driver", "580.95.05", "--with", "torchvision"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["recommendation"]["package"] == "pytorch-python313-cuda13_1-sm90-avx512"
+    (vision,) = data["companions"]
+    assert vision["project"] == "torchvision" and vision["repo"] == "https://github.com/barstoolbluz/build-torchvision"
+    assert vision["relation_to_recommendation"] == "a separate build of torch 2.10.0 from the same nixpkgs pin"
+    assert "companions" not in json.loads(runner.invoke(app, ["detect", "--format", "json", "--no-gpu"]).stdout)
+    from_env = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"],
+                             env={"PICKVARIANT_WITH": "torchvision"})
+    assert json.loads(from_env.stdout)["companions"] == data["companions"]
+
+
+@pytest.mark.parametrize(("values", "given_as", "expected"), [
+    (["torchvision,torchaudio"], "--with", ("torchvision", "torchaudio")), (["vllm", " VLLM ,", "torchvision"], "--with", ("vllm", "torchvision")),
+])
+def test_with_takes_repeated_and_comma_separated_projects(values, given_as, expected) -> None:
+    assert projects_from(values, given_as) == expected
+
+
+def test_an_unknown_project_is_bad_input_naming_where_it_came_from() -> None:
+    with pytest.raises(BadInput, match="^--with 'torchtext': choose from torchvision, torchaudio, vllm$"):
+        projects_from(["torchtext"], "--with")
+    result = runner.invoke(app, ["detect", "--no-gpu"], env={"PICKVARIANT_WITH": "torchvision,nope"})
+    assert result.exit_code == 2 and result.stderr.startswith("pickvariant: PICKVARIANT_WITH 'nope': choose from")
