@@ -311,7 +311,7 @@ def install(
     else:
         variant = decision.variant
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force,
-                                  generate=generate, repo=repo)
+                                  generate=generate, repo=repo, companions=decision.companions if package is None else ())
     python = installer.interpreter_for(plan)
     probe = None if no_verify else verifier.probe_argv(python, quick=True)
     typer.echo(f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})")

@@ -13,7 +13,11 @@ for, and said here:
   `lib/pythonX.Y/site-packages` (as a python3Packages.torch result does), whose entries link to
   FAKE_FLOX_SITE_PACKAGES (a real torch and its dependencies, where the tests have one);
 - catalog packages `python3NN` hold `bin/python3`, a wrapper that runs this interpreter with -S
-  (so that torch is found only through the environment's PYTHONPATH); X.Y is this interpreter's.
+  (so that torch is found only through the environment's PYTHONPATH); X.Y is this interpreter's;
+- companion packages (kind "companion": torchvision, torchaudio, vllm) hold their module and name their
+  torch in nix-support/propagated-build-inputs; the environment is linked as buildenv/builder.pl links it
+  (flox 6536dac): explicit packages by priority (default 5, lower wins), two at one priority that provide
+  the same file refused with builder.pl's message, propagated inputs after them (dev mode only).
 Fault injection for the subprocess seam: FAKE_FLOX_MODE=sleep:N (with FAKE_FLOX_CHILD) or long.
 """
 
@@ -190,6 +194,19 @@ def realise(pkg_path: str, version: str, entry: dict) -> Path:
         wrapper = staging / "bin" / "python3"
         wrapper.write_text(f'#!/bin/sh\nexec "{entry["interpreter"]}" -S "$@"\n')
         wrapper.chmod(0o755)
+    elif entry["kind"] == "companion":
+        # A torchvision/torchaudio/vllm package: its own module, and its torch as a propagated build input
+        # (nix-support/propagated-build-inputs, as python3Packages' propagatedBuildInputs write it).
+        module = staging / "lib" / f"python{PYTHON_XY}" / "site-packages" / entry["module"]
+        module.mkdir(parents=True)
+        (module / "__init__.py").write_text(f"# stand-in for {name}\n")
+        propagated = []
+        for dependency in entry.get("propagates", []):
+            dep_path, _, dep_version = dependency.partition("@")
+            found_version, dep_entry = resolve(dep_path, dep_version or None)
+            propagated.append(str(realise(dep_path, found_version, dep_entry)))
+        (staging / "nix-support").mkdir()
+        (staging / "nix-support" / "propagated-build-inputs").write_text(" ".join(propagated) + "\n")
     else:
         site_packages(staging, entry.get("site_packages"))
     os.replace(staging, tree)
@@ -221,12 +238,58 @@ def merge_into(run_dir: Path, tree: Path) -> None:
                 link.symlink_to(Path(root) / name)
 
 
+def units(tree: Path) -> dict[str, Path]:
+    """What buildenv would link of a package, by path in the environment: each file, or a module's __init__.py."""
+    found: dict[str, Path] = {}
+    site = tree / "lib" / f"python{PYTHON_XY}" / "site-packages"
+    if site.is_dir():
+        for child in sorted(site.iterdir()):
+            unit = child / "__init__.py" if child.is_dir() and (child / "__init__.py").exists() else child
+            found[f"{child.relative_to(tree)}/__init__.py" if unit is not child else str(child.relative_to(tree))] = unit
+    return found
+
+
+def link_packages(staging: Path, explicit: list[tuple[str, Path, int]], run_mode: bool) -> dict[str, str]:
+    """buildenv/builder.pl at flox 6536dac: explicit packages file by file, a lower priority number winning, two at
+    the same priority providing one file refused with its message; then (in dev mode only, FLOX_RECURSIVE_LINK)
+    each package's propagated build inputs, at 1000 and up: below every explicit package, never a conflict."""
+    owners: dict[str, tuple[int, str, Path]] = {}
+    for install_id, tree, priority in explicit:
+        for relative, unit in units(tree).items():
+            old = owners.get(relative)
+            if old is not None and old[0] == priority and old[2] != tree:
+                raise Refused(f"Failed to construct environment: '{old[1]}' conflicts with '{install_id}'. Both packages provide the file "
+                              f"'{unit.name}'\n\nResolve by uninstalling one of the conflicting packages or setting the priority of the "
+                              f"preferred package to a value lower than '{old[0]}'")
+            if old is None or priority < old[0]:
+                owners[relative] = (priority, install_id, tree)
+    ordered = [tree for _, tree, _ in sorted(explicit, key=lambda item: item[2])]
+    done = set(ordered)
+    if not run_mode:
+        queue = list(ordered)
+        while queue:
+            propagated_file = queue.pop(0) / "nix-support" / "propagated-build-inputs"
+            for path in (propagated_file.read_text().split() if propagated_file.exists() else ()):
+                if Path(path) not in done:
+                    done.add(Path(path))
+                    ordered.append(Path(path))
+                    queue.append(Path(path))
+    winners: dict[str, str] = {}
+    for tree in ordered:  # merge_into keeps the first link: the winner of each file comes first
+        merge_into(staging, tree)
+        for relative in units(tree):
+            winners.setdefault(relative, tree.name)
+    # The stand-in's own record of which store tree each linked file came from (Flox keeps no such file).
+    return winners
+
+
 def build_environment(directory: Path, pointer: dict, manifest: dict) -> Path:
     """Link every package of the manifest for this system into the environment's run directory."""
     run_dir = directory / FILES["run_dir"].format(system=SYSTEM, name=pointer["name"])
     staging = run_dir.with_name(run_dir.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    explicit: list[tuple[str, Path, int]] = []
     for install_id, spec in sorted(manifest.get("install", {}).items()):
         if SYSTEM not in spec.get("systems", [SYSTEM]):
             continue
@@ -237,7 +300,13 @@ def build_environment(directory: Path, pointer: dict, manifest: dict) -> Path:
         else:
             version, entry = resolve(spec["pkg-path"], spec.get("version"))
             tree = realise(spec["pkg-path"], version, entry)
-        merge_into(staging, tree)
+        explicit.append((install_id, tree, int(spec.get("priority", 5))))
+    try:
+        winners = link_packages(staging, explicit, manifest.get("options", {}).get("activate", {}).get("mode") == "run")
+    except Refused:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    (staging / "stand-in-links.json").write_text(json.dumps(winners, indent=1, sort_keys=True) + "\n")
     shutil.rmtree(run_dir, ignore_errors=True)
     os.replace(staging, run_dir)
     return run_dir

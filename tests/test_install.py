@@ -313,3 +313,89 @@ def test_install_for_another_cpu_architecture_is_refused_before_anything_runs(tm
                                  "--org", "acme", "--dir", str(tmp_path / "p"), "--dry-run"])
     assert result.exit_code == 2 and "`pickvariant detect` and `recipe` serve other machines" in result.stderr
     assert fake_flox() == []
+
+
+H100 = ["--cpuinfo", str(cpuinfo_path("linux-unknown-sapphirerapids")), "--gpu", "9.0", "--driver", "580.95.05"]
+VISION = "torchvision-python313-cuda13_1-sm90-avx512"
+TORCH_210 = "pytorch-python313-cuda13_1-sm90-avx512"
+
+
+def publish_companions(fake_flox, extra: dict[str, dict]) -> None:
+    entries = fake_flox.catalog()
+    entries.update(extra)
+    fake_flox.write_catalog(entries)
+
+
+def separate_vision(fake_flox) -> dict[str, dict]:
+    """acme's torchvision as build-torchvision builds it: its own torch 2.10.0, propagated."""
+    return {
+        "acme/torch-for-torchvision": {"kind": "site-packages", "versions": ["2.10.0"], "members": ["tester"], "site_packages": fake_flox.site_packages},
+        f"acme/{VISION}": {"kind": "companion", "module": "torchvision", "versions": ["0.25.0"], "members": ["tester"],
+                           "propagates": ["acme/torch-for-torchvision@2.10.0"]},
+    }
+
+
+def test_install_with_a_separately_built_companion_installs_it_alone_and_its_torch_is_the_one_linked(tmp_path, fake_flox) -> None:
+    require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
+    publish_companions(fake_flox, separate_vision(fake_flox))
+    target = tmp_path / "env"
+    result = runner.invoke(app, ["install", *H100, "--with", "torchvision", "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert result.exit_code == 0, result.output
+    installed = manifest(target)["install"]
+    assert set(installed) == {VISION, "python313"}  # the variant itself is not installed beside it
+    assert "installed alone" in result.stdout and "two PyTorch builds in one process" in result.stdout
+    run_dir = next((target / ".flox" / "run").iterdir())
+    winners = json.loads((run_dir / "stand-in-links.json").read_text())
+    (torch_init,) = [path for path in winners if path.endswith("/site-packages/torch/__init__.py")]
+    assert winners[torch_init].endswith("-torch-for-torchvision-2.10.0")  # the torch torchvision was built against
+
+
+def test_two_explicit_torches_fail_as_flox_fails_and_the_variant_beside_a_separate_companion_wins_silently(tmp_path, fake_flox) -> None:
+    """What pickvariant's plans avoid: Flox refuses two installed torches at one priority, and links an installed torch over
+    the one a companion propagates without a word (dev mode), leaving the companion's extension with a torch it was not built with."""
+    require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
+    publish_companions(fake_flox, separate_vision(fake_flox))
+    naive = tmp_path / "naive"
+    subprocess.run(["flox", "init", "-d", str(naive)], check=True, capture_output=True)
+    both = subprocess.run(["flox", "install", "-d", str(naive), f"acme/{TORCH_210}@2.10.0", "acme/torch-for-torchvision@2.10.0"],
+                          capture_output=True, text=True, check=False)
+    assert both.returncode == 1
+    assert (f"ERROR: Failed to construct environment: '{TORCH_210}' conflicts with 'torch-for-torchvision'. "
+            "Both packages provide the file '__init__.py'") in both.stderr
+    assert "setting the priority of the preferred package to a value lower than '5'" in both.stderr
+    assert "install" not in manifest(naive) or not manifest(naive)["install"]  # transactional: nothing was added
+    beside = subprocess.run(["flox", "install", "-d", str(naive), f"acme/{TORCH_210}@2.10.0", f"acme/{VISION}"], capture_output=True, text=True, check=False)
+    assert beside.returncode == 0, beside.stderr
+    store = fake_flox.state / "store"
+    (explicit,) = [path for path in store.iterdir() if path.name.endswith(f"-{TORCH_210}-2.10.0")]
+    run_dir = next((naive / ".flox" / "run").iterdir())
+    winners = json.loads((run_dir / "stand-in-links.json").read_text())
+    # The environment's torch is the installed one's store tree, not the one torchvision was built against.
+    (torch_init,) = [path for path in winners if path.endswith("/site-packages/torch/__init__.py")]
+    assert winners[torch_init] == explicit.name and winners[torch_init.replace("torch/__init__.py", "torchvision/__init__.py")].endswith(VISION + "-0.25.0")
+
+
+def test_install_with_an_in_repo_companion_installs_both_and_links_one_torch(tmp_path, fake_flox) -> None:
+    pascal = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-ivybridge")), "--gpu", "6.1", "--driver", "580.95.05", "--torch", "2.8"]
+    require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
+    vision, variant = "torchvision-python313-cuda12_8-sm61-avx", "pytorch-python313-cuda12_8-sm61-avx"
+    publish_companions(fake_flox, {f"acme/{vision}": {"kind": "companion", "module": "torchvision", "versions": ["0.23.0"], "members": ["tester"],
+                                                      "propagates": [f"acme/{variant}@2.8.0"]}})
+    target = tmp_path / "env"
+    result = runner.invoke(app, ["install", *pascal, "--with", "torchvision", "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert result.exit_code == 0, result.output
+    assert set(manifest(target)["install"]) == {variant, vision, "python313"}
+    assert "one torch derivation, which Flox links once" in result.stdout
+    winners = json.loads((next((target / ".flox" / "run").iterdir()) / "stand-in-links.json").read_text())
+    (torch_init,) = [path for path in winners if path.endswith("/site-packages/torch/__init__.py")]
+    assert winners[torch_init].endswith(f"-{variant}-2.8.0")  # torchvision propagates that very store path: linked once
+
+
+def test_install_with_refuses_what_no_environment_can_hold_and_what_it_cannot_build(tmp_path, fake_flox) -> None:
+    both = runner.invoke(app, ["install", *H100, "--with", "torchvision,vllm", "--org", "acme", "--dir", str(tmp_path / "e"), "--dry-run"])
+    if both.exit_code == 0:  # no set at all on this machine is also an answer; a set of two own torches must not install
+        raise AssertionError(both.output)
+    assert both.exit_code == 3
+    built = runner.invoke(app, ["install", *H100, "--with", "torchvision", "--dir", str(tmp_path / "e"), "--dry-run"])
+    assert built.exit_code == 2 and "--with installs the set as published in a Flox organisation" in built.stderr
+    assert fake_flox() == []

@@ -20,8 +20,8 @@ from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import Command, capture, run, tail
 from pickvariant._base.records import record
-from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.install import floxcontract
+from pickvariant.catalog.model import Catalog, Companion, Variant
+from pickvariant.install import floxcontract, stack
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
@@ -115,6 +115,7 @@ def _login_check(cwd: Path) -> Command:
 def plan_install(
     variant: Variant, catalog: Catalog, org: str | None, build: bool, target_dir: Path, build_dir: Path | None,
     force: bool, env: Mapping[str, str] | None = None, generate: bool = False, repo: str | None = None,
+    companions: Sequence[Companion] = (),
 ) -> Plan:
     env = os.environ if env is None else env
     given_as = "--org"
@@ -124,6 +125,15 @@ def plan_install(
     # Every flox command names its directory with -d, so it may run from anywhere that exists.
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
+    if companions:
+        org = stack.require_published(org, build)
+        check_org(org, given_as)
+        packages, notes = stack.set_packages(variant, companions, org)
+        if packages[0].startswith(f"{org}/{variant.package}@"):
+            _check_not_installed_differently(target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch})
+        install, more = _environment_commands(target_dir, cwd, [*packages, python], f"install {', '.join(packages)} and Python {variant.python} in one transaction")
+        return Plan(variant, "published", target_dir, (_login_check(cwd), *install), notes=tuple(notes + more),
+                    creates_environment=not floxcontract.has_environment(target_dir))
     if org is not None and not build:
         check_org(org, given_as)
         # @VERSION: several branches publish the same package name with different PyTorch versions.
