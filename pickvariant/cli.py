@@ -22,8 +22,8 @@ import typer
 
 from pickvariant import __version__, api, commandline, console
 from pickvariant._base.errors import BadInput, PickVariantError
-from pickvariant._base.request import WORKLOADS, Request
-from pickvariant._base.text import visible, visible_lines
+from pickvariant._base.request import WORKLOADS, Request, projects_from
+from pickvariant._base.text import visible_lines
 
 if TYPE_CHECKING:
     from pickvariant.catalog.model import Catalog
@@ -397,6 +397,7 @@ def verify(
     package: Annotated[Optional[str], typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level).")] = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="The branch of --package, where several build it.")] = None,
     org: Annotated[Optional[str], typer.Option("--org", help="With --package: probe the variant this Flox organisation published, in a throwaway environment (needs a FloxHub login).")] = None,
+    with_: Annotated[Optional[list[str]], typer.Option("--with", help="Also import these companions, run one operation of each on every GPU and check one libtorch is loaded (env PICKVARIANT_WITH).", metavar="PROJECT")] = None,
     format: Any = commandline.FORMAT,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
@@ -407,6 +408,7 @@ def verify(
         raise BadInput("--branch names the branch of --package: give the package too")
     catalog = _catalog()
     variant = catalog.variant(package, branch) if package else None
+    companions = (Request(with_projects=projects_from(with_, "--with")) if with_ else Request()).with_environment(os.environ).with_projects
     if org is not None:
         from pickvariant.install import flow as installer
 
@@ -417,9 +419,9 @@ def verify(
         with installer.published_interpreter(variant, catalog, org) as throwaway:
             for line in throwaway.notes:
                 typer.echo(f"note: {line}")
-            result = verifier.verify(throwaway.python, catalog, variant, quick)
+            result = verifier.verify(throwaway.python, catalog, variant, quick, companions=companions)
     else:
-        result = verifier.verify([python] if python else _default_python(), catalog, variant, quick)
+        result = verifier.verify([python] if python else _default_python(), catalog, variant, quick, companions=companions)
     if format is Format.json:
         typer.echo(json.dumps(verdict.verify_json(result), indent=2))
     else:
@@ -464,14 +466,6 @@ def root(
     """Pick, build and verify the right custom PyTorch variant for this machine."""
 
 
-def _usage_line(error: Any) -> str:
-    """click's usage error as one line, with where to read more (click's own form spans three lines)."""
-    # typer 0.25+ validates through pydantic, whose wording ("Value error, …") says nothing to a user.
-    message = visible(error.format_message().replace("Value error, ", ""))
-    ctx = getattr(error, "ctx", None)
-    return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"
-
-
 def main(argv: Optional[list[str]] = None) -> int:
     """Console entry point: click's usage errors become one line on stderr and exit 2."""
     # click's UsageError from wherever this typer takes click: newer typer (0.27, 0.29) carries its own copy,
@@ -487,7 +481,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             # `pickvariant` alone: the help itself, as click shows it, not squeezed into one line.
             error.show()
             return error.exit_code
-        print(_usage_line(error), file=sys.stderr)
+        print(console.usage_line(error), file=sys.stderr)
         return 2
     except typer.Abort:
         print("pickvariant: aborted", file=sys.stderr)

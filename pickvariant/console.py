@@ -17,6 +17,10 @@ from pickvariant._base.errors import PickVariantError
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible, visible_lines
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path
+if TYPE_CHECKING:
+    from typing import Any
+
 OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT})
 INTERRUPTED = 130
 
@@ -72,3 +76,11 @@ def detect_json(request: Request, compact: bool = False, label: str | None = Non
     if label is not None:
         document = {"label": label, **document}
     return (json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)), choice
+
+
+def usage_line(error: Any) -> str:
+    """click's usage error as one line, with where to read more (click's own form spans three lines)."""
+    # typer 0.25+ validates through pydantic, whose wording ("Value error, …") says nothing to a user.
+    message = visible(error.format_message().replace("Value error, ", ""))
+    ctx = getattr(error, "ctx", None)
+    return f"pickvariant: {message} (see '{ctx.command_path} --help')" if ctx is not None else f"pickvariant: {message}"

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -310,3 +311,52 @@ def test_a_torch_without_cudnn_passes_with_a_note_and_layer_speeds_unjudged(cata
     assert "percent_of_peak" not in verdict.findings[0] and round(verdict.findings[0]["percent_of_bare_loop"]) == 95
     with_cudnn = judge(probe | {"cudnn": 91900}, catalog, _two_h200s(catalog), None)
     assert not any("no cuDNN" in reason for reason in with_cudnn.reasons) and "percent_of_peak" in with_cudnn.findings[0]
+
+
+def fake_companion(site: Path, built_against: str) -> None:
+    """A torchvision as a distribution installs it (a module and its metadata, `Requires-Dist: torch==X`), whose ops are
+    torch's own: the real probe imports it, reads its metadata and runs its operations on the real CPU torch."""
+    package = site / "torchvision"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('__version__ = "0.99.0"\nfrom . import ops\n')
+    (package / "ops.py").write_text(
+        "import torch\n"
+        "def nms(boxes, scores, threshold):\n"
+        "    order, keep = scores.argsort(descending=True).tolist(), []\n"
+        "    for i in order:\n"
+        "        if all(float(_iou(boxes[i], boxes[j])) <= threshold for j in keep):\n"
+        "            keep.append(i)\n"
+        "    return torch.tensor(keep)\n"
+        "def _iou(a, b):\n"
+        "    lt, rb = torch.maximum(a[:2], b[:2]), torch.minimum(a[2:], b[2:])\n"
+        "    inter = (rb - lt).clamp(min=0).prod()\n"
+        "    return inter / ((a[2:] - a[:2]).prod() + (b[2:] - b[:2]).prod() - inter)\n"
+        "def roi_align(features, rois, output_size, spatial_scale, sampling_ratio, aligned):\n"
+        "    return torch.nn.functional.adaptive_avg_pool2d(features, output_size)\n")
+    info = site / "torchvision-0.99.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torchvision\nVersion: 0.99.0\nRequires-Dist: torch=={built_against}\n")
+
+
+def test_verify_with_imports_each_companion_runs_its_operations_and_checks_the_torch_it_was_built_against(tmp_path, monkeypatch, catalog) -> None:
+    require(importlib.util.find_spec("torch") is not None, "torch is not installed (pip install torch==2.13.0)")
+    import torch
+
+    release = torch.__version__.split("+")[0]
+    for built_against, passes in ((release, True), ("2.10.0", False)):
+        site = tmp_path / built_against
+        fake_companion(site, built_against)
+        monkeypatch.setenv("PYTHONPATH", str(site))
+        probe, problem = run_probe([sys.executable], quick=True, companions=("torchvision", "torchaudio"))
+        assert probe is not None, problem
+        vision, audio = probe["companions"]
+        assert vision["imported"] and vision["built_against"] == built_against and {op["name"] for op in vision["ops"]} == {
+            "torchvision.ops.nms", "torchvision.ops.roi_align"}
+        assert all(op["ok"] for op in vision["ops"]), vision["ops"]
+        assert len(probe["libtorch"]) == 1  # one libtorch mapped into the probe's process
+        verdict = judge(probe, catalog, host(catalog, "linux-rhel7-haswell"), None)
+        failures = [reason for reason in verdict.reasons if "torchvision 0.99.0 was built against torch 2.10.0" in reason]
+        assert bool(failures) != passes
+        # torchaudio is not installed in this interpreter: named, and a failure
+        assert not audio["imported"] and not verdict.passed
+        assert any(reason.startswith("torchaudio does not import in this interpreter: ModuleNotFoundError") for reason in verdict.reasons)

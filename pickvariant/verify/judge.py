@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +52,16 @@ class VerifyResult:
     health: tuple[dict[str, Any], ...] = ()
 
 
-def probe_argv(python: list[str], quick: bool, info_only: bool = False) -> list[str]:
+def probe_argv(python: list[str], quick: bool, info_only: bool = False, companions: Sequence[str] = ()) -> list[str]:
     """The command line that runs the probe in `python` (install's --dry-run prints it as it will run)."""
-    return [*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
+    return ([*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
+            + ([f"--with={','.join(companions)}"] if companions else []))
 
 
-def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s: float | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s: float | None = None,
+              companions: Sequence[str] = ()) -> tuple[dict[str, Any] | None, str | None]:
     """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch, a flood of output)."""
-    args = probe_argv(python, quick, info_only)
+    args = probe_argv(python, quick, info_only, companions)
     limit = timeout_s or (QUICK_TIMEOUT_S if quick or info_only else FULL_TIMEOUT_S)
     done = capture(args, limit, MAX_PROBE_OUTPUT, "the probe")
     if done.problem is not None:
@@ -187,6 +190,8 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
                 f"{check['name']} on {where}: {rate_text(check)} is {finding['percent_of_peak']:.0f}% of the GPU's peak {peak:g} TFLOP/s, "
                 f"more than it can do: a measurement error (the timing did not cover the work), so the figure is not trusted"
             )
+    if "companions" in probe:
+        _judge_companions(probe, labels, failures, reasons)
     if variant is not None:
         mismatches = variant_mismatches(probe, variant, catalog)
         failures.extend(f"this torch is not {variant.package}: {mismatch}" for mismatch in mismatches)
@@ -194,6 +199,37 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
             reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
     passed = not failures
     return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings), speed_verdict(findings))
+
+
+def _judge_companions(probe: dict[str, Any], labels: dict[str, str], failures: list[str], reasons: list[str]) -> None:
+    """verify --with: each companion imports, was built against this torch, and runs its own operation on every device;
+    exactly one libtorch is mapped into the process."""
+    torch_release = str(probe["torch"]).split("+", 1)[0]
+    for entry in probe["companions"]:
+        project = entry["project"]
+        if not entry["imported"]:
+            failures.append(f"{project} does not import in this interpreter: {entry.get('error', 'unknown error')}")
+            continue
+        against = entry.get("built_against")
+        if against is None:
+            reasons.append(f"{project} {entry.get('version') or ''} does not say which torch it was built against (no torch== in its metadata)".replace("  ", " "))
+        elif against.split("+", 1)[0] != torch_release:
+            failures.append(f"{project} {entry.get('version') or ''} was built against torch {against}; the torch this interpreter imports is {probe['torch']}")
+        else:
+            reasons.append(f"{project} {entry.get('version') or ''} was built against this torch ({against})")
+        for op in entry["ops"]:
+            where = labels.get(op["device"], op["device"])
+            if op["ok"]:
+                reasons.append(f"{op['name']} on {where}: ok")
+            else:
+                failures.append(f"{op['name']} on {where}: {op.get('error', 'failed')}")
+    mapped = probe.get("libtorch")
+    if mapped is None:
+        reasons.append("how many libtorch builds this process maps could not be read (/proc/self/maps)")
+    elif len(mapped) > 1:
+        failures.append(f"{len(mapped)} libtorch builds are loaded in one process ({', '.join(mapped)}): a companion brought its own torch")
+    else:
+        reasons.append(f"one libtorch is loaded in the process ({', '.join(mapped) or 'none found'})")
 
 
 def speed_verdict(findings: list[dict[str, Any]]) -> tuple[str, ...]:
@@ -290,7 +326,8 @@ def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> flo
     return peak.tflops.get(check["dtype"]) if peak else None
 
 
-def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: bool, facts: HostFacts | None = None) -> VerifyResult:
+def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: bool, facts: HostFacts | None = None,
+           companions: Sequence[str] = ()) -> VerifyResult:
     if facts is None:
         from pickvariant.machine.facts import gather_facts
 
@@ -298,7 +335,7 @@ def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: 
     from pickvariant.machine.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:
-        probe, problem = run_probe(python, quick)
+        probe, problem = run_probe(python, quick, companions=companions)
     if probe is None:
         return VerifyResult(False, (problem or "the probe failed",))
     result = judge(probe, catalog, facts, variant)

@@ -315,6 +315,7 @@ def mps_available(torch) -> bool | None:
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     info_only = "--info" in argv
+    companions = [name for arg in argv if arg.startswith("--with=") for name in arg.removeprefix("--with=").split(",") if name]
     import torch
 
     report = {
@@ -345,6 +346,14 @@ def main(argv: list[str]) -> int:
                     device["kernel_ran"] = False
                     device["error"] = f"{type(error).__name__}: {error}"[:300]
             report["devices"].append(device)
+    if companions:
+        if __package__:
+            from pickvariant.verify.companion_probe import check_companions, loaded_libtorch
+        else:  # run as a script in the target interpreter: the module beside this file
+            from companion_probe import check_companions, loaded_libtorch  # type: ignore[import-not-found,no-redef]
+        ready = [f"cuda:{device['index']}" for device in report["devices"] if device.get("kernel_ran")]
+        report["companions"] = check_companions(companions, ready or ["cpu"], torch)
+        report["libtorch"] = loaded_libtorch()
     if info_only:
         print(json.dumps(report))
         return 0
