@@ -6,14 +6,7 @@
 # bare-loop comparison (sequential against interleaved, issue 27.17).
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-# The image's own packages where it has them; carried wheels from .whl only for what is missing.
-for module in typer:typer pynvml:nvidia-ml-py rich:rich packaging:packaging archspec:archspec cpuinfo:py-cpuinfo \
-    jsonschema:jsonschema fastjsonschema:fastjsonschema tree_sitter:tree-sitter tree_sitter_nix:tree-sitter-nix highspy:highspy; do
-  python3 -c "import ${module%%:*}" 2>/dev/null || pip install -q --no-index --find-links .whl --target /tmp/site "${module##*:}" >>"$OUT/pip.txt" 2>&1
-done
-export PYTHONPATH=/tmp/site:$PWD
-pv() { python3 -m pickvariant "$@"; }
-step() { name=$1; shift; echo "\$ $*" >"$OUT/$name"; "$@" >>"$OUT/$name" 2>&1; echo "exit $?" >>"$OUT/$name"; }
+. benchmarks/gpu_env.sh
 
 {
   python3 -c 'import sys, torch, typer; print("python", sys.version.split()[0], "torch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "typer", typer.__version__)'

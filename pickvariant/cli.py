@@ -356,6 +356,7 @@ def plan(
     max_variants: Annotated[Optional[int], typer.Option("--max-variants", help="Use at most this many variants: the best assignment within them, naming who gets less or nothing.")] = None,
     workload: Any = commandline.WORKLOAD,
     python_version: Any = commandline.PYTHON,
+    with_: Any = commandline.WITH,
     format: Any = commandline.FORMAT,
 ) -> None:
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
@@ -374,7 +375,7 @@ def plan(
     catalog = _catalog()
     with reading_progress(cluster_input.input_size(inputs, sys.stdin.buffer)) as on_progress:
         read = cluster_input.read_inputs(inputs, sys.stdin.buffer, on_progress)
-    request = _request({"workload": workload, "python_version": python_version}).with_environment(os.environ)
+    request = _request({"workload": workload, "python_version": python_version, "with_": with_}).with_environment(os.environ)
     result = planner.make_plan(read, catalog, request, max_variants)
     if format is Format.json:
         typer.echo(json.dumps(planner.plan_json(result), indent=2))

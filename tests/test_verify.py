@@ -335,7 +335,9 @@ def fake_companion(site: Path, built_against: str) -> None:
         "    return torch.nn.functional.adaptive_avg_pool2d(features, output_size)\n")
     info = site / "torchvision-0.99.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torchvision\nVersion: 0.99.0\nRequires-Dist: torch=={built_against}\n")
+    # Older wheels write the pin "torch (==2.10.0)", newer ones "torch==2.11.0": both are read.
+    pin = f"torch (=={built_against})" if built_against.startswith("2.10") else f"torch=={built_against}"
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torchvision\nVersion: 0.99.0\nRequires-Dist: numpy\nRequires-Dist: {pin}\n")
 
 
 def test_verify_with_imports_each_companion_runs_its_operations_and_checks_the_torch_it_was_built_against(tmp_path, monkeypatch, catalog) -> None:
@@ -360,3 +362,10 @@ def test_verify_with_imports_each_companion_runs_its_operations_and_checks_the_t
         # torchaudio is not installed in this interpreter: named, and a failure
         assert not audio["imported"] and not verdict.passed
         assert any(reason.startswith("torchaudio does not import in this interpreter: ModuleNotFoundError") for reason in verdict.reasons)
+    # A build against another torch that fails to import (as torchvision 0.25.0 does beside torch 2.11 on the device:
+    # "operator torchvision::nms does not exist") is named with the torch it was built against.
+    (tmp_path / "2.10.0" / "torchvision" / "__init__.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
+    probe, problem = run_probe([sys.executable], quick=True, companions=("torchvision",))
+    assert probe is not None, problem
+    verdict = judge(probe, catalog, host(catalog, "linux-rhel7-haswell"), None)
+    assert f"torchvision does not import in this interpreter: RuntimeError: operator torchvision::nms does not exist (it was built against torch 2.10.0; this torch is {torch.__version__})" in verdict.reasons

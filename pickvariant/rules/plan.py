@@ -11,15 +11,17 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible
-from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts, facts_from_json
+from pickvariant.rules import stack
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
 
@@ -48,12 +50,16 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
             profiles.append(Profile(None, (), f"its facts are unusable: {error}", "unreadable facts"))
             continue
         decision = decide(facts, catalog, options, with_hints=False)
+        candidates = decision.candidates
+        if options.with_projects:
+            # A node can be given only a variant whose PyTorch every companion asked for is built on.
+            candidates = tuple(v for v in candidates if stack.companions_for(catalog, v, options.with_projects) is not None)
         why = None
-        if not decision.candidates:
+        if not candidates:
             # What detect would say on that node: its last reason and its hints (a driver that would help, ...).
             told = decide(facts, catalog, options)
             why = "; ".join(told.reasons[-1:] + told.hints) or "no variant fits"
-        profiles.append(Profile(facts, decision.candidates, why, _summary(facts)))
+        profiles.append(Profile(facts, candidates, why, _summary(facts)))
     return profiles
 
 
@@ -163,6 +169,8 @@ class ClusterPlan:
     bad_count: int
     profile_count: int
     duplicate_labels: tuple[str, ...] = ()
+    # With --with: each chosen variant's companions, by (branch, package).
+    companions: Mapping[tuple[str, str], tuple[Companion, ...]] = MappingProxyType({})
 
 
 def cost_of(best: Variant, got: Variant) -> str:
@@ -225,14 +233,18 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
         (catalog.variants[v], served[v], tuple(sorted(covers[v])))
         for v in sorted(solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package))
     )
+    companions = {(v.branch, v.package): stack.companions_for(catalog, v, options.with_projects) or ()
+                  for v, _, _ in chosen_variants} if options.with_projects else {}
     return ClusterPlan(chosen_variants, tuple(nodes), solution, len(inputs.labels), tuple(inputs.bad), inputs.bad_count, len(profiles),
-                       tuple(inputs.duplicate_labels()))
+                       tuple(inputs.duplicate_labels()), companions)
 
 
 def plan_json(plan: ClusterPlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "variants": [{"branch": v.branch, "package": v.package, "nodes": count} for v, count, _ in plan.variants],
+        "variants": [{"branch": v.branch, "package": v.package, "nodes": count,
+                      **({"companions": [{**c.identity(), "relation_to_variant": stack.relation(c, v)} for c in plan.companions[(v.branch, v.package)]]}
+                         if plan.companions else {})} for v, count, _ in plan.variants],
         "nodes": [{"label": n.label, "branch": n.variant.branch if n.variant else None, "package": n.variant.package if n.variant else None,
                    "rank": n.rank, "why": n.why} for n in plan.nodes],
         "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
@@ -303,6 +315,8 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
             labels_of[(node.variant.branch, node.variant.package)].append(node.label)
     for variant, count, summaries in plan.variants:
         out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
+        out += [f"{sub_item}with {code(c.package)} ({c.repo} {c.branch}): {stack.relation(c, variant)}"
+                for c in plan.companions.get((variant.branch, variant.package), ())]
         out += [f"{sub_item}covers {summary}" for summary in summaries[:6]]
         out.append(f"{sub_item}nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
     downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
@@ -321,6 +335,11 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         steps = (["git", "checkout", variant.branch], ["flox", "build", variant.package], ["flox", "publish", "-o", org or "ORG", variant.package])
         command = " && ".join(shlex.join(step) for step in steps)
         out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
+        for companion in plan.companions.get((variant.branch, variant.package), ()):
+            if companion.torch_relation == "identical":
+                continue  # built with the variant, in the same clone: flox build builds it there
+            steps = (["git", "checkout", companion.branch], ["flox", "build", companion.package], ["flox", "publish", "-o", org or "ORG", companion.package])
+            out.append(f"{sub_item}in a clone of {companion.repo}: {code(' && '.join(shlex.join(step) for step in steps))}")
     if plan.duplicate_labels:
         out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
         out += [f"{item}{said}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]

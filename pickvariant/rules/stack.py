@@ -72,6 +72,21 @@ def _as_variant(companion: Companion, paired: Variant) -> Variant:
     return replace(paired, package=companion.package, path=companion.path)
 
 
+def companions_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) -> tuple[Companion, ...] | None:
+    """The companion of each project on `variant`'s PyTorch, best first by relation; None when a project has none.
+
+    Its axes are the variant's, so what the variant runs on, the set runs on (plan asks this of every candidate)."""
+    known, _ = catalog.derive("companion index", lambda: _index(catalog))
+    axes = axes_of(variant)
+    chosen = []
+    for project in projects:
+        found = known.get((project, axes, variant.torch), ())
+        if not found:
+            return None
+        chosen.append(min(found, key=lambda c: _rank(c, variant)))
+    return tuple(chosen)
+
+
 def pick_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence[str], facts: HostFacts,
              targets: tuple[GpuFacts, ...]) -> SetPick:
     """The best-ranked candidate for which every project has a companion on its PyTorch, and those companions."""

@@ -15,7 +15,8 @@ import importlib.metadata
 import re
 
 _LIBTORCH = re.compile(r"/(libc10|libtorch_cpu)\.so[^/]*$")
-_TORCH_PIN = re.compile(r"^torch\s*==\s*([0-9][^;,\s]*)")
+# "torch==2.11.0", or as older wheel metadata writes it, "torch (==2.10.0)".
+_TORCH_PIN = re.compile(r"^torch\s*\(?\s*==\s*([0-9][^;,\s)]*)")
 
 
 def loaded_libtorch() -> list[str] | None:
@@ -94,14 +95,15 @@ def check_companions(projects: list[str], devices: list[str], torch) -> list[dic
     """One entry per project: imported, its version, the torch it was built against, and its operations per device."""
     results = []
     for project in projects:
-        entry = {"project": project, "imported": False, "version": None, "built_against": None, "ops": []}
+        # Read from its metadata before the import: a build against another torch often fails to import at all.
+        entry = {"project": project, "imported": False, "version": None, "built_against": built_against(project), "ops": []}
         try:
             module = importlib.import_module(project)
         except Exception as error:  # an undefined symbol of a mismatched build lands here
             entry["error"] = f"{type(error).__name__}: {error}"[:300]
             results.append(entry)
             continue
-        entry.update(imported=True, version=getattr(module, "__version__", None), built_against=built_against(project))
+        entry.update(imported=True, version=getattr(module, "__version__", None))
         for device in devices:
             entry["ops"].extend(_OPS[project](module, device, torch))
         results.append(entry)

@@ -207,10 +207,11 @@ def _judge_companions(probe: dict[str, Any], labels: dict[str, str], failures: l
     torch_release = str(probe["torch"]).split("+", 1)[0]
     for entry in probe["companions"]:
         project = entry["project"]
-        if not entry["imported"]:
-            failures.append(f"{project} does not import in this interpreter: {entry.get('error', 'unknown error')}")
-            continue
         against = entry.get("built_against")
+        if not entry["imported"]:
+            built = f" (it was built against torch {against}; this torch is {probe['torch']})" if against and against.split("+", 1)[0] != torch_release else ""
+            failures.append(f"{project} does not import in this interpreter: {entry.get('error', 'unknown error')}{built}")
+            continue
         if against is None:
             reasons.append(f"{project} {entry.get('version') or ''} does not say which torch it was built against (no torch== in its metadata)".replace("  ", " "))
         elif against.split("+", 1)[0] != torch_release:
