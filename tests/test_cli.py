@@ -328,3 +328,17 @@ def test_the_same_what_if_gives_the_same_bytes_whatever_the_hash_seed(argv) -> N
     outputs = {subprocess.run([sys.executable, "-m", "pickvariant", "detect", "--format", "json", *argv], capture_output=True, check=False,
                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 9)}
     assert len(outputs) == 1 and b'"hints"' in next(iter(outputs))
+
+
+def test_detect_json_without_with_imports_nothing_it_does_not_need() -> None:
+    """detect --format json answers without typer, rich, typing, dataclasses or the companions (issue 28: "detect without
+    --with exactly as fast as before"): each of these costs milliseconds on every call (benchmarks/detect_speed.py)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "pickvariant", "detect", "--format", "json", "--no-gpu",
+                           "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-500:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    for module in ("typer", "rich", "typing", "dataclasses", "tempfile", "pickvariant.catalog.stack", "pickvariant.rules.stack", "jsonschema"):
+        assert module not in imported, module

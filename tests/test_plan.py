@@ -465,3 +465,26 @@ def test_a_real_ansible_ad_hoc_run_in_its_oneline_format_feeds_plan(tmp_path) ->
     assert sorted(node["label"] for node in plan["nodes"]) == ["n1", "n2"]
     # A failed host gets Ansible's oneline and its "FAILED! =>" detail: both are named, neither is a node.
     assert plan["input"]["bad_lines"] >= 1 and all("for broken" in bad["why"] for bad in plan["input"]["bad"])
+
+
+def test_plan_with_a_companion_covers_the_cluster_with_the_fewest_sets(tmp_path) -> None:
+    """Two H100 nodes (drivers 580 and 570) and a CPU node, with torchvision: the 570 node can have no set on torch
+    2.10.0, so both H100s share the 2.9.1 set (one set, not two), and each set names its torchvision."""
+    sapphire = cpuinfo_path("linux-unknown-sapphirerapids")
+    lines = [detect_line("h100-new", sapphire, ["9.0"], "580.95.05"), detect_line("h100-old", sapphire, ["9.0"], "570.124.06"),
+             detect_line("cpu-1", HASWELL, [], None)]
+    alone = run_plan(tmp_path, lines)
+    data = run_plan(tmp_path, lines, "--with", "torchvision")
+    sets = {row["package"]: row for row in data["variants"]}
+    assert len(sets) == 2 and len(alone["variants"]) >= 2
+    h100 = sets["pytorch-python313-cuda12_9-sm90-avx512"]
+    (vision,) = h100["companions"]
+    assert (vision["package"], vision["torch"], h100["nodes"]) == ("torchvision-python313-cuda12_9-sm90-avx512", "2.9.1", 2)
+    nodes = {node["label"]: node for node in data["nodes"]}
+    assert nodes["h100-new"]["package"] == "pytorch-python313-cuda12_9-sm90-avx512" and nodes["h100-new"]["rank"] > 1
+    assert all(row["companions"] and row["companions"][0]["torch"] == sets[package]["companions"][0]["torch"] for package, row in sets.items())
+    text = runner.invoke(app, ["plan", str(tmp_path / "cluster.jsonl"), "--with", "torchvision"]).stdout
+    assert "in a clone of https://github.com/barstoolbluz/build-torchvision: git checkout pytorch-2.9 && flox build torchvision-python313-cuda12_9-sm90-avx512" in text
+    # A companion no node can have is each node's reason, as detect gives it.
+    none = run_plan(tmp_path, lines, "--with", "torchaudio")
+    assert not none["variants"] and all("no torchaudio recipe is built on the PyTorch" in node["why"] for node in none["nodes"])

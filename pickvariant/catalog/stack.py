@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
@@ -18,6 +17,10 @@ from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
 from pickvariant.catalog.load import DATA_DIR, HARDWARE_KEY, check_hardware, load_json
 from pickvariant.catalog.model import Catalog, Companion, Source
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = DATA_DIR / "companions.schema.json"
 

@@ -8,7 +8,6 @@ from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.decide import Decision
-from pickvariant.rules.stack import relation
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -54,6 +53,8 @@ def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] 
 
 def companions_json(decision: Decision) -> list[dict[str, Any]]:
     """One row per companion chosen with the recommendation: its identity, and how its torch relates to the recommended one."""
+    from pickvariant.rules.stack import relation  # only a decision with companions reads them
+
     assert decision.variant is not None
     return [{**companion.identity(), "relation_to_recommendation": relation(companion, decision.variant)} for companion in decision.companions]
 

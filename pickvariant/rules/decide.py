@@ -24,7 +24,7 @@ from pickvariant._base.versions import ComputeCapability, release_matches, versi
 from pickvariant.catalog.model import MPS, Branch, Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, cuda_visible_count
-from pickvariant.rules import explain, stack
+from pickvariant.rules import explain
 from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE,
     driver_rejection,
@@ -138,6 +138,8 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
     chosen = candidates[0]
     companions: tuple[Companion, ...] = ()
     if options.with_projects:
+        from pickvariant.rules import stack  # only a decision with companions reads them
+
         pick = stack.pick_set(catalog, candidates, options.with_projects, facts, targets)
         rejected.extend(pick.rejected)
         hints = _set_driver_hints(facts, catalog, options, pick.variant, chosen) if with_hints else []
