@@ -313,7 +313,8 @@ def install(
     plan = installer.plan_install(variant, catalog, org, build, directory.resolve(), build_dir.resolve() if build_dir else None, force,
                                   generate=generate, repo=repo, companions=decision.companions if package is None else ())
     python = installer.interpreter_for(plan)
-    probe = None if no_verify else verifier.probe_argv(python, quick=True)
+    projects = tuple(companion.project for companion in plan.companions)
+    probe = None if no_verify else verifier.probe_argv(python, quick=True, companions=projects)
     typer.echo(f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})")
     for reason in decision.reasons if package is None else (f"chosen with --package{' (forced)' if force else ''}",):
         typer.echo(f"  why: {reason}")
@@ -341,7 +342,7 @@ def install(
     if probe is None:
         typer.echo("Verify: skipped (--no-verify)")
         return
-    result = verifier.verify(python, catalog, variant, quick=True)
+    result = verifier.verify(python, catalog, variant, quick=True, companions=projects)
     typer.echo(f"Verify: {'PASS' if result.passed else 'FAIL'} — {'; '.join(result.reasons[:3])}")
     if not result.passed:
         raise typer.Exit(1)

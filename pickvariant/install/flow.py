@@ -69,6 +69,8 @@ class Plan:
     recipe_source: Mapping[str, str] | None = None
     build_dir: Path | None = None
     creates_environment: bool = False
+    # With --with: the companions installed with (or, with a torch of their own, instead of) the variant.
+    companions: tuple[Companion, ...] = ()
 
 
 def _check_directory(directory: Path, option: str) -> None:
@@ -133,7 +135,7 @@ def plan_install(
             _check_not_installed_differently(target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch})
         install, more = _environment_commands(target_dir, cwd, [*packages, python], f"install {', '.join(packages)} and Python {variant.python} in one transaction")
         return Plan(variant, "published", target_dir, (_login_check(cwd), *install), notes=tuple(notes + more),
-                    creates_environment=not floxcontract.has_environment(target_dir))
+                    creates_environment=not floxcontract.has_environment(target_dir), companions=tuple(companions))
     if org is not None and not build:
         check_org(org, given_as)
         # @VERSION: several branches publish the same package name with different PyTorch versions.
