@@ -237,6 +237,27 @@ def _(ctx: Ctx) -> int:
     return code
 
 
+SAPPHIRE_H100 = ["--cpuinfo", str(cpuinfo_path("linux-unknown-sapphirerapids")), "--gpu", "9.0", "--driver", "580.95.05"]
+
+
+@row("with-unknown-torch")
+def _(ctx: Ctx) -> int:
+    result, data = ctx.detect(*SAPPHIRE_H100, "--with", "torchaudio")
+    assert data["recommendation"] is None and "companions" not in data
+    unknown = [r for r in data["rejected"] if r["choice"].startswith("torchaudio-") and "unknown torch" in r["why"]]
+    assert unknown and all("a recipe that pins nixpkgs (or imports the pytorch recipe) would settle it" in r["why"] for r in unknown)
+    assert "without --with, PyTorch alone is pytorch-python313-cuda13_1-sm90-avx512" in result.stderr
+    return result.exit_code
+
+
+@row("with-two-own-torches")
+def _(ctx: Ctx) -> int:
+    result = ctx.cli("install", *SAPPHIRE_H100, "--with", "torchvision,vllm", "--org", "acme", "--dir", str(ctx.tmp / "env"), "--yes")
+    assert "torchvision-python313-cuda12_9-sm90-avx512, vllm-python313-cuda12_9-sm90-avx512 each bring a torch of their own build" in result.stderr
+    assert ctx.flox_calls() == [] and not (ctx.tmp / "env").exists()
+    return result.exit_code
+
+
 @row("jetson-driver-number")
 def _(ctx: Ctx) -> int:
     thor = ["--cpuinfo", str(cpuinfo_path("linux-rhel9-neoverse_v2")), "--gpu", "11.0"]
@@ -583,7 +604,8 @@ def _(ctx: Ctx) -> int:
     project = ctx.tmp / "project"
     project.mkdir()
     published = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(project), "--yes", "--no-verify")
-    built = ctx.cli(*INSTALL, "--build-dir", str(ctx.tmp / "build"), "--dir", str(project), "--yes", "--no-verify")
+    # Another environment: one holding the published torch already refuses a second torch, as Flox's buildenv does.
+    built = ctx.cli(*INSTALL, "--build-dir", str(ctx.tmp / "build"), "--dir", str(ctx.tmp / "project-built"), "--yes", "--no-verify")
     assert published.exit_code == built.exit_code == 0, built.output
     assert not log.exists(), log.read_text()
     assert all(call["argv"][0] in ("auth", "init", "install", "build") for call in ctx.flox_calls())
