@@ -100,16 +100,7 @@ class RecipeClassifier:
         flag_lists = recipe.list_binding("cpuFlags")
         if not flag_lists or len(flag_lists) != 1:
             return "cpuFlags is not one literal list of compiler flags"
-        needed: set[str] = set()
-        for flag in flag_lists[0]:
-            if flag not in self.facts.compiler_flags:
-                return f"compiler flag {flag} is not in hardware.json compiler_flags, so what CPU it needs is unknown"
-            needed.update(self.facts.compiler_flags[flag])
-        beyond = sorted(needed - set(isa.requires))
-        if beyond:
-            # The build would use instructions the CPUs pickvariant gives it to may lack: SIGILL.
-            return f"its cpuFlags need {', '.join(beyond)}, which the {isa.name} rule does not require of a CPU"
-        return None
+        return flags_beyond(self.facts, flag_lists[0], isa, "cpuFlags")
 
     def _cuda(self, recipe: NixText, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         cuda = tag.replace("_", ".")
@@ -142,6 +133,21 @@ class RecipeClassifier:
             return None, "a darwin-mps recipe that uses a CUDA package set", notes
         return {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
                 "gpu_arch": MPS, "cpu_isa": None, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}, None, notes
+
+
+def flags_beyond(facts: HardwareFacts, flags: list[str], isa: Any, called: str) -> str | None:
+    """None when compiling with `flags` needs nothing the instruction set's rule does not require of a CPU, else why.
+
+    Beyond it, the build would use instructions the CPUs pickvariant gives it to may lack: SIGILL."""
+    needed: set[str] = set()
+    for flag in flags:
+        if flag not in facts.compiler_flags:
+            return f"compiler flag {flag} is not in hardware.json compiler_flags, so what CPU it needs is unknown"
+        needed.update(facts.compiler_flags[flag])
+    beyond = sorted(needed - set(isa.requires))
+    if beyond:
+        return f"its {called} need {', '.join(beyond)}, which the {isa.name} rule does not require of a CPU"
+    return None
 
 
 def names_matching(pattern: re.Pattern[str], recipe: NixText) -> set[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pickvariant._base.request import COMPANION_PROJECTS
-from pickvariant.catalog.classify import CUDA_SET, NIXPKGS_PIN, RELEASE, names_matching
+from pickvariant.catalog.classify import CUDA_SET, NIXPKGS_PIN, RELEASE, flags_beyond, names_matching
 from pickvariant.catalog.model import MPS, HardwareFacts
 from pickvariant.catalog.nixtext import NixText, NotNix, parse
 
@@ -170,15 +170,7 @@ class CompanionClassifier:
             flags = isa_flags[isa.name]
         else:
             return "no literal cpuFlags (nor a shared lib/cpu-isa.nix entry for its instruction set), so what CPU it needs is not certain"
-        needed: set[str] = set()
-        for flag in flags:
-            if flag not in self.facts.compiler_flags:
-                return f"compiler flag {flag} is not in hardware.json compiler_flags, so what CPU it needs is unknown"
-            needed.update(self.facts.compiler_flags[flag])
-        beyond = sorted(needed - set(isa.requires))
-        if beyond:
-            return f"its compiler flags need {', '.join(beyond)}, which the {isa.name} rule does not require of a CPU"
-        return None
+        return flags_beyond(self.facts, flags, isa, "compiler flags")
 
 
 
