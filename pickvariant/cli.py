@@ -302,6 +302,8 @@ def install(
         raise BadInput(f"the stated CPU ({facts.sources.get('cpu', '--cpuinfo')}) is {facts.os}/{facts.arch}, this machine {here[0]}/{here[1]}: "
                        "install works on the machine it runs on; `pickvariant detect` and `recipe` serve other machines")
     if package is not None:
+        if decision.companions or request.with_projects:
+            raise BadInput("--with chooses the companions together with the torch: it cannot be combined with --package")
         variant = catalog.variant(package, request.branch)
         problems = installer.fit_problems(variant, facts, catalog)
         if problems and not force:

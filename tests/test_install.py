@@ -398,4 +398,6 @@ def test_install_with_refuses_what_no_environment_can_hold_and_what_it_cannot_bu
     assert both.exit_code == 3
     built = runner.invoke(app, ["install", *H100, "--with", "torchvision", "--dir", str(tmp_path / "e"), "--dry-run"])
     assert built.exit_code == 2 and "--with installs the set as published in a Flox organisation" in built.stderr
+    package = runner.invoke(app, ["install", *H100, "--with", "torchvision", "--package", TORCH_210, "--org", "acme", "--dry-run"])
+    assert package.exit_code == 2 and "cannot be combined with --package" in package.stderr
     assert fake_flox() == []

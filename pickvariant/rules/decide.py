@@ -145,9 +145,9 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
         hints = _set_driver_hints(facts, catalog, options, pick.variant, chosen) if with_hints else []
         if pick.variant is None:
             lacking = ", ".join(pick.missing) or ", ".join(options.with_projects)
+            axes = [f"PyTorch {chosen.torch}", f"Python {chosen.python}", f"CUDA {chosen.cuda or 'none'}", chosen.gpu_arch or "CPU only", chosen.cpu_isa]
             why = (f"no {lacking} recipe is built on the PyTorch of any variant that runs here "
-                   f"(the best, {chosen.label}: PyTorch {chosen.torch}, Python {chosen.python}, CUDA {chosen.cuda or 'none'}, "
-                   f"{chosen.gpu_arch or 'CPU only'}, {chosen.cpu_isa or ''})")
+                   f"(the best, {chosen.label}: {', '.join(a for a in axes if a)})")
             hints.append(f"without --with, PyTorch alone is {chosen.label}")
             return Decision(None, None, tuple(reasons) + (why,), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
         if pick.variant is not chosen:

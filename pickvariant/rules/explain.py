@@ -171,7 +171,9 @@ def no_variant(
             if judged_by_cuda_version(targets, facts.driver, catalog):
                 hints.append(f"a Jetson driver (JetPack) that supports CUDA {line.cuda} would allow {variant.label}")
             elif facts.driver and facts.driver.version and driver.version and driver.version < facts.driver.version:
-                hints.append(f"a driver of branch R{_last_branch(catalog, targets)} or older, >= {driver.version} (CUDA {line.cuda}), would allow {variant.label}")
+                last = _last_branch(catalog, targets)
+                within = f"of branch R{last} or older, " if last is not None else ""
+                hints.append(f"a driver {within}>= {driver.version} (CUDA {line.cuda}), would allow {variant.label}")
             else:
                 hints.append(f"a driver >= {driver.version} (CUDA {line.cuda}) would allow {variant.label}")
         cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
@@ -247,8 +249,8 @@ def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:
     return [arch for gpu in gpus if (arch := catalog.arch_of(gpu.compute_capability)) is not None]
 
 
-def _last_branch(catalog: Catalog, gpus: Sequence[GpuFacts]) -> int:
-    return min(arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch)
+def _last_branch(catalog: Catalog, gpus: Sequence[GpuFacts]) -> int | None:
+    return min((arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch), default=None)
 
 
 def any_arch_for(catalog: Catalog, variants: Sequence[Variant], gpus: Sequence[GpuFacts]) -> bool:
