@@ -67,15 +67,20 @@ def test_a_b300_on_a_driver_older_than_its_architecture_is_refused_and_told_the_
     assert f"a driver >= 580.82.07 (CUDA {at_the_floor.variant.cuda}) would allow {at_the_floor.variant.label}" in decision.hints
 
 
-@pytest.mark.parametrize(("capability", "driver", "first"), [
-    ("12.0", "535.104.05", "570.86.16"), ("12.0", "550.163.01", "570.86.16"), ("10.0", "535.104.05", "570.86.15"),
-    ("10.0", "550.54.15", "570.86.15"), ("12.1", "575.57.08", "580"), ("10.3", "575.64.05", "580.82.07"),
+@pytest.mark.parametrize(("capability", "driver", "first", "said"), [
+    ("12.0", "535.104.05", "570", "the R570 branch"), ("12.0", "550.163.01", "570", "the R570 branch"),
+    ("10.0", "535.104.05", "570", "the R570 branch"), ("10.0", "565.77", "570", "the R570 branch"),
+    ("12.1", "575.57.08", "580", "the R580 branch"), ("10.3", "575.64.05", "580.82.07", "580.82.07"),
+    ("10.3", "580.76.05", "580.82.07", "580.82.07"),
 ])
-def test_a_gpu_newer_than_the_driver_branch_gets_no_variant(catalog, capability, driver, first) -> None:
+def test_a_gpu_newer_than_the_driver_branch_gets_no_variant(catalog, capability, driver, first, said) -> None:
     decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=driver), catalog)
     assert decision.variant is None and not decision.candidates
-    assert any(reason.startswith(f"driver {driver} cannot drive GPU 0") and f"older than {first}," in reason for reason in decision.reasons)
+    assert any(reason.startswith(f"driver {driver} cannot drive GPU 0") and f"older than {said}," in reason for reason in decision.reasons)
     assert decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=first), catalog).variant is not None
+    # CUDA 12.8's own driver, 570.86.10, is an R570 driver: not refused for Blackwell.
+    if first == "570":
+        assert decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver="570.86.10"), catalog).variant is not None
 
 
 @pytest.mark.parametrize("capability", ["6.1", "7.0"])

@@ -67,7 +67,8 @@ class DriverSupport:
     def refuses(self, driver: DriverVersion) -> str | None:
         """None when `driver` can drive these GPUs, else why not."""
         if self.first is not None and driver < self.first:
-            return f"is older than {self.first}, the first driver that drives it"
+            first = f"the R{self.first} branch, the first" if len(self.first.parts) == 1 else f"{self.first}, the first driver"
+            return f"is older than {first} that drives it"
         if self.last_branch is not None and driver.parts[0] > self.last_branch:
             return f"is newer than R{self.last_branch}, the last driver branch that drives it"
         return None

@@ -174,6 +174,8 @@ def no_variant(
                 last = _last_branch(catalog, targets)
                 within = f"of branch R{last} or older, " if last is not None else ""
                 hints.append(f"a driver {within}>= {driver.version} (CUDA {line.cuda}), would allow {variant.label}")
+            elif driver.version is not None and len(driver.version.parts) == 1:  # a branch: any of its releases
+                hints.append(f"an R{driver.version} driver or newer (CUDA {line.cuda}) would allow {variant.label}")
             else:
                 hints.append(f"a driver >= {driver.version} (CUDA {line.cuda}) would allow {variant.label}")
         cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
