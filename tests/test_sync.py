@@ -160,6 +160,12 @@ def test_companion_repositories_are_read_beside_the_build_repository_with_each_t
                  "vllm-python313-cuda12_9-sm90.nix": companion_recipe("vllm", "313", "avx512", "sm90", "12_9", PIN_291, shared_isa=True),
                  "lib/cpu-isa.nix": ISA_TABLE},
     })
+    # An in-repo companion whose name says other axes than the recipe it imports: left out, not taken as identical.
+    from buildrepo import PIN_28, commit_branch, recipe
+    commit_branch(build_repo, "pytorch-2.8-mixup", {
+        "pytorch-python313-cuda12_8-sm61-avx2.nix": recipe("313", "avx2", PIN_28, "sm61", "12_8", cudnn_off=True),
+        "torchvision-python313-cuda12_8-sm90-avx2.nix": companion_recipe("torchvision", "313", "avx2", "sm90", "12_8", PIN_28,
+                                                                         imports="pytorch-python313-cuda12_8-sm61-avx2")})
     out = tmp_path / "catalog.json"
     result = runner.invoke(app, ["catalog", "sync", str(build_repo), str(vision), str(audio), str(vllm), "--source-url", "https://example.org/fork",
                                  "--source-url", "https://example.org/build-torchvision", "-o", str(out)])
@@ -179,6 +185,8 @@ def test_companion_repositories_are_read_beside_the_build_repository_with_each_t
     assert "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe targets 8.9" in err
     assert "vllm-python313-cuda12_9-sm90-armv9.nix: its compiler flags need bf16, i8mm, which the armv9 rule does not require of a CPU" in err
     assert "vllm-python313-cuda12_9-sm90.nix: its name has no CPU instruction set part" in err
+    assert ("pytorch-2.8-mixup:.flox/pkgs/torchvision-python313-cuda12_8-sm90-avx2.nix: it imports ./pytorch-python313-cuda12_8-sm61-avx2.nix, "
+            "built for other axes: gpu_arch sm61 (its name says sm90)") in err
     listed = runner.invoke(app, ["list", "--project", "vllm", "--format", "json"], env={"PICKVARIANT_CATALOG": str(out)})
     assert [row["package"] for row in json.loads(listed.stdout)["variants"]] == ["vllm-python313-cuda12_9-sm90-avx512"]
     # A repository without companion recipes is no companion repository.

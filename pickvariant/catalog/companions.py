@@ -88,7 +88,7 @@ class CompanionClassifier:
         }
         if name["mps"]:
             row.update(gpu_arch=MPS, platform=self._system("darwin", "aarch64"))
-            return row, None, notes
+            return self._checked(row, pytorch_rows, notes)
         spelled = name["cpu_isa"] or name["isa"]
         isa_name = ISA_SPELLINGS.get(spelled, spelled)
         if isa_name != spelled:
@@ -101,7 +101,7 @@ class CompanionClassifier:
             return None, why, notes
         row.update(cpu_isa=isa_name, platform=self._system("linux", isa.platform))
         if name["cuda"] is None:
-            return row, None, notes
+            return self._checked(row, pytorch_rows, notes)
         cuda, sm = name["cuda"].replace("_", "."), name["sm"]
         arch = self.facts.gpu_archs.get(sm)
         if arch is None:
@@ -120,6 +120,18 @@ class CompanionClassifier:
         if sets and not sets <= {tag, tag.split("_")[0]}:
             return None, f"the name says CUDA {cuda}, the recipe uses {', '.join(sorted('cudaPackages_' + s for s in sets))}", notes
         row.update(gpu_arch=sm, cuda=cuda)
+        return self._checked(row, pytorch_rows, notes)
+
+    @staticmethod
+    def _checked(row: dict[str, Any], pytorch_rows: Mapping[str, Mapping[str, Any]], notes: list[str],
+                 ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        """The row, unless it imports a pytorch recipe built for other axes than its own name says."""
+        if row["torch_relation"] == "identical":
+            own = pytorch_rows[row["torch_of"]]
+            axes = ("python", "cuda", "gpu_arch", "cpu_isa", "platform")
+            if any(own[key] != row[key] for key in axes):
+                differ = ", ".join(f"{key} {own[key]} (its name says {row[key]})" for key in axes if own[key] != row[key])
+                return None, f"it imports ./{row['torch_of']}.nix, built for other axes: {differ}", notes
         return row, None, notes
 
     def _system(self, os_name: str, arch: str) -> str:
