@@ -128,3 +128,22 @@ def test_an_unknown_project_is_bad_input_naming_where_it_came_from() -> None:
         projects_from(["torchtext"], "--with")
     result = runner.invoke(app, ["detect", "--no-gpu"], env={"PICKVARIANT_WITH": "torchvision,nope"})
     assert result.exit_code == 2 and result.stderr.startswith("pickvariant: PICKVARIANT_WITH 'nope': choose from")
+
+
+def test_a_companions_file_with_credentials_in_an_address_never_shows_them(tmp_path, catalog) -> None:
+    from pickvariant.catalog.load import load_catalog
+    from pickvariant.catalog.stack import companions_path
+
+    secret = "glpat-COMPANION-SECRET"
+    shipped = catalog.path
+    site = tmp_path / "site.json"
+    site.write_bytes(shipped.read_bytes())
+    data = json.loads(companions_path(shipped).read_text())
+    for row in data["companions"]:
+        row["repo"] = row["repo"].replace("https://", f"https://ci-token:{secret}@")
+    companions_path(site).write_text(json.dumps(data))
+    result = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05",
+                                 "--with", "torchvision"], env={"PICKVARIANT_CATALOG": str(site)})
+    assert result.exit_code == 0, result.output
+    assert secret not in result.output and json.loads(result.stdout)["companions"][0]["repo"] == "https://github.com/barstoolbluz/build-torchvision"
+    assert all(secret not in c.repo for c in load_stack(load_catalog(site)).companions)

@@ -91,5 +91,6 @@ def checked_rows(rows: Sequence[Mapping[str, Any]], catalog: Catalog) -> tuple[C
                 raise SchemaError(f"{where}.torch_of", f"{row['torch_of']!r} is no variant of branch {row['branch']} with this companion's torch and axes")
         elif row["torch_of"] is not None:
             raise SchemaError(f"{where}.torch_of", "only an identical torch names the variant it is")
-    return tuple(map(Companion.from_row, rows))
+    # A companions file written by hand (or by an older sync) may hold credentials in an address: never shown.
+    return tuple(Companion.from_row({**row, "repo": public_url(row["repo"])}) for row in rows)
 
