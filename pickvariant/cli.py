@@ -173,7 +173,7 @@ def list_variants(
     else:
         rows = listing.select(catalog, filters)
     if format is Format.json:
-        typer.echo(json.dumps(listing.document(catalog, rows), indent=2))
+        typer.echo(json.dumps(listing.document(catalog, rows, project), indent=2))
     elif format is Format.markdown:
         typer.echo(listing.markdown(rows), nl=False)
     elif all_rows or filters.any():

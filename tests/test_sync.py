@@ -188,7 +188,7 @@ def test_companion_repositories_are_read_beside_the_build_repository_with_each_t
     assert ("pytorch-2.8-mixup:.flox/pkgs/torchvision-python313-cuda12_8-sm90-avx2.nix: it imports ./pytorch-python313-cuda12_8-sm61-avx2.nix, "
             "built for other axes: gpu_arch sm61 (its name says sm90)") in err
     listed = runner.invoke(app, ["list", "--project", "vllm", "--format", "json"], env={"PICKVARIANT_CATALOG": str(out)})
-    assert [row["package"] for row in json.loads(listed.stdout)["variants"]] == ["vllm-python313-cuda12_9-sm90-avx512"]
+    assert [row["package"] for row in json.loads(listed.stdout)["companions"]] == ["vllm-python313-cuda12_9-sm90-avx512"]
     # A repository without companion recipes is no companion repository.
     plain = make_companion_repo(tmp_path / "plain", {"main": {"hello.nix": "{ }: { }\n"}})
     refused = runner.invoke(app, ["catalog", "sync", str(build_repo), str(plain), "-o", str(tmp_path / "again.json")])

@@ -126,9 +126,10 @@ def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def document(catalog: Catalog, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """What `list --format json` prints: the catalog's source and the rows (schema_version 2, as detect's recommendation)."""
-    return {"schema_version": 2, "source": source_json(catalog), "variants": rows}
+def document(catalog: Catalog, rows: list[dict[str, Any]], project: str = "pytorch") -> dict[str, Any]:
+    """What `list --format json` prints: the catalog's source and the rows (schema_version 2, as detect's recommendation);
+    a companion's rows (`--project`) under "companions", as detect's JSON has them."""
+    return {"schema_version": 2, "source": source_json(catalog), "companions" if project != "pytorch" else "variants": rows}
 
 
 def source_json(catalog: Catalog) -> dict[str, str]:
