@@ -405,6 +405,7 @@ def verify(
     format: Any = commandline.FORMAT,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
+    from pickvariant.install.state import last_install_projects
     from pickvariant.output import verdict
     from pickvariant.verify import judge as verifier
 
@@ -413,6 +414,7 @@ def verify(
     catalog = _catalog()
     variant = catalog.variant(package, branch) if package else None
     companions = (Request(with_projects=projects_from(with_, "--with")) if with_ else Request()).with_environment(os.environ).with_projects
+    companions = companions or (last_install_projects() if python is None and org is None else ())  # the last install's, as its Python
     if org is not None:
         from pickvariant.install import flow as installer
 

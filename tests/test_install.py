@@ -343,6 +343,8 @@ def test_install_with_a_separately_built_companion_installs_it_alone_and_its_tor
     assert result.exit_code == 0, result.output
     installed = manifest(target)["install"]
     assert set(installed) == {VISION, "python313"}  # the variant itself is not installed beside it
+    record = json.loads((tmp_path / "cache/pickvariant/last-install.json").read_text())
+    assert record["companions"] == [{"project": "torchvision", "package": VISION}]  # a later `verify` checks it too
     assert "installed alone" in result.stdout and "two PyTorch builds in one process" in result.stdout
     run_dir = next((target / ".flox" / "run").iterdir())
     winners = json.loads((run_dir / "stand-in-links.json").read_text())

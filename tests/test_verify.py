@@ -369,3 +369,22 @@ def test_verify_with_imports_each_companion_runs_its_operations_and_checks_the_t
     assert probe is not None, problem
     verdict = judge(probe, catalog, host(catalog, "linux-rhel7-haswell"), None)
     assert f"torchvision does not import in this interpreter: RuntimeError: operator torchvision::nms does not exist (it was built against torch 2.10.0; this torch is {torch.__version__})" in verdict.reasons
+
+
+def test_verify_after_install_with_checks_the_companions_the_install_recorded(tmp_path, monkeypatch) -> None:
+    require(importlib.util.find_spec("torch") is not None, "torch is not installed (pip install torch==2.13.0)")
+    import torch
+
+    site = tmp_path / "site"
+    fake_companion(site, torch.__version__.split("+")[0])
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    record = tmp_path / "cache" / "pickvariant" / "last-install.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"package": "pytorch-python313-cpu-avx2", "branch": "pytorch-2.10-python313", "method": "published",
+                                  "python": [sys.executable], "companions": [{"project": "torchvision", "package": "torchvision-python313-cpu-avx2"}]}))
+    result = runner.invoke(app, ["verify", "--quick", "--format", "json"])
+    told = json.loads(result.stdout)
+    assert any("torchvision.ops.nms on cpu: ok" in line for line in told["reasons"]), told["reasons"]
+    named = runner.invoke(app, ["verify", "--quick", "--format", "json", "--python", sys.executable])
+    assert not any("torchvision" in line for line in json.loads(named.stdout)["reasons"])  # another interpreter: not the install's

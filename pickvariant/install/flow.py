@@ -266,7 +266,8 @@ def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, st
     path = last_install_path(env)
     record = {"package": plan.variant.package, "branch": plan.variant.branch, "torch": plan.variant.torch, "method": plan.method, "directory": str(plan.directory),
               "build_dir": str(plan.build_dir) if plan.build_dir else None, "result": str(plan.result) if plan.result else None, "python": python,
-              "recipe": dict(plan.recipe_source) if plan.recipe_source else None}
+              "recipe": dict(plan.recipe_source) if plan.recipe_source else None,
+              "companions": [{"project": c.project, "package": c.package} for c in plan.companions]}
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
 

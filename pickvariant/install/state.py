@@ -40,3 +40,9 @@ def last_install_python(env: Mapping[str, str] | None = None) -> list[str] | Non
     record = last_install(env)
     python = record.get("python") if record else None
     return list(python) if isinstance(python, list) and python else None
+
+
+def last_install_projects(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The companion projects the last install put in its environment (`install --with`), for `verify` to check too."""
+    record = last_install(env)
+    return tuple(str(entry["project"]) for entry in (record or {}).get("companions", ()))
