@@ -18,15 +18,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.verify.probe import CONV_LAYERS, LAYER_BATCH, on_device, timed, timed_beside_bare_loop  # noqa: E402
+from pickvariant.verify.probe import CONV_LAYERS, LAYER_BATCH, on_device, timed, timed_beside_bare_loop
 
 
 def _layer(device: str, batch: int, in_channels: int, out_channels: int, size: int, kernel: int):
     import torch
 
     with on_device(device):
-        x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-        w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+        x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16).to(
+            memory_format=torch.channels_last
+        )
+        w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16).to(
+            memory_format=torch.channels_last
+        )
     return lambda: torch.nn.functional.conv2d(x, w, padding=kernel // 2)
 
 
@@ -40,7 +44,9 @@ def main() -> int:
         print("no CUDA GPU here", file=sys.stderr)
         return 1
     torch.backends.cudnn.benchmark = True
-    print(f"torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}; {args.rounds} rounds; percent = probe TFLOP/s / bare-loop TFLOP/s")
+    print(
+        f"torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}; {args.rounds} rounds; percent = probe TFLOP/s / bare-loop TFLOP/s"
+    )
     for index in range(torch.cuda.device_count()):
         device = f"cuda:{index}"
         print(f"\n{device}: {torch.cuda.get_device_name(index)}")
@@ -56,7 +62,9 @@ def main() -> int:
                 new.append(100 * bare / seconds)
             for way, ratios in (("sequential", old), ("interleaved", new)):
                 shown = " ".join(f"{r:.0f}" for r in ratios)
-                print(f"{name:36s} {way:12s} {statistics.median(ratios):6.1f}% {min(ratios):6.1f}% {max(ratios):6.1f}%  {shown}")
+                print(
+                    f"{name:36s} {way:12s} {statistics.median(ratios):6.1f}% {min(ratios):6.1f}% {max(ratios):6.1f}%  {shown}"
+                )
     return 0
 
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.catalog.load import default_catalog_path, load_catalog
-from pickvariant.machine.cpu import read_cpuinfo_dump  # noqa: E402
-from pickvariant.rules.decide import decide  # noqa: E402
-from pickvariant.machine.facts import HostFacts  # noqa: E402
-from pickvariant.machine.gpu import DriverFacts, GpuFacts  # noqa: E402
-from pickvariant._base.versions import parse_compute_capability, parse_driver_version  # noqa: E402
+from pickvariant.machine.cpu import read_cpuinfo_dump
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant.rules.decide import decide
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
 
@@ -46,8 +46,15 @@ def main() -> None:
     catalog = load_catalog(path)
     cpu = read_cpuinfo_dump(FIXTURES / "linux-rocky8.5-zen4")
     cpu = type(cpu)(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source)
-    facts = HostFacts("linux", "x86_64", cpu, (GpuFacts(0, "H100", parse_compute_capability("9.0")),),
-                      DriverFacts(parse_driver_version("570.86.10"), None), False, False)
+    facts = HostFacts(
+        "linux",
+        "x86_64",
+        cpu,
+        (GpuFacts(0, "H100", parse_compute_capability("9.0")),),
+        DriverFacts(parse_driver_version("570.86.10"), None),
+        False,
+        False,
+    )
     floor = median_ms(lambda: json.loads(path.read_bytes()))
     load = median_ms(lambda: load_catalog(path))
     decision_ms = median_ms(lambda: decide(facts, catalog))
@@ -62,7 +69,9 @@ def main() -> None:
 
         start = time.perf_counter()
         result = sync(args.repo)
-        print(f"catalog sync of {args.repo}: {time.perf_counter() - start:.2f} s for {result.variant_count} variants (target <= 5 s)")
+        print(
+            f"catalog sync of {args.repo}: {time.perf_counter() - start:.2f} s for {result.variant_count} variants (target <= 5 s)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pickvariant.verify.probe import CONV_LAYERS, conv_flops, time_conv_layer  # noqa: E402
+from pickvariant.verify.probe import CONV_LAYERS, conv_flops, time_conv_layer
 
 EXTRA = [
     ("resnet50 3x3 256ch 14x14 b256", 256, 256, 256, 14, 3),
@@ -33,7 +33,9 @@ def main() -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peak", type=float, help="the GPU's dense bf16 peak, TFLOP/s (default: the catalog's for this GPU)")
+    parser.add_argument(
+        "--peak", type=float, help="the GPU's dense bf16 peak, TFLOP/s (default: the catalog's for this GPU)"
+    )
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU here", file=sys.stderr)
@@ -44,7 +46,9 @@ def main() -> int:
 
         found = load_catalog().peak_for(name)
         args.peak = found.tflops.get("bf16") if found else None
-    print(f"{name}; torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}; bf16 peak {args.peak or 'unknown'} TFLOP/s (catalog)")
+    print(
+        f"{name}; torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}; bf16 peak {args.peak or 'unknown'} TFLOP/s (catalog)"
+    )
     print(f"{'shape':40s} {'probe':>9s} {'bare':>9s} {'ratio':>6s} {'% peak':>7s}")
     for layer in list(CONV_LAYERS) + EXTRA:
         name, n, c, k, hw, r = layer

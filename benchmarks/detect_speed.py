@@ -103,8 +103,13 @@ def median_json(codes: dict[str, str], runs: int) -> dict[str, dict[str, float]]
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
     for _ in range(runs):
         for name, code in codes.items():
-            rows[name].append(json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, env=ENV).stdout))
-    return {name: {key: statistics.median(row[key] for row in runs_of) for key in runs_of[0]} for name, runs_of in rows.items()}
+            rows[name].append(
+                json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, env=ENV).stdout)
+            )
+    return {
+        name: {key: statistics.median(row[key] for row in runs_of) for key in runs_of[0]}
+        for name, runs_of in rows.items()
+    }
 
 
 def typer_env(version: str, scratch: Path) -> dict[str, str]:
@@ -121,7 +126,9 @@ def ms(seconds: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--typer", action="append", default=[], help="also measure the typer CLI with this typer version")
+    parser.add_argument(
+        "--typer", action="append", default=[], help="also measure the typer CLI with this typer version"
+    )
     args = parser.parse_args()
     if subprocess.run([PY, "-c", "import archspec.cpu"], capture_output=True).returncode != 0:
         print("archspec is not installed: pip install archspec", file=sys.stderr)
@@ -132,7 +139,11 @@ def main() -> int:
     script = Path(PY).parent / "pickvariant"
     as_module = [PY, "-m", "pickvariant", "detect", "--format", "json"]
     detect = [str(script), "detect", "--format", "json"] if script.exists() else as_module
-    through_typer = [PY, "-c", "import sys; from pickvariant.cli import main; sys.exit(main(['detect', '--format', 'json']))"]
+    through_typer = [
+        PY,
+        "-c",
+        "import sys; from pickvariant.cli import main; sys.exit(main(['detect', '--format', 'json']))",
+    ]
     commands = {
         "python -c pass (interpreter start)": ([PY, "-c", "pass"], ENV),
         "archspec.cpu.host() (baseline)": ([PY, "-c", "import archspec.cpu; archspec.cpu.host()"], ENV),
@@ -148,7 +159,9 @@ def main() -> int:
             commands[f"import typer {version}"] = ([PY, "-c", "import typer"], env)
             commands[f"detect --format json through the typer {version} CLI"] = (through_typer, env)
             commands[f"pickvariant list --format json with typer {version}"] = (
-                [PY, "-m", "pickvariant", "list", "--format", "json", "--branch", "pytorch-2.10-python313"], env)
+                [PY, "-m", "pickvariant", "list", "--format", "json", "--branch", "pytorch-2.10-python313"],
+                env,
+            )
         rows = median_wall_s(commands, args.runs)
     baseline = rows["archspec.cpu.host() (baseline)"]
     empty = rows["python -c pass (interpreter start)"]
@@ -162,21 +175,39 @@ def main() -> int:
     in_process = median_json({"ours": IN_PROCESS_OURS, "archspec": IN_PROCESS_ARCHSPEC}, min(args.runs, 15))
     in_ours, in_archspec = in_process["ours"], in_process["archspec"]
     print("in process (median of fresh interpreters):")
-    print(f"  archspec: import {ms(in_archspec['import'])}, first host() {ms(in_archspec['first'])}, total {ms(in_archspec['total'])}")
-    print(f"  pickvariant.api: import {ms(in_ours['import'])}, catalog {ms(in_ours['catalog'])}, first recommend() {ms(in_ours['first'])}, total {ms(in_ours['total'])}")
-    print(f"  cold ratio (import + first answer):                       {in_ours['total'] / in_archspec['total']:5.2f}  (target <= 1.00)")
-    print(f"  warm: recommend() {in_ours['warm'] * 1e6:.0f} us vs uncached host() {in_archspec['warm'] * 1e6:.0f} us: "
-          f"ratio {in_ours['warm'] / in_archspec['warm']:5.2f}  (target <= 1.00)")
-    print(f"  warm with this machine's GPUs and driver stated (no NVML query): recommend() {in_ours['warm_stated'] * 1e6:.0f} us, "
-          f"ratio {in_ours['warm_stated'] / in_archspec['warm']:5.2f}")
+    print(
+        f"  archspec: import {ms(in_archspec['import'])}, first host() {ms(in_archspec['first'])}, total {ms(in_archspec['total'])}"
+    )
+    print(
+        f"  pickvariant.api: import {ms(in_ours['import'])}, catalog {ms(in_ours['catalog'])}, first recommend() {ms(in_ours['first'])}, total {ms(in_ours['total'])}"
+    )
+    print(
+        f"  cold ratio (import + first answer):                       {in_ours['total'] / in_archspec['total']:5.2f}  (target <= 1.00)"
+    )
+    print(
+        f"  warm: recommend() {in_ours['warm'] * 1e6:.0f} us vs uncached host() {in_archspec['warm'] * 1e6:.0f} us: "
+        f"ratio {in_ours['warm'] / in_archspec['warm']:5.2f}  (target <= 1.00)"
+    )
+    print(
+        f"  warm with this machine's GPUs and driver stated (no NVML query): recommend() {in_ours['warm_stated'] * 1e6:.0f} us, "
+        f"ratio {in_ours['warm_stated'] / in_archspec['warm']:5.2f}"
+    )
     imports = subprocess.run([PY, "-X", "importtime", *as_module[1:]], capture_output=True, text=True, env=ENV).stderr
-    roots = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in imports.splitlines() if line.startswith("import time:")}
-    print(f"  modules detect --format json imports: cpuinfo {'YES' if 'cpuinfo' in roots else 'no'}, "
-          f"typer/click/rich {'YES' if roots & {'typer', 'click', 'rich'} else 'no'}, "
-          f"dataclasses/typing/tempfile {'YES' if roots & {'dataclasses', 'typing', 'tempfile'} else 'no'}, pynvml {'yes' if 'pynvml' in roots else 'no'}")
+    roots = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in imports.splitlines()
+        if line.startswith("import time:")
+    }
+    print(
+        f"  modules detect --format json imports: cpuinfo {'YES' if 'cpuinfo' in roots else 'no'}, "
+        f"typer/click/rich {'YES' if roots & {'typer', 'click', 'rich'} else 'no'}, "
+        f"dataclasses/typing/tempfile {'YES' if roots & {'dataclasses', 'typing', 'tempfile'} else 'no'}, pynvml {'yes' if 'pynvml' in roots else 'no'}"
+    )
     if shutil.which("nvidia-smi") or Path("/proc/driver/nvidia/version").exists():
         nvml = median_json({"nvml": NVML}, min(args.runs, 10))["nvml"]
-        print(f"NVML ({int(nvml['gpus'])} GPU(s)): import pynvml {ms(nvml['import_pynvml'])}, queries {ms(nvml['queries'])}")
+        print(
+            f"NVML ({int(nvml['gpus'])} GPU(s)): import pynvml {ms(nvml['import_pynvml'])}, queries {ms(nvml['queries'])}"
+        )
     else:
         print("NVML: no NVIDIA driver here; detection never imports pynvml then (libnvidia-ml.so.1 is checked first)")
     return 0

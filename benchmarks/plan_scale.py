@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pickvariant._base.request import Request
 from pickvariant.catalog.load import load_catalog
-from pickvariant._base.request import Request  # noqa: E402
-from pickvariant.rules.decide import decide  # noqa: E402
-from pickvariant.machine.facts import gather_facts  # noqa: E402
-from pickvariant.output.present import decision_json  # noqa: E402
+from pickvariant.machine.facts import gather_facts
+from pickvariant.output.present import decision_json
+from pickvariant.rules.decide import decide
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
 # (cpu dump, GPUs, driver, weight): weights are nodes per 100 of a mixed training/inference fleet.
@@ -56,7 +55,9 @@ def profile_lines() -> list[tuple[dict, int]]:
     catalog = load_catalog()
     documents = []
     for dump, gpus, driver, weight in FLEET:
-        facts = gather_facts(catalog, Request(cpuinfo=FIXTURES / dump, gpus=gpus, no_gpu=not gpus, driver=driver), env={})
+        facts = gather_facts(
+            catalog, Request(cpuinfo=FIXTURES / dump, gpus=gpus, no_gpu=not gpus, driver=driver), env={}
+        )
         documents.append((decision_json(facts, decide(facts, catalog, Request()), catalog, "general"), weight))
     return documents
 
@@ -78,19 +79,27 @@ def json_floor(path: Path) -> float:
 
 
 # Runs `pickvariant plan` and then reports its own peak resident memory on the last line of stderr.
-_MEASURED = ("import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)")
+_MEASURED = (
+    "import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)"
+)
 
 
 def plan_once(path: Path) -> tuple[float, float, dict]:
     """Wall seconds and peak RSS (MiB) of one `pickvariant plan` process."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, "plan", str(path), "--format", "json"], capture_output=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, "plan", str(path), "--format", "json"], capture_output=True, check=False
+    )
     wall = time.perf_counter() - start
     if done.returncode not in (0, 2, 3):
         raise SystemExit(done.stderr.decode())
     peak_kib = int(done.stderr.decode().strip().splitlines()[-1])
-    return wall, peak_kib / 1024, json.loads(done.stdout) if done.returncode == 0 else {"refused": done.stderr.decode().splitlines()[0]}
+    return (
+        wall,
+        peak_kib / 1024,
+        json.loads(done.stdout) if done.returncode == 0 else {"refused": done.stderr.decode().splitlines()[0]},
+    )
 
 
 def write_distinct(path: Path, size: int, documents: list[tuple[dict, int]]) -> None:
@@ -107,7 +116,10 @@ def write_long_labels(path: Path, size: int, documents: list[tuple[dict, int]]) 
     label = "x" * 100_000
     with path.open("w", encoding="utf-8") as out:
         for node in range(size):
-            out.write(json.dumps({"label": f"{label}{node}", **documents[node % len(documents)][0]}, separators=(",", ":")) + "\n")
+            out.write(
+                json.dumps({"label": f"{label}{node}", **documents[node % len(documents)][0]}, separators=(",", ":"))
+                + "\n"
+            )
 
 
 def main() -> None:
@@ -118,22 +130,31 @@ def main() -> None:
     sizes = [int(size) for size in arguments.sizes.split(",")]
     documents = profile_lines()
     rng = random.Random(20261122)
-    print(f"{'nodes':>8} {'plan s':>8} {'json.loads s':>13} {'ratio':>6} {'peak MiB':>9} {'MiB input':>10}  variants  solver")
+    print(
+        f"{'nodes':>8} {'plan s':>8} {'json.loads s':>13} {'ratio':>6} {'peak MiB':>9} {'MiB input':>10}  variants  solver"
+    )
     with tempfile.TemporaryDirectory() as scratch:
         for size in sorted(sizes):
             path = Path(scratch) / f"cluster-{size}.jsonl"
             write_cluster(path, size, documents, rng)
             floor = json_floor(path)
             wall, peak, plan = plan_once(path)
-            print(f"{size:>8} {wall:>8.2f} {floor:>13.2f} {wall / floor:>6.1f} {peak:>9.0f} {path.stat().st_size / 2**20:>10.0f}"
-                  f"  {len(plan['variants']):>8}  {plan['solver']['status']}")
+            print(
+                f"{size:>8} {wall:>8.2f} {floor:>13.2f} {wall / floor:>6.1f} {peak:>9.0f} {path.stat().st_size / 2**20:>10.0f}"
+                f"  {len(plan['variants']):>8}  {plan['solver']['status']}"
+            )
         if arguments.hostile:
-            for name, write, size in (("100k distinct machines", write_distinct, 100_000), ("100 KB labels", write_long_labels, 10_000)):
+            for name, write, size in (
+                ("100k distinct machines", write_distinct, 100_000),
+                ("100 KB labels", write_long_labels, 10_000),
+            ):
                 path = Path(scratch) / "hostile.jsonl"
                 write(path, size, documents)
                 wall, peak, plan = plan_once(path)
-                print(f"{name:>24}: {size} lines, {path.stat().st_size / 2**20:.0f} MiB input, plan {wall:.2f} s, peak {peak:.0f} MiB, "
-                      f"{plan['input']['nodes'] if 'input' in plan else plan['refused'][:120]}")
+                print(
+                    f"{name:>24}: {size} lines, {path.stat().st_size / 2**20:.0f} MiB input, plan {wall:.2f} s, peak {peak:.0f} MiB, "
+                    f"{plan['input']['nodes'] if 'input' in plan else plan['refused'][:120]}"
+                )
                 path.unlink()
 
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the checkout's pickvariant, installed or not
 
 from pickvariant import api  # noqa: E402
 from pickvariant._base.request import Request  # noqa: E402
@@ -43,17 +43,23 @@ def main() -> int:
     args = parser.parse_args()
     catalog = api.default_catalog()
     load_stack(catalog)
-    h100 = gather_facts(catalog, Request(cpuinfo=DUMPS / "linux-unknown-sapphirerapids", gpus=("9.0",), driver="580.95.05"), env={})
+    h100 = gather_facts(
+        catalog, Request(cpuinfo=DUMPS / "linux-unknown-sapphirerapids", gpus=("9.0",), driver="580.95.05"), env={}
+    )
     cpu = gather_facts(catalog, Request(cpuinfo=DUMPS / "linux-unknown-sapphirerapids", no_gpu=True), env={})
-    cases = [("H100, torch alone", h100, ()), ("H100 --with torchvision", h100, ("torchvision",)),
-             ("H100 --with torchvision,torchaudio (no set)", h100, ("torchvision", "torchaudio")), ("H100 --with vllm", h100, ("vllm",)),
-             ("CPU-only --with torchvision", cpu, ("torchvision",))]
+    cases = [
+        ("H100, torch alone", h100, ()),
+        ("H100 --with torchvision", h100, ("torchvision",)),
+        ("H100 --with torchvision,torchaudio (no set)", h100, ("torchvision", "torchaudio")),
+        ("H100 --with vllm", h100, ("vllm",)),
+        ("CPU-only --with torchvision", cpu, ("torchvision",)),
+    ]
     alone = None
     print(f"{'case':46s} {'median ms':>10s} {'best ms':>8s} {'x alone':>8s}")
     for name, facts, projects in cases:
         request = Request(with_projects=projects)
         decide(facts, catalog, request)  # the first answer fills the catalog's caches, as in a long-lived caller
-        median, best = timed(lambda: decide(facts, catalog, request), args.runs)
+        median, best = timed(lambda facts=facts, request=request: decide(facts, catalog, request), args.runs)
         alone = alone or median
         print(f"{name:46s} {median:10.3f} {best:8.3f} {median / alone:8.2f}")
     return 0

@@ -22,10 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from buildrepo import PIN_NEW, recipe  # noqa: E402
+from buildrepo import PIN_NEW, recipe
 
-_MEASURED = ("import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)")
+_MEASURED = (
+    "import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)"
+)
 BRANCH = "pytorch-2.10-python313"
 
 
@@ -43,7 +45,11 @@ def fast_import(repo: Path, files: dict[str, bytes] | None = None, generated: tu
         count, size = generated
         for index in range(count):
             body = honest + b"# " + str(index).encode() + b" " + b"x" * (size - len(honest) - 20) + b"\n"
-            write(f"M 644 inline .flox/pkgs/pytorch-python313-cpu-avx512-{index}.nix\ndata {len(body)}\n".encode() + body + b"\n")
+            write(
+                f"M 644 inline .flox/pkgs/pytorch-python313-cpu-avx512-{index}.nix\ndata {len(body)}\n".encode()
+                + body
+                + b"\n"
+            )
     process.stdin.close()
     if process.wait() != 0:
         raise SystemExit("git fast-import failed")
@@ -52,8 +58,21 @@ def fast_import(repo: Path, files: dict[str, bytes] | None = None, generated: tu
 
 def sync_once(repo: Path) -> tuple[float, float]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, "catalog", "sync", str(repo), "-o", str(repo.parent / "catalog.json"), "--force"],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _MEASURED,
+            "catalog",
+            "sync",
+            str(repo),
+            "-o",
+            str(repo.parent / "catalog.json"),
+            "--force",
+        ],
+        capture_output=True,
+        check=False,
+    )
     wall = time.perf_counter() - start
     lines = done.stderr.decode().strip().splitlines()
     if done.returncode not in (0, 2):
@@ -73,21 +92,28 @@ def main() -> None:
     count = parser.parse_args().recipes
     with tempfile.TemporaryDirectory() as scratch:
         rows = []
-        for name, content in (("honest recipe", recipe("313", "avx512", PIN_NEW, version="2.10.0").encode()),
-                              ("100 KB backtracking bait", backtracking(100_000)), ("1 MB backtracking bait", backtracking(1_000_000))):
+        for name, content in (
+            ("honest recipe", recipe("313", "avx512", PIN_NEW, version="2.10.0").encode()),
+            ("100 KB backtracking bait", backtracking(100_000)),
+            ("1 MB backtracking bait", backtracking(1_000_000)),
+        ):
             repo = Path(scratch) / name.replace(" ", "-") / "repo.git"
             repo.parent.mkdir()
             fast_import(repo, {"pytorch-python313-cpu-avx512.nix": content})
             wall, peak = sync_once(repo)
             rows.append((name, wall, peak))
             print(f"{name:>28}: sync {wall:6.2f} s, peak {peak:6.0f} MiB")
-        print(f"{'ratio 1 MB / 100 KB':>28}: {rows[2][1] / rows[1][1]:.1f} (linear: about 10, less where start-up dominates)")
+        print(
+            f"{'ratio 1 MB / 100 KB':>28}: {rows[2][1] / rows[1][1]:.1f} (linear: about 10, less where start-up dominates)"
+        )
         repo = Path(scratch) / "many" / "repo.git"
         repo.parent.mkdir()
         fast_import(repo, generated=(count, 1_000_000))
         packed = sum(path.stat().st_size for path in (repo / "objects").rglob("*") if path.is_file())
         wall, peak = sync_once(repo)
-        print(f"{f'{count} distinct 1 MB recipes':>28}: sync {wall:6.2f} s, peak {peak:6.0f} MiB ({packed / 2**20:.1f} MiB packed)")
+        print(
+            f"{f'{count} distinct 1 MB recipes':>28}: sync {wall:6.2f} s, peak {peak:6.0f} MiB ({packed / 2**20:.1f} MiB packed)"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Recommendation", "Request", "default_catalog", "host_facts", "no_variant_error", "recommend", "recommend_request"]
+__all__ = [
+    "Recommendation",
+    "Request",
+    "default_catalog",
+    "host_facts",
+    "no_variant_error",
+    "recommend",
+    "recommend_request",
+]
 
 
 @functools.cache
@@ -73,8 +81,12 @@ def no_variant_error(decision: Decision) -> NoVariant:
 
 
 def _stated(cpuinfo: str | os.PathLike[str] | None, gpus: Sequence[str] | None, driver: str | None) -> Request:
-    return Request(cpuinfo=Path(cpuinfo) if cpuinfo is not None else None, gpus=tuple(gpus or ()),
-                   no_gpu=gpus is not None and not gpus, driver=driver)
+    return Request(
+        cpuinfo=Path(cpuinfo) if cpuinfo is not None else None,
+        gpus=tuple(gpus or ()),
+        no_gpu=gpus is not None and not gpus,
+        driver=driver,
+    )
 
 
 def host_facts(
@@ -118,13 +130,27 @@ def recommend(
     Raises BadInput (a PickVariantError) for unusable input; a machine no variant fits is not an
     error here: `variant` is None and `decision.reasons`/`decision.hints` say why.
     """
-    request = replace(_stated(cpuinfo, gpus, driver), workload=workload, torch=torch, cuda=cuda, gpu_index=gpu_index,
-                      branch=branch, python=python_version, driver_cuda=driver_cuda)
+    request = replace(
+        _stated(cpuinfo, gpus, driver),
+        workload=workload,
+        torch=torch,
+        cuda=cuda,
+        gpu_index=gpu_index,
+        branch=branch,
+        python=python_version,
+        driver_cuda=driver_cuda,
+    )
     return recommend_request(request, facts=facts, catalog=catalog, env=env)
 
 
-def recommend_request(request: Request, *, facts: HostFacts | None = None, catalog: Catalog | None = None,
-                      env: Mapping[str, str] | None = None, detect_unstated: bool = True) -> Recommendation:
+def recommend_request(
+    request: Request,
+    *,
+    facts: HostFacts | None = None,
+    catalog: Catalog | None = None,
+    env: Mapping[str, str] | None = None,
+    detect_unstated: bool = True,
+) -> Recommendation:
     """recommend() for a Request, as every command line builds one: the machine it states (the rest
     detected unless detect_unstated is False, or `facts` as given) and its pins, with PICKVARIANT_PYTHON
     where it pins no Python."""

@@ -12,6 +12,11 @@ from pathlib import Path
 from pickvariant._base.records import record
 from pickvariant._base.request import WORKLOADS, Request, projects_from
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 OUTPUT_FORMATS = ("text", "json", "markdown")
 
 
@@ -36,53 +41,138 @@ class Option:
         return self.kind == "texts"
 
 
-WORKLOAD = Option("--workload", "choice", "What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.",
-                  "workload", WORKLOADS, "general")
-CPUINFO = Option("--cpuinfo", "path", "Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin (env PICKVARIANT_CPUINFO).", "cpuinfo",
-                 metavar="FILE")
-GPU = Option("--gpu", "texts", "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).", "gpus",
-             metavar="CC")
+WORKLOAD = Option(
+    "--workload",
+    "choice",
+    "What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.",
+    "workload",
+    WORKLOADS,
+    "general",
+)
+CPUINFO = Option(
+    "--cpuinfo",
+    "path",
+    "Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin (env PICKVARIANT_CPUINFO).",
+    "cpuinfo",
+    metavar="FILE",
+)
+GPU = Option(
+    "--gpu",
+    "texts",
+    "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).",
+    "gpus",
+    metavar="CC",
+)
 NO_GPU = Option("--no-gpu", "flag", "Decide for a machine without GPUs (CPU-only build).", "no_gpu", default=False)
-DRIVER = Option("--driver", "text", "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).", "driver", metavar="VERSION")
-DRIVER_CUDA = Option("--driver-cuda", "text", "The CUDA version that driver reports (nvidia-smi's \"CUDA Version\", e.g. 13.0): what judges a Jetson driver "
-                     "(env PICKVARIANT_DRIVER_CUDA).", "driver_cuda", metavar="X.Y")
-WITH = Option("--with", "texts", "Choose these companions with the torch, on one PyTorch: torchvision, torchaudio, vllm; repeat or "
-              "comma-separate (env PICKVARIANT_WITH).", "with_projects", metavar="PROJECT")
-TORCH = Option("--torch", "text", "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).", "torch", metavar="VERSION")
+DRIVER = Option(
+    "--driver",
+    "text",
+    "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).",
+    "driver",
+    metavar="VERSION",
+)
+DRIVER_CUDA = Option(
+    "--driver-cuda",
+    "text",
+    'The CUDA version that driver reports (nvidia-smi\'s "CUDA Version", e.g. 13.0): what judges a Jetson driver '
+    "(env PICKVARIANT_DRIVER_CUDA).",
+    "driver_cuda",
+    metavar="X.Y",
+)
+WITH = Option(
+    "--with",
+    "texts",
+    "Choose these companions with the torch, on one PyTorch: torchvision, torchaudio, vllm; repeat or "
+    "comma-separate (env PICKVARIANT_WITH).",
+    "with_projects",
+    metavar="PROJECT",
+)
+TORCH = Option(
+    "--torch",
+    "text",
+    "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).",
+    "torch",
+    metavar="VERSION",
+)
 CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda", metavar="X.Y")
-GPU_INDEX = Option("--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index", metavar="N")
-BRANCH = Option("--branch", "text", "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).", "branch",
-                metavar="NAME")
-PYTHON = Option("--python-version", "text", "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).", "python",
-                metavar="X.Y")
+GPU_INDEX = Option(
+    "--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index", metavar="N"
+)
+BRANCH = Option(
+    "--branch",
+    "text",
+    "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).",
+    "branch",
+    metavar="NAME",
+)
+PYTHON = Option(
+    "--python-version",
+    "text",
+    "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).",
+    "python",
+    metavar="X.Y",
+)
 FORMAT = Option("--format", "choice", "Output format.", choices=OUTPUT_FORMATS, default="text")
-COMPACT = Option("--compact", "flag", "The JSON object on one line, one node per line for `plan` (implies --format json).", default=False)
-LABEL = Option("--label", "text", "With --format json or --compact: a top-level \"label\" naming this node (env PICKVARIANT_LABEL); nothing else names the host.",
-               metavar="NAME")
+COMPACT = Option(
+    "--compact",
+    "flag",
+    "The JSON object on one line, one node per line for `plan` (implies --format json).",
+    default=False,
+)
+LABEL = Option(
+    "--label",
+    "text",
+    'With --format json or --compact: a top-level "label" naming this node (env PICKVARIANT_LABEL); nothing else names the host.',
+    metavar="NAME",
+)
 
 # The options that fill a Request, by parameter name, in the order commands list them.
-REQUEST = {"workload": WORKLOAD, "cpuinfo": CPUINFO, "gpu": GPU, "no_gpu": NO_GPU, "driver": DRIVER, "driver_cuda": DRIVER_CUDA,
-           "torch": TORCH,
-           "cuda": CUDA, "gpu_index": GPU_INDEX, "branch": BRANCH, "python_version": PYTHON, "with_": WITH}
+REQUEST = {
+    "workload": WORKLOAD,
+    "cpuinfo": CPUINFO,
+    "gpu": GPU,
+    "no_gpu": NO_GPU,
+    "driver": DRIVER,
+    "driver_cuda": DRIVER_CUDA,
+    "torch": TORCH,
+    "cuda": CUDA,
+    "gpu_index": GPU_INDEX,
+    "branch": BRANCH,
+    "python_version": PYTHON,
+    "with_": WITH,
+}
 # detect's options, in the order its help lists them.
-DETECT = {"workload": WORKLOAD, "format": FORMAT, **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
-          "compact": COMPACT, "label": LABEL}
+DETECT = {
+    "workload": WORKLOAD,
+    "format": FORMAT,
+    **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
+    "compact": COMPACT,
+    "label": LABEL,
+}
 _BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
 _DIGITS = frozenset("0123456789")
 
 
-def request_from(values: dict[str, object]) -> Request:
-    """The Request that parsed option values (by parameter name, as REQUEST names them) describe."""
-    fields: dict[str, object] = {}
+def request_from(values: Mapping[str, Any]) -> Request:
+    """The Request that parsed option values (by parameter name, as REQUEST names them) describe.
+
+    The values are what a parser produced for each declared option's kind (text, a list of texts, a path, a
+    flag); Request's own checks judge them, so they are passed on as Any."""
+    fields: dict[str, Any] = {}
     for name, value in values.items():
         option = REQUEST.get(name)
         if option is None or option.field is None or value is None:
             continue
         if option is WITH:
-            fields[option.field] = projects_from(value, option.flag)  # type: ignore[arg-type]
+            fields[option.field] = projects_from(value, option.flag)
             continue
-        fields[option.field] = tuple(value) if option.repeatable else (Path(value) if option.kind == "path" and isinstance(value, str) else value)  # type: ignore[arg-type]
-    return Request(**fields)  # type: ignore[arg-type]
+        if option.repeatable:
+            fields[option.field] = tuple(value)
+        elif option.kind == "path" and isinstance(value, str):
+            fields[option.field] = Path(value)
+        else:
+            fields[option.field] = value
+    return Request(**fields)
 
 
 def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
@@ -120,7 +210,7 @@ def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
                 return None
             values[name] = int(value)
         elif option.repeatable:
-            values[name] = [*(values[name] or ()), value]  # type: ignore[misc]
+            values[name] = [*(values[name] or ()), value]  # type: ignore[misc]  # a repeatable option's value is a list
         else:
             values[name] = value
     if values["compact"] and "format" not in seen:

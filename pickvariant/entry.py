@@ -26,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     if not console.prepare_streams():
         return 1
     try:
-        text, choice = console.detect_json(commandline.request_from(values), bool(values["compact"]), values["label"])  # type: ignore[arg-type]
+        label = values["label"]
+        request = commandline.request_from(values)
+        text, choice = console.detect_json(request, bool(values["compact"]), label if isinstance(label, str) else None)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except (PickVariantError, KeyboardInterrupt) as error:

@@ -14,19 +14,48 @@ from pathlib import Path
 PIN_28 = "fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3"  # torch 2.8.0 in hardware.json's nixpkgs_pins
 PIN_NEW = "2017d6d515f8a7b289fe06d3a880a7ec588c3900"  # not in nixpkgs_pins: recipes must say their version
 PIN_291 = "46336d4d6980ae6f136b45c8507b17787eb186a0"  # torch 2.9.1 in hardware.json's nixpkgs_pins
-FLAGS = {"avx2": '"-mavx2" "-mfma" "-mf16c"', "avx512": '"-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mfma"', "avx": '"-mavx"',
-         "armv9": '"-march=armv9-a+sve+sve2"', "armv8_2": '"-march=armv8.2-a+fp16+dotprod"', "armv8.2": '"-march=armv8.2-a+fp16+dotprod"'}
-SYSTEM = {"avx": "x86_64-linux", "armv8_2": "aarch64-linux", "armv8.2": "aarch64-linux", "avx2": "x86_64-linux", "avx512": "x86_64-linux", "armv9": "aarch64-linux"}
+FLAGS = {
+    "avx2": '"-mavx2" "-mfma" "-mf16c"',
+    "avx512": '"-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mfma"',
+    "avx": '"-mavx"',
+    "armv9": '"-march=armv9-a+sve+sve2"',
+    "armv8_2": '"-march=armv8.2-a+fp16+dotprod"',
+    "armv8.2": '"-march=armv8.2-a+fp16+dotprod"',
+}
+SYSTEM = {
+    "avx": "x86_64-linux",
+    "armv8_2": "aarch64-linux",
+    "armv8.2": "aarch64-linux",
+    "avx2": "x86_64-linux",
+    "avx512": "x86_64-linux",
+    "armv9": "aarch64-linux",
+}
 
 
-def recipe(py: str, isa: str, pin: str, sm: str | None = None, cuda: str | None = None, version: str | None = None,
-           cudnn_off: bool = False, platforms: str | None = None, cpu_flags: str | None = None, python_set: str | None = None,
-           pname: str | None = None) -> str:
+def recipe(
+    py: str,
+    isa: str,
+    pin: str,
+    sm: str | None = None,
+    cuda: str | None = None,
+    version: str | None = None,
+    cudnn_off: bool = False,
+    platforms: str | None = None,
+    cpu_flags: str | None = None,
+    python_set: str | None = None,
+    pname: str | None = None,
+) -> str:
     python_set = python_set or f"python{py}Packages"
     cuda_set = f"(final: prev: {{ cudaPackages = final.cudaPackages_{cuda}; }})" if cuda else ""
     # The source upgrade, in an overlay as the build repository writes it (a version binding).
-    upgrade = (f"(final: prev: {{ {python_set} = prev.{python_set}.override {{ overrides = pfinal: pprev: {{ "
-               f'torch = pprev.torch.overrideAttrs (old: {{ version = "{version}"; }}); }}; }}; }})') if version else ""
+    upgrade = (
+        (
+            f"(final: prev: {{ {python_set} = prev.{python_set}.override {{ overrides = pfinal: pprev: {{ "
+            f'torch = pprev.torch.overrideAttrs (old: {{ version = "{version}"; }}); }}; }}; }})'
+        )
+        if version
+        else ""
+    )
     overlay = f"overlays = [ {cuda_set} {upgrade} ];" if cuda or version else ""
     dotted = f"{sm[2:-1]}.{sm[-1]}" if sm else ""
     target = f'  gpuArchSM = "{dotted}";  # for TORCH_CUDA_ARCH_LIST\n' if sm else ""
@@ -58,9 +87,19 @@ ISA_TABLE = """{
 """
 
 
-def companion_recipe(project: str, py: str, isa: str, sm: str | None = None, cuda: str | None = None, pin: str | None = None,
-                     torch_version: str | None = None, imports: str | None = None, own_version: str | None = None,
-                     target: str = "dotted", shared_isa: bool = False) -> str:
+def companion_recipe(
+    project: str,
+    py: str,
+    isa: str,
+    sm: str | None = None,
+    cuda: str | None = None,
+    pin: str | None = None,
+    torch_version: str | None = None,
+    imports: str | None = None,
+    own_version: str | None = None,
+    target: str = "dotted",
+    shared_isa: bool = False,
+) -> str:
     """A torchvision, torchaudio or vLLM recipe in the shapes of the companion build repositories (read there, written here):
     its own torch from a pinned nixpkgs (a torch version overlay inside `torch = …`, as build-torchvision's 2.10 branch),
     no pin at all (build-torchaudio), the pytorch recipe of its branch imported (build-pytorch's in-repo companions),
@@ -72,17 +111,31 @@ def companion_recipe(project: str, py: str, isa: str, sm: str | None = None, cud
     if cuda:
         overlays.append(f"(final: prev: {{ cudaPackages = final.cudaPackages_{cuda}; }})")
     if torch_version:
-        overlays.append("(final: prev: { python3Packages = prev.python3Packages.override { overrides = pfinal: pprev: { "
-                        f'torch = pprev.torch.overrideAttrs (old: rec {{ version = "{torch_version}"; patches = []; }}); }}; }}; }})')
-    pinned = (f'  nixpkgs_pinned = import (builtins.fetchTarball {{ url = "https://github.com/NixOS/nixpkgs/archive/{pin}.tar.gz"; }}) '
-              f'{{ config = {{ allowUnfree = true; cudaSupport = {"true" if sm else "false"}; }}; overlays = [ {" ".join(overlays)} ]; }};\n') if pin else ""
+        overlays.append(
+            "(final: prev: { python3Packages = prev.python3Packages.override { overrides = pfinal: pprev: { "
+            f'torch = pprev.torch.overrideAttrs (old: rec {{ version = "{torch_version}"; patches = []; }}); }}; }}; }})'
+        )
+    pinned = (
+        (
+            f'  nixpkgs_pinned = import (builtins.fetchTarball {{ url = "https://github.com/NixOS/nixpkgs/archive/{pin}.tar.gz"; }}) '
+            f"{{ config = {{ allowUnfree = true; cudaSupport = {'true' if sm else 'false'}; }}; overlays = [ {' '.join(overlays)} ]; }};\n"
+        )
+        if pin
+        else ""
+    )
     packages = "nixpkgs_pinned.python3Packages" if pin else "python3Packages"
-    flags = "  cpuISA = (import ./lib/cpu-isa.nix)." + isa + ";\n" if shared_isa else f"  cpuFlags = [ {FLAGS[isa]} ];\n"
+    flags = (
+        "  cpuISA = (import ./lib/cpu-isa.nix)." + isa + ";\n" if shared_isa else f"  cpuFlags = [ {FLAGS[isa]} ];\n"
+    )
     target_line = f'  {"smCapability" if shared_isa else "gpuArchSM"} = "{spelled}";\n' if sm else ""
     if imports:
         torch = f"  customPytorch = import ./{imports}.nix {{}};\n"
     else:
-        settings = f"{{ cudaSupport = true; gpuTargets = [ {'smCapability' if shared_isa else 'gpuArchSM'} ]; }}" if sm else "{ cudaSupport = false; }"
+        settings = (
+            f"{{ cudaSupport = true; gpuTargets = [ {'smCapability' if shared_isa else 'gpuArchSM'} ]; }}"
+            if sm
+            else "{ cudaSupport = false; }"
+        )
         torch = f"  customPytorch = {packages}.torch.override {settings};\n"
     arguments = "{ pkgs ? import <nixpkgs> {} }" if pin or imports else "{ lib, python3Packages, cudaPackages }"
     description = f'description = "{project} {own_version} (test build)";' if own_version else ""
@@ -108,9 +161,19 @@ def make_companion_repo(repo: Path, branches: dict[str, dict[str, str]]) -> Path
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
-           "GIT_AUTHOR_DATE": "2026-02-28T09:55:37-05:00", "GIT_COMMITTER_DATE": "2026-02-28T09:55:37-05:00", "HOME": str(cwd), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True, timeout=60).stdout
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_AUTHOR_DATE": "2026-02-28T09:55:37-05:00",
+        "GIT_COMMITTER_DATE": "2026-02-28T09:55:37-05:00",
+        "HOME": str(cwd),
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
 
 
 def commit_branch(repo: Path, branch: str, files: dict[str, str], parent: str = "main") -> None:
@@ -147,26 +210,52 @@ def make_build_repo(repo: Path) -> Path:
     names, a vLLM-aligned branch, and a staging branch; one in-repo torchvision recipe."""
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    commit_branch(repo, "main", {
-        "pytorch-python313-cpu-avx2.nix": recipe("313", "avx2", PIN_28, platforms='"x86_64-linux" "aarch64-linux"'),
-        "pytorch-python313-cuda12_8-sm90-avx512.nix": recipe("313", "avx512", PIN_28, "sm90", "12_8"),
-        "pytorch-python313-cuda12_8-sm61-avx2.nix": recipe("313", "avx2", PIN_28, "sm61", "12_8", cudnn_off=True),
-        # An in-repo companion: it imports the pytorch recipe beside it, the very same torch.
-        "torchvision-python313-cuda12_8-sm61-avx2.nix": companion_recipe("torchvision", "313", "avx2", "sm61", "12_8", PIN_28,
-                                                                         imports="pytorch-python313-cuda12_8-sm61-avx2"),
-    })
-    commit_branch(repo, "pytorch-2.10-python313", {
-        "pytorch-python313-cuda13_1-sm90-avx512.nix": recipe("313", "avx512", PIN_NEW, "sm90", "13_1", version="2.10.0"),
-        "pytorch-python313-cuda13_1-sm121-armv9.nix": recipe("313", "armv9", PIN_NEW, "sm121", "13_1", version="2.10.0"),
-        # The name says sm90, the recipe builds 8.9: reported, never guessed.
-        "pytorch-python313-cuda13_1-sm90-avx2.nix": recipe("313", "avx2", PIN_NEW, "sm89", "13_1", version="2.10.0"),
-        # Compiled for AVX-512 BF16 under the avx512 name: would crash CPUs the avx512 rule admits.
-        "pytorch-python313-cuda13_1-sm89-avx512.nix": recipe("313", "avx512", PIN_NEW, "sm89", "13_1", version="2.10.0",
-                                                              cpu_flags='"-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mavx512bf16"'),
-    })
-    commit_branch(repo, "pytorch-2.8-vllm-0.10.0", {
-        "pytorch-python312-cuda12_8-sm90-avx512.nix": recipe("312", "avx512", PIN_28, "sm90", "12_8"),
-    })
+    commit_branch(
+        repo,
+        "main",
+        {
+            "pytorch-python313-cpu-avx2.nix": recipe("313", "avx2", PIN_28, platforms='"x86_64-linux" "aarch64-linux"'),
+            "pytorch-python313-cuda12_8-sm90-avx512.nix": recipe("313", "avx512", PIN_28, "sm90", "12_8"),
+            "pytorch-python313-cuda12_8-sm61-avx2.nix": recipe("313", "avx2", PIN_28, "sm61", "12_8", cudnn_off=True),
+            # An in-repo companion: it imports the pytorch recipe beside it, the very same torch.
+            "torchvision-python313-cuda12_8-sm61-avx2.nix": companion_recipe(
+                "torchvision", "313", "avx2", "sm61", "12_8", PIN_28, imports="pytorch-python313-cuda12_8-sm61-avx2"
+            ),
+        },
+    )
+    commit_branch(
+        repo,
+        "pytorch-2.10-python313",
+        {
+            "pytorch-python313-cuda13_1-sm90-avx512.nix": recipe(
+                "313", "avx512", PIN_NEW, "sm90", "13_1", version="2.10.0"
+            ),
+            "pytorch-python313-cuda13_1-sm121-armv9.nix": recipe(
+                "313", "armv9", PIN_NEW, "sm121", "13_1", version="2.10.0"
+            ),
+            # The name says sm90, the recipe builds 8.9: reported, never guessed.
+            "pytorch-python313-cuda13_1-sm90-avx2.nix": recipe(
+                "313", "avx2", PIN_NEW, "sm89", "13_1", version="2.10.0"
+            ),
+            # Compiled for AVX-512 BF16 under the avx512 name: would crash CPUs the avx512 rule admits.
+            "pytorch-python313-cuda13_1-sm89-avx512.nix": recipe(
+                "313",
+                "avx512",
+                PIN_NEW,
+                "sm89",
+                "13_1",
+                version="2.10.0",
+                cpu_flags='"-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mavx512bf16"',
+            ),
+        },
+    )
+    commit_branch(
+        repo,
+        "pytorch-2.8-vllm-0.10.0",
+        {
+            "pytorch-python312-cuda12_8-sm90-avx512.nix": recipe("312", "avx512", PIN_28, "sm90", "12_8"),
+        },
+    )
     commit_branch(repo, "main-staging", {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_28)})
     return repo
 
@@ -178,9 +267,23 @@ def recipe_for_row(catalog_data: dict, row: dict, pname: str | None = None) -> s
     version = row["torch"] if pin_torch != row["torch"] else None
     if row["gpu_arch"] == "mps":
         return mps_recipe(py, row["nixpkgs_rev"], version, pname or row["package"])
-    flags = " ".join(f'"{flag}"' for flag in next(i for i in catalog_data["cpu_isas"] if i["name"] == row["cpu_isa"])["compiler_flags"])
-    lines = {(b["name"], line["cuda"]): line["cuda_packages"] for b in catalog_data["branches"] for line in b["cuda_lines"]}
+    flags = " ".join(
+        f'"{flag}"'
+        for flag in next(i for i in catalog_data["cpu_isas"] if i["name"] == row["cpu_isa"])["compiler_flags"]
+    )
+    lines = {
+        (b["name"], line["cuda"]): line["cuda_packages"] for b in catalog_data["branches"] for line in b["cuda_lines"]
+    }
     cuda = lines[(row["branch"], row["cuda"])].removeprefix("cudaPackages_") if row["cuda"] else None
-    return recipe(py, row["cpu_isa"], row["nixpkgs_rev"], row["gpu_arch"], cuda, version, cudnn_off=not row["cudnn"] and bool(row["gpu_arch"]),
-                  platforms=f'"{row["platform"]}"', cpu_flags=flags, pname=pname or row["package"])
-
+    return recipe(
+        py,
+        row["cpu_isa"],
+        row["nixpkgs_rev"],
+        row["gpu_arch"],
+        cuda,
+        version,
+        cudnn_off=not row["cudnn"] and bool(row["gpu_arch"]),
+        platforms=f'"{row["platform"]}"',
+        cpu_flags=flags,
+        pname=pname or row["package"],
+    )

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from pickvariant.catalog.model import Catalog
-
 from pickvariant.catalog.load import load_catalog
+from pickvariant.catalog.model import Catalog
 
 TESTS = Path(__file__).resolve().parent
 CPUINFO = TESTS / "fixtures" / "cpuinfo"
@@ -81,7 +80,9 @@ class FloxStandIn:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         flox = bin_dir / "flox"
-        flox.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(TESTS / 'flox_standin.py'))} \"$@\"\n")
+        flox.write_text(
+            f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(TESTS / "flox_standin.py"))} "$@"\n'
+        )
         flox.chmod(flox.stat().st_mode | stat.S_IEXEC)
         # Every install defaults to the current directory: never the checkout's.
         monkeypatch.chdir(tmp_path)
@@ -92,7 +93,14 @@ class FloxStandIn:
         monkeypatch.setenv("FAKE_FLOX_CALLS", str(self.calls_file))
         monkeypatch.setenv("FAKE_FLOX_STATE", str(self.state))
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-        for name in ("PICKVARIANT_FLOX_ORG", "FLOX_FLOXHUB_TOKEN", "FAKE_FLOX_MODE", "FAKE_FLOX_OFFLINE", "FAKE_FLOX_VERSION", "FAKE_FLOX_BUILD_FAILS"):
+        for name in (
+            "PICKVARIANT_FLOX_ORG",
+            "FLOX_FLOXHUB_TOKEN",
+            "FAKE_FLOX_MODE",
+            "FAKE_FLOX_OFFLINE",
+            "FAKE_FLOX_VERSION",
+            "FAKE_FLOX_BUILD_FAILS",
+        ):
             monkeypatch.delenv(name, raising=False)
         self.site_packages = torch_site_packages()
         if self.site_packages:
@@ -101,21 +109,33 @@ class FloxStandIn:
             monkeypatch.delenv("FAKE_FLOX_SITE_PACKAGES", raising=False)
         self.login("tester")
         entries: dict[str, dict] = {
-            f"python{minor.replace('.', '')}": {"kind": "python", "versions": [f"{minor}.0"], "interpreter": sys.executable}
+            f"python{minor.replace('.', '')}": {
+                "kind": "python",
+                "versions": [f"{minor}.0"],
+                "interpreter": sys.executable,
+            }
             for minor in ("3.11", "3.12", "3.13")
         }
         # The org "acme" has published every variant of the catalog, each at its PyTorch version.
         for variant in catalog.variants:
-            entry = entries.setdefault(f"acme/{variant.package}", {
-                "kind": "site-packages", "versions": [], "systems": [variant.platform], "members": ["tester"],
-                "site_packages": self.site_packages,
-            })
+            entry = entries.setdefault(
+                f"acme/{variant.package}",
+                {
+                    "kind": "site-packages",
+                    "versions": [],
+                    "systems": [variant.platform],
+                    "members": ["tester"],
+                    "site_packages": self.site_packages,
+                },
+            )
             if variant.torch not in entry["versions"]:
                 entry["versions"].append(variant.torch)
         self.write_catalog(entries)
 
     def __call__(self) -> list[dict]:
-        return [json.loads(line) for line in self.calls_file.read_text().splitlines()] if self.calls_file.exists() else []
+        return (
+            [json.loads(line) for line in self.calls_file.read_text().splitlines()] if self.calls_file.exists() else []
+        )
 
     def write_catalog(self, entries: dict[str, dict]) -> None:
         (self.state / "catalog.json").write_text(json.dumps(entries))
@@ -141,3 +161,14 @@ def torch_site_packages() -> str | None:
 @pytest.fixture
 def fake_flox(tmp_path, monkeypatch, catalog) -> FloxStandIn:
     return FloxStandIn(tmp_path, monkeypatch, catalog)
+
+
+def cli_runner():
+    """typer's CliRunner with stderr kept apart from stdout, as the tests read them: click 8.2+ always keeps
+    them apart; older click (which typer's lowest allowed release may bring) does so when asked."""
+    from typer.testing import CliRunner
+
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:  # click 8.2+: no such argument, stderr is always its own
+        return CliRunner()

@@ -35,10 +35,16 @@ import time
 import tomllib
 from pathlib import Path
 
-CONTRACT = json.loads((Path(__file__).resolve().parent.parent / "pickvariant" / "install" / "flox_contract.json").read_text(encoding="utf-8"))
+CONTRACT = json.loads(
+    (Path(__file__).resolve().parent.parent / "pickvariant" / "install" / "flox_contract.json").read_text(
+        encoding="utf-8"
+    )
+)
 MESSAGES = CONTRACT["messages"]
 FILES = CONTRACT["files"]
-SYSTEM = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux", "arm64": "aarch64-linux"}.get(platform.machine(), "x86_64-linux")
+SYSTEM = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux", "arm64": "aarch64-linux"}.get(
+    platform.machine(), "x86_64-linux"
+)
 STATE = Path(os.environ["FAKE_FLOX_STATE"])
 STORE = STATE / "store"
 PYTHON_XY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -59,6 +65,7 @@ def note(text: str) -> None:
 
 # --- arguments, as bpaf parses them for each command's grammar ---------------------------------
 
+
 def parse(command: str, args: list[str]) -> dict:
     grammar = CONTRACT["grammar"][command]
     parsed: dict = {"options": {}, "flags": set(), "positionals": [], "rest": None, "ids": {}}
@@ -67,7 +74,7 @@ def parse(command: str, args: list[str]) -> dict:
     while i < len(args):
         arg = args[i]
         if arg == "--" and "rest_after" in grammar:
-            parsed["rest"] = args[i + 1:]
+            parsed["rest"] = args[i + 1 :]
             break
         if arg.startswith("-") and arg != "-":
             name, has_value, value = arg.partition("=")
@@ -102,6 +109,7 @@ def parse(command: str, args: list[str]) -> dict:
 
 # --- login ------------------------------------------------------------------------------------
 
+
 def identity() -> tuple[str | None, str | None]:
     """(handle, problem): who is logged in, from a stored login or FLOX_FLOXHUB_TOKEN."""
     token = os.environ.get(CONTRACT["login"]["token_env"], "")
@@ -122,6 +130,7 @@ def require_login(command: str) -> None:
 
 
 # --- environments -----------------------------------------------------------------------------
+
 
 def environment_dir(parsed: dict) -> Path:
     return Path(parsed["options"].get("path") or os.getcwd())
@@ -245,7 +254,9 @@ def units(tree: Path) -> dict[str, Path]:
     if site.is_dir():
         for child in sorted(site.iterdir()):
             unit = child / "__init__.py" if child.is_dir() and (child / "__init__.py").exists() else child
-            found[f"{child.relative_to(tree)}/__init__.py" if unit is not child else str(child.relative_to(tree))] = unit
+            found[f"{child.relative_to(tree)}/__init__.py" if unit is not child else str(child.relative_to(tree))] = (
+                unit
+            )
     return found
 
 
@@ -258,9 +269,11 @@ def link_packages(staging: Path, explicit: list[tuple[str, Path, int]], run_mode
         for relative, unit in units(tree).items():
             old = owners.get(relative)
             if old is not None and old[0] == priority and old[2] != tree:
-                raise Refused(f"Failed to construct environment: '{old[1]}' conflicts with '{install_id}'. Both packages provide the file "
-                              f"'{unit.name}'\n\nResolve by uninstalling one of the conflicting packages or setting the priority of the "
-                              f"preferred package to a value lower than '{old[0]}'")
+                raise Refused(
+                    f"Failed to construct environment: '{old[1]}' conflicts with '{install_id}'. Both packages provide the file "
+                    f"'{unit.name}'\n\nResolve by uninstalling one of the conflicting packages or setting the priority of the "
+                    f"preferred package to a value lower than '{old[0]}'"
+                )
             if old is None or priority < old[0]:
                 owners[relative] = (priority, install_id, tree)
     ordered = [tree for _, tree, _ in sorted(explicit, key=lambda item: item[2])]
@@ -269,7 +282,7 @@ def link_packages(staging: Path, explicit: list[tuple[str, Path, int]], run_mode
         queue = list(ordered)
         while queue:
             propagated_file = queue.pop(0) / "nix-support" / "propagated-build-inputs"
-            for path in (propagated_file.read_text().split() if propagated_file.exists() else ()):
+            for path in propagated_file.read_text().split() if propagated_file.exists() else ():
                 if Path(path) not in done:
                     done.add(Path(path))
                     ordered.append(Path(path))
@@ -334,10 +347,13 @@ def cmd_init(parsed: dict) -> int:
     (directory / FILES["env_json"]).write_text(json.dumps({"name": name, "version": 1}, indent=2) + "\n")
     systems = ", ".join(toml_string(s) for s in FILES["default_systems"])
     (directory / FILES["manifest"]).write_text(
-        f'schema-version = "{FILES["manifest_schema_version"]}"\n\n[install]\n\n[options]\nsystems = [{systems}]\n')
+        f'schema-version = "{FILES["manifest_schema_version"]}"\n\n[install]\n\n[options]\nsystems = [{systems}]\n'
+    )
     (directory / FILES["lockfile"]).write_text(json.dumps({"version": 1, "packages": []}, indent=2) + "\n")
     (directory / ".flox" / ".gitignore").write_text("run/\ncache/\nlib/\nlog/\n!env/\n")
-    (directory / ".flox" / ".gitattributes").write_text("env/manifest.lock linguist-generated=true linguist-language=JSON\n")
+    (directory / ".flox" / ".gitattributes").write_text(
+        "env/manifest.lock linguist-generated=true linguist-language=JSON\n"
+    )
     note(say("created_environment", name=name, system=SYSTEM))
     return 0
 
@@ -404,7 +420,10 @@ def cmd_install(parsed: dict) -> int:
     new_manifest = tomllib.loads(new_text)
     # Transactional, as Flox's: the environment is built first; the manifest changes only if that worked.
     build_environment(directory, pointer, new_manifest)
-    atomic_write(directory / FILES["lockfile"], json.dumps({"version": 1, "manifest": new_manifest}, indent=2, sort_keys=True) + "\n")
+    atomic_write(
+        directory / FILES["lockfile"],
+        json.dumps({"version": 1, "manifest": new_manifest}, indent=2, sort_keys=True) + "\n",
+    )
     atomic_write(directory / FILES["manifest"], new_text)
     note(say("installed", ids=", ".join(f"'{i}'" for i in installed), name=pointer["name"]))
     for warning in warnings:
@@ -416,8 +435,13 @@ def add_install_lines(text: str, lines: list[str]) -> str:
     rows = text.splitlines(keepends=True)
     for index, row in enumerate(rows):
         if row.strip() == "[install]":
-            return "".join(rows[:index + 1] + [line + "\n" for line in lines] + rows[index + 1:])
-    return text + ("" if text.endswith("\n") or not text else "\n") + "[install]\n" + "".join(line + "\n" for line in lines)
+            return "".join(rows[: index + 1] + [line + "\n" for line in lines] + rows[index + 1 :])
+    return (
+        text
+        + ("" if text.endswith("\n") or not text else "\n")
+        + "[install]\n"
+        + "".join(line + "\n" for line in lines)
+    )
 
 
 def expressions(directory: Path) -> dict[str, Path]:
@@ -458,15 +482,25 @@ def cmd_build(parsed: dict) -> int:
         if git(["ls-files", "--error-unmatch", str(available[target])], Path(toplevel.stdout.strip())).returncode != 0:
             raise Refused(say("expression_not_tracked", name=target, file=str(available[target])))
     if os.environ.get("FAKE_FLOX_OFFLINE") == "1":
-        raise Refused(say("base_catalog_unreachable", cause="error sending request for url (https://api.flox.dev/api/v1/catalog/info/base-catalog)"))
+        raise Refused(
+            say(
+                "base_catalog_unreachable",
+                cause="error sending request for url (https://api.flox.dev/api/v1/catalog/info/base-catalog)",
+            )
+        )
     for target in chosen:
         if shutil.which("nix-instantiate"):
-            check = subprocess.run(["nix-instantiate", "--parse", str(available[target])], capture_output=True, text=True)
+            check = subprocess.run(
+                ["nix-instantiate", "--parse", str(available[target])], capture_output=True, text=True
+            )
             if check.returncode != 0:
                 print(check.stderr, end="", file=sys.stderr)
                 raise Refused(say("build_failed"))
         if os.environ.get("FAKE_FLOX_BUILD_FAILS") == "1":
-            print(f"error: builder for '/nix/store/…-python{PYTHON_XY}-{target}.drv' failed with exit code 2", file=sys.stderr)
+            print(
+                f"error: builder for '/nix/store/…-python{PYTHON_XY}-{target}.drv' failed with exit code 2",
+                file=sys.stderr,
+            )
             raise Refused(say("build_failed"))
         text = available[target].read_text(encoding="utf-8", errors="replace")
         version = "0.0.0"
@@ -497,8 +531,11 @@ def activation_environment(run_dir: Path) -> dict[str, str]:
     python = run_dir / "bin" / "python3"
     if os.access(python, os.X_OK):
         # profile.d.functions setup_python: only when the environment provides bin/python3, for its X.Y.
-        xy = subprocess.run([str(python), "-c", "import sys; print('{}.{}'.format(*sys.version_info[:2]))"],
-                            capture_output=True, text=True).stdout.strip()
+        xy = subprocess.run(
+            [str(python), "-c", "import sys; print('{}.{}'.format(*sys.version_info[:2]))"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         suffix = run_dir / "lib" / f"python{xy}" / "site-packages"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(suffix), os.environ.get("PYTHONPATH", "")]))
     return env
@@ -555,7 +592,14 @@ def cmd_auth(parsed: dict) -> int:
     return 0
 
 
-COMMANDS = {"init": cmd_init, "install": cmd_install, "build": cmd_build, "activate": cmd_activate, "run": cmd_run, "auth": cmd_auth}
+COMMANDS = {
+    "init": cmd_init,
+    "install": cmd_install,
+    "build": cmd_build,
+    "activate": cmd_activate,
+    "run": cmd_run,
+    "auth": cmd_auth,
+}
 
 
 def inject_faults() -> None:
@@ -564,7 +608,13 @@ def inject_faults() -> None:
         print("building...", flush=True)
         if os.environ.get("FAKE_FLOX_CHILD"):
             # A builder that ignores SIGINT, as nix's daemon children may: stopping flox must stop it too.
-            child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"])
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)",
+                ]
+            )
             Path(os.environ["FAKE_FLOX_CHILD"]).write_text(str(child.pid))
         time.sleep(float(mode.split(":")[1]))
     elif mode == "long":

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from conftest import cpuinfo_path
+
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.cpu import CpuFacts, read_cpuinfo_dump
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant._base.versions import parse_compute_capability, parse_driver_version
-
-from conftest import cpuinfo_path
 
 
 def host(
@@ -27,5 +27,9 @@ def host(
         cpu = CpuFacts(os_name, arch, "test CPU", frozenset(flags or ()), "test")
     cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source)
     gpu_facts = tuple(GpuFacts(i, f"GPU {cc}", parse_compute_capability(cc)) for i, cc in enumerate(gpus))
-    driver_facts = DriverFacts(parse_driver_version(driver) if driver else None, driver_cuda) if driver or driver_cuda else None
-    return HostFacts(cpu.os, cpu.arch, cpu, gpu_facts, driver_facts, bool(gpus) and driver_facts is None, False, {"cpu": "test"})
+    driver_facts = (
+        DriverFacts(parse_driver_version(driver) if driver else None, driver_cuda) if driver or driver_cuda else None
+    )
+    return HostFacts(
+        cpu.os, cpu.arch, cpu, gpu_facts, driver_facts, bool(gpus) and driver_facts is None, False, {"cpu": "test"}
+    )

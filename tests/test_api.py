@@ -11,10 +11,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO, cpuinfo_path, generated
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, cpuinfo_path, generated
 from pickvariant import api, commandline, entry
 from pickvariant._base.errors import BadInput
 
@@ -24,17 +24,38 @@ CLI_LIBRARIES = ("typer", "click", "rich", "pydantic")
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_recommend_to_json_is_what_detect_prints() -> None:
     choice = api.recommend(cpuinfo=SAPPHIRE_RAPIDS, gpus=["9.0"], driver="580.95.05", workload="bf16")
-    printed = _run("-m", "pickvariant", "detect", "--format", "json", "--cpuinfo", str(SAPPHIRE_RAPIDS),
-                   "--gpu", "9.0", "--driver", "580.95.05", "--workload", "bf16")
+    printed = _run(
+        "-m",
+        "pickvariant",
+        "detect",
+        "--format",
+        "json",
+        "--cpuinfo",
+        str(SAPPHIRE_RAPIDS),
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.95.05",
+        "--workload",
+        "bf16",
+    )
     assert printed.returncode == 0, printed.stderr
     assert choice.to_json() == json.loads(printed.stdout)
-    assert choice.variant is not None and choice.variant.package == json.loads(printed.stdout)["recommendation"]["package"]
+    assert (
+        choice.variant is not None and choice.variant.package == json.loads(printed.stdout)["recommendation"]["package"]
+    )
 
 
 def test_recommend_states_no_gpu_pins_and_reports_a_misfit_as_a_value() -> None:
@@ -54,19 +75,37 @@ def test_the_docstring_example_runs(monkeypatch) -> None:
     assert tried >= 3 and failures == 0
 
 
-@pytest.mark.parametrize("code", [
-    "import pickvariant.api",
-    "import pickvariant.api as a; a.recommend(cpuinfo=%r, gpus=['9.0'], driver='580.95.05').to_json()" % str(SAPPHIRE_RAPIDS),
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import pickvariant.api",
+        f"import pickvariant.api as a; a.recommend(cpuinfo={str(SAPPHIRE_RAPIDS)!r}, gpus=['9.0'], driver='580.95.05').to_json()",
+    ],
+)
 def test_the_library_loads_no_cli_or_terminal_library(code: str) -> None:
-    done = _run("-c", f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {CLI_LIBRARIES!r}))")
+    done = _run(
+        "-c", f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {CLI_LIBRARIES!r}))"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
 
 def test_detect_json_as_a_process_imports_no_cli_library() -> None:
-    done = _run("-X", "importtime", "-m", "pickvariant", "detect", "--format", "json", "--compact", "--label", "n1",
-                "--cpuinfo", str(HASWELL), "--no-gpu")
+    done = _run(
+        "-X",
+        "importtime",
+        "-m",
+        "pickvariant",
+        "detect",
+        "--format",
+        "json",
+        "--compact",
+        "--label",
+        "n1",
+        "--cpuinfo",
+        str(HASWELL),
+        "--no-gpu",
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["label"] == "n1"
     assert not _imported_roots(done.stderr) & set(CLI_LIBRARIES)
     # The text view does need rich: the same command without --format json goes through the CLI.
@@ -75,7 +114,11 @@ def test_detect_json_as_a_process_imports_no_cli_library() -> None:
 
 
 def _imported_roots(importtime: str) -> set[str]:
-    return {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in importtime.splitlines() if line.startswith("import time:")}
+    return {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in importtime.splitlines()
+        if line.startswith("import time:")
+    }
 
 
 def test_the_typer_cli_declares_detect_exactly_as_commandline_does() -> None:
@@ -90,7 +133,9 @@ def test_the_typer_cli_declares_detect_exactly_as_commandline_does() -> None:
     assert list(options) == list(declared)
     for flag, param in options.items():
         option = declared[flag]
-        assert (param.is_flag, param.multiple, param.help) == (option.kind == "flag", option.repeatable, option.help), flag
+        assert (param.is_flag, param.multiple, param.help) == (option.kind == "flag", option.repeatable, option.help), (
+            flag
+        )
         if option.choices:
             assert _choices(param) == option.choices, flag
 
@@ -125,12 +170,16 @@ VALUES = {
 FLAGS = ["--no-gpu", "--compact", "--help", "--bogus", "extra", "--", "--format=json", "--gpu=9.0", "--label="]
 
 
-@given(st.lists(st.tuples(st.sampled_from(sorted(VALUES)), st.integers(0, 9)), max_size=4, unique_by=lambda pair: pair[0]),
-       st.lists(st.sampled_from(["--no-gpu", "--compact"]), max_size=2),
-       st.one_of(st.none(), st.none(), st.none(), st.tuples(st.sampled_from(FLAGS), st.integers(0, 12))),
-       st.booleans())
+@given(
+    st.lists(st.tuples(st.sampled_from(sorted(VALUES)), st.integers(0, 9)), max_size=4, unique_by=lambda pair: pair[0]),
+    st.lists(st.sampled_from(["--no-gpu", "--compact"]), max_size=2),
+    st.one_of(st.none(), st.none(), st.none(), st.tuples(st.sampled_from(FLAGS), st.integers(0, 12))),
+    st.booleans(),
+)
 @settings(max_examples=200, deadline=None)
-def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(options: list, flags: list, junk, with_json: bool) -> None:
+def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(
+    options: list, flags: list, junk, with_json: bool
+) -> None:
     """Whatever the fast path takes, it prints what the CLI prints; whatever it declines, the CLI gets."""
     from pickvariant.cli import main as cli_main
 
@@ -149,20 +198,57 @@ def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(options: list,
 
 
 def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
-    taken = commandline.parse_plain_detect(["detect", "--format=json", "--compact", "--label", "n1", "--gpu", "9.0", "--gpu=8.0",
-                                      "--driver", "580.95.05", "--gpu-index", "1", "--workload", "int8"])
-    assert taken is not None and taken["gpu"] == ["9.0", "8.0"] and taken["gpu_index"] == 1 and taken["workload"] == "int8"
-    for declined in (["detect"], ["detect", "--format", "json", "--help"], ["detect", "--format", "json", "--driver", "--no-gpu"],
-                     ["detect", "--format", "json", "--format", "json"], ["detect", "--format", "json", "--gpu-index", "x"],
-                     ["list", "--format", "json"], ["detect", "--format", "text"]):
+    taken = commandline.parse_plain_detect(
+        [
+            "detect",
+            "--format=json",
+            "--compact",
+            "--label",
+            "n1",
+            "--gpu",
+            "9.0",
+            "--gpu=8.0",
+            "--driver",
+            "580.95.05",
+            "--gpu-index",
+            "1",
+            "--workload",
+            "int8",
+        ]
+    )
+    assert (
+        taken is not None and taken["gpu"] == ["9.0", "8.0"] and taken["gpu_index"] == 1 and taken["workload"] == "int8"
+    )
+    for declined in (
+        ["detect"],
+        ["detect", "--format", "json", "--help"],
+        ["detect", "--format", "json", "--driver", "--no-gpu"],
+        ["detect", "--format", "json", "--format", "json"],
+        ["detect", "--format", "json", "--gpu-index", "x"],
+        ["list", "--format", "json"],
+        ["detect", "--format", "text"],
+    ):
         assert commandline.parse_plain_detect(declined) is None, declined
 
 
-@pytest.mark.parametrize("argv", [
-    ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "3.5", "--driver", "470.256.02"],  # no variant: exit 3
-    ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "hopper"],  # bad input: exit 2
-    ["detect", "--format", "json", "--compact", "--label", "n7", "--cpuinfo", str(HASWELL), "--no-gpu"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "detect",
+            "--format",
+            "json",
+            "--cpuinfo",
+            str(HASWELL),
+            "--gpu",
+            "3.5",
+            "--driver",
+            "470.256.02",
+        ],  # no variant: exit 3
+        ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "hopper"],  # bad input: exit 2
+        ["detect", "--format", "json", "--compact", "--label", "n7", "--cpuinfo", str(HASWELL), "--no-gpu"],
+    ],
+)
 def test_fast_path_exits_and_lines_match_the_cli(argv: list[str]) -> None:
     from pickvariant.cli import main as cli_main
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import REPO
-from pickvariant.catalog.load import load_catalog, parse_catalog, schema_checked_before
+
 from pickvariant._base.errors import BadInput
-from pickvariant.catalog.sync import render as sync_render
+from pickvariant.catalog.load import load_catalog, parse_catalog, schema_checked_before
+from pickvariant.catalog.sync_files import render as sync_render
 
 RAW = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
 SCHEMA = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.schema.json").read_text())
@@ -27,7 +27,10 @@ def test_the_shipped_catalog_records_the_upstream_commit_it_was_synced_from(cata
 
 
 def test_branches_with_their_torch_python_and_cuda_lines(catalog) -> None:
-    rows = {b.name: (b.torch, b.python, tuple(line.cuda for line in b.cuda_lines), b.aligned_with, len(b.variants)) for b in catalog.branches}
+    rows = {
+        b.name: (b.torch, b.python, tuple(line.cuda for line in b.cuda_lines), b.aligned_with, len(b.variants))
+        for b in catalog.branches
+    }
     assert rows == {
         "main": ("2.8.0", "3.13", ("12.8",), None, 58),
         "pytorch-2.8-python311": ("2.8.0", "3.11", ("12.8",), None, 58),
@@ -38,7 +41,11 @@ def test_branches_with_their_torch_python_and_cuda_lines(catalog) -> None:
         "pytorch-2.9-vllm-0.15.1": ("2.9.1", "3.13", ("12.8", "12.9"), "vllm 0.15.1", 117),
         "pytorch-2.10-python313": ("2.10.0", "3.13", ("12.8", "12.9", "13.0", "13.1"), None, 237),
     }
-    lines = {(line.branch, line.cuda): (line.cuda_packages, line.nixpkgs_rev[:7], str(line.min_driver)) for b in catalog.branches for line in b.cuda_lines}
+    lines = {
+        (line.branch, line.cuda): (line.cuda_packages, line.nixpkgs_rev[:7], str(line.min_driver))
+        for b in catalog.branches
+        for line in b.cuda_lines
+    }
     assert lines[("pytorch-2.10-python313", "13.1")] == ("cudaPackages_13_1", "2017d6d", "580.65.06")
     assert lines[("pytorch-2.10-python313", "13.0")] == ("cudaPackages_13", "6a030d5", "580.65.06")
     assert lines[("pytorch-2.10-python313", "12.9")] == ("cudaPackages_12_9", "0182a36", "525.60.13")
@@ -48,7 +55,10 @@ def test_branches_with_their_torch_python_and_cuda_lines(catalog) -> None:
 def test_the_same_package_name_is_several_variants_told_apart_by_branch(catalog) -> None:
     name = "pytorch-python313-cuda12_8-sm90-avx512"
     assert {(v.branch, v.torch) for v in catalog.variants if v.package == name} == {
-        ("main", "2.8.0"), ("pytorch-2.9-python313", "2.9.1"), ("pytorch-2.9-vllm-0.15.1", "2.9.1"), ("pytorch-2.10-python313", "2.10.0"),
+        ("main", "2.8.0"),
+        ("pytorch-2.9-python313", "2.9.1"),
+        ("pytorch-2.9-vllm-0.15.1", "2.9.1"),
+        ("pytorch-2.10-python313", "2.10.0"),
     }
     with pytest.raises(BadInput, match="built on 4 branches"):
         catalog.variant(name)
@@ -79,13 +89,27 @@ def test_seed_errors_are_corrected(catalog) -> None:
     assert any("L40S" in product for product in archs["sm89"].products)
     assert not any("L40S" in product for product in archs["sm90"].products)
     assert not any("Orin" in product for product in archs["sm110"].products)
-    assert (archs["sm103"].min_cuda, archs["sm121"].min_cuda, archs["sm110"].min_cuda, archs["sm61"].max_cuda) == ("12.9", "12.9", "13.0", "12.9")
+    assert (archs["sm103"].min_cuda, archs["sm121"].min_cuda, archs["sm110"].min_cuda, archs["sm61"].max_cuda) == (
+        "12.9",
+        "12.9",
+        "13.0",
+        "12.9",
+    )
     assert catalog.isas["avx512vnni"].requires[-1] == "avx512_vnni"
     assert "sve2" in catalog.isas["armv9"].requires and "sve2" not in catalog.isas["armv8_2"].requires
 
 
 def test_every_fact_carries_its_source() -> None:
-    facts_lists = ["cpu_isas", "gpu_archs", "tegra_compute_capabilities", "flag_aliases", "peak_tflops", "compiler_flags", "nixpkgs_pins", "torch_sources"]
+    facts_lists = [
+        "cpu_isas",
+        "gpu_archs",
+        "tegra_compute_capabilities",
+        "flag_aliases",
+        "peak_tflops",
+        "compiler_flags",
+        "nixpkgs_pins",
+        "torch_sources",
+    ]
     for key in facts_lists:
         for entry in RAW[key]:
             assert entry["source"].strip(), f"{key} entry {entry} has no source"
@@ -118,31 +142,80 @@ def _append_variant(data: dict, **changes) -> None:
 
 BROKEN = {
     "missing min_driver": (lambda d: d["cuda_releases"][0].pop("min_driver"), "cuda_releases[0].min_driver"),
-    "line driver differs from the facts": (lambda d: d["branches"][0]["cuda_lines"][0].update(min_driver="550.1"), "branches[0].cuda_lines[0].min_driver"),
+    "line driver differs from the facts": (
+        lambda d: d["branches"][0]["cuda_lines"][0].update(min_driver="550.1"),
+        "branches[0].cuda_lines[0].min_driver",
+    ),
     "unknown isa in a variant": (lambda d: d["variants"][3].update(cpu_isa="avx1024"), "variants[3].cpu_isa"),
     "unknown sm in a variant": (lambda d: d["variants"][9].update(gpu_arch="sm99"), "variants[9]"),
     "duplicate package on a branch": (lambda d: d["variants"].append(dict(d["variants"][0])), "duplicate"),
     "bad driver": (lambda d: d["cuda_releases"][0].update(min_driver="new"), "cuda_releases[0].min_driver"),
     "wrong type": (lambda d: d["gpu_archs"][0].update(tegra="no"), "gpu_archs[0].tegra"),
     "unknown field": (lambda d: d["cpu_isas"][0].update(colour="red"), "cpu_isas[0].colour"),
-    "sm121 on x86": (lambda d: _append_variant(d, package="pytorch-python313-cuda13_1-sm121-avx2", gpu_arch="sm121"), "cpu_isa"),
-    "sm110 in cuda 12.9": (lambda d: _append_variant(d, package="x-sm110", gpu_arch="sm110", cpu_isa="armv9", platform="aarch64-linux", cuda="12.9",
-                                                     nixpkgs_rev="0182a361324364ae3f436a63005877674cf45efb"), "CUDA 12.9"),
+    "sm121 on x86": (
+        lambda d: _append_variant(d, package="pytorch-python313-cuda13_1-sm121-avx2", gpu_arch="sm121"),
+        "cpu_isa",
+    ),
+    "sm110 in cuda 12.9": (
+        lambda d: _append_variant(
+            d,
+            package="x-sm110",
+            gpu_arch="sm110",
+            cpu_isa="armv9",
+            platform="aarch64-linux",
+            cuda="12.9",
+            nixpkgs_rev="0182a361324364ae3f436a63005877674cf45efb",
+        ),
+        "CUDA 12.9",
+    ),
     "line the branch lacks": (lambda d: _append_variant(d, package="x-sm90", cuda="12.6"), "no CUDA 12.6 line"),
-    "avx512 on an ARM system": (lambda d: _append_variant(d, package="x-arm", cpu_isa="avx512", platform="aarch64-linux"), "cannot run avx512"),
-    "torch disagrees with its branch": (lambda d: _append_variant(d, package="x-torch", torch="2.9.1"), "PyTorch 2.9.1"),
-    "workload ranks an unknown isa": (lambda d: d["workloads"]["int8"]["isa_preference"].append("avx10"), "workloads.int8"),
-    "peak name pattern is no regex": (lambda d: d["peak_tflops"][0].update(name_pattern="H100 ("), "peak_tflops[0].name_pattern"),
-    "capability the schema allows but no GPU has": (lambda d: d["gpu_archs"][0].update(compute_capability="610.1"), "gpu_archs[0].compute_capability"),
-    "driver the schema allows but no driver has": (lambda d: d["cuda_releases"][0].update(min_driver="58000.65"), "cuda_releases[0].min_driver"),
-    "isa with a dispatch level torch lacks": (lambda d: d["cpu_isas"][0].update(torch_cpu_capability="AVX1024"), "cpu_isas[0].torch_cpu_capability"),
-    "isa compiled with flags it does not require": (lambda d: d["cpu_isas"][1]["compiler_flags"].append("-mavx512f"), "cpu_isas[1].compiler_flags"),
-    "package escaping the recipe directory": (lambda d: d["variants"][0].update(package="../../etc/passwd"), "variants[0].package"),
+    "avx512 on an ARM system": (
+        lambda d: _append_variant(d, package="x-arm", cpu_isa="avx512", platform="aarch64-linux"),
+        "cannot run avx512",
+    ),
+    "torch disagrees with its branch": (
+        lambda d: _append_variant(d, package="x-torch", torch="2.9.1"),
+        "PyTorch 2.9.1",
+    ),
+    "workload ranks an unknown isa": (
+        lambda d: d["workloads"]["int8"]["isa_preference"].append("avx10"),
+        "workloads.int8",
+    ),
+    "peak name pattern is no regex": (
+        lambda d: d["peak_tflops"][0].update(name_pattern="H100 ("),
+        "peak_tflops[0].name_pattern",
+    ),
+    "capability the schema allows but no GPU has": (
+        lambda d: d["gpu_archs"][0].update(compute_capability="610.1"),
+        "gpu_archs[0].compute_capability",
+    ),
+    "driver the schema allows but no driver has": (
+        lambda d: d["cuda_releases"][0].update(min_driver="58000.65"),
+        "cuda_releases[0].min_driver",
+    ),
+    "isa with a dispatch level torch lacks": (
+        lambda d: d["cpu_isas"][0].update(torch_cpu_capability="AVX1024"),
+        "cpu_isas[0].torch_cpu_capability",
+    ),
+    "isa compiled with flags it does not require": (
+        lambda d: d["cpu_isas"][1]["compiler_flags"].append("-mavx512f"),
+        "cpu_isas[1].compiler_flags",
+    ),
+    "package escaping the recipe directory": (
+        lambda d: d["variants"][0].update(package="../../etc/passwd"),
+        "variants[0].package",
+    ),
     # Variant rows are checked column by column; any failure must still name the row and field.
-    "integer where a boolean belongs": (lambda d: d["variants"][5].update(cudnn=1), "variants[5].cudnn: expected boolean"),
+    "integer where a boolean belongs": (
+        lambda d: d["variants"][5].update(cudnn=1),
+        "variants[5].cudnn: expected boolean",
+    ),
     "row lacking a field": (lambda d: d["variants"][7].pop("path"), "variants[7].path: required"),
     "row with an extra field": (lambda d: d["variants"][8].update(extra=1), "variants[8].extra: unknown field"),
-    "list where a package name belongs": (lambda d: d["variants"][9].update(package=["x"]), "variants[9].package: expected string"),
+    "list where a package name belongs": (
+        lambda d: d["variants"][9].update(package=["x"]),
+        "variants[9].package: expected string",
+    ),
     "row that is no object": (lambda d: d["variants"].insert(4, "x"), "variants[4]: expected object"),
 }
 
@@ -156,7 +229,13 @@ def test_broken_catalogs_are_rejected_naming_the_field(case) -> None:
 
 
 def test_the_real_json_schema_library_rejects_what_the_schema_alone_rejects() -> None:
-    for case in ("missing min_driver", "bad driver", "wrong type", "unknown field", "package escaping the recipe directory"):
+    for case in (
+        "missing min_driver",
+        "bad driver",
+        "wrong type",
+        "unknown field",
+        "package escaping the recipe directory",
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(_broken(BROKEN[case][0]), SCHEMA)
 
@@ -170,7 +249,11 @@ def test_every_keyword_of_the_schema_is_one_the_report_knows() -> None:
         if isinstance(node, dict):
             found = set(node)
             for key, value in node.items():
-                found |= set().union(*map(keywords, value.values())) if key in ("properties", "$defs") and isinstance(value, dict) else keywords(value)
+                found |= (
+                    set().union(*map(keywords, value.values()))
+                    if key in ("properties", "$defs") and isinstance(value, dict)
+                    else keywords(value)
+                )
             return found
         return set().union(*map(keywords, node)) if isinstance(node, list) else set()
 
@@ -180,8 +263,12 @@ def test_every_keyword_of_the_schema_is_one_the_report_knows() -> None:
 
 def test_an_empty_reason_is_refused_as_the_schema_says() -> None:
     """minLength: the hand-written validator this replaced ignored it, and a patch kept without a why loaded."""
-    with pytest.raises(BadInput, match=r"torch_sources\[0\]\.nixpkgs_patches\[0\]\.why: '' is shorter than 1 character"):
-        parse_catalog(_broken(lambda d: d["torch_sources"][0]["nixpkgs_patches"][0].update(why="")), Path("catalog.json"))
+    with pytest.raises(
+        BadInput, match=r"torch_sources\[0\]\.nixpkgs_patches\[0\]\.why: '' is shorter than 1 character"
+    ):
+        parse_catalog(
+            _broken(lambda d: d["torch_sources"][0]["nixpkgs_patches"][0].update(why="")), Path("catalog.json")
+        )
 
 
 def test_the_shipped_catalog_holds_exactly_the_hardware_facts_of_hardware_json() -> None:
@@ -210,7 +297,11 @@ def test_the_shipped_catalog_carries_a_stamp_that_holds_so_detect_skips_the_sche
 
 
 def test_a_stamped_catalog_that_was_edited_afterwards_is_validated_again(tmp_path) -> None:
-    edited = (REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8").replace('"min_driver": "580.65.06"', '"min_driver": "five hundred"', 1)
+    edited = (
+        (REPO / "pickvariant" / "catalog" / "data" / "catalog.json")
+        .read_text(encoding="utf-8")
+        .replace('"min_driver": "580.65.06"', '"min_driver": "five hundred"', 1)
+    )
     path = tmp_path / "site-catalog.json"
     path.write_text(edited, encoding="utf-8")
     assert not schema_checked_before(edited.encode("utf-8"))
@@ -228,8 +319,10 @@ def test_a_stamp_trusts_only_its_own_schema(tmp_path) -> None:
     assert load_catalog(trusted).variants
     other_schema = tmp_path / "other.json"
     line = text.split("\n")[1]
-    ours = line[-len('xxxxxxxx",'):-2]
+    ours = line[-len('xxxxxxxx",') : -2]
     other = f"{int(ours, 16) ^ 1:08x}"  # any other schema's checksum
-    other_schema.write_text(text.replace(line, line.replace(f"schema crc32 {ours}", f"schema crc32 {other}"), 1), encoding="utf-8")
+    other_schema.write_text(
+        text.replace(line, line.replace(f"schema crc32 {ours}", f"schema crc32 {other}"), 1), encoding="utf-8"
+    )
     with pytest.raises(BadInput, match="surplus: unknown field"):
         load_catalog(other_schema)

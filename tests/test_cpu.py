@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import CPUINFO, cpuinfo_path, require
-from pickvariant.machine.cpu import from_py_cpuinfo, parse_cpuinfo, read_cpuinfo_dump
+
 from pickvariant._base.errors import BadInput
+from pickvariant.machine.cpu import from_py_cpuinfo, parse_cpuinfo, read_cpuinfo_dump
 
 DUMPS = {
     "linux-rhel7-haswell": ("x86_64", {"avx", "avx2", "fma", "f16c"}, {"avx512f"}),
@@ -67,7 +67,9 @@ def test_32_bit_arm_is_not_aarch64() -> None:
     assert parse_cpuinfo(text).arch == "armv7l"
 
 
-@pytest.mark.parametrize("text", ["", "hello world\n", "MIT License\n\nPermission is hereby granted\n", "key: value\nother: thing\n"])
+@pytest.mark.parametrize(
+    "text", ["", "hello world\n", "MIT License\n\nPermission is hereby granted\n", "key: value\nother: thing\n"]
+)
 def test_text_that_is_no_cpuinfo_is_bad_input(text: str) -> None:
     with pytest.raises(BadInput, match="not a /proc/cpuinfo"):
         parse_cpuinfo(text, "dump.txt")
@@ -92,7 +94,9 @@ def test_macos_sysctl_dump_is_darwin_arm() -> None:
 
 
 def test_py_cpuinfo_spellings_are_kept_raw_for_the_catalog_to_normalise(catalog) -> None:
-    facts = from_py_cpuinfo({"arch": "X86_64", "flags": ["avx1.0", "AVX2", "avx512vnni"], "brand_raw": "Intel Mac"}, "darwin")
+    facts = from_py_cpuinfo(
+        {"arch": "X86_64", "flags": ["avx1.0", "AVX2", "avx512vnni"], "brand_raw": "Intel Mac"}, "darwin"
+    )
     assert facts.arch == "x86_64"
     assert catalog.canonical_flags(facts.flags) >= {"avx", "avx2", "avx512_vnni"}
 

@@ -16,20 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from buildrepo import commit_branch, git, recipe_for_row
-from conftest import REPO, require
+from conftest import REPO, cli_runner, require
+
 from pickvariant.cli import app
 
-runner = CliRunner()
+runner = cli_runner()
 SHIPPED = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
 BRANCH = "pytorch-2.10-python313"
 GOOD = "pytorch-python313-cuda13_1-sm90-avx512"
 MPS = "pytorch-python313-darwin-mps"
-UPSTREAM_PNAME = "pytorch-python313-cuda13_0-sm89-avx2"      # pname spelled pytorch210-… as upstream does
-WRONG_TARGET = "pytorch-python313-cuda13_1-sm89-avx512"      # the file builds sm90 under an sm89 name
-WRONG_PNAME = "pytorch-python313-cuda13_1-sm86-avx2"         # pname names another package
+UPSTREAM_PNAME = "pytorch-python313-cuda13_0-sm89-avx2"  # pname spelled pytorch210-… as upstream does
+WRONG_TARGET = "pytorch-python313-cuda13_1-sm89-avx512"  # the file builds sm90 under an sm89 name
+WRONG_PNAME = "pytorch-python313-cuda13_1-sm86-avx2"  # pname names another package
 
 
 def row(package: str) -> dict:
@@ -38,9 +37,13 @@ def row(package: str) -> dict:
 
 def recipes(version: str = "") -> dict[str, str]:
     files = {f"{name}.nix": recipe_for_row(SHIPPED, row(name)) + version for name in (GOOD, MPS)}
-    files[f"{UPSTREAM_PNAME}.nix"] = recipe_for_row(SHIPPED, row(UPSTREAM_PNAME), pname=UPSTREAM_PNAME.replace("pytorch-", "pytorch210-"))
+    files[f"{UPSTREAM_PNAME}.nix"] = recipe_for_row(
+        SHIPPED, row(UPSTREAM_PNAME), pname=UPSTREAM_PNAME.replace("pytorch-", "pytorch210-")
+    )
     files[f"{WRONG_TARGET}.nix"] = recipe_for_row(SHIPPED, {**row(WRONG_TARGET), "gpu_arch": "sm90"})
-    files[f"{WRONG_PNAME}.nix"] = recipe_for_row(SHIPPED, row(WRONG_PNAME), pname="pytorch-python313-cuda13_1-sm86-avx512")
+    files[f"{WRONG_PNAME}.nix"] = recipe_for_row(
+        SHIPPED, row(WRONG_PNAME), pname="pytorch-python313-cuda13_1-sm86-avx512"
+    )
     return files
 
 
@@ -77,9 +80,20 @@ def daemon(build_repo: Path, tmp_path: Path) -> Iterator[Daemon]:
     log = tmp_path / "daemon.log"
     with log.open("w") as sink:
         process = subprocess.Popen(
-            ["git", "daemon", "--reuseaddr", "--export-all", "--verbose", "--listen=127.0.0.1", f"--port={port}",
-             f"--base-path={build_repo.parent}", str(build_repo.parent)],
-            stdout=sink, stderr=sink)
+            [
+                "git",
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                "--verbose",
+                "--listen=127.0.0.1",
+                f"--port={port}",
+                f"--base-path={build_repo.parent}",
+                str(build_repo.parent),
+            ],
+            stdout=sink,
+            stderr=sink,
+        )
     try:
         for _ in range(100):
             with socket.socket() as client:
@@ -121,7 +135,9 @@ def test_a_recipe_is_fetched_over_the_network_and_then_served_from_the_cache(dae
     assert not list(cache.rglob(f"{GOOD}.nix"))
 
 
-def test_a_local_clone_and_the_environment_variable_name_the_repository(build_repo, cache, tmp_path, monkeypatch) -> None:
+def test_a_local_clone_and_the_environment_variable_name_the_repository(
+    build_repo, cache, tmp_path, monkeypatch
+) -> None:
     out = tmp_path / "pkgs"
     result = fetch(GOOD, "--repo", str(build_repo), "-o", str(out))
     assert result.exit_code == 0, result.output
@@ -139,11 +155,19 @@ def test_the_upstream_spelling_of_pname_is_the_same_package(build_repo, cache, t
     assert f"from {build_repo}" in result.stderr
 
 
-@pytest.mark.parametrize(("package", "field"), [
-    (WRONG_TARGET, "the name says sm89, the recipe's gpuTargets is ['9.0']"),
-    (WRONG_PNAME, "its pname is pytorch-python313-cuda13_1-sm86-avx512, the catalog's package pytorch-python313-cuda13_1-sm86-avx2"),
-])
-def test_a_recipe_that_disagrees_with_the_catalog_is_refused_naming_the_field(build_repo, cache, tmp_path, package, field) -> None:
+@pytest.mark.parametrize(
+    ("package", "field"),
+    [
+        (WRONG_TARGET, "the name says sm89, the recipe's gpuTargets is ['9.0']"),
+        (
+            WRONG_PNAME,
+            "its pname is pytorch-python313-cuda13_1-sm86-avx512, the catalog's package pytorch-python313-cuda13_1-sm86-avx2",
+        ),
+    ],
+)
+def test_a_recipe_that_disagrees_with_the_catalog_is_refused_naming_the_field(
+    build_repo, cache, tmp_path, package, field
+) -> None:
     out = tmp_path / "pkgs"
     result = fetch(package, "--repo", str(build_repo), "-o", str(out))
     assert result.exit_code == 1 and field in result.stderr and result.stderr.count("\n") <= 2
@@ -165,7 +189,10 @@ def test_no_repository_is_one_line_and_a_hint_to_generate(cache) -> None:
     started = time.monotonic()
     result = fetch(GOOD, "--repo", nobody)
     assert result.exit_code == 1 and result.stderr.count("\n") == 1
-    assert f"cannot fetch .flox/pkgs/{GOOD}.nix of {BRANCH} from {nobody}" in result.stderr and "--generate" in result.stderr
+    assert (
+        f"cannot fetch .flox/pkgs/{GOOD}.nix of {BRANCH} from {nobody}" in result.stderr
+        and "--generate" in result.stderr
+    )
     assert time.monotonic() - started < 30
     missing_branch = fetch(GOOD, "--repo", str(REPO))  # a git repository without the branch
     assert missing_branch.exit_code == 1 and f"has no branch {BRANCH}" in missing_branch.stderr
@@ -191,27 +218,67 @@ def test_the_cache_survives_an_interrupted_fetch(build_repo, cache) -> None:
 
 def test_install_build_records_the_recipe_commit_for_verify_and_report(build_repo, tmp_path, fake_flox) -> None:
     build = tmp_path / "build"
-    result = runner.invoke(app, ["install", "--cpuinfo", str(REPO / "tests/fixtures/cpuinfo/linux-rocky8.5-zen4"), "--gpu", "9.0",
-                                 "--driver", "590.44.01", "--repo", str(build_repo), "--build-dir", str(build), "--yes", "--no-verify"])
+    result = runner.invoke(
+        app,
+        [
+            "install",
+            "--cpuinfo",
+            str(REPO / "tests/fixtures/cpuinfo/linux-rocky8.5-zen4"),
+            "--gpu",
+            "9.0",
+            "--driver",
+            "590.44.01",
+            "--repo",
+            str(build_repo),
+            "--build-dir",
+            str(build),
+            "--yes",
+            "--no-verify",
+        ],
+    )
     assert result.exit_code == 0, result.output
     tip = git(build_repo, "rev-parse", BRANCH).strip()
     assert f"recipe .flox/pkgs/{GOOD}.nix of {BRANCH} at {tip[:12]}" in result.stdout
     assert (build / ".flox/pkgs" / f"{GOOD}.nix").read_text() == recipes()[f"{GOOD}.nix"]
     record = json.loads((tmp_path / "cache/pickvariant/last-install.json").read_text())
-    assert record["recipe"] == {"repo": str(build_repo), "branch": BRANCH, "commit": tip, "path": f".flox/pkgs/{GOOD}.nix"}
+    assert record["recipe"] == {
+        "repo": str(build_repo),
+        "branch": BRANCH,
+        "commit": tip,
+        "path": f".flox/pkgs/{GOOD}.nix",
+    }
     # This machine's report (a described machine's would not show this machine's last install).
     report = runner.invoke(app, ["report", "--python", "/nonexistent/python3"])
     assert report.exit_code == 0, report.output
     # (the report writes the user's name and home as <user> and ~, so the path is not compared)
-    assert f"Last install: {GOOD} ({BRANCH}, build); recipe .flox/pkgs/{GOOD}.nix from " in report.stdout and f" at {tip[:12]}" in report.stdout
+    assert (
+        f"Last install: {GOOD} ({BRANCH}, build); recipe .flox/pkgs/{GOOD}.nix from " in report.stdout
+        and f" at {tip[:12]}" in report.stdout
+    )
 
 
 def test_credentials_in_the_recipe_repository_reach_no_record_report_or_plan(build_repo, tmp_path, fake_flox) -> None:
     """install --build --repo with a token: last-install.json, both report formats and the install's own lines hold none of it."""
     secret = "glpat-INSTALL-SECRET"
     address = f"file://ci-token:{secret}@localhost{build_repo}"
-    result = runner.invoke(app, ["install", "--cpuinfo", str(REPO / "tests/fixtures/cpuinfo/linux-rocky8.5-zen4"), "--gpu", "9.0",
-                                 "--driver", "590.44.01", "--repo", address, "--build-dir", str(tmp_path / "build"), "--yes", "--no-verify"])
+    result = runner.invoke(
+        app,
+        [
+            "install",
+            "--cpuinfo",
+            str(REPO / "tests/fixtures/cpuinfo/linux-rocky8.5-zen4"),
+            "--gpu",
+            "9.0",
+            "--driver",
+            "590.44.01",
+            "--repo",
+            address,
+            "--build-dir",
+            str(tmp_path / "build"),
+            "--yes",
+            "--no-verify",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert secret not in result.output and f"from file://localhost{build_repo}" in result.stdout
     record = (tmp_path / "cache/pickvariant/last-install.json").read_text()
@@ -224,14 +291,38 @@ def test_credentials_in_the_recipe_repository_reach_no_record_report_or_plan(bui
 def test_a_catalog_whose_source_holds_credentials_never_shows_them(tmp_path) -> None:
     """A site catalog written before sync stripped them: detect's JSON, list, a generated recipe's header show the address without them."""
     secret = "glpat-CATALOG-SECRET"
-    site = dict(SHIPPED, source={**SHIPPED["source"], "repo": f"https://ci-token:{secret}@gitlab.example.org/ml/build-pytorch.git?private_token={secret}"})
+    site = dict(
+        SHIPPED,
+        source={
+            **SHIPPED["source"],
+            "repo": f"https://ci-token:{secret}@gitlab.example.org/ml/build-pytorch.git?private_token={secret}",
+        },
+    )
     path = tmp_path / "site-catalog.json"
     path.write_text(json.dumps(site))
     env = {**os.environ, "PICKVARIANT_CATALOG": str(path)}
     # Each command in a process of its own: the library keeps the catalog it loaded first for the process.
-    outputs = [subprocess.run([sys.executable, "-m", "pickvariant", *argv], env=env, capture_output=True, text=True, check=False) for argv in (
-        ["detect", "--format", "json", "--cpuinfo", str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"), "--no-gpu"],
-        ["list", "--format", "json"], ["list"], ["recipe", GOOD, "--branch", BRANCH, "--generate"])]
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-m", "pickvariant", *argv], env=env, capture_output=True, text=True, check=False
+        )
+        for argv in (
+            [
+                "detect",
+                "--format",
+                "json",
+                "--cpuinfo",
+                str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"),
+                "--no-gpu",
+            ],
+            ["list", "--format", "json"],
+            ["list"],
+            ["recipe", GOOD, "--branch", BRANCH, "--generate"],
+        )
+    ]
     for result in outputs:
         assert result.returncode == 0, result.stderr
-        assert secret not in result.stdout + result.stderr and "https://gitlab.example.org/ml/build-pytorch.git" in result.stdout
+        assert (
+            secret not in result.stdout + result.stderr
+            and "https://gitlab.example.org/ml/build-pytorch.git" in result.stdout
+        )

@@ -12,31 +12,66 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
-from typer.testing import CliRunner
+from conftest import CPUINFO, REPO, cli_runner, generated
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
 
-from conftest import CPUINFO, REPO, generated
+from pickvariant._base.errors import BadInput, NoVariant
+from pickvariant._base.request import Request
+from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
 from pickvariant.catalog.load import parse_catalog
 from pickvariant.cli import app
 from pickvariant.machine.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
-from pickvariant.rules.compat import missing_flags
-from pickvariant._base.request import Request
-from pickvariant.rules.decide import decide
-from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.recipes.render import render
-from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
+from pickvariant.rules.compat import missing_flags
+from pickvariant.rules.decide import decide
 
-runner = CliRunner()
+runner = cli_runner()
 ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64", "ppc64 (byte order unknown)", "riscv64", "s390x", "unknown"}
 FLAG_POOL = [
-    "sse4_2", "avx", "avx2", "fma", "fma4", "f16c", "bmi1", "bmi2", "movbe", "avx512f", "avx512bw", "avx512cd", "avx512dq",
-    "avx512vl", "avx512_bf16", "avx512_vnni", "amx_tile", "fphp", "asimdhp", "asimddp", "sve", "sve2", "lse", "aes",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "fma4",
+    "f16c",
+    "bmi1",
+    "bmi2",
+    "movbe",
+    "avx512f",
+    "avx512bw",
+    "avx512cd",
+    "avx512dq",
+    "avx512vl",
+    "avx512_bf16",
+    "avx512_vnni",
+    "amx_tile",
+    "fphp",
+    "asimdhp",
+    "asimddp",
+    "sve",
+    "sve2",
+    "lse",
+    "aes",
 ]
 KEYS = [
-    "processor", "flags", "Features", "model name", "vendor_id", "cpu family", "cpu", "isa", "CPU architecture",
-    "CPU implementer", "CPU part", "hw.optional.arm.FEAT_SVE", "machdep.cpu.features", "power management", "bogus",
+    "processor",
+    "flags",
+    "Features",
+    "model name",
+    "vendor_id",
+    "cpu family",
+    "cpu",
+    "isa",
+    "CPU architecture",
+    "CPU implementer",
+    "CPU part",
+    "hw.optional.arm.FEAT_SVE",
+    "machdep.cpu.features",
+    "power management",
+    "bogus",
 ]
 REAL_DUMPS = sorted(path.name for path in CPUINFO.iterdir() if path.name.startswith("linux-"))
 
@@ -102,7 +137,9 @@ def test_binary_files_give_facts_or_one_bad_input_line(data: bytes) -> None:
 
 @given(st.sampled_from(REAL_DUMPS), st.floats(0.0, 1.0), st.sampled_from(["\n", "\r\n"]))
 @settings(max_examples=300)
-def test_a_truncated_real_dump_never_shows_a_flag_the_whole_dump_lacks(name: str, fraction: float, newline: str) -> None:
+def test_a_truncated_real_dump_never_shows_a_flag_the_whole_dump_lacks(
+    name: str, fraction: float, newline: str
+) -> None:
     generated("parse_cpuinfo: real dumps cut at any byte")
     whole = (CPUINFO / name).read_text(encoding="utf-8").replace("\n", newline)
     cut = whole[: int(len(whole) * fraction)]
@@ -122,9 +159,14 @@ def test_a_truncated_real_dump_never_shows_a_flag_the_whole_dump_lacks(name: str
     st.sampled_from(["\n", "\r\n"]),
 )
 @settings(max_examples=300)
-def test_hybrid_cpus_get_exactly_the_flags_every_core_has_in_any_order(cores: list[frozenset[str]], rng: Any, newline: str) -> None:
+def test_hybrid_cpus_get_exactly_the_flags_every_core_has_in_any_order(
+    cores: list[frozenset[str]], rng: Any, newline: str
+) -> None:
     generated("parse_cpuinfo: per-core flag sets (hybrid CPUs), shuffled, CRLF")
-    blocks = [f"processor\t: {index}{newline}vendor_id\t: GenuineIntel{newline}flags\t\t: {' '.join(sorted(flags))}{newline}" for index, flags in enumerate(cores)]
+    blocks = [
+        f"processor\t: {index}{newline}vendor_id\t: GenuineIntel{newline}flags\t\t: {' '.join(sorted(flags))}{newline}"
+        for index, flags in enumerate(cores)
+    ]
     rng.shuffle(blocks)
     facts = parse_cpuinfo(newline.join(blocks))
     assert facts.flags == frozenset.intersection(*cores)
@@ -145,7 +187,11 @@ def test_any_compute_capability_text_parses_or_is_one_bad_input_line(text: str) 
     assert parse_compute_capability(str(capability)) == capability
 
 
-@given(st.integers(1, 99), st.integers(0, 9), st.sampled_from(["{M}.{m}", "sm_{M}{m}", "sm{M}{m}", "SM_{M}{m}", " {M}.{m} "]))
+@given(
+    st.integers(1, 99),
+    st.integers(0, 9),
+    st.sampled_from(["{M}.{m}", "sm_{M}{m}", "sm{M}{m}", "SM_{M}{m}", " {M}.{m} "]),
+)
 @settings(max_examples=300)
 def test_every_spelling_of_a_compute_capability_means_the_same(major: int, minor: int, spelling: str) -> None:
     generated("parse_compute_capability: spellings of valid values")
@@ -189,13 +235,17 @@ def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
     found = [prefix] if prefix else []
     children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, child in children:
-        found += _paths(child, prefix + (key,))
+        found += _paths(child, (*prefix, key))
     return found
 
 
 CATALOG_PATHS = _paths(RAW_CATALOG)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**6)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
     | st.sampled_from(["sm90", "avx2", "12.9", "580.65.06", "9.0", "x86_64", "(", "[a-", "../../etc/passwd"]),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
     max_leaves=6,
@@ -250,7 +300,27 @@ def test_any_other_json_document_is_rejected_as_a_catalog(document: Any) -> None
 
 
 SAMPLE_MACHINES = [
-    (frozenset({"avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe", "sse4_2", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}), "x86_64", ("9.0",)),
+    (
+        frozenset(
+            {
+                "avx",
+                "avx2",
+                "fma",
+                "f16c",
+                "bmi1",
+                "bmi2",
+                "movbe",
+                "sse4_2",
+                "avx512f",
+                "avx512bw",
+                "avx512cd",
+                "avx512dq",
+                "avx512vl",
+            }
+        ),
+        "x86_64",
+        ("9.0",),
+    ),
     (frozenset({"fphp", "asimdhp", "asimddp", "sve", "sve2"}), "aarch64", ("12.1",)),
     (frozenset({"avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe", "sse4_2"}), "x86_64", ()),
 ]
@@ -321,7 +391,12 @@ def _option_values(directory: Path) -> dict[str, list[str]]:
     return {
         "--format": ["text", "json", "markdown", "xml", ""],
         "--workload": ["general", "int8", "bf16", "fp8"],
-        "--cpuinfo": [str(CPUINFO / "linux-rhel7-haswell"), str(CPUINFO / "linux-rhel9-neoverse_v2"), str(directory / "missing"), str(directory)],
+        "--cpuinfo": [
+            str(CPUINFO / "linux-rhel7-haswell"),
+            str(CPUINFO / "linux-rhel9-neoverse_v2"),
+            str(directory / "missing"),
+            str(directory),
+        ],
         "--gpu": ["9.0", "sm_89", "12.1", "13.0", "8.7", "x", ""],
         "--driver": ["580.65.06", "525.60.13", "1", "abc"],
         "--torch": ["2.10.0", "2.8.0", "9"],
@@ -340,7 +415,15 @@ PACKAGES = ["pytorch-python313-cuda13_0-sm90-avx512", "pytorch-python313-cpu-avx
 
 @given(
     st.sampled_from(["detect", "list", "recipe", "install", "frobnicate"]),
-    st.lists(st.one_of(st.tuples(st.sampled_from(sorted(_option_values(Path("/")))), st.integers(0, 9)), st.sampled_from(FLAGS), st.sampled_from(PACKAGES), st.text(max_size=8)), max_size=6),
+    st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from(sorted(_option_values(Path("/")))), st.integers(0, 9)),
+            st.sampled_from(FLAGS),
+            st.sampled_from(PACKAGES),
+            st.text(max_size=8),
+        ),
+        max_size=6,
+    ),
 )
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_command_line_ends_in_a_documented_exit_code(dump_dir: Path, command: str, parts: list[Any]) -> None:
@@ -366,5 +449,8 @@ def test_any_command_line_ends_in_a_documented_exit_code(dump_dir: Path, command
     event(f"{command}: exit {code}")
     assert code in (0, 1, 2, 3), (argv, code, stderr.getvalue())
     if code:
-        assert stderr.getvalue().startswith("pickvariant: ") and stderr.getvalue().count("\n") == 1, (argv, stderr.getvalue())
+        assert stderr.getvalue().startswith("pickvariant: ") and stderr.getvalue().count("\n") == 1, (
+            argv,
+            stderr.getvalue(),
+        )
     assert "Traceback" not in stdout.getvalue() + stderr.getvalue()

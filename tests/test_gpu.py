@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
+from fakenvml import ERROR_TEXT, H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
 
-from fakenvml import H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
-from pickvariant.machine.gpu import query_nvml, read_gpus, run_bounded
 from pickvariant._base.versions import ComputeCapability
+from pickvariant.machine.gpu import query_nvml, read_gpus, run_bounded
 
 
 def test_devices_driver_and_cuda_version_are_read() -> None:
@@ -36,13 +36,13 @@ def test_mig_instances_are_counted_and_the_parent_capability_kept() -> None:
 def test_no_library_or_driver_means_no_gpu_with_a_note(error) -> None:
     report = query_nvml(fake_nvml(init_error=error))
     assert report.gpus == () and not report.inconclusive
-    assert "no NVIDIA GPU" in report.notes[0]
+    assert report.notes[0] == f"no NVIDIA GPU: {ERROR_TEXT[error]}"
 
 
 @pytest.mark.parametrize("error", ["NoPermission", "LibRmVersionMismatch"])
 def test_failures_that_leave_gpus_possible_are_inconclusive(error) -> None:
     report = query_nvml(fake_nvml(init_error=error))
-    assert report.inconclusive and error in report.notes[0]
+    assert report.inconclusive and report.notes[0] == f"NVML failed to start: {ERROR_TEXT[error]}"
 
 
 def test_a_gpu_lost_mid_query_is_inconclusive_but_the_others_are_reported() -> None:
@@ -104,15 +104,25 @@ def test_the_gpu_watch_reports_clocks_reasons_power_sharing_mig_and_ecc() -> Non
     assert gpu["sm_clock_mhz_max_seen"] == 1410 and gpu["sm_clock_mhz_limit"] == 1980
     assert gpu["throttle_reasons_seen"] == ["the software power cap"]
     assert (gpu["power_w_max_seen"], gpu["power_limit_w"], gpu["power_limit_max_w"]) == (450.0, 450.0, 700.0)
-    assert gpu["other_processes"] == [{"pid": 4242, "used_mib": 8192}] and gpu["mig_enabled"] is False and gpu["ecc_enabled"] is True
+    assert (
+        gpu["other_processes"] == [{"pid": 4242, "used_mib": 8192}]
+        and gpu["mig_enabled"] is False
+        and gpu["ecc_enabled"] is True
+    )
     from pickvariant.verify.judge import _health_lines
 
     lines = _health_lines(gpu)
-    assert any("1410 MHz under load, of 1980 MHz" in line for line in lines) and any("450 W limit (the board allows 700 W)" in line for line in lines)
+    assert any("1410 MHz under load, of 1980 MHz" in line for line in lines) and any(
+        "450 W limit (the board allows 700 W)" in line for line in lines
+    )
     assert "shutdown" in nvml.calls
     # A driver that answers none of it leaves the facts out; nothing is raised.
     bare = fake_nvml([H200])
     with GpuWatch(bare, (0,), interval_s=0.01) as quiet:
         pass
     (unknown,) = quiet.summary()
-    assert unknown["sm_clock_mhz_limit"] is None and unknown["throttle_reasons_seen"] == [] and unknown["other_processes"] == []
+    assert (
+        unknown["sm_clock_mhz_limit"] is None
+        and unknown["throttle_reasons_seen"] == []
+        and unknown["other_processes"] == []
+    )

@@ -18,7 +18,9 @@ def _lint_imports() -> str:
 
 
 def test_every_import_keeps_the_layers_and_makes_no_cycle() -> None:
-    done = subprocess.run([_lint_imports(), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [_lint_imports(), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout
 
@@ -27,14 +29,25 @@ def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
     """The contracts are not empty words: a copy of the package in which the CPU facts import the output
     layer and typer, and explain imports decide back, breaks exactly those contracts."""
     copy = tmp_path / "repo"
-    shutil.copytree(REPO / "pickvariant", copy / "pickvariant", ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.nix"))
+    shutil.copytree(
+        REPO / "pickvariant", copy / "pickvariant", ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.nix")
+    )
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     with (copy / "pickvariant" / "machine" / "cpu.py").open("a") as cpu:
-        cpu.write("\n\ndef _drawn():\n    import typer  # noqa: F401\n    from pickvariant.output import present  # noqa: F401\n")
+        cpu.write(
+            "\n\ndef _drawn():\n    import typer  # noqa: F401\n    from pickvariant.output import present  # noqa: F401\n"
+        )
     with (copy / "pickvariant" / "rules" / "explain.py").open("a") as explain:
         explain.write("\nfrom pickvariant.rules import decide as _back  # noqa: E402, F401\n")
-    done = subprocess.run([_lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120, check=False,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy)})
+    done = subprocess.run(
+        [_lint_imports(), "--no-cache"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy)},
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "pickvariant.machine.cpu -> pickvariant.output.present" in done.stdout
     assert "The pipeline's layers: each imports only the layers below it BROKEN" in done.stdout
@@ -51,8 +64,14 @@ def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
     from pickvariant.verify.judge import PROBE
 
     package = (REPO / "pickvariant").resolve()
-    files = [default_catalog_path({}), hardware_facts_path(), DATA_DIR / "catalog.schema.json", CONTRACT, PROBE,
-             *TEMPLATES_DIR.glob("*.nix")]
+    files = [
+        default_catalog_path({}),
+        hardware_facts_path(),
+        DATA_DIR / "catalog.schema.json",
+        CONTRACT,
+        PROBE,
+        *TEMPLATES_DIR.glob("*.nix"),
+    ]
     assert len(files) == 8
     for path in files:
         assert path.resolve().is_relative_to(package) and path.is_file(), path
@@ -61,6 +80,9 @@ def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
 
 def test_no_module_is_over_500_lines() -> None:
     """A module a newcomer can read: one concept each (ARCHITECTURE.md says which)."""
-    long = {str(path.relative_to(REPO)): n for path in (REPO / "pickvariant").rglob("*.py")
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in (REPO / "pickvariant").rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
+    }
     assert long == {}

@@ -14,20 +14,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import cli_runner, cpuinfo_path, generated, require
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from conftest import cpuinfo_path, generated, require
+from pickvariant._base.request import Request
+from pickvariant.cli import app
+from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules import cluster_input
 from pickvariant.rules import plan as planner
-from pickvariant.cli import app
 from pickvariant.rules.compat import why_not
-from pickvariant._base.request import Request
 from pickvariant.rules.decide import decide
-from pickvariant.machine.facts import facts_from_json
 
-runner = CliRunner()
+runner = cli_runner()
 CASCADE_LAKE = cpuinfo_path("linux-centos7-cascadelake")  # AVX-512 with VNNI, no BF16
 ICE_LAKE_GUEST = cpuinfo_path("linux-azure-icelake-8370c")  # AVX-512 whose hypervisor hides VNNI
 SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")
@@ -56,7 +55,9 @@ def run_plan(tmp_path: Path, lines: list[str], *options: str) -> dict:
 def test_detect_compact_is_the_same_object_on_one_line_with_the_label(monkeypatch) -> None:
     pretty = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--no-gpu"]).stdout
     monkeypatch.setenv("PICKVARIANT_LABEL", "rack3-node07")
-    compact = runner.invoke(app, ["detect", "--format", "json", "--compact", "--cpuinfo", str(HASWELL), "--no-gpu"]).stdout
+    compact = runner.invoke(
+        app, ["detect", "--format", "json", "--compact", "--cpuinfo", str(HASWELL), "--no-gpu"]
+    ).stdout
     assert compact.count("\n") == 1
     labelled = json.loads(compact)
     assert labelled.pop("label") == "rack3-node07" and labelled == json.loads(pretty)
@@ -105,8 +106,9 @@ def test_mixed_cluster_a100_h100_old_driver_grace_v100_and_a_gpu_nothing_serves(
 
 
 def test_max_variants_serves_the_most_nodes_and_says_who_gets_none(tmp_path) -> None:
-    lines = ([detect_line(f"a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)]
-             + [detect_line(f"cpu-{i}", HASWELL, [], None) for i in range(2)])
+    lines = [detect_line(f"a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)] + [
+        detect_line(f"cpu-{i}", HASWELL, [], None) for i in range(2)
+    ]
     plan = run_plan(tmp_path, lines, "--max-variants", "1")
     assert [v["nodes"] for v in plan["variants"]] == [3]
     assert {n["why"] for n in plan["nodes"] if n["package"] is None} == {"none of the 1 chosen variant(s) runs here"}
@@ -114,8 +116,9 @@ def test_max_variants_serves_the_most_nodes_and_says_who_gets_none(tmp_path) -> 
 
 def test_an_avx2_build_shared_with_avx512_nodes_is_named_as_the_cost(tmp_path) -> None:
     # One A100 on Haswell (AVX2) and three on Cascade Lake: one build serves all if it is AVX2.
-    lines = ([detect_line("haswell-a100", HASWELL, ["8.0"], "580.95.05")]
-             + [detect_line(f"clx-a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)])
+    lines = [detect_line("haswell-a100", HASWELL, ["8.0"], "580.95.05")] + [
+        detect_line(f"clx-a100-{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(3)
+    ]
     plan = run_plan(tmp_path, lines)
     assert len(plan["variants"]) == 1 and plan["variants"][0]["package"].endswith("-avx2")
     costs = {n["why"] for n in plan["nodes"] if n["rank"] != 1}
@@ -128,7 +131,9 @@ def test_an_avx2_build_shared_with_avx512_nodes_is_named_as_the_cost(tmp_path) -
 def test_bad_lines_are_counted_and_named_and_only_fatal_when_nothing_is_valid(tmp_path) -> None:
     good = detect_line("n1", HASWELL, [], None)
     cluster = tmp_path / "c.jsonl"
-    cluster.write_text(good + "not json\n" + '{"schema_version": 1}\n' + "x" * (cluster_input.MAX_LINE_BYTES + 10) + "\n" + good)
+    cluster.write_text(
+        good + "not json\n" + '{"schema_version": 1}\n' + "x" * (cluster_input.MAX_LINE_BYTES + 10) + "\n" + good
+    )
     result = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
     assert result.exit_code == 0
     data = json.loads(result.stdout)
@@ -155,6 +160,7 @@ def test_directories_of_json_files_and_stdin_are_read_the_same(tmp_path) -> None
 
 # --- the solver against brute force ------------------------------------------------------------
 
+
 @st.composite
 def clusters(draw) -> list[tuple[int, list[int]]]:
     """Small random clusters: groups of nodes, each with its ranked candidate variants out of six."""
@@ -170,7 +176,7 @@ def brute_force(groups: list[tuple[int, list[int]]], limit: int | None) -> tuple
     """(unserved nodes, variants, node-weighted rank) of the best plan, by trying every set of variants."""
     variants = sorted({v for _, c in groups for v in c})
     best = None
-    for size in range(0, len(variants) + 1):
+    for size in range(len(variants) + 1):
         if limit is not None and size > limit:
             break
         for chosen in itertools.combinations(variants, size):
@@ -194,10 +200,14 @@ def brute_force(groups: list[tuple[int, list[int]]], limit: int | None) -> tuple
 def test_the_plan_is_optimal_against_brute_force(groups, limit) -> None:
     generated("plan: solver == brute force")
     solution = planner.solve(groups, limit)
-    unserved = sum(count for (count, _), v in zip(groups, solution.assignment) if v is None)
-    rank = sum(count * candidates.index(v) for (count, candidates), v in zip(groups, solution.assignment) if v is not None)
+    unserved = sum(count for (count, _), v in zip(groups, solution.assignment, strict=False) if v is None)
+    rank = sum(
+        count * candidates.index(v)
+        for (count, candidates), v in zip(groups, solution.assignment, strict=False)
+        if v is not None
+    )
     assert all(v in solution.chosen for v in solution.assignment if v is not None)
-    assert all(v is None or v in candidates for (_, candidates), v in zip(groups, solution.assignment))
+    assert all(v is None or v in candidates for (_, candidates), v in zip(groups, solution.assignment, strict=False))
     if limit is not None:
         assert len(solution.chosen) <= limit
     score = (unserved, len(solution.chosen), rank) if limit is None else (unserved, rank, len(solution.chosen))
@@ -206,7 +216,7 @@ def test_the_plan_is_optimal_against_brute_force(groups, limit) -> None:
 
 # --- gathering with a real Ansible ----------------------------------------------------------
 
-PLAYBOOK = (Path(__file__).resolve().parent.parent / "examples" / "gather-facts.yml")
+PLAYBOOK = Path(__file__).resolve().parent.parent / "examples" / "gather-facts.yml"
 
 
 def test_a_real_ansible_run_gathers_every_host_and_the_plan_covers_them(tmp_path) -> None:
@@ -222,14 +232,27 @@ def test_a_real_ansible_run_gathers_every_host_and_the_plan_covers_them(tmp_path
     inventory = ["[cluster]"]
     for name, (cpuinfo, gpu, driver) in hosts.items():
         env = {"PICKVARIANT_CPUINFO": str(cpuinfo), "PICKVARIANT_GPU": gpu, "PICKVARIANT_DRIVER": driver}
-        inventory.append(f"{name} ansible_connection=local ansible_python_interpreter={sys.executable} "
-                         f"pickvariant_env='{json.dumps(env)}'")
+        inventory.append(
+            f"{name} ansible_connection=local ansible_python_interpreter={sys.executable} "
+            f"pickvariant_env='{json.dumps(env)}'"
+        )
     (tmp_path / "hosts.ini").write_text("\n".join(inventory) + "\n")
     facts_dir = tmp_path / "facts"
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_NOCOLOR="1", ANSIBLE_HOST_KEY_CHECKING="False")
-    done = subprocess.run([playbook_bin, "-i", str(tmp_path / "hosts.ini"), str(PLAYBOOK), "-e", f"facts_dir={facts_dir}"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="False",
+    )
+    done = subprocess.run(
+        [playbook_bin, "-i", str(tmp_path / "hosts.ini"), str(PLAYBOOK), "-e", f"facts_dir={facts_dir}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sorted(p.stem for p in facts_dir.iterdir()) == sorted(hosts)
     plan = json.loads(runner.invoke(app, ["plan", str(facts_dir), "--format", "json"]).stdout)
@@ -253,8 +276,12 @@ def _plan_with_a_terminal_for_stderr(feed: Callable[[subprocess.Popen], None], *
     import threading
 
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "pickvariant", "plan", *args], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=follower)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pickvariant", "plan", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
     os.close(follower)
     terminal = bytearray()
 
@@ -305,7 +332,9 @@ def test_a_slow_input_shows_a_progress_bar_on_a_terminal_and_only_there(tmp_path
     # A fast input shows nothing, and a stderr that is no terminal never gets a bar.
     _, quiet_terminal, _ = _plan_with_a_terminal_for_stderr(lambda process: process.stdin.write(payload[:half]), "-")
     assert b"reading nodes" not in quiet_terminal
-    piped = subprocess.run([sys.executable, "-m", "pickvariant", "plan", "-"], input=payload[:half], capture_output=True)
+    piped = subprocess.run(
+        [sys.executable, "-m", "pickvariant", "plan", "-"], input=payload[:half], capture_output=True
+    )
     assert piped.returncode == 0 and piped.stderr == b""
 
 
@@ -326,20 +355,35 @@ def test_pdsh_and_clush_gather_one_line_per_host_that_plan_reads(tool: str, tmp_
     bin_dir = Path(sys.executable).parent
     search_path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
     binary = shutil.which(tool, path=search_path)
-    require(binary is not None, f"{tool} is not installed ({'apt-get install pdsh' if tool == 'pdsh' else 'pip install ClusterShell'})")
+    require(
+        binary is not None,
+        f"{tool} is not installed ({'apt-get install pdsh' if tool == 'pdsh' else 'pip install ClusterShell'})",
+    )
     hosts_dir = tmp_path / "hosts"
     hosts_dir.mkdir()
     for name, (cpuinfo, gpu, driver) in GATHERED_HOSTS.items():
         (hosts_dir / f"{name}.env").write_text(
-            f"export PICKVARIANT_CPUINFO='{cpuinfo}' PICKVARIANT_GPU='{gpu}' PICKVARIANT_DRIVER='{driver}'\n")
+            f"export PICKVARIANT_CPUINFO='{cpuinfo}' PICKVARIANT_GPU='{gpu}' PICKVARIANT_DRIVER='{driver}'\n"
+        )
     detect = f". {hosts_dir}/%h.env && pickvariant detect --format json --compact --label %h"
     nodes = "node[01-04]"
-    argv = ([binary, "-R", "exec", "-w", nodes, "-N", "sh", "-c", detect] if tool == "pdsh"
-            else [binary, "-R", "exec", "-w", nodes, "-N", detect])
-    gathered = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                              env=dict(os.environ, PATH=search_path, HOME=str(tmp_path)))
+    argv = (
+        [binary, "-R", "exec", "-w", nodes, "-N", "sh", "-c", detect]
+        if tool == "pdsh"
+        else [binary, "-R", "exec", "-w", nodes, "-N", detect]
+    )
+    gathered = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=dict(os.environ, PATH=search_path, HOME=str(tmp_path)),
+    )
     lines = gathered.stdout.splitlines()
-    assert len(lines) == 4 and all(line.startswith('{"label":"node0') for line in lines), gathered.stdout + gathered.stderr
+    assert len(lines) == 4 and all(line.startswith('{"label":"node0') for line in lines), (
+        gathered.stdout + gathered.stderr
+    )
     (tmp_path / "cluster.jsonl").write_text(gathered.stdout)
     plan = json.loads(runner.invoke(app, ["plan", str(tmp_path / "cluster.jsonl"), "--format", "json"]).stdout)
     by_label = {node["label"]: node for node in plan["nodes"]}
@@ -355,15 +399,23 @@ def test_the_daemonset_container_prints_one_labelled_line_and_then_idles(tmp_pat
 
     manifest = yaml.safe_load((PLAYBOOK.parent / "detect-daemonset.yaml").read_text())
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
-    assert manifest["kind"] == "DaemonSet" and container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert (
+        manifest["kind"] == "DaemonSet" and container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    )
     shims = tmp_path / "bin"
     shims.mkdir()
-    (shims / "sleep").write_text("#!/bin/sh\necho slept \"$@\" >&2\n")
+    (shims / "sleep").write_text('#!/bin/sh\necho slept "$@" >&2\n')
     (shims / "sleep").chmod(0o755)
     search_path = f"{shims}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     for gpu, driver in (("9.0", "580.95.05"), ("3.5", "470.256.02")):  # the second: exit 3, still idles
-        env = dict(os.environ, PATH=search_path, NODE_NAME="gpu-node-7", PICKVARIANT_CPUINFO=str(SAPPHIRE_RAPIDS),
-                   PICKVARIANT_GPU=gpu, PICKVARIANT_DRIVER=driver)
+        env = dict(
+            os.environ,
+            PATH=search_path,
+            NODE_NAME="gpu-node-7",
+            PICKVARIANT_CPUINFO=str(SAPPHIRE_RAPIDS),
+            PICKVARIANT_GPU=gpu,
+            PICKVARIANT_DRIVER=driver,
+        )
         done = subprocess.run(container["command"], capture_output=True, text=True, env=env, timeout=60)
         assert done.returncode == 0 and "slept infinity" in done.stderr
         (line,) = done.stdout.splitlines()
@@ -410,8 +462,11 @@ def test_compact_implies_json_in_both_parsers() -> None:
 def test_each_node_gets_detects_own_reason_and_hint_and_each_build_its_system(tmp_path) -> None:
     """An A100 on driver 470: plan says what detect says there (the driver is too old, which driver would do),
     not a generic line; an empty section has no header; each build command says where it can run."""
-    lines = [detect_line("old-a100", HASWELL, ["8.0"], "470.57.02"), detect_line("cpu-1", HASWELL, [], None),
-             detect_line("grace-1", cpuinfo_path("linux-rhel9-neoverse_v2"), ["9.0"], "580.95.05")]
+    lines = [
+        detect_line("old-a100", HASWELL, ["8.0"], "470.57.02"),
+        detect_line("cpu-1", HASWELL, [], None),
+        detect_line("grace-1", cpuinfo_path("linux-rhel9-neoverse_v2"), ["9.0"], "580.95.05"),
+    ]
     detected = runner.invoke(app, ["detect", "--cpuinfo", str(HASWELL), "--gpu", "8.0", "--driver", "470.57.02"])
     cluster = tmp_path / "cluster.jsonl"
     cluster.write_text("".join(lines))
@@ -424,8 +479,12 @@ def test_each_node_gets_detects_own_reason_and_hint_and_each_build_its_system(tm
 
 
 def test_a_label_on_two_machines_is_named_and_markdown_nests_what_belongs_to_a_build(tmp_path) -> None:
-    lines = [detect_line("n1", HASWELL, ["9.0"], "580.95.05"), detect_line("n1", HASWELL, ["8.0"], "580.95.05"),
-             detect_line("n2", HASWELL, ["9.0"], "580.95.05"), detect_line("n2", HASWELL, ["9.0"], "580.95.05")]
+    lines = [
+        detect_line("n1", HASWELL, ["9.0"], "580.95.05"),
+        detect_line("n1", HASWELL, ["8.0"], "580.95.05"),
+        detect_line("n2", HASWELL, ["9.0"], "580.95.05"),
+        detect_line("n2", HASWELL, ["9.0"], "580.95.05"),
+    ]
     cluster = tmp_path / "cluster.jsonl"
     cluster.write_text("".join(lines))
     text = runner.invoke(app, ["plan", str(cluster)]).stdout
@@ -436,7 +495,9 @@ def test_a_label_on_two_machines_is_named_and_markdown_nests_what_belongs_to_a_b
     assert len(data["input"]["duplicate_labels"]) == 2 and data["input"]["nodes"] == 4
     markdown = runner.invoke(app, ["plan", str(cluster), "--format", "markdown"]).stdout.splitlines()
     build = next(index for index, line in enumerate(markdown) if line.startswith("- `pytorch-"))
-    assert markdown[build + 1].startswith("  - covers ") and any(line.startswith("  - nodes: ") for line in markdown[build + 1:build + 8])
+    assert markdown[build + 1].startswith("  - covers ") and any(
+        line.startswith("  - nodes: ") for line in markdown[build + 1 : build + 8]
+    )
     unique = tmp_path / "unique.jsonl"
     unique.write_text(lines[0] + lines[2])
     assert "labels on more than one line" not in runner.invoke(app, ["plan", str(unique)]).stdout
@@ -450,17 +511,33 @@ def test_a_real_ansible_ad_hoc_run_in_its_oneline_format_feeds_plan(tmp_path) ->
     hosts = {"n1": (HASWELL, "none"), "n2": (SAPPHIRE_RAPIDS, "9.0"), "broken": (HASWELL, "hopper")}
     inventory = ["[cluster]"] + [
         f"{name} ansible_connection=local ansible_python_interpreter={sys.executable} cpuinfo={cpuinfo} gpu={gpu}"
-        for name, (cpuinfo, gpu) in hosts.items()]
+        for name, (cpuinfo, gpu) in hosts.items()
+    ]
     (tmp_path / "hosts.ini").write_text("\n".join(inventory) + "\n")
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False")
-    command = ("PICKVARIANT_CPUINFO={{ cpuinfo }} PICKVARIANT_GPU={{ gpu }} PICKVARIANT_DRIVER=580.95.05 "
-               "pickvariant detect --compact --label {{ inventory_hostname }} || [ $? -eq 3 ]")
-    done = subprocess.run([ansible, "all", "-i", str(tmp_path / "hosts.ini"), "-m", "ansible.builtin.shell", "-a", command, "-o"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_DEPRECATION_WARNINGS="False",
+    )
+    command = (
+        "PICKVARIANT_CPUINFO={{ cpuinfo }} PICKVARIANT_GPU={{ gpu }} PICKVARIANT_DRIVER=580.95.05 "
+        "pickvariant detect --compact --label {{ inventory_hostname }} || [ $? -eq 3 ]"
+    )
+    done = subprocess.run(
+        [ansible, "all", "-i", str(tmp_path / "hosts.ini"), "-m", "ansible.builtin.shell", "-a", command, "-o"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     lines = tmp_path / "cluster.txt"
     lines.write_text(done.stdout)
-    assert " | CHANGED | rc=0 | (stdout) {" in done.stdout and " | FAILED | " in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert " | CHANGED | rc=0 | (stdout) {" in done.stdout and " | FAILED | " in done.stdout, (
+        done.stdout[-2000:] + done.stderr[-2000:]
+    )
     plan = json.loads(runner.invoke(app, ["plan", str(lines), "--format", "json"]).stdout)
     assert sorted(node["label"] for node in plan["nodes"]) == ["n1", "n2"]
     # A failed host gets Ansible's oneline and its "FAILED! =>" detail: both are named, neither is a node.
@@ -471,20 +548,35 @@ def test_plan_with_a_companion_covers_the_cluster_with_the_fewest_sets(tmp_path)
     """Two H100 nodes (drivers 580 and 570) and a CPU node, with torchvision: the 570 node can have no set on torch
     2.10.0, so both H100s share the 2.9.1 set (one set, not two), and each set names its torchvision."""
     sapphire = cpuinfo_path("linux-unknown-sapphirerapids")
-    lines = [detect_line("h100-new", sapphire, ["9.0"], "580.95.05"), detect_line("h100-old", sapphire, ["9.0"], "570.124.06"),
-             detect_line("cpu-1", HASWELL, [], None)]
+    lines = [
+        detect_line("h100-new", sapphire, ["9.0"], "580.95.05"),
+        detect_line("h100-old", sapphire, ["9.0"], "570.124.06"),
+        detect_line("cpu-1", HASWELL, [], None),
+    ]
     alone = run_plan(tmp_path, lines)
     data = run_plan(tmp_path, lines, "--with", "torchvision")
     sets = {row["package"]: row for row in data["variants"]}
     assert len(sets) == 2 and len(alone["variants"]) >= 2
     h100 = sets["pytorch-python313-cuda12_9-sm90-avx512"]
     (vision,) = h100["companions"]
-    assert (vision["package"], vision["torch"], h100["nodes"]) == ("torchvision-python313-cuda12_9-sm90-avx512", "2.9.1", 2)
+    assert (vision["package"], vision["torch"], h100["nodes"]) == (
+        "torchvision-python313-cuda12_9-sm90-avx512",
+        "2.9.1",
+        2,
+    )
     nodes = {node["label"]: node for node in data["nodes"]}
     assert nodes["h100-new"]["package"] == "pytorch-python313-cuda12_9-sm90-avx512" and nodes["h100-new"]["rank"] > 1
-    assert all(row["companions"] and row["companions"][0]["torch"] == sets[package]["companions"][0]["torch"] for package, row in sets.items())
+    assert all(
+        row["companions"] and row["companions"][0]["torch"] == sets[package]["companions"][0]["torch"]
+        for package, row in sets.items()
+    )
     text = runner.invoke(app, ["plan", str(tmp_path / "cluster.jsonl"), "--with", "torchvision"]).stdout
-    assert "in a clone of https://github.com/barstoolbluz/build-torchvision: git checkout pytorch-2.9 && flox build torchvision-python313-cuda12_9-sm90-avx512" in text
+    assert (
+        "in a clone of https://github.com/barstoolbluz/build-torchvision: git checkout pytorch-2.9 && flox build torchvision-python313-cuda12_9-sm90-avx512"
+        in text
+    )
     # A companion no node can have is each node's reason, as detect gives it.
     none = run_plan(tmp_path, lines, "--with", "torchaudio")
-    assert not none["variants"] and all("no torchaudio recipe is built on the PyTorch" in node["why"] for node in none["nodes"])
+    assert not none["variants"] and all(
+        "no torchaudio recipe is built on the PyTorch" in node["why"] for node in none["nodes"]
+    )

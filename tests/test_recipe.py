@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import TESTS, cli_runner, require
 
-from conftest import TESTS, require
 from pickvariant.cli import app
 from pickvariant.recipes.render import nix_string, render
 
@@ -24,7 +23,7 @@ GOLDEN_PACKAGES = [
     ("pytorch-python313-cuda12_8-sm89-avx512vnni", "main"),
     ("pytorch-python311-cuda12_9-sm70-avx2", "pytorch-2.9-python311"),
 ]
-runner = CliRunner()
+runner = cli_runner()
 
 
 def nix_instantiate() -> str:
@@ -50,8 +49,14 @@ def write_branch(tmp_path: Path, branch: str) -> Path:
 
 
 BRANCHES = [
-    "main", "pytorch-2.8-python311", "pytorch-2.8-python312", "pytorch-2.9-python311", "pytorch-2.9-python313",
-    "pytorch-2.9-vllm-0.14.0", "pytorch-2.9-vllm-0.15.1", "pytorch-2.10-python313",
+    "main",
+    "pytorch-2.8-python311",
+    "pytorch-2.8-python312",
+    "pytorch-2.9-python311",
+    "pytorch-2.9-python313",
+    "pytorch-2.9-vllm-0.14.0",
+    "pytorch-2.9-vllm-0.15.1",
+    "pytorch-2.10-python313",
 ]
 
 
@@ -72,7 +77,9 @@ def build_environment(got: dict, top: Path) -> dict[str, str]:
         script = script.replace(cccl.group(0), str(tree))
     env = {**got["environment"], "NIX_BUILD_TOP": str(top), "PATH": os.environ["PATH"]}
     dump = top / "environment.0"
-    result = subprocess.run(["bash", "-c", f"{script}\nenv -0 > '{dump}'"], env=env, capture_output=True, text=True, timeout=60, cwd=top)
+    result = subprocess.run(
+        ["bash", "-c", f"{script}\nenv -0 > '{dump}'"], env=env, capture_output=True, text=True, timeout=60, cwd=top
+    )
     assert result.returncode == 0, result.stderr
     return dict(item.split("=", 1) for item in dump.read_text().split("\0") if "=" in item)
 
@@ -80,8 +87,11 @@ def build_environment(got: dict, top: Path) -> dict[str, str]:
 def cmake_definitions(environment: dict[str, str]) -> dict[str, str]:
     """What setup.py passes CMake as -D: only environment variables, by its prefix rule (cmakeFlags never)."""
     rule = CONTRACT["setup_py_forwards"]
-    return {name: value for name, value in environment.items()
-            if name.startswith(tuple(rule["prefixes"])) or name in rule["names"]}
+    return {
+        name: value
+        for name, value in environment.items()
+        if name.startswith(tuple(rule["prefixes"])) or name in rule["names"]
+    }
 
 
 def evaluate(tmp_path: Path, files: dict[str, Path], pin_torch: dict[str, str]) -> dict:
@@ -103,8 +113,11 @@ def test_every_recipe_parses_and_evaluates_to_what_the_catalog_says(tmp_path, ca
     assert [f.stem for f in files] == sorted(v.package for v in variants)
     parsed = subprocess.run([nix, "--parse", *map(str, files)], capture_output=True, text=True, timeout=300)
     assert parsed.returncode == 0, parsed.stderr
-    results = evaluate(tmp_path, {v.package: out / f"{v.package}.nix" for v in variants},
-                       {v.package: catalog.nixpkgs_torch.get(v.nixpkgs_rev, "0.0.0") for v in variants})
+    results = evaluate(
+        tmp_path,
+        {v.package: out / f"{v.package}.nix" for v in variants},
+        {v.package: catalog.nixpkgs_torch.get(v.nixpkgs_rev, "0.0.0") for v in variants},
+    )
     for variant in variants:
         got = results[variant.package]
         isa = catalog.isas[variant.cpu_isa]
@@ -119,7 +132,9 @@ def test_every_recipe_parses_and_evaluates_to_what_the_catalog_says(tmp_path, ca
         top.mkdir(parents=True)
         environment = build_environment(got, top)
         cmake = cmake_definitions(environment)
-        assert set(isa.compiler_flags) <= set(environment["CXXFLAGS"].split()) and set(isa.compiler_flags) <= set(environment["CFLAGS"].split())
+        assert set(isa.compiler_flags) <= set(environment["CXXFLAGS"].split()) and set(isa.compiler_flags) <= set(
+            environment["CFLAGS"].split()
+        )
         build_env = {**(catalog.gpu_archs[variant.gpu_arch].build_env if variant.gpu_arch else {}), **isa.build_env}
         for name, value in build_env.items():
             assert environment[name] == value
@@ -128,20 +143,33 @@ def test_every_recipe_parses_and_evaluates_to_what_the_catalog_says(tmp_path, ca
             capability = str(arch.compute_capability)
             assert got["overrideArgs"] == {"cudaSupport": True, "gpuTargets": [capability]}
             assert got["fromNixpkgs"]["cudaPackages"] == variant.cuda
-            assert got["fromNixpkgs"]["magmaCudaCapabilities"] == [capability] == got["fromNixpkgs"]["ncclCudaCapabilities"]
+            assert (
+                got["fromNixpkgs"]["magmaCudaCapabilities"]
+                == [capability]
+                == got["fromNixpkgs"]["ncclCudaCapabilities"]
+            )
             assert environment["TORCH_CUDA_ARCH_LIST"] == capability
-            assert cmake["CMAKE_CUDA_ARCHITECTURES"] == f"{arch.compute_capability.major}{arch.compute_capability.minor}"
+            assert (
+                cmake["CMAKE_CUDA_ARCHITECTURES"] == f"{arch.compute_capability.major}{arch.compute_capability.minor}"
+            )
             assert cmake.get("USE_CUDNN", "1") == ("1" if variant.cudnn else "0")
             if variant.cuda.startswith("13."):
                 compat = top / "cccl-compat"
-                assert f"-I{compat}" in cmake["CMAKE_CUDA_FLAGS"].split() and f"-I{compat}" in environment["CXXFLAGS"].split()
+                assert (
+                    f"-I{compat}" in cmake["CMAKE_CUDA_FLAGS"].split()
+                    and f"-I{compat}" in environment["CXXFLAGS"].split()
+                )
                 assert (compat / "cccl" / "cub" / "marker.h").read_text() in ("cub", "cccl/cub")
         else:
             assert got["overrideArgs"] == {"cudaSupport": False}
             assert cmake["USE_CUDA"] == "0"
         if catalog.nixpkgs_torch.get(variant.nixpkgs_rev) != variant.torch:
             source = catalog.torch_sources[variant.torch]
-            assert got["src"]["fetcher"] == "fetchFromGitHub" and got["src"]["rev"] == source.rev and got["src"]["hash"] == source.hash
+            assert (
+                got["src"]["fetcher"] == "fetchFromGitHub"
+                and got["src"]["rev"] == source.rev
+                and got["src"]["hash"] == source.hash
+            )
             kept = {name for name, keep, _ in source.nixpkgs_patches if keep}
             expected = {p["name"] for p in CONTRACT["patches"] if p["when"] == "linux" or variant.gpu_arch} & kept
             assert expected <= set(got["patches"]), "nixpkgs' own patches are kept across the source upgrade"
@@ -177,8 +205,21 @@ OLD_RECIPE = NIX / "old-pytorch-python313-cuda13_0-sm90-avx512.nix"
 
 
 def nix_eval_error(recipe: Path) -> str:
-    result = subprocess.run([nix_instantiate(), "--eval", "--strict", "--json", str(NIX / "eval-recipe.nix"), "--arg", "recipe", str(recipe)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            nix_instantiate(),
+            "--eval",
+            "--strict",
+            "--json",
+            str(NIX / "eval-recipe.nix"),
+            "--arg",
+            "recipe",
+            str(recipe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0, "the stand-in accepted it"
     return result.stderr
 
@@ -190,8 +231,12 @@ def test_the_stand_in_refuses_what_nixpkgs_refuses(tmp_path, catalog) -> None:
     current = render(catalog.variant("pytorch-python313-cuda13_0-sm90-avx512", "pytorch-2.10-python313"), catalog)
     mistakes = {
         "is marked as broken": current.replace("    broken = false;\n", ""),
-        "called with unexpected argument 'cudaCapabilities'": current.replace("  gpuTargets = [ gpuArchSM ];\n", "  gpuTargets = [ gpuArchSM ];\n  cudaCapabilities = [ gpuArchSM ];\n", 1),
-        "lib.fakeHash is a placeholder": current.replace(catalog.torch_sources["2.10.0"].hash, "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="),
+        "called with unexpected argument 'cudaCapabilities'": current.replace(
+            "  gpuTargets = [ gpuArchSM ];\n", "  gpuTargets = [ gpuArchSM ];\n  cudaCapabilities = [ gpuArchSM ];\n", 1
+        ),
+        "lib.fakeHash is a placeholder": current.replace(
+            catalog.torch_sources["2.10.0"].hash, "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+        ),
     }
     for message, text in mistakes.items():
         assert text != current
@@ -200,23 +245,39 @@ def test_the_stand_in_refuses_what_nixpkgs_refuses(tmp_path, catalog) -> None:
         assert message in nix_eval_error(path)
     # With the broken flag allowed, the old recipe evaluates, and shows why it would still not build right.
     allowed = tmp_path / "old-allowed.nix"
-    allowed.write_text(OLD_RECIPE.read_text().replace("config = { allowUnfree = true; cudaSupport = true; };", "config = { allowUnfree = true; cudaSupport = true; allowBroken = true; };"))
+    allowed.write_text(
+        OLD_RECIPE.read_text().replace(
+            "config = { allowUnfree = true; cudaSupport = true; };",
+            "config = { allowUnfree = true; cudaSupport = true; allowBroken = true; };",
+        )
+    )
     old = evaluate(tmp_path, {"old": allowed}, {"old": "2.9.1"})["old"]
     assert "-DCMAKE_CUDA_FLAGS=-I/build/cccl-compat" in old["cmakeFlags"]
     top = tmp_path / "old-build"
     top.mkdir()
     # It wrote to a hard-coded /build (the sandbox's top directory on Linux): run it in a temporary one.
     assert "/build/cccl-compat" in old["preConfigure"]
-    old_cmake = cmake_definitions(build_environment({**old, "preConfigure": old["preConfigure"].replace("/build/", f"{top}/")}, top))
-    assert "CMAKE_CUDA_FLAGS" not in old_cmake and "TORCH_BUILD_VERSION" not in old_cmake  # the -D flags reached nothing
+    old_cmake = cmake_definitions(
+        build_environment({**old, "preConfigure": old["preConfigure"].replace("/build/", f"{top}/")}, top)
+    )
+    assert (
+        "CMAKE_CUDA_FLAGS" not in old_cmake and "TORCH_BUILD_VERSION" not in old_cmake
+    )  # the -D flags reached nothing
     assert old["fromNixpkgs"]["magmaCudaCapabilities"] == CONTRACT["cuda_capabilities_default"]  # MAGMA for every GPU
-    assert not {"fix-cmake-cuda-toolkit.patch", "pytorch-pr-108847.patch"} & set(old["patches"])  # nixpkgs' patches dropped
-    assert list((top / "cccl-compat").iterdir()) == []  # its links looked for include/cccl/, which nixpkgs flattened away
+    assert not {"fix-cmake-cuda-toolkit.patch", "pytorch-pr-108847.patch"} & set(
+        old["patches"]
+    )  # nixpkgs' patches dropped
+    assert (
+        list((top / "cccl-compat").iterdir()) == []
+    )  # its links looked for include/cccl/, which nixpkgs flattened away
 
 
 def test_an_mps_build_is_not_generated_but_pointed_to_the_build_repository(catalog) -> None:
     result = runner.invoke(app, ["recipe", "pytorch-python313-darwin-mps", "--generate", "--branch", "main"])
-    assert result.exit_code == 2 and "pickvariant recipe pytorch-python313-darwin-mps --branch main` (without --generate)" in result.stderr
+    assert (
+        result.exit_code == 2
+        and "pickvariant recipe pytorch-python313-darwin-mps --branch main` (without --generate)" in result.stderr
+    )
 
 
 def test_cuda12_recipe_warns_when_the_pin_has_another_torch(tmp_path, catalog) -> None:
@@ -224,8 +285,22 @@ def test_cuda12_recipe_warns_when_the_pin_has_another_torch(tmp_path, catalog) -
     out = tmp_path / "r.nix"
     out.write_text(render(catalog.variant("pytorch-python313-cuda12_9-sm90-avx2", "pytorch-2.9-python313"), catalog))
     result = subprocess.run(
-        [nix, "--eval", "--strict", "--json", str(NIX / "eval-recipe.nix"), "--arg", "recipe", str(out), "--argstr", "torchVersion", "2.7.1"],
-        capture_output=True, text=True, timeout=120,
+        [
+            nix,
+            "--eval",
+            "--strict",
+            "--json",
+            str(NIX / "eval-recipe.nix"),
+            "--arg",
+            "recipe",
+            str(out),
+            "--argstr",
+            "torchVersion",
+            "2.7.1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "the pinned nixpkgs has torch 2.7.1, the catalog expects 2.9.1" in result.stderr
@@ -263,7 +338,9 @@ def test_golden_recipes(catalog, package, branch) -> None:
     assert text == golden.read_text()
 
 
-@pytest.mark.parametrize("value", ['plain', 'quote " and backslash \\', "${builtins.abort \"injected\"}", "new\nline\ttab $HOME ''", "\\${x}"])
+@pytest.mark.parametrize(
+    "value", ["plain", 'quote " and backslash \\', '${builtins.abort "injected"}', "new\nline\ttab $HOME ''", "\\${x}"]
+)
 def test_nix_strings_hold_exactly_the_value(tmp_path, value) -> None:
     expression = tmp_path / "s.nix"
     expression.write_text(nix_string(value) + "\n")
@@ -305,12 +382,17 @@ def test_a_symlink_in_the_target_is_not_written_through(tmp_path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("keep\n")
     (out / "pytorch-python313-cpu-avx2.nix").symlink_to(outside)
-    result = runner.invoke(app, ["recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "main", "-o", str(out), "--force"])
+    result = runner.invoke(
+        app, ["recipe", "pytorch-python313-cpu-avx2", "--generate", "--branch", "main", "-o", str(out), "--force"]
+    )
     assert result.exit_code == 2 and "symbolic link" in result.stderr
     assert outside.read_text() == "keep\n"
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "/tmp/x", "pytorch-python313-cuda13_0-sm121-avx2", "pytorch-python313-cuda13_0-sm61-avx2"])
+@pytest.mark.parametrize(
+    "name",
+    ["../../etc/passwd", "/tmp/x", "pytorch-python313-cuda13_0-sm121-avx2", "pytorch-python313-cuda13_0-sm61-avx2"],
+)
 def test_packages_not_in_the_catalog_are_refused(tmp_path, name) -> None:
     result = runner.invoke(app, ["recipe", name, "--generate", "-o", str(tmp_path)])
     assert result.exit_code == 2 and "not a package of the catalog" in result.stderr

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from conftest import cpuinfo_path
+from conftest import cli_runner, cpuinfo_path
 from machines import host
+
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request, projects_from
 from pickvariant.catalog.stack import load_stack
@@ -17,7 +16,7 @@ from pickvariant.cli import app
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decide import decide
 
-runner = CliRunner()
+runner = cli_runner()
 H100_HOST = "linux-unknown-sapphirerapids"
 
 
@@ -41,9 +40,17 @@ def test_the_shipped_companions_say_what_each_torch_is(catalog) -> None:
 
 def test_an_h100_on_a_580_driver_gets_torch_2_10_with_torchvision_on_cuda_13_1(catalog) -> None:
     decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("torchvision"))
-    assert (decision.variant.package, decision.variant.torch, decision.variant.cuda) == ("pytorch-python313-cuda13_1-sm90-avx512", "2.10.0", "13.1")
+    assert (decision.variant.package, decision.variant.torch, decision.variant.cuda) == (
+        "pytorch-python313-cuda13_1-sm90-avx512",
+        "2.10.0",
+        "13.1",
+    )
     (vision,) = decision.companions
-    assert (vision.package, vision.branch, vision.torch) == ("torchvision-python313-cuda13_1-sm90-avx512", "pytorch-2.10", "2.10.0")
+    assert (vision.package, vision.branch, vision.torch) == (
+        "torchvision-python313-cuda13_1-sm90-avx512",
+        "pytorch-2.10",
+        "2.10.0",
+    )
     assert any("a separate build of torch 2.10.0 from the same nixpkgs pin" in reason for reason in decision.reasons)
 
 
@@ -54,7 +61,10 @@ def test_on_a_570_driver_the_set_falls_back_to_2_9_1_and_says_what_the_companion
     assert (alone.variant.torch, alone.variant.cuda) == ("2.10.0", "12.9")
     assert (decision.variant.torch, decision.variant.cuda, decision.companions[0].cuda) == ("2.9.1", "12.9", "12.9")
     assert any(reason.startswith(f"PyTorch alone would be {alone.variant.label}") for reason in decision.reasons)
-    assert "a driver >= 580.65.06 gives PyTorch 2.10.0 with torchvision (pytorch-python313-cuda13_1-sm90-avx512 (pytorch-2.10-python313))" in decision.hints
+    assert (
+        "a driver >= 580.65.06 gives PyTorch 2.10.0 with torchvision (pytorch-python313-cuda13_1-sm90-avx512 (pytorch-2.10-python313))"
+        in decision.hints
+    )
     told = {r.choice: r.why for r in decision.rejected}
     assert told["branch pytorch-2.10-python313"].startswith("fits for PyTorch alone")
 
@@ -71,16 +81,29 @@ def test_a_cpu_only_machine_gets_a_cpu_set_or_none(catalog) -> None:
     vision = decide(host(catalog, H100_HOST), catalog, with_("torchvision"))
     assert vision.variant.gpu_arch is None and vision.companions[0].gpu_arch is None
     assert (vision.variant.torch, vision.variant.cpu_isa) == (vision.companions[0].torch, vision.companions[0].cpu_isa)
-    assert decide(host(catalog, H100_HOST), catalog, with_("vllm")).variant is None  # build-vllm builds no CPU-only vLLM
+    assert (
+        decide(host(catalog, H100_HOST), catalog, with_("vllm")).variant is None
+    )  # build-vllm builds no CPU-only vLLM
 
 
 def test_an_in_repo_derivation_identical_companion_is_preferred_to_a_separate_build(catalog) -> None:
-    decision = decide(host(catalog, "linux-rhel7-ivybridge", gpus=("6.1",), driver="580.95.05"), catalog,
-                      Request(torch="2.8", with_projects=("torchvision",)))
+    decision = decide(
+        host(catalog, "linux-rhel7-ivybridge", gpus=("6.1",), driver="580.95.05"),
+        catalog,
+        Request(torch="2.8", with_projects=("torchvision",)),
+    )
     (vision,) = decision.companions
-    separate = [c for c in load_stack(catalog).of_project("torchvision") if c.package == vision.package and c.torch_relation == "separate"]
+    separate = [
+        c
+        for c in load_stack(catalog).of_project("torchvision")
+        if c.package == vision.package and c.torch_relation == "separate"
+    ]
     assert separate, "the test needs a separate build of the same package to prefer against"
-    assert (vision.torch_relation, vision.torch_of, vision.branch) == ("identical", decision.variant.package, decision.variant.branch)
+    assert (vision.torch_relation, vision.torch_of, vision.branch) == (
+        "identical",
+        decision.variant.package,
+        decision.variant.branch,
+    )
 
 
 def test_vllm_takes_the_branch_aligned_with_its_release(catalog) -> None:
@@ -96,12 +119,32 @@ def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None
     assert decision.variant is not None and [c.project for c in decision.companions] == ["torchvision", "vllm"]
     assert not why_not(decision.variant, facts, catalog)
     for companion in decision.companions:
-        assert companion.axes == (decision.variant.python, decision.variant.cuda, decision.variant.gpu_arch, decision.variant.cpu_isa, decision.variant.platform)
+        assert companion.axes == (
+            decision.variant.python,
+            decision.variant.cuda,
+            decision.variant.gpu_arch,
+            decision.variant.cpu_isa,
+            decision.variant.platform,
+        )
 
 
 def test_detect_json_keeps_the_torch_row_and_adds_one_row_per_companion() -> None:
-    result = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0",
-                                 "--driver", "580.95.05", "--with", "torchvision"])
+    result = runner.invoke(
+        app,
+        [
+            "detect",
+            "--format",
+            "json",
+            "--cpuinfo",
+            str(cpuinfo_path(H100_HOST)),
+            "--gpu",
+            "9.0",
+            "--driver",
+            "580.95.05",
+            "--with",
+            "torchvision",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["recommendation"]["package"] == "pytorch-python313-cuda13_1-sm90-avx512"
@@ -109,20 +152,37 @@ def test_detect_json_keeps_the_torch_row_and_adds_one_row_per_companion() -> Non
     assert vision["project"] == "torchvision" and vision["repo"] == "https://github.com/barstoolbluz/build-torchvision"
     assert vision["relation_to_recommendation"] == "a separate build of torch 2.10.0 from the same nixpkgs pin"
     assert "companions" not in json.loads(runner.invoke(app, ["detect", "--format", "json", "--no-gpu"]).stdout)
-    from_env = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"],
-                             env={"PICKVARIANT_WITH": "torchvision"})
+    from_env = runner.invoke(
+        app,
+        [
+            "detect",
+            "--format",
+            "json",
+            "--cpuinfo",
+            str(cpuinfo_path(H100_HOST)),
+            "--gpu",
+            "9.0",
+            "--driver",
+            "580.95.05",
+        ],
+        env={"PICKVARIANT_WITH": "torchvision"},
+    )
     assert json.loads(from_env.stdout)["companions"] == data["companions"]
 
 
-@pytest.mark.parametrize(("values", "given_as", "expected"), [
-    (["torchvision,torchaudio"], "--with", ("torchvision", "torchaudio")), (["vllm", " VLLM ,", "torchvision"], "--with", ("vllm", "torchvision")),
-])
+@pytest.mark.parametrize(
+    ("values", "given_as", "expected"),
+    [
+        (["torchvision,torchaudio"], "--with", ("torchvision", "torchaudio")),
+        (["vllm", " VLLM ,", "torchvision"], "--with", ("vllm", "torchvision")),
+    ],
+)
 def test_with_takes_repeated_and_comma_separated_projects(values, given_as, expected) -> None:
     assert projects_from(values, given_as) == expected
 
 
 def test_an_unknown_project_is_bad_input_naming_where_it_came_from() -> None:
-    with pytest.raises(BadInput, match="^--with 'torchtext': choose from torchvision, torchaudio, vllm$"):
+    with pytest.raises(BadInput, match=r"^--with 'torchtext': choose from torchvision, torchaudio, vllm$"):
         projects_from(["torchtext"], "--with")
     result = runner.invoke(app, ["detect", "--no-gpu"], env={"PICKVARIANT_WITH": "torchvision,nope"})
     assert result.exit_code == 2 and result.stderr.startswith("pickvariant: PICKVARIANT_WITH 'nope': choose from")
@@ -140,8 +200,26 @@ def test_a_companions_file_with_credentials_in_an_address_never_shows_them(tmp_p
     for row in data["companions"]:
         row["repo"] = row["repo"].replace("https://", f"https://ci-token:{secret}@")
     companions_path(site).write_text(json.dumps(data))
-    result = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05",
-                                 "--with", "torchvision"], env={"PICKVARIANT_CATALOG": str(site)})
+    result = runner.invoke(
+        app,
+        [
+            "detect",
+            "--format",
+            "json",
+            "--cpuinfo",
+            str(cpuinfo_path(H100_HOST)),
+            "--gpu",
+            "9.0",
+            "--driver",
+            "580.95.05",
+            "--with",
+            "torchvision",
+        ],
+        env={"PICKVARIANT_CATALOG": str(site)},
+    )
     assert result.exit_code == 0, result.output
-    assert secret not in result.output and json.loads(result.stdout)["companions"][0]["repo"] == "https://github.com/barstoolbluz/build-torchvision"
+    assert (
+        secret not in result.output
+        and json.loads(result.stdout)["companions"][0]["repo"] == "https://github.com/barstoolbluz/build-torchvision"
+    )
     assert all(secret not in c.repo for c in load_stack(load_catalog(site)).companions)

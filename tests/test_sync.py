@@ -11,18 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from conftest import REPO, require
-from pickvariant.catalog.load import parse_catalog
-from pickvariant.cli import app
-from pickvariant._base.request import Request
-from pickvariant.rules.decide import decide
-from pickvariant._base.errors import BadInput
 from buildrepo import PIN_28, commit_branch, git, make_build_repo, recipe_for_row
+from conftest import REPO, cli_runner, require
 from machines import host
 
-runner = CliRunner()
+from pickvariant._base.errors import BadInput
+from pickvariant._base.request import Request
+from pickvariant.catalog.load import parse_catalog
+from pickvariant.cli import app
+from pickvariant.rules.decide import decide
+
+runner = cli_runner()
 
 
 @pytest.fixture()
@@ -45,25 +44,47 @@ def test_sync_reads_every_branch_and_derives_each_row_from_the_recipe(build_repo
     catalog = parse_catalog(data, out)
     rows = {(v.branch, v.package): v for v in catalog.variants}
     assert set(rows) == {
-        ("main", "pytorch-python313-cpu-avx2"), ("main", "pytorch-python313-cuda12_8-sm90-avx512"), ("main", "pytorch-python313-cuda12_8-sm61-avx2"),
-        ("pytorch-2.10-python313", "pytorch-python313-cuda13_1-sm90-avx512"), ("pytorch-2.10-python313", "pytorch-python313-cuda13_1-sm121-armv9"),
+        ("main", "pytorch-python313-cpu-avx2"),
+        ("main", "pytorch-python313-cuda12_8-sm90-avx512"),
+        ("main", "pytorch-python313-cuda12_8-sm61-avx2"),
+        ("pytorch-2.10-python313", "pytorch-python313-cuda13_1-sm90-avx512"),
+        ("pytorch-2.10-python313", "pytorch-python313-cuda13_1-sm121-armv9"),
         ("pytorch-2.8-vllm-0.10.0", "pytorch-python312-cuda12_8-sm90-avx512"),
     }
     sm61 = rows[("main", "pytorch-python313-cuda12_8-sm61-avx2")]
-    assert (sm61.torch, sm61.python, sm61.cuda, sm61.cudnn, sm61.nixpkgs_rev) == ("2.8.0", "3.13", "12.8", False, PIN_28)
+    assert (sm61.torch, sm61.python, sm61.cuda, sm61.cudnn, sm61.nixpkgs_rev) == (
+        "2.8.0",
+        "3.13",
+        "12.8",
+        False,
+        PIN_28,
+    )
     assert rows[("main", "pytorch-python313-cpu-avx2")].platform == "x86_64-linux"
     thor_like = rows[("pytorch-2.10-python313", "pytorch-python313-cuda13_1-sm121-armv9")]
     assert (thor_like.torch, thor_like.platform, thor_like.cudnn) == ("2.10.0", "aarch64-linux", True)
-    assert catalog.branch("pytorch-2.8-vllm-0.10.0").aligned_with == "vllm 0.10.0" and catalog.branch("main").aligned_with is None
+    assert (
+        catalog.branch("pytorch-2.8-vllm-0.10.0").aligned_with == "vllm 0.10.0"
+        and catalog.branch("main").aligned_with is None
+    )
     assert data["source"]["repo"] == "https://example.org/fork" and data["source"]["date"].startswith("2026-02-28T")
     assert "main-staging" not in {b.name for b in catalog.branches}
     err = result.stderr
-    assert "and 1 torchvision companion recipes from 1 repositories" in err and "skipped staging branches: main-staging" in err
+    assert (
+        "and 1 torchvision companion recipes from 1 repositories" in err
+        and "skipped staging branches: main-staging" in err
+    )
     companions = json.loads((tmp_path / "catalog.companions.json").read_text())["companions"]
     assert [(c["package"], c["torch_relation"], c["torch_of"], c["torch"]) for c in companions] == [
-        ("torchvision-python313-cuda12_8-sm61-avx2", "identical", "pytorch-python313-cuda12_8-sm61-avx2", "2.8.0")]
-    assert "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe's gpuTargets is ['8.9']" in err
-    assert "pytorch-python313-cuda13_1-sm89-avx512.nix: its cpuFlags need avx512_bf16, which the avx512 rule does not require" in err
+        ("torchvision-python313-cuda12_8-sm61-avx2", "identical", "pytorch-python313-cuda12_8-sm61-avx2", "2.8.0")
+    ]
+    assert (
+        "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe's gpuTargets is ['8.9']"
+        in err
+    )
+    assert (
+        "pytorch-python313-cuda13_1-sm89-avx512.nix: its cpuFlags need avx512_bf16, which the avx512 rule does not require"
+        in err
+    )
     assert "meta.platforms also lists aarch64-linux, which cannot run avx2" in err
 
 
@@ -83,7 +104,11 @@ def test_check_passes_on_the_written_file_and_fails_when_the_repository_moved(bu
     git(build_repo, "branch", "-m", "pytorch-2.10-python313", "pytorch-2.10-py313")  # a renamed branch
     moved = sync(str(build_repo), "-o", str(out), "--check")
     assert moved.exit_code == 1
-    assert "2 variant(s) added" in moved.stderr and "2 variant(s) removed" in moved.stderr and "(pytorch-2.10-py313)" in moved.stderr
+    assert (
+        "2 variant(s) added" in moved.stderr
+        and "2 variant(s) removed" in moved.stderr
+        and "(pytorch-2.10-py313)" in moved.stderr
+    )
     assert json.loads(out.read_text())["branches"][1]["name"] == "pytorch-2.10-python313"  # --check writes nothing
 
 
@@ -112,7 +137,7 @@ def test_a_synced_catalog_decides_with_branch_python_and_alignment(build_repo, t
     catalog = parse_catalog(json.loads(out.read_text()), out)
     # The aligned branch is the only Python 3.12 build: without --branch it is never chosen.
     facts = host(catalog, "linux-rocky8.5-zen4", gpus=("9.0",), driver="580.95.05")
-    with pytest.raises(BadInput, match="no branch matches --python-version 3.12"):
+    with pytest.raises(BadInput, match=r"no branch matches --python-version 3\.12"):
         decide(facts, catalog, Request(python="3.12"))
     named = decide(facts, catalog, Request(branch="pytorch-2.8-vllm-0.10.0"))
     assert named.variant is not None and named.variant.python == "3.12"
@@ -129,66 +154,145 @@ def test_the_shipped_catalog_round_trips_through_sync(tmp_path) -> None:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     for branch in shipped["branches"]:
-        files = {row["path"].removeprefix(".flox/pkgs/"): recipe_for_row(shipped, row) for row in shipped["variants"] if row["branch"] == branch["name"]}
+        files = {
+            row["path"].removeprefix(".flox/pkgs/"): recipe_for_row(shipped, row)
+            for row in shipped["variants"]
+            if row["branch"] == branch["name"]
+        }
         commit_branch(repo, branch["name"], files, parent="main")
     started = time.perf_counter()
     result = runner.invoke(app, ["catalog", "sync", str(repo), "--source-url", shipped["source"]["repo"]])
     assert result.exit_code == 0, result.output
     synced = json.loads(result.stdout)
     assert synced["variants"] == shipped["variants"]
-    assert [{k: v for k, v in b.items() if k != "commit"} for b in synced["branches"]] == [{k: v for k, v in b.items() if k != "commit"} for b in shipped["branches"]]
+    assert [{k: v for k, v in b.items() if k != "commit"} for b in synced["branches"]] == [
+        {k: v for k, v in b.items() if k != "commit"} for b in shipped["branches"]
+    ]
     assert time.perf_counter() - started < 60  # generous: benchmarks/catalog_speed.py measures it
 
 
-def test_companion_repositories_are_read_beside_the_build_repository_with_each_torch_as_the_recipe_says(build_repo, tmp_path) -> None:
+def test_companion_repositories_are_read_beside_the_build_repository_with_each_torch_as_the_recipe_says(
+    build_repo, tmp_path
+) -> None:
     """torchvision with its own torch 2.10.0 (a version overlay inside `torch = …`), torchaudio without a pin (unknown, and
     its `armv8.2` spelling read as armv8_2), vLLM through a shared ISA table whose own `version` is vLLM's, not torch's;
     what cannot be read for certain is left out with its reason."""
-    from buildrepo import PIN_291, PIN_NEW, ISA_TABLE, companion_recipe, make_companion_repo
+    from buildrepo import ISA_TABLE, PIN_291, PIN_NEW, companion_recipe, make_companion_repo
 
-    vision = make_companion_repo(tmp_path / "build-torchvision", {
-        "main": {"torchvision-python313-cuda13_1-sm90-avx512.nix": companion_recipe("torchvision", "313", "avx512", "sm90", "13_1", PIN_NEW, torch_version="2.10.0"),
-                 # The name says sm90, the recipe targets 8.9.
-                 "torchvision-python313-cuda13_1-sm90-avx2.nix": companion_recipe("torchvision", "313", "avx2", "sm89", "13_1", PIN_NEW, torch_version="2.10.0")},
-    })
-    audio = make_companion_repo(tmp_path / "build-torchaudio", {
-        "main": {"torchaudio-python313-cuda12_8-sm90-armv8.2.nix": companion_recipe("torchaudio", "313", "armv8.2", "sm90", target="sm_")},
-    })
-    vllm = make_companion_repo(tmp_path / "build-vllm", {
-        "main": {"vllm-python313-cuda12_9-sm90-avx512.nix": companion_recipe("vllm", "313", "avx512", "sm90", "12_9", PIN_291, own_version="0.14.1", shared_isa=True),
-                 "vllm-python313-cuda12_9-sm90-armv9.nix": companion_recipe("vllm", "313", "armv9", "sm90", "12_9", PIN_291, shared_isa=True),
-                 "vllm-python313-cuda12_9-sm90.nix": companion_recipe("vllm", "313", "avx512", "sm90", "12_9", PIN_291, shared_isa=True),
-                 "lib/cpu-isa.nix": ISA_TABLE},
-    })
+    vision = make_companion_repo(
+        tmp_path / "build-torchvision",
+        {
+            "main": {
+                "torchvision-python313-cuda13_1-sm90-avx512.nix": companion_recipe(
+                    "torchvision", "313", "avx512", "sm90", "13_1", PIN_NEW, torch_version="2.10.0"
+                ),
+                # The name says sm90, the recipe targets 8.9.
+                "torchvision-python313-cuda13_1-sm90-avx2.nix": companion_recipe(
+                    "torchvision", "313", "avx2", "sm89", "13_1", PIN_NEW, torch_version="2.10.0"
+                ),
+            },
+        },
+    )
+    audio = make_companion_repo(
+        tmp_path / "build-torchaudio",
+        {
+            "main": {
+                "torchaudio-python313-cuda12_8-sm90-armv8.2.nix": companion_recipe(
+                    "torchaudio", "313", "armv8.2", "sm90", target="sm_"
+                )
+            },
+        },
+    )
+    vllm = make_companion_repo(
+        tmp_path / "build-vllm",
+        {
+            "main": {
+                "vllm-python313-cuda12_9-sm90-avx512.nix": companion_recipe(
+                    "vllm", "313", "avx512", "sm90", "12_9", PIN_291, own_version="0.14.1", shared_isa=True
+                ),
+                "vllm-python313-cuda12_9-sm90-armv9.nix": companion_recipe(
+                    "vllm", "313", "armv9", "sm90", "12_9", PIN_291, shared_isa=True
+                ),
+                "vllm-python313-cuda12_9-sm90.nix": companion_recipe(
+                    "vllm", "313", "avx512", "sm90", "12_9", PIN_291, shared_isa=True
+                ),
+                "lib/cpu-isa.nix": ISA_TABLE,
+            },
+        },
+    )
     # An in-repo companion whose name says other axes than the recipe it imports: left out, not taken as identical.
     from buildrepo import PIN_28, commit_branch, recipe
-    commit_branch(build_repo, "pytorch-2.8-mixup", {
-        "pytorch-python313-cuda12_8-sm61-avx2.nix": recipe("313", "avx2", PIN_28, "sm61", "12_8", cudnn_off=True),
-        "torchvision-python313-cuda12_8-sm90-avx2.nix": companion_recipe("torchvision", "313", "avx2", "sm90", "12_8", PIN_28,
-                                                                         imports="pytorch-python313-cuda12_8-sm61-avx2")})
+
+    commit_branch(
+        build_repo,
+        "pytorch-2.8-mixup",
+        {
+            "pytorch-python313-cuda12_8-sm61-avx2.nix": recipe("313", "avx2", PIN_28, "sm61", "12_8", cudnn_off=True),
+            "torchvision-python313-cuda12_8-sm90-avx2.nix": companion_recipe(
+                "torchvision", "313", "avx2", "sm90", "12_8", PIN_28, imports="pytorch-python313-cuda12_8-sm61-avx2"
+            ),
+        },
+    )
     out = tmp_path / "catalog.json"
-    result = runner.invoke(app, ["catalog", "sync", str(build_repo), str(vision), str(audio), str(vllm), "--source-url", "https://example.org/fork",
-                                 "--source-url", "https://example.org/build-torchvision", "-o", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "catalog",
+            "sync",
+            str(build_repo),
+            str(vision),
+            str(audio),
+            str(vllm),
+            "--source-url",
+            "https://example.org/fork",
+            "--source-url",
+            "https://example.org/build-torchvision",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "catalog.companions.json").read_text())
     rows = {c["package"]: c for c in data["companions"]}
-    assert set(rows) == {"torchvision-python313-cuda12_8-sm61-avx2", "torchvision-python313-cuda13_1-sm90-avx512",
-                         "torchaudio-python313-cuda12_8-sm90-armv8.2", "vllm-python313-cuda12_9-sm90-avx512"}
+    assert set(rows) == {
+        "torchvision-python313-cuda12_8-sm61-avx2",
+        "torchvision-python313-cuda13_1-sm90-avx512",
+        "torchaudio-python313-cuda12_8-sm90-armv8.2",
+        "vllm-python313-cuda12_9-sm90-avx512",
+    }
     vision_row = rows["torchvision-python313-cuda13_1-sm90-avx512"]
     assert (vision_row["repo"], vision_row["torch"], vision_row["torch_pin"], vision_row["torch_relation"]) == (
-        "https://example.org/build-torchvision", "2.10.0", PIN_NEW, "separate")
+        "https://example.org/build-torchvision",
+        "2.10.0",
+        PIN_NEW,
+        "separate",
+    )
     audio_row = rows["torchaudio-python313-cuda12_8-sm90-armv8.2"]
-    assert (audio_row["cpu_isa"], audio_row["torch"], audio_row["torch_relation"], audio_row["repo"]) == ("armv8_2", None, "unknown", str(audio))
+    assert (audio_row["cpu_isa"], audio_row["torch"], audio_row["torch_relation"], audio_row["repo"]) == (
+        "armv8_2",
+        None,
+        "unknown",
+        str(audio),
+    )
     vllm_row = rows["vllm-python313-cuda12_9-sm90-avx512"]
     assert (vllm_row["torch"], vllm_row["version"], vllm_row["torch_relation"]) == ("2.9.1", "0.14.1", "separate")
     err = result.stderr
     assert "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe targets 8.9" in err
-    assert "vllm-python313-cuda12_9-sm90-armv9.nix: its compiler flags need bf16, i8mm, which the armv9 rule does not require of a CPU" in err
+    assert (
+        "vllm-python313-cuda12_9-sm90-armv9.nix: its compiler flags need bf16, i8mm, which the armv9 rule does not require of a CPU"
+        in err
+    )
     assert "vllm-python313-cuda12_9-sm90.nix: its name has no CPU instruction set part" in err
-    assert ("pytorch-2.8-mixup:.flox/pkgs/torchvision-python313-cuda12_8-sm90-avx2.nix: it imports ./pytorch-python313-cuda12_8-sm61-avx2.nix, "
-            "built for other axes: gpu_arch sm61 (its name says sm90)") in err
-    listed = runner.invoke(app, ["list", "--project", "vllm", "--format", "json"], env={"PICKVARIANT_CATALOG": str(out)})
-    assert [row["package"] for row in json.loads(listed.stdout)["companions"]] == ["vllm-python313-cuda12_9-sm90-avx512"]
+    assert (
+        "pytorch-2.8-mixup:.flox/pkgs/torchvision-python313-cuda12_8-sm90-avx2.nix: it imports ./pytorch-python313-cuda12_8-sm61-avx2.nix, "
+        "built for other axes: gpu_arch sm61 (its name says sm90)"
+    ) in err
+    listed = runner.invoke(
+        app, ["list", "--project", "vllm", "--format", "json"], env={"PICKVARIANT_CATALOG": str(out)}
+    )
+    assert [row["package"] for row in json.loads(listed.stdout)["companions"]] == [
+        "vllm-python313-cuda12_9-sm90-avx512"
+    ]
     # A repository without companion recipes is no companion repository.
     plain = make_companion_repo(tmp_path / "plain", {"main": {"hello.nix": "{ }: { }\n"}})
     refused = runner.invoke(app, ["catalog", "sync", str(build_repo), str(plain), "-o", str(tmp_path / "again.json")])

@@ -12,15 +12,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from buildrepo import PIN_NEW, commit_branch, git, make_build_repo, recipe, recipe_for_row
+from conftest import REPO, cli_runner, generated, require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from buildrepo import PIN_NEW, commit_branch, git, make_build_repo, recipe, recipe_for_row
-from conftest import REPO, generated, require
 from pickvariant.cli import app
 
-runner = CliRunner()
+runner = cli_runner()
 SHIPPED = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
 BRANCH = "pytorch-2.10-python313"
 GOOD = "pytorch-python313-cuda13_1-sm90-avx512"
@@ -51,8 +50,14 @@ def _signed_head(repo: Path) -> None:
     header, _, message = raw.partition("\n\n")
     signature = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n =abcd\n -----END PGP SIGNATURE-----"
     signed = f"{header}\n{signature}\n\n{message}"
-    new = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, input=signed, capture_output=True,
-                         text=True, check=True).stdout.strip()
+    new = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        cwd=repo,
+        input=signed,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     git(repo, "update-ref", "refs/heads/main", new)
 
 
@@ -60,9 +65,17 @@ def _hostile(repo: Path, tmp_path: Path) -> list[Path]:
     """Every setting of the repository's own config that makes git run a program, each pointing at a marker."""
     marks = []
     settings = {
-        "log.showSignature": "true", "core.fsmonitor": None, "core.pager": None, "diff.external": None,
-        "credential.helper": None, "core.sshCommand": None, "core.askPass": None, "core.gitProxy": None,
-        "remote.origin.uploadpack": None, "gpg.program": None, "core.alternateRefsCommand": None,
+        "log.showSignature": "true",
+        "core.fsmonitor": None,
+        "core.pager": None,
+        "diff.external": None,
+        "credential.helper": None,
+        "core.sshCommand": None,
+        "core.askPass": None,
+        "core.gitProxy": None,
+        "remote.origin.uploadpack": None,
+        "gpg.program": None,
+        "core.alternateRefsCommand": None,
     }
     for key, value in settings.items():
         if value is None:
@@ -71,12 +84,21 @@ def _hostile(repo: Path, tmp_path: Path) -> list[Path]:
         git(repo, "config", key, value)
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    for hook in ("reference-transaction", "post-checkout", "pre-push", "post-merge", "fsmonitor-watchman", "post-index-change"):
+    for hook in (
+        "reference-transaction",
+        "post-checkout",
+        "pre-push",
+        "post-merge",
+        "fsmonitor-watchman",
+        "post-index-change",
+    ):
         program, mark = _marker_program(tmp_path, f"hook-{hook}")
         shutil.copy(program, hooks / hook)
         marks.append(mark)
     git(repo, "config", "core.hooksPath", str(hooks))
-    git(repo, "config", "remote.origin.url", f"https://gitlab-ci-token:{SECRET}@gitlab.example.org/ml/build-pytorch.git")
+    git(
+        repo, "config", "remote.origin.url", f"https://gitlab-ci-token:{SECRET}@gitlab.example.org/ml/build-pytorch.git"
+    )
     git(repo, "config", f"url.ext::{tmp_path / 'evil-ext'} %S.insteadOf", "https://")
     return marks
 
@@ -101,8 +123,10 @@ def test_a_clones_own_git_config_runs_no_program_in_sync_or_recipe(tmp_path, mon
 def test_the_environment_cannot_allow_a_transport_that_runs_a_command(tmp_path, monkeypatch) -> None:
     program, mark = _marker_program(tmp_path, "ext")
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "ext:file")
-    for argv in (["recipe", GOOD, "--branch", BRANCH, "--repo", f"ext::{program} %S"],
-                 ["catalog", "sync", f"ext::{program} %S", "-o", str(tmp_path / "c.json")]):
+    for argv in (
+        ["recipe", GOOD, "--branch", BRANCH, "--repo", f"ext::{program} %S"],
+        ["catalog", "sync", f"ext::{program} %S", "-o", str(tmp_path / "c.json")],
+    ):
         result = runner.invoke(app, argv)
         assert result.exit_code in (1, 2), result.output
     assert not mark.exists()
@@ -121,7 +145,9 @@ def test_credentials_in_a_repository_address_are_never_written_printed_or_named(
     fetched = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", address])
     assert fetched.exit_code == 0, fetched.output
     assert f"from file://localhost{repo}" in fetched.stderr
-    unreachable = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"http://ci-token:{SECRET}@127.0.0.1:9/x.git"])
+    unreachable = runner.invoke(
+        app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"http://ci-token:{SECRET}@127.0.0.1:9/x.git"]
+    )
     assert unreachable.exit_code == 1 and "http://127.0.0.1:9/x.git" in unreachable.stderr
     for result in (fetched, unreachable):
         assert SECRET not in result.output
@@ -132,24 +158,73 @@ def test_credentials_in_a_repository_address_are_never_written_printed_or_named(
             assert SECRET.encode() not in path.read_bytes(), path
 
 
+def test_credentials_that_git_or_a_probe_prints_are_shown_without_them(tmp_path) -> None:
+    """git does not always quote the address it was given: for git://user:TOKEN@host it says "unable to look up
+    user:TOKEN@host"; after a redirect it names the new address; a probe's stderr may hold any URL."""
+    unreachable = runner.invoke(
+        app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"git://ci-token:{SECRET}@127.0.0.1:9/x.git"]
+    )
+    assert (
+        unreachable.exit_code == 1 and "git ls-remote on git://127.0.0.1:9/x.git failed: fatal:" in unreachable.stderr
+    )
+    assert SECRET not in unreachable.output, unreachable.output
+    from pickvariant._base.git import git_said
+
+    redirected = (
+        f"warning: redirecting to https://ci-token:{SECRET}@mirror.example.org/ml/x.git/\n"
+        f"fatal: could not read Username for 'https://ci-token:{SECRET}@mirror.example.org': terminal prompts disabled\n"
+    )
+    assert (
+        git_said(redirected, 128)
+        == "fatal: could not read Username for 'https://mirror.example.org': terminal prompts disabled"
+    )
+    # A report's every string: a probe that fails naming an address with its token.
+    python = tmp_path / "python"
+    python.write_text(
+        f"#!/bin/sh\necho 'fatal: unable to access https://ci-token:{SECRET}@pypi.example.org/simple?token={SECRET}' >&2\nexit 1\n"
+    )
+    python.chmod(0o755)
+    report = runner.invoke(
+        app,
+        ["report", "--format", "json", "--python", str(python)],
+        env={
+            "PICKVARIANT_CPUINFO": str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"),
+            "PICKVARIANT_GPU": "none",
+        },
+    )
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.stdout)["installed_torch"]["error"].endswith(
+        "fatal: unable to access https://pypi.example.org/simple"
+    )
+    assert SECRET not in report.output
+
+
 def _sync(repo: Path, out: Path):
     return runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(out)])
 
 
 DECOYS = {
     # The flags the build really gets are the ones after ++; a comment and a string hold the AVX2-only list.
-    "cpu flags joined with ++": recipe("313", "avx2", PIN_NEW, version="2.10.0",
-                                        cpu_flags='"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw"').replace(
-        "in (nixpkgs_pinned", "  decoy = '' cpuFlags = [ \"-mavx2\" ]; '';\nin (nixpkgs_pinned"),
+    "cpu flags joined with ++": recipe(
+        "313", "avx2", PIN_NEW, version="2.10.0", cpu_flags='"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw"'
+    ).replace("in (nixpkgs_pinned", "  decoy = '' cpuFlags = [ \"-mavx2\" ]; '';\nin (nixpkgs_pinned"),
     "gpu targets joined with ++": recipe("313", "avx512", PIN_NEW, "sm90", "13_1", version="2.10.0").replace(
-        "gpuTargets = [ gpuArchSM ]", 'gpuTargets = [ "8.0" ] ++ [ ]'),
+        "gpuTargets = [ gpuArchSM ]", 'gpuTargets = [ "8.0" ] ++ [ ]'
+    ),
     "cpu flags bound twice": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace(
-        "in (nixpkgs_pinned", '  other = { cpuFlags = [ "-mavx512f" ]; };\nin (nixpkgs_pinned'),
+        "in (nixpkgs_pinned", '  other = { cpuFlags = [ "-mavx512f" ]; };\nin (nixpkgs_pinned'
+    ),
     "cpu flags from a function call": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace(
-        'cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ]', 'cpuFlags = builtins.filter (x: true) [ "-mavx2" ]'),
-    "a NUL byte before the real flags": recipe("313", "avx2", PIN_NEW, version="2.10.0") + "\0cpuFlags = [ \"-mavx512f\" ];\n",
-    "not valid Nix": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace("in (nixpkgs_pinned", "in ((nixpkgs_pinned"),
-    "an inherited version": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace('version = "2.10.0";', "inherit version;"),
+        'cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ]', 'cpuFlags = builtins.filter (x: true) [ "-mavx2" ]'
+    ),
+    "a NUL byte before the real flags": recipe("313", "avx2", PIN_NEW, version="2.10.0")
+    + '\0cpuFlags = [ "-mavx512f" ];\n',
+    "not valid Nix": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace(
+        "in (nixpkgs_pinned", "in ((nixpkgs_pinned"
+    ),
+    "an inherited version": recipe("313", "avx2", PIN_NEW, version="2.10.0").replace(
+        'version = "2.10.0";', "inherit version;"
+    ),
 }
 NAMES = {"gpu targets joined with ++": "pytorch-python313-cuda13_1-sm90-avx512"}
 
@@ -162,7 +237,9 @@ def test_a_fact_that_is_no_plain_literal_leaves_the_recipe_unclassified(case, tm
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     name = NAMES.get(case, "pytorch-python313-cpu-avx2")
     honest = recipe("313", "avx512", PIN_NEW, version="2.10.0")
-    commit_branch(repo, "pytorch-2.10-python313", {f"{name}.nix": DECOYS[case], "pytorch-python313-cpu-avx512.nix": honest})
+    commit_branch(
+        repo, "pytorch-2.10-python313", {f"{name}.nix": DECOYS[case], "pytorch-python313-cpu-avx512.nix": honest}
+    )
     out = tmp_path / "catalog.json"
     result = _sync(repo, out)
     assert result.exit_code == 0, result.output
@@ -180,7 +257,9 @@ def test_recipe_repo_refuses_a_fetched_recipe_that_hides_avx512_flags(tmp_path, 
     package = "pytorch-python313-cpu-avx2"
     row = _row(package)
     honest = recipe_for_row(SHIPPED, row)
-    hidden = honest.replace('"-mavx2" "-mfma" "-mf16c" ]', '"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw" ]')
+    hidden = honest.replace(
+        '"-mavx2" "-mfma" "-mf16c" ]', '"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw" ]'
+    )
     assert hidden != honest
     commit_branch(repo, BRANCH, {f"{package}.nix": hidden})
     result = runner.invoke(app, ["recipe", package, "--branch", BRANCH, "--repo", str(repo)])
@@ -207,8 +286,10 @@ def test_one_bad_branch_is_left_out_with_its_reason_and_the_rest_is_written(tmp_
     branches = {branch["name"] for branch in json.loads(out.read_text())["branches"]}
     assert "main" in branches and not {"pytorch-2.11-python313;id$(x)", "pytorch-2.12-python313"} & branches
     assert "left out branch pytorch-2.11-python313;id$(x): its name is not one a catalog can record" in result.stderr
-    assert ("left out branch pytorch-2.12-python313: it defines pytorch-python313-cpu-avx512 twice "
-            "(.flox/pkgs/pytorch-python313-cpu-avx512.nix and .flox/pkgs/pytorch-python313-cpu-avx512/default.nix)") in result.stderr
+    assert (
+        "left out branch pytorch-2.12-python313: it defines pytorch-python313-cpu-avx512 twice "
+        "(.flox/pkgs/pytorch-python313-cpu-avx512.nix and .flox/pkgs/pytorch-python313-cpu-avx512/default.nix)"
+    ) in result.stderr
 
 
 def test_sync_reads_blobs_one_at_a_time(tmp_path) -> None:
@@ -236,7 +317,9 @@ def test_five_fetches_at_once_into_a_cold_cache_all_succeed(tmp_path) -> None:
     repo = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     argv = [str(Path(os.sys.executable)), "-m", "pickvariant", "recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)]
-    runs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(5)]
+    runs = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(5)
+    ]
     results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
     assert [code for code, _, _ in results] == [0] * 5, [err for _, _, err in results]
     assert len({out for _, out, _ in results}) == 1
@@ -257,8 +340,14 @@ def test_a_damaged_cache_is_fetched_again_never_served(tmp_path, monkeypatch) ->
         with moved.open("rb") as stream:
             subprocess.run(["git", "unpack-objects", "-q"], cwd=git_dir, stdin=stream, check=True)
     loose = git_dir / "objects" / blob[:2] / blob[2:]
-    other = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=git_dir, input="# not the recipe\n", capture_output=True, text=True,
-                           check=True).stdout.strip()
+    other = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=git_dir,
+        input="# not the recipe\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     loose.chmod(0o644)
     loose.write_bytes((git_dir / "objects" / other[:2] / other[2:]).read_bytes())
     again = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
@@ -299,7 +388,9 @@ def test_a_server_that_never_answers_is_given_up_on_within_the_stated_time(tmp_p
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("PICKVARIANT_NETWORK_TIMEOUT", "2")
     try:
-        result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"git://127.0.0.1:{listener.getsockname()[1]}/x"])
+        result = runner.invoke(
+            app, ["recipe", GOOD, "--branch", BRANCH, "--repo", f"git://127.0.0.1:{listener.getsockname()[1]}/x"]
+        )
     finally:
         stop.set()
         thread.join()
@@ -323,19 +414,57 @@ SCHEMAS = {
     "probe result": REPO / "pickvariant" / "verify" / "probe-result.schema.json",
     "last install": REPO / "pickvariant" / "install" / "last-install.schema.json",
 }
-_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 300) | st.floats(allow_nan=False) | st.text(max_size=300),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 300) | st.floats(allow_nan=False) | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 def _samples() -> dict[str, dict]:
-    detect = json.loads(subprocess.run([os.sys.executable, "-m", "pickvariant", "detect", "--format", "json", "--cpuinfo",
-                                        str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"), "--gpu", "9.0", "--driver", "580.95.05"],
-                                       capture_output=True, text=True, check=True).stdout)
-    probe = {"torch": "2.10.0", "cuda": "13.0", "cpu_capability": "AVX2", "arch_list": ["sm_90"], "cuda_available": True,
-             "mps_available": None, "cudnn": 91900, "devices": [{"index": 0, "name": "H100", "capability": [9, 0], "kernel_ran": True}],
-             "checks": [{"name": "matmul bf16", "device": "cuda:0", "dtype": "bf16", "ok": True, "tflops": 700.0}]}
-    last = {"package": GOOD, "branch": BRANCH, "torch": "2.10.0", "method": "published", "directory": "/x", "build_dir": None,
-            "result": None, "python": ["python3"], "recipe": None}
+    detect = json.loads(
+        subprocess.run(
+            [
+                os.sys.executable,
+                "-m",
+                "pickvariant",
+                "detect",
+                "--format",
+                "json",
+                "--cpuinfo",
+                str(REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell"),
+                "--gpu",
+                "9.0",
+                "--driver",
+                "580.95.05",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    probe = {
+        "torch": "2.10.0",
+        "cuda": "13.0",
+        "cpu_capability": "AVX2",
+        "arch_list": ["sm_90"],
+        "cuda_available": True,
+        "mps_available": None,
+        "cudnn": 91900,
+        "devices": [{"index": 0, "name": "H100", "capability": [9, 0], "kernel_ran": True}],
+        "checks": [{"name": "matmul bf16", "device": "cuda:0", "dtype": "bf16", "ok": True, "tflops": 700.0}],
+    }
+    last = {
+        "package": GOOD,
+        "branch": BRANCH,
+        "torch": "2.10.0",
+        "method": "published",
+        "directory": "/x",
+        "build_dir": None,
+        "result": None,
+        "python": ["python3"],
+        "recipe": None,
+    }
     return {"catalog": SHIPPED, "detect line": detect, "probe result": probe, "last install": last}
 
 
@@ -393,7 +522,9 @@ def test_a_repository_with_no_pytorch_recipe_says_so_and_what_to_give(tmp_path) 
     git(repo, "commit", "-q", "-m", "unrelated")
     result = _sync(repo, tmp_path / "c.json")
     assert result.exit_code == 2 and not (tmp_path / "c.json").exists()
-    assert "has no PyTorch variant pickvariant can read (no branch has .flox/pkgs/pytorch-*.nix recipes)" in result.stderr
+    assert (
+        "has no PyTorch variant pickvariant can read (no branch has .flox/pkgs/pytorch-*.nix recipes)" in result.stderr
+    )
 
 
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[41m"
@@ -401,7 +532,11 @@ ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[41m"
 
 def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal_raw(tmp_path, monkeypatch) -> None:
     python = tmp_path / "python"
-    python.write_text(f"#!/bin/sh\nprintf '{ESCAPES}\\nfake: no torch here{ESCAPES}\\n' >&2\nexit 3\n".replace("\x1b", "\\033").replace("\x07", "\\007"))
+    python.write_text(
+        f"#!/bin/sh\nprintf '{ESCAPES}\\nfake: no torch here{ESCAPES}\\n' >&2\nexit 3\n".replace(
+            "\x1b", "\\033"
+        ).replace("\x07", "\\007")
+    )
     python.chmod(0o755)
     verify = runner.invoke(app, ["verify", "--python", str(python)])
     assert verify.exit_code == 1 and "\\e]0;PWNED\\x07" in verify.stdout
@@ -411,17 +546,34 @@ def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal
     git(repo, "init", "-q", "-b", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     honest = recipe_for_row(SHIPPED, _row(GOOD))
-    commit_branch(repo, BRANCH, {f"{GOOD}.nix": honest.replace(f'pname = "{GOOD}";', f'pname = "{GOOD}{ESCAPES}";'),
-                                 f"pytorch-python313-cpu-avx2{ESCAPES}.nix": honest, "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_NEW, version="2.10.0")})
+    commit_branch(
+        repo,
+        BRANCH,
+        {
+            f"{GOOD}.nix": honest.replace(f'pname = "{GOOD}";', f'pname = "{GOOD}{ESCAPES}";'),
+            f"pytorch-python313-cpu-avx2{ESCAPES}.nix": honest,
+            "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_NEW, version="2.10.0"),
+        },
+    )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     synced = _sync(repo, tmp_path / "c.json")
     refused = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
     dump = tmp_path / "cpuinfo"
-    dump.write_text((REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell").read_text().replace("model name\t: ", f"model name\t: {ESCAPES}", 1))
-    report = runner.invoke(app, ["report", "--python", "/nonexistent/python3"], env={"PICKVARIANT_CPUINFO": str(dump), "PICKVARIANT_GPU": "none"})
+    # The model name carries C1's one-byte CSI (U+009B: ESC [ to a terminal) and a right-to-left override too.
+    dump.write_text(
+        (REPO / "tests/fixtures/cpuinfo/linux-rhel7-haswell")
+        .read_text()
+        .replace("model name\t: ", f"model name\t: {ESCAPES}\x9b2J\u202e", 1)
+    )
+    report = runner.invoke(
+        app,
+        ["report", "--python", "/nonexistent/python3"],
+        env={"PICKVARIANT_CPUINFO": str(dump), "PICKVARIANT_GPU": "none"},
+    )
     for result in (verify, synced, refused, report):
         assert "\x1b" not in result.output and "\x07" not in result.output, result.output
     assert "\\e]0;PWNED" in synced.stderr and "\\e]0;PWNED" in refused.stderr and "\\e]0;PWNED" in report.stdout
+    assert "\x9b" not in report.output and "\u202e" not in report.output and "\\x9b2J\\u202e" in report.stdout
 
 
 def test_recipe_repo_reads_a_plain_clone_whose_branches_are_remote_tracking(tmp_path, monkeypatch) -> None:
@@ -444,10 +596,16 @@ def test_git_refusals_name_the_cause_and_the_remedy(tmp_path) -> None:
     require(os.geteuid() == 0, "a repository of another user can only be made by root (chown)")
     theirs = make_build_repo(tmp_path / "theirs")
     subprocess.run(["chown", "-R", "nobody", str(theirs)], check=True)
-    for argv in (["catalog", "sync", str(theirs), "-o", str(tmp_path / "c.json")], ["recipe", GOOD, "--branch", BRANCH, "--repo", str(theirs)]):
+    for argv in (
+        ["catalog", "sync", str(theirs), "-o", str(tmp_path / "c.json")],
+        ["recipe", GOOD, "--branch", BRANCH, "--repo", str(theirs)],
+    ):
         refused = runner.invoke(app, argv)
         assert refused.exit_code in (1, 2) and "belongs to another user" in refused.stderr
-        assert "git config --global --add safe.directory" in refused.stderr and "and the repository exists" not in refused.stderr
+        assert (
+            "git config --global --add safe.directory" in refused.stderr
+            and "and the repository exists" not in refused.stderr
+        )
 
 
 def test_catalog_sync_of_a_stalled_server_stops_at_the_stated_time(tmp_path, monkeypatch) -> None:

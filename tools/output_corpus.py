@@ -26,19 +26,48 @@ REPO = Path(__file__).resolve().parent.parent
 CPUINFO = REPO / "tests" / "fixtures" / "cpuinfo"
 
 GPU_SETS = (
-    ["--no-gpu"], ["--gpu", "9.0"], ["--gpu", "8.0"], ["--gpu", "8.6"], ["--gpu", "8.9"], ["--gpu", "7.0"],
-    ["--gpu", "6.1"], ["--gpu", "12.0"], ["--gpu", "10.0"], ["--gpu", "11.0"], ["--gpu", "8.7"],
-    ["--gpu", "9.0", "--gpu", "8.0"], ["--gpu", "8.0"] * 8, ["--gpu", "13.0"], ["--gpu", "3.5"],
+    ["--no-gpu"],
+    ["--gpu", "9.0"],
+    ["--gpu", "8.0"],
+    ["--gpu", "8.6"],
+    ["--gpu", "8.9"],
+    ["--gpu", "7.0"],
+    ["--gpu", "6.1"],
+    ["--gpu", "12.0"],
+    ["--gpu", "10.0"],
+    ["--gpu", "11.0"],
+    ["--gpu", "8.7"],
+    ["--gpu", "9.0", "--gpu", "8.0"],
+    ["--gpu", "8.0"] * 8,
+    ["--gpu", "13.0"],
+    ["--gpu", "3.5"],
 )
-DRIVERS = ([], ["--driver", "470.57.02"], ["--driver", "525.60.13"], ["--driver", "535.104.05"],
-           ["--driver", "570.86.10"], ["--driver", "575.51.03"], ["--driver", "580.95.05"])
-OPTION_SETS = ([], ["--workload", "int8"], ["--workload", "bf16"], ["--torch", "2.9"], ["--cuda", "12.9"],
-               ["--python-version", "3.12"], ["--branch", "pytorch-2.9-vllm-0.15.1"], ["--gpu-index", "1"])
+DRIVERS = (
+    [],
+    ["--driver", "470.57.02"],
+    ["--driver", "525.60.13"],
+    ["--driver", "535.104.05"],
+    ["--driver", "570.86.10"],
+    ["--driver", "575.51.03"],
+    ["--driver", "580.95.05"],
+)
+OPTION_SETS = (
+    [],
+    ["--workload", "int8"],
+    ["--workload", "bf16"],
+    ["--torch", "2.9"],
+    ["--cuda", "12.9"],
+    ["--python-version", "3.12"],
+    ["--branch", "pytorch-2.9-vllm-0.15.1"],
+    ["--gpu-index", "1"],
+)
 COMMANDS = ("detect", "list", "catalog", "catalog sync", "recipe", "install", "plan", "verify", "report")
 
 
 def cpu_dumps() -> list[str]:
-    return sorted(str(path.relative_to(REPO)) for path in CPUINFO.iterdir() if path.name.startswith(("linux-", "darwin-")))
+    return sorted(
+        str(path.relative_to(REPO)) for path in CPUINFO.iterdir() if path.name.startswith(("linux-", "darwin-"))
+    )
 
 
 def cases() -> list[list[str]]:
@@ -56,22 +85,42 @@ def cases() -> list[list[str]]:
     for output in ("text", "json", "markdown"):
         found.append(["list", "--format", output])
         found.append(["list", "--all", "--format", output])
-        for filters in (["--branch", "pytorch-2.10-python313"], ["--cuda", "12.9"], ["--cuda", "none"], ["--gpu", "sm90"],
-                        ["--gpu", "mps"], ["--gpu", "cpu"], ["--isa", "armv9"], ["--platform", "aarch64-linux"],
-                        ["--python-version", "3.12"], ["--gpu", "8.0", "--isa", "avx2"]):
+        for filters in (
+            ["--branch", "pytorch-2.10-python313"],
+            ["--cuda", "12.9"],
+            ["--cuda", "none"],
+            ["--gpu", "sm90"],
+            ["--gpu", "mps"],
+            ["--gpu", "cpu"],
+            ["--isa", "armv9"],
+            ["--platform", "aarch64-linux"],
+            ["--python-version", "3.12"],
+            ["--gpu", "8.0", "--isa", "avx2"],
+        ):
             found.append(["list", "--format", output, *filters])
-    for package, branch in (("pytorch-python313-cuda13_0-sm90-avx512", "pytorch-2.10-python313"),
-                            ("pytorch-python313-cpu-avx2", "pytorch-2.10-python313"),
-                            ("pytorch-python313-cuda12_9-sm61-avx", "pytorch-2.9-python313"),
-                            ("pytorch-python311-cuda12_9-sm70-avx2", None),
-                            ("pytorch-python313-cuda13_1-sm121-armv9", None),
-                            ("pytorch-python313-cuda12_8-sm89-avx512vnni", None)):
+    for package, branch in (
+        ("pytorch-python313-cuda13_0-sm90-avx512", "pytorch-2.10-python313"),
+        ("pytorch-python313-cpu-avx2", "pytorch-2.10-python313"),
+        ("pytorch-python313-cuda12_9-sm61-avx", "pytorch-2.9-python313"),
+        ("pytorch-python311-cuda12_9-sm70-avx2", None),
+        ("pytorch-python313-cuda13_1-sm121-armv9", None),
+        ("pytorch-python313-cuda12_8-sm89-avx512vnni", None),
+    ):
         found.append(["recipe", package, "--generate", *(["--branch", branch] if branch else [])])
     # Bad input: one line and exit 2 each.
-    found += [["detect", "--gpu", "hopper"], ["detect", "--driver", "x"], ["detect", "--torch", "9.9", "--no-gpu"],
-              ["detect", "--branch", "nope"], ["detect", "--gpu-index", "7", "--gpu", "9.0"], ["list", "--branch", "nope"],
-              ["recipe", "nope", "--generate"], ["detect", "--cpuinfo", "/nonexistent"], ["detect", "--frobnicate"],
-              ["install", "--dry-run", "--org", "-rf", "--no-gpu"], ["plan", "/nonexistent"]]
+    found += [
+        ["detect", "--gpu", "hopper"],
+        ["detect", "--driver", "x"],
+        ["detect", "--torch", "9.9", "--no-gpu"],
+        ["detect", "--branch", "nope"],
+        ["detect", "--gpu-index", "7", "--gpu", "9.0"],
+        ["list", "--branch", "nope"],
+        ["recipe", "nope", "--generate"],
+        ["detect", "--cpuinfo", "/nonexistent"],
+        ["detect", "--frobnicate"],
+        ["install", "--dry-run", "--org", "-rf", "--no-gpu"],
+        ["plan", "/nonexistent"],
+    ]
     return found
 
 
@@ -91,12 +140,28 @@ def plan_cases(workdir: Path) -> list[list[str]]:
     """plan over detect lines of the corpus's own machines: one input file, every format."""
     lines = []
     for index, (dump, gpus, driver) in enumerate(itertools.product(cpu_dumps(), GPU_SETS[:8], DRIVERS[::3])):
-        code, out, _ = run(["detect", "--format", "json", "--compact", "--label", f"node{index:03d}", "--cpuinfo", dump, *gpus, *driver])
+        _, out, _ = run(
+            [
+                "detect",
+                "--format",
+                "json",
+                "--compact",
+                "--label",
+                f"node{index:03d}",
+                "--cpuinfo",
+                dump,
+                *gpus,
+                *driver,
+            ]
+        )
         lines.append(out)
     nodes = workdir / "nodes.jsonl"
     nodes.write_text("".join(lines))
-    return [["plan", str(nodes), "--format", output, *extra]
-            for output in ("text", "json", "markdown") for extra in ([], ["--max-variants", "3"], ["--org", "acme"])]
+    return [
+        ["plan", str(nodes), "--format", output, *extra]
+        for output in ("text", "json", "markdown")
+        for extra in ([], ["--max-variants", "3"], ["--org", "acme"])
+    ]
 
 
 def record(target: Path) -> None:
@@ -104,15 +169,30 @@ def record(target: Path) -> None:
 
     for name in [name for name in os.environ if name.startswith("PICKVARIANT_")]:
         del os.environ[name]
-    os.environ.update({"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1", "PICKVARIANT_RECIPES_REPO": "git://127.0.0.1:9/none"})
+    os.environ.update(
+        {"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1", "PICKVARIANT_RECIPES_REPO": "git://127.0.0.1:9/none"}
+    )
     with tempfile.TemporaryDirectory() as work:
         all_cases = cases() + plan_cases(Path(work))
         with target.open("w") as out:
             for argv in all_cases:
                 code, stdout, stderr = run(argv)
                 shown = [arg.replace(work, "WORK") for arg in argv]
-                digest = hashlib.sha256(json.dumps([code, stdout, stderr.replace(work, "WORK")]).encode()).hexdigest()[:16]
-                out.write(json.dumps({"argv": shown, "exit": code, "digest": digest, "stdout": stdout[:20000], "stderr": stderr.replace(work, "WORK")[:4000]}) + "\n")
+                digest = hashlib.sha256(json.dumps([code, stdout, stderr.replace(work, "WORK")]).encode()).hexdigest()[
+                    :16
+                ]
+                out.write(
+                    json.dumps(
+                        {
+                            "argv": shown,
+                            "exit": code,
+                            "digest": digest,
+                            "stdout": stdout[:20000],
+                            "stderr": stderr.replace(work, "WORK")[:4000],
+                        }
+                    )
+                    + "\n"
+                )
     print(f"{len(all_cases)} cases recorded in {target}")
 
 
@@ -122,13 +202,15 @@ def compare(before: Path, after: Path) -> int:
     if [case["argv"] for case in old] != [case["argv"] for case in new]:
         print("the two corpora hold different cases")
         return 1
-    differ = [(a, b) for a, b in zip(old, new) if a["digest"] != b["digest"]]
+    differ = [(a, b) for a, b in zip(old, new, strict=False) if a["digest"] != b["digest"]]
     for a, b in differ[:5]:
         print("differs:", " ".join(a["argv"]))
         import difflib
 
         for part in ("stdout", "stderr"):
-            sys.stdout.writelines(list(difflib.unified_diff(a[part].splitlines(True), b[part].splitlines(True), part, part))[:40])
+            sys.stdout.writelines(
+                list(difflib.unified_diff(a[part].splitlines(True), b[part].splitlines(True), part, part))[:40]
+            )
         print(f"  exit {a['exit']} -> {b['exit']}")
     print(f"{len(old)} cases, {len(differ)} differ")
     return 1 if differ else 0

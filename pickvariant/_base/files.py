@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -87,7 +88,9 @@ def _read_pipe(fd: int, limit: int, what: str, shown: str) -> bytes:
     while size <= limit:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not poller.poll(remaining * 1000):
-            raise BadInput(f"{what} {shown}: {'nothing' if not size else 'not all of it'} arrived within {PIPE_WAIT_S:g} s")
+            raise BadInput(
+                f"{what} {shown}: {'nothing' if not size else 'not all of it'} arrived within {PIPE_WAIT_S:g} s"
+            )
         try:
             piece = os.read(fd, min(_PIECE, limit + 1 - size))
         except BlockingIOError:
@@ -144,7 +147,9 @@ def check_output_dir(directory: Path) -> None:
         info = os.stat(directory)
     except FileNotFoundError:
         if os.path.islink(directory):
-            raise BadInput(f"{directory} is a symbolic link to {os.readlink(directory)}, which does not exist") from None
+            raise BadInput(
+                f"{directory} is a symbolic link to {os.readlink(directory)}, which does not exist"
+            ) from None
         return
     except OSError as error:
         if error.errno == errno.ELOOP:
@@ -214,8 +219,6 @@ def write_atomic(path: Path, content: str | bytes, mode: int = 0o644) -> None:
         os.chmod(temp, mode)
         os.replace(temp, path)
     except OSError as error:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temp)
-        except OSError:
-            pass
         raise OperationFailed(f"cannot write {path}: {error.strerror or error}") from error

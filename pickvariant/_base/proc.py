@@ -5,6 +5,7 @@ the child and everything it started. git has its own runner (git.py); short, bou
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -66,8 +67,12 @@ class _Overflow(Exception):
     """The child printed more than it may: stopped rather than read into memory without bound."""
 
 
-def _wait(process: subprocess.Popen, deadline: float | None, overflowed: threading.Event | None = None,
-          readers: Sequence[threading.Thread] = ()) -> None:
+def _wait(
+    process: subprocess.Popen,
+    deadline: float | None,
+    overflowed: threading.Event | None = None,
+    readers: Sequence[threading.Thread] = (),
+) -> None:
     """Start the output readers and wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow
     stops its whole process group first, also one that lands while the readers start."""
     # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
@@ -91,13 +96,15 @@ def _wait(process: subprocess.Popen, deadline: float | None, overflowed: threadi
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None) -> None:
+def run(
+    command: Command, log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None
+) -> None:
     """Run one command, appending its output to `log`; raise OperationFailed, Interrupted or Terminated on failure."""
     program = require_program(command.argv[0])
     if not command.cwd.is_dir():
         raise OperationFailed(f"cannot run {command.argv[0]} in {command.cwd}: the directory does not exist")
     try:
-        handle = open(log, "a", encoding="utf-8")
+        handle = open(log, "a", encoding="utf-8")  # noqa: SIM115  # closed by the `with` below, once open() succeeded
     except OSError as error:
         raise OperationFailed(f"cannot write the log {log}: {error.strerror or error}") from error
     with handle:
@@ -105,8 +112,14 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
         handle.flush()
         try:
             process = subprocess.Popen(
-                [program, *command.argv[1:]], cwd=command.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True,
+                [program, *command.argv[1:]],
+                cwd=command.cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+                start_new_session=True,
             )
         except OSError as error:
             raise OperationFailed(f"cannot run {command.argv[0]}: {error.strerror or error}") from error
@@ -122,10 +135,14 @@ def run(command: Command, log: Path, on_line: Callable[[str], None] = lambda lin
             raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
         except TimeoutError:
             _join(reader)
-            raise OperationFailed(f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}") from None
+            raise OperationFailed(
+                f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}"
+            ) from None
         _join(reader)
     if process.returncode != 0:
-        raise OperationFailed(f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}")
+        raise OperationFailed(
+            f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}"
+        )
 
 
 @record
@@ -147,7 +164,11 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
     """
     try:
         process = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as error:
         return Captured(None, "", "", f"cannot run {argv[0]}: {error.strerror or error}")
@@ -168,8 +189,10 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
             buffer.extend(chunk)
             del buffer[:-_STDERR_TAIL_BYTES]
 
-    readers = [threading.Thread(target=keep_head, args=(process.stdout, out), daemon=True),
-               threading.Thread(target=keep_tail, args=(process.stderr, err), daemon=True)]
+    readers = [
+        threading.Thread(target=keep_head, args=(process.stdout, out), daemon=True),
+        threading.Thread(target=keep_tail, args=(process.stderr, err), daemon=True),
+    ]
     problem = None
     try:
         _wait(process, time.monotonic() + timeout_s, overflowed, readers)
@@ -194,10 +217,8 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
 
 
 def _stop_leftovers(process: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _join(*readers: threading.Thread, grace_s: float = 5.0) -> bool:

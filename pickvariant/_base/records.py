@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     Cls = TypeVar("Cls", bound=type)
     R = TypeVar("R")
 else:
+
     def dataclass_transform(**_: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
         """At run time the decorator only informs type checkers, which see typing's own."""
         return lambda function: function
@@ -62,7 +63,7 @@ def ordered_record(cls: Cls) -> Cls:
 
 def fields(instance_or_class: object) -> tuple[str, ...]:
     """The field names of a record (class or instance), in order."""
-    names: tuple[str, ...] = getattr(instance_or_class, "__record_fields__")
+    names: tuple[str, ...] = getattr(instance_or_class, "__record_fields__")  # noqa: B009  # set by _make, unknown to type checkers
     return names
 
 
@@ -70,7 +71,7 @@ def replace(instance: R, /, **changes: Any) -> R:
     """A copy of the record `instance` with the named fields changed (dataclasses.replace's contract)."""
     values = {name: getattr(instance, name) for name in fields(instance)}
     values.update(changes)
-    return type(instance)(**values)  # type: ignore[call-arg]  # a record's __init__ takes its fields by name
+    return type(instance)(**values)
 
 
 def _is_class_variable(annotation: object) -> bool:
@@ -86,8 +87,10 @@ def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
     class_name = cls.__name__
     for position, name in enumerate(names):
         if name in defaults and isinstance(defaults[name], (list, dict, set, bytearray)):
-            raise TypeError(f"{class_name}.{name}: a mutable default ({type(defaults[name]).__name__}) would be shared by every instance; "
-                            "give an immutable one (a tuple, frozenset or types.MappingProxyType)")
+            raise TypeError(
+                f"{class_name}.{name}: a mutable default ({type(defaults[name]).__name__}) would be shared by every instance; "
+                "give an immutable one (a tuple, frozenset or types.MappingProxyType)"
+            )
         if name not in defaults and any(earlier in defaults for earlier in names[:position]):
             raise TypeError(f"{class_name}.{name}: a field without a default follows one with a default")
     known = frozenset(names)
@@ -103,7 +106,7 @@ def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
             raise TypeError(f"{class_name}() takes {count} positional arguments but {len(args)} were given")
         # Filling __dict__ directly is how a frozen object is built without its own __setattr__.
         state = self.__dict__
-        state.update(zip(names, args))
+        state.update(zip(names, args, strict=False))
         if kwargs:
             for name in kwargs:
                 if name not in known:
@@ -137,11 +140,20 @@ def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
         raise FrozenRecordError(f"cannot delete field {name!r} of a {class_name}")
 
     methods: dict[str, Callable[..., Any]] = {
-        "__init__": __init__, "__repr__": __repr__, "__eq__": __eq__, "__hash__": __hash__,
-        "__setattr__": __setattr__, "__delattr__": __delattr__,
+        "__init__": __init__,
+        "__repr__": __repr__,
+        "__eq__": __eq__,
+        "__hash__": __hash__,
+        "__setattr__": __setattr__,
+        "__delattr__": __delattr__,
     }
     if order:
-        for method, compare in (("__lt__", operator.lt), ("__le__", operator.le), ("__gt__", operator.gt), ("__ge__", operator.ge)):
+        for method, compare in (
+            ("__lt__", operator.lt),
+            ("__le__", operator.le),
+            ("__gt__", operator.gt),
+            ("__ge__", operator.ge),
+        ):
             methods[method] = _comparison(compare, values_of)
     # As dataclasses do, a method the class writes itself stays (DriverVersion compares padded parts);
     # a __hash__ that Python set to None because the class wrote __eq__ is not one of them.
@@ -151,11 +163,14 @@ def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
             continue
         function.__qualname__ = f"{cls.__qualname__}.{method}"
         setattr(cls, method, function)
-    cls.__record_fields__ = names  # type: ignore[attr-defined]
-    cls.__match_args__ = names  # type: ignore[attr-defined]
+    # setattr: type checkers know neither attribute of an arbitrary class (and __match_args__ as read-only).
+    setattr(cls, "__record_fields__", names)  # noqa: B010
+    setattr(cls, "__match_args__", names)  # noqa: B010
 
 
-def _comparison(compare: Callable[[Any, Any], bool], values_of: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, object], bool]:
+def _comparison(
+    compare: Callable[[Any, Any], bool], values_of: Callable[[Any], tuple[Any, ...]]
+) -> Callable[[Any, object], bool]:
     def method(self: Any, other: object) -> bool:
         if other.__class__ is self.__class__:
             return compare(values_of(self), values_of(other))

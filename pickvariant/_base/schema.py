@@ -27,8 +27,20 @@ class SchemaError(ValueError):
 
 
 # Within one value, the order in which its own faults are reported (before any fault inside it).
-_KEYWORD_ORDER = ("type", "const", "enum", "pattern", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems", "required",
-                  "additionalProperties")
+_KEYWORD_ORDER = (
+    "type",
+    "const",
+    "enum",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "required",
+    "additionalProperties",
+)
 
 
 def _path(keys: Sequence[str | int]) -> str:
@@ -44,8 +56,10 @@ def _size(value: Any) -> str:
 
 # The reason for each keyword's refusal, as pickvariant words it: (the value, what the schema expects).
 _MESSAGES: dict[str, Callable[[Any, Any], str]] = {
-    "type": lambda value, expected: f"expected {' or '.join([expected] if isinstance(expected, str) else expected)}, "
-                                    f"got {type(value).__name__} {value!r:.60}",
+    "type": lambda value, expected: (
+        f"expected {' or '.join([expected] if isinstance(expected, str) else expected)}, "
+        f"got {type(value).__name__} {value!r:.60}"
+    ),
     "const": lambda value, expected: f"{value!r:.60} is not {expected!r}",
     "enum": lambda value, expected: f"{value!r} is not one of {expected}",
     "pattern": lambda value, expected: f"{value!r:.80} does not match {expected}",
@@ -142,10 +156,7 @@ def _order(instance: Any, keys: list[str | int], keyword: str) -> tuple[Any, ...
     own = keyword not in ("required", "additionalProperties")
     for depth, key in enumerate(keys):
         last = depth == len(keys) - 1
-        if isinstance(value, Mapping):
-            position = list(value).index(key) if key in value else -1
-        else:
-            position = int(key)
+        position = (list(value).index(key) if key in value else -1) if isinstance(value, Mapping) else int(key)
         if last and not own:
             # A missing or unknown field is found while its object is read, before what lies inside the object's fields.
             steps.append((1, position))

@@ -76,7 +76,7 @@ def parse_driver_version(text: str) -> DriverVersion:
     match = _DRIVER.match(text)
     if not match:
         raise BadInput(f"{text!r:.40} is not an NVIDIA driver version: write it as 580.65.06")
-    parts = (int(match.group(1)),) + tuple(int(part) for part in match.group(2).split(".")[1:])
+    parts = (int(match.group(1)), *tuple(int(part) for part in match.group(2).split(".")[1:]))
     return DriverVersion(text.strip(), parts)
 
 
@@ -106,14 +106,21 @@ def version_key(text: str) -> tuple[int, ...]:
 
 
 # What each pin looks like, for the message that refuses a malformed one (keyed by option or variable).
-_EXAMPLES = {"--torch": "2.10 or 2.10.0", "--cuda": "12.9 or 13", "--python-version": "3.12", "PICKVARIANT_PYTHON": "3.12"}
+_EXAMPLES = {
+    "--torch": "2.10 or 2.10.0",
+    "--cuda": "12.9 or 13",
+    "--python-version": "3.12",
+    "PICKVARIANT_PYTHON": "3.12",
+}
 
 
 def release_matches(pin: str, release: str, flag: str) -> bool:
     """Does `--torch 2.10` (or `--cuda 13`) name `release` 2.10.0 (13.0)? Missing parts are free, extra zeros equal."""
     match = _RELEASE.match(pin)
     if not match:
-        raise BadInput(f"{flag} {pin!r:.40}: not a version; write it as {_EXAMPLES.get(flag.rstrip('='), '2.10 or 2.10.0')}")
+        raise BadInput(
+            f"{flag} {pin!r:.40}: not a version; write it as {_EXAMPLES.get(flag.rstrip('='), '2.10 or 2.10.0')}"
+        )
     wanted = tuple(int(part) for part in match.group(1).split("."))
     have = version_key(release)
     have = have + (0,) * max(0, len(wanted) - len(have))

@@ -39,12 +39,18 @@ class RecipeClassifier:
                 return str(platform.nix_system)
         raise BadInput(f"hardware facts have no {os_name}/{arch} platform")
 
-    def classify(self, branch: str, path: str, package: str, text: str) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    def classify(
+        self, branch: str, path: str, package: str, text: str
+    ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         """(row, None, notes) for a classified recipe, else (None, why, notes)."""
         notes: list[str] = []
         name = _NAME.match(package)
         if name is None:
-            return None, "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)", notes
+            return (
+                None,
+                "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)",
+                notes,
+            )
         try:
             recipe = parse(text)
         except NotNix as error:
@@ -52,22 +58,40 @@ class RecipeClassifier:
         python = f"3.{name['py'][1:]}"
         pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
         if len(pins) != 1:
-            return None, ("no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)" if not pins else f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"), notes
+            return (
+                None,
+                (
+                    "no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)"
+                    if not pins
+                    else f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"
+                ),
+                notes,
+            )
         pin = pins[0]
         python_sets = names_matching(_PYTHON_SET, recipe)
         named = {f"python{name['py']}"}
         if not python_sets or not python_sets <= {"python3"} | named or len(python_sets - {"python3"}) > 1:
-            return None, f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{name['py']}", notes
+            return (
+                None,
+                f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{name['py']}",
+                notes,
+            )
         bound_versions = recipe.string_binding("version")
         if bound_versions is None:
             return None, "a version binding is not a string literal, so the PyTorch version is not certain", notes
-        versions = sorted(set(v for v in bound_versions if RELEASE.match(v)))
+        versions = sorted({v for v in bound_versions if RELEASE.match(v)})
         if len(versions) > 1:
             return None, f"several PyTorch versions: {', '.join(versions)}", notes
         torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pin)
         if torch is None:
-            return None, (f"PyTorch version unknown: the recipe keeps nixpkgs' torch, and hardware.json's nixpkgs_pins "
-                          f"does not give the torch of nixpkgs {pin[:12]}"), notes
+            return (
+                None,
+                (
+                    f"PyTorch version unknown: the recipe keeps nixpkgs' torch, and hardware.json's nixpkgs_pins "
+                    f"does not give the torch of nixpkgs {pin[:12]}"
+                ),
+                notes,
+            )
         platforms = recipe.list_binding("platforms")
         if not platforms or len(platforms) != 1:
             return None, "meta.platforms is not one literal list of systems", notes
@@ -86,9 +110,22 @@ class RecipeClassifier:
             return None, f"meta.platforms {listed} lacks {system}, the only system {isa_name} runs on", notes
         extra = [s for s in listed if s != system]
         if extra:
-            notes.append(f"{branch}:{path}: meta.platforms also lists {', '.join(extra)}, which cannot run {isa_name}; recorded as {system} only")
-        row = {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
-               "gpu_arch": None, "cpu_isa": isa_name, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}
+            notes.append(
+                f"{branch}:{path}: meta.platforms also lists {', '.join(extra)}, which cannot run {isa_name}; recorded as {system} only"
+            )
+        row = {
+            "branch": branch,
+            "package": package,
+            "path": path,
+            "torch": torch,
+            "python": python,
+            "gpu_arch": None,
+            "cpu_isa": isa_name,
+            "cuda": None,
+            "platform": system,
+            "nixpkgs_rev": pin,
+            "cudnn": False,
+        }
         if name["cuda"] is None:
             stray = sorted(names_matching(CUDA_SET, recipe))
             if stray:
@@ -102,7 +139,9 @@ class RecipeClassifier:
             return "cpuFlags is not one literal list of compiler flags"
         return flags_beyond(self.facts, flag_lists[0], isa, "cpuFlags")
 
-    def _cuda(self, recipe: NixText, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    def _cuda(
+        self, recipe: NixText, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]
+    ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         cuda = tag.replace("_", ".")
         arch = self.facts.gpu_archs.get(sm)
         if arch is None:
@@ -110,7 +149,11 @@ class RecipeClassifier:
         if cuda not in self.facts.cuda_releases:
             return None, f"no driver minimum is known for CUDA {cuda} (hardware.json cuda_releases)", notes
         if not arch.builds_with(cuda):
-            return None, f"{sm} cannot be built with CUDA {cuda} (nvcc supports it in {arch.min_cuda}..{arch.max_cuda or ''})", notes
+            return (
+                None,
+                f"{sm} cannot be built with CUDA {cuda} (nvcc supports it in {arch.min_cuda}..{arch.max_cuda or ''})",
+                notes,
+            )
         if not arch.has_host(isa.platform):
             return None, f"{sm} GPUs have no {isa.platform} host ({arch.description})", notes
         sets = sorted(names_matching(CUDA_SET, recipe))
@@ -120,19 +163,52 @@ class RecipeClassifier:
         targets = recipe.list_binding("gpuTargets")
         if not targets or len(targets) != 1 or targets[0] != [arch.sm_dotted]:
             shown = targets[0] if targets and len(targets) == 1 else "not one literal list"
-            return None, f"the name says {sm}, the recipe's gpuTargets is {shown} (expected [{arch.sm_dotted!r}])", notes
+            return (
+                None,
+                f"the name says {sm}, the recipe's gpuTargets is {shown} (expected [{arch.sm_dotted!r}])",
+                notes,
+            )
         cudnn_off = "0" in recipe.exports("USE_CUDNN")
-        return {**row, "gpu_arch": sm, "cuda": cuda, "cudnn": not cudnn_off, "_cuda_packages": f"cudaPackages_{sets[0]}"}, None, notes
+        return (
+            {**row, "gpu_arch": sm, "cuda": cuda, "cudnn": not cudnn_off, "_cuda_packages": f"cudaPackages_{sets[0]}"},
+            None,
+            notes,
+        )
 
-    def _mps(self, recipe: NixText, pin: str, torch: str, python: str, listed: list[str], branch: str, path: str, package: str,
-             notes: list[str]) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    def _mps(
+        self,
+        recipe: NixText,
+        pin: str,
+        torch: str,
+        python: str,
+        listed: list[str],
+        branch: str,
+        path: str,
+        package: str,
+        notes: list[str],
+    ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         system = self.system_for("darwin", "aarch64")
         if listed != [system]:
             return None, f"a darwin-mps recipe whose meta.platforms is {listed}, not [{system!r}]", notes
         if names_matching(CUDA_SET, recipe):
             return None, "a darwin-mps recipe that uses a CUDA package set", notes
-        return {"branch": branch, "package": package, "path": path, "torch": torch, "python": python,
-                "gpu_arch": MPS, "cpu_isa": None, "cuda": None, "platform": system, "nixpkgs_rev": pin, "cudnn": False}, None, notes
+        return (
+            {
+                "branch": branch,
+                "package": package,
+                "path": path,
+                "torch": torch,
+                "python": python,
+                "gpu_arch": MPS,
+                "cpu_isa": None,
+                "cuda": None,
+                "platform": system,
+                "nixpkgs_rev": pin,
+                "cudnn": False,
+            },
+            None,
+            notes,
+        )
 
 
 def flags_beyond(facts: HardwareFacts, flags: list[str], isa: Any, called: str) -> str | None:

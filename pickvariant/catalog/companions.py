@@ -60,8 +60,14 @@ class CompanionClassifier:
         self.facts = facts
 
     def classify(
-        self, repo: str, branch: str, path: str, package: str, text: str,
-        pytorch_rows: Mapping[str, Mapping[str, Any]], isa_flags: Mapping[str, list[str]],
+        self,
+        repo: str,
+        branch: str,
+        path: str,
+        package: str,
+        text: str,
+        pytorch_rows: Mapping[str, Mapping[str, Any]],
+        isa_flags: Mapping[str, list[str]],
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         """(row, None, notes) for a classified companion recipe, else (None, why, notes).
 
@@ -70,7 +76,11 @@ class CompanionClassifier:
         notes: list[str] = []
         name = _NAME.match(package)
         if name is None:
-            return None, "the package name does not read as PROJECT-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)", notes
+            return (
+                None,
+                "the package name does not read as PROJECT-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)",
+                notes,
+            )
         if name["cuda"] and not name["isa"]:
             return None, "its name has no CPU instruction set part, so which CPUs it runs on is not certain", notes
         try:
@@ -82,9 +92,21 @@ class CompanionClassifier:
         if why:
             return None, why, notes
         row: dict[str, Any] = {
-            "project": name["project"], "repo": repo, "branch": branch, "package": package, "path": path,
-            "version": self._version(recipe, branch), "python": python, "gpu_arch": None, "cpu_isa": None, "cuda": None,
-            "platform": "", "torch": torch, "torch_pin": pin, "torch_relation": relation, "torch_of": torch_of,
+            "project": name["project"],
+            "repo": repo,
+            "branch": branch,
+            "package": package,
+            "path": path,
+            "version": self._version(recipe, branch),
+            "python": python,
+            "gpu_arch": None,
+            "cpu_isa": None,
+            "cuda": None,
+            "platform": "",
+            "torch": torch,
+            "torch_pin": pin,
+            "torch_relation": relation,
+            "torch_of": torch_of,
         }
         if name["mps"]:
             row.update(gpu_arch=MPS, platform=self._system("darwin", "aarch64"))
@@ -107,38 +129,62 @@ class CompanionClassifier:
         if arch is None:
             return None, f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)", notes
         if not arch.builds_with(cuda) or not arch.has_host(isa.platform):
-            return None, f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows", notes
+            return (
+                None,
+                f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows",
+                notes,
+            )
         targets = {value for binding in _TARGET_BINDINGS for value in (recipe.string_binding(binding) or [])}
-        targets |= {item for binding in _TARGET_BINDINGS for items in (recipe.list_binding(binding) or []) for item in items}
+        targets |= {
+            item for binding in _TARGET_BINDINGS for items in (recipe.list_binding(binding) or []) for item in items
+        }
         read = {_target(value) for value in targets} - {None}
         if not read and relation != "identical":
-            return None, f"no literal GPU target ({', '.join(_TARGET_BINDINGS)}), so the name's {sm} is not certain", notes
+            return (
+                None,
+                f"no literal GPU target ({', '.join(_TARGET_BINDINGS)}), so the name's {sm} is not certain",
+                notes,
+            )
         if read and read != {arch.sm_dotted}:
             return None, f"the name says {sm}, the recipe targets {', '.join(sorted(str(t) for t in read))}", notes
-        sets = {match for match in names_matching(CUDA_SET, recipe)}
+        sets = set(names_matching(CUDA_SET, recipe))
         tag = name["cuda"]
         if sets and not sets <= {tag, tag.split("_")[0]}:
-            return None, f"the name says CUDA {cuda}, the recipe uses {', '.join(sorted('cudaPackages_' + s for s in sets))}", notes
+            return (
+                None,
+                f"the name says CUDA {cuda}, the recipe uses {', '.join(sorted('cudaPackages_' + s for s in sets))}",
+                notes,
+            )
         row.update(gpu_arch=sm, cuda=cuda)
         return self._checked(row, pytorch_rows, notes)
 
     @staticmethod
-    def _checked(row: dict[str, Any], pytorch_rows: Mapping[str, Mapping[str, Any]], notes: list[str],
-                 ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    def _checked(
+        row: dict[str, Any],
+        pytorch_rows: Mapping[str, Mapping[str, Any]],
+        notes: list[str],
+    ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         """The row, unless it imports a pytorch recipe built for other axes than its own name says."""
         if row["torch_relation"] == "identical":
             own = pytorch_rows[row["torch_of"]]
             axes = ("python", "cuda", "gpu_arch", "cpu_isa", "platform")
             if any(own[key] != row[key] for key in axes):
-                differ = ", ".join(f"{key} {own[key]} (its name says {row[key]})" for key in axes if own[key] != row[key])
+                differ = ", ".join(
+                    f"{key} {own[key]} (its name says {row[key]})" for key in axes if own[key] != row[key]
+                )
                 return None, f"it imports ./{row['torch_of']}.nix, built for other axes: {differ}", notes
         return row, None, notes
 
     def _system(self, os_name: str, arch: str) -> str:
         return next(p.nix_system for p in self.facts.platforms.values() if (p.os, p.arch) == (os_name, arch))
 
-    def _torch(self, recipe: NixText, branch: str, path: str, pytorch_rows: Mapping[str, Mapping[str, Any]],
-               ) -> tuple[str | None, str | None, str, str | None, str | None]:
+    def _torch(
+        self,
+        recipe: NixText,
+        branch: str,
+        path: str,
+        pytorch_rows: Mapping[str, Mapping[str, Any]],
+    ) -> tuple[str | None, str | None, str, str | None, str | None]:
         """(torch version, nixpkgs pin, relation, the PyTorch package it imports, why it is left out)."""
         imported = sorted({match[1] for value in recipe.paths if (match := _IMPORTED_PYTORCH.match(value))})
         if len(imported) > 1:
@@ -146,7 +192,13 @@ class CompanionClassifier:
         if imported:
             own = pytorch_rows.get(imported[0])
             if own is None:
-                return None, None, "", None, f"imports ./{imported[0]}.nix, which branch {branch} does not build as a PyTorch variant"
+                return (
+                    None,
+                    None,
+                    "",
+                    None,
+                    f"imports ./{imported[0]}.nix, which branch {branch} does not build as a PyTorch variant",
+                )
             return own["torch"], own["nixpkgs_rev"], "identical", imported[0], None
         pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
         if len(pins) > 1:
@@ -154,7 +206,13 @@ class CompanionClassifier:
         # Only a version bound inside the torch override is torch's: vLLM's recipes bind their own release as `version` too.
         bound = recipe.version_of("torch")
         if bound is None:
-            return None, None, "", None, "a version inside its torch override is not a string literal, so its torch's is not certain"
+            return (
+                None,
+                None,
+                "",
+                None,
+                "a version inside its torch override is not a string literal, so its torch's is not certain",
+            )
         versions = sorted({v for v in bound if RELEASE.match(v)})
         if len(versions) > 1:
             return None, None, "", None, f"its torch override binds several versions: {', '.join(versions)}"
@@ -185,15 +243,18 @@ class CompanionClassifier:
         return flags_beyond(self.facts, flags, isa, "compiler flags")
 
 
-
 ISA_TABLE = "lib/cpu-isa.nix"  # build-vllm's shared instruction-set table, relative to .flox/pkgs/
 
 BlobReader = Callable[[Sequence[str]], Iterator[tuple[str, bytes]]]
 
 
 def read_companions(
-    read_blobs: BlobReader, repo: str, wanted: Mapping[str, list[tuple[str, str, str]]], isa_tables: Mapping[str, str],
-    pytorch_rows: Mapping[str, Mapping[str, Mapping[str, Any]]], classifier: CompanionClassifier,
+    read_blobs: BlobReader,
+    repo: str,
+    wanted: Mapping[str, list[tuple[str, str, str]]],
+    isa_tables: Mapping[str, str],
+    pytorch_rows: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    classifier: CompanionClassifier,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]], list[str]]:
     """(rows, (branch, path, why) left out, notes) for companion recipes `wanted` (blob -> (branch, path, package)),
     each branch's ISA table (branch -> blob) read first, one blob in memory at a time."""
@@ -214,7 +275,9 @@ def read_companions(
     for blob, content in read_blobs(sorted(wanted)):
         text = content.decode("utf-8", "replace")
         for branch, path, package in wanted[blob]:
-            row, why, found = classifier.classify(repo, branch, path, package, text, pytorch_rows.get(branch, {}), tables.get(branch, {}))
+            row, why, found = classifier.classify(
+                repo, branch, path, package, text, pytorch_rows.get(branch, {}), tables.get(branch, {})
+            )
             notes.extend(found)
             if row is None:
                 left_out.append((branch, path, why or "not classified"))

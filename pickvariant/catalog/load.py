@@ -126,7 +126,9 @@ def schema_checked_before(raw: bytes) -> bool:
         return False
     line, newline, body = raw[2:].partition(b"\n")
     match = _STAMP.fullmatch(line)
-    return bool(match and newline) and int(match[1], 16) == zlib.crc32(body) and int(match[2], 16) == zlib.crc32(_schema_bytes())
+    if match is None or not newline:
+        return False
+    return int(match[1], 16) == zlib.crc32(body) and int(match[2], 16) == zlib.crc32(_schema_bytes())
 
 
 def parse_catalog(data: Any, path: Path, schema_checked: bool = False) -> Catalog:
@@ -166,7 +168,11 @@ def _driver_support(entry: Mapping[str, Any] | None, where: str) -> DriverSuppor
     if entry is None:
         return None
     first = entry.get("first")
-    return DriverSupport(_parsed(parse_driver_version, first, f"{where}.first") if first else None, entry.get("last_branch"), entry["source"])
+    return DriverSupport(
+        _parsed(parse_driver_version, first, f"{where}.first") if first else None,
+        entry.get("last_branch"),
+        entry["source"],
+    )
 
 
 def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
@@ -178,15 +184,31 @@ def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
 
 
 def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
-    for key, field in (("cpu_isas", "name"), ("gpu_archs", "name"), ("platforms", "nix_system"), ("flag_aliases", "spelling"),
-                       ("cuda_releases", "cuda"), ("compiler_flags", "flag"), ("nixpkgs_pins", "rev"), ("torch_sources", "version")):
+    for key, field in (
+        ("cpu_isas", "name"),
+        ("gpu_archs", "name"),
+        ("platforms", "nix_system"),
+        ("flag_aliases", "spelling"),
+        ("cuda_releases", "cuda"),
+        ("compiler_flags", "flag"),
+        ("nixpkgs_pins", "rev"),
+        ("torch_sources", "version"),
+    ):
         _unique(data[key], field, key)
-    platforms = {entry["nix_system"]: Platform(entry["nix_system"], entry["os"], entry["arch"]) for entry in data["platforms"]}
+    platforms = {
+        entry["nix_system"]: Platform(entry["nix_system"], entry["os"], entry["arch"]) for entry in data["platforms"]
+    }
     arches = {platform.arch for platform in platforms.values()}
     isas = {
         entry["name"]: CpuIsa(
-            entry["name"], entry["platform"], entry["description"], tuple(entry["requires"]),
-            tuple(entry["compiler_flags"]), _build_env(entry, f"cpu_isas.{entry['name']}"), entry["torch_cpu_capability"], entry["source"],
+            entry["name"],
+            entry["platform"],
+            entry["description"],
+            tuple(entry["requires"]),
+            tuple(entry["compiler_flags"]),
+            _build_env(entry, f"cpu_isas.{entry['name']}"),
+            entry["torch_cpu_capability"],
+            entry["source"],
         )
         for entry in data["cpu_isas"]
     }
@@ -195,23 +217,42 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
         if isa.platform not in arches:
             raise SchemaError(f"cpu_isas[{index}].platform", f"platform {isa.platform!r} is not in platforms")
         if isa.torch_cpu_capability not in capability_order:
-            raise SchemaError(f"cpu_isas[{index}].torch_cpu_capability", f"{isa.torch_cpu_capability!r} is not in torch_cpu_capability_order.order")
+            raise SchemaError(
+                f"cpu_isas[{index}].torch_cpu_capability",
+                f"{isa.torch_cpu_capability!r} is not in torch_cpu_capability_order.order",
+            )
     gpu_archs: dict[str, GpuArch] = {}
     for index, entry in enumerate(data["gpu_archs"]):
-        capability = _parsed(parse_compute_capability, entry["compute_capability"], f"gpu_archs[{index}].compute_capability")
+        capability = _parsed(
+            parse_compute_capability, entry["compute_capability"], f"gpu_archs[{index}].compute_capability"
+        )
         if capability.sm != entry["name"]:
-            raise SchemaError(f"gpu_archs[{index}].name", f"{entry['name']!r} does not match compute capability {capability}")
+            raise SchemaError(
+                f"gpu_archs[{index}].name", f"{entry['name']!r} does not match compute capability {capability}"
+            )
         renamed = entry.get("reported_before_cuda_13")
         gpu_archs[entry["name"]] = GpuArch(
-            entry["name"], capability, entry["min_cuda"], entry["max_cuda"], entry["tegra"],
-            tuple(entry["platforms"]), entry["description"], tuple(entry["products"]),
-            _parsed(parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13") if renamed else None,
-            _build_env(entry, f"gpu_archs[{index}]"), entry["source"], _driver_support(entry.get("drivers"), f"gpu_archs[{index}].drivers"),
+            entry["name"],
+            capability,
+            entry["min_cuda"],
+            entry["max_cuda"],
+            entry["tegra"],
+            tuple(entry["platforms"]),
+            entry["description"],
+            tuple(entry["products"]),
+            _parsed(parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13")
+            if renamed
+            else None,
+            _build_env(entry, f"gpu_archs[{index}]"),
+            entry["source"],
+            _driver_support(entry.get("drivers"), f"gpu_archs[{index}].drivers"),
         )
     cuda_releases = {
         entry["cuda"]: CudaRelease(
-            entry["cuda"], _parsed(parse_driver_version, entry["min_driver"], f"cuda_releases[{index}].min_driver"),
-            entry["toolkit_driver"], entry["min_driver_source"],
+            entry["cuda"],
+            _parsed(parse_driver_version, entry["min_driver"], f"cuda_releases[{index}].min_driver"),
+            entry["toolkit_driver"],
+            entry["min_driver_source"],
         )
         for index, entry in enumerate(data["cuda_releases"])
     }
@@ -221,19 +262,36 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
             if flag not in compiler_flags:
                 raise SchemaError(f"cpu_isas[{index}].compiler_flags", f"{flag!r} is not in compiler_flags")
             if not set(compiler_flags[flag]) <= set(isa.requires):
-                raise SchemaError(f"cpu_isas[{index}].compiler_flags", f"{flag} needs {list(compiler_flags[flag])}, more than {isa.name} requires")
+                raise SchemaError(
+                    f"cpu_isas[{index}].compiler_flags",
+                    f"{flag} needs {list(compiler_flags[flag])}, more than {isa.name} requires",
+                )
     for index, entry in enumerate(data["peak_tflops"]):
         try:
             re.compile(entry["name_pattern"])
         except re.error as error:
             raise SchemaError(f"peak_tflops[{index}].name_pattern", f"not a regular expression: {error}") from None
     return HardwareFacts(
-        platforms, isas, gpu_archs, cuda_releases, compiler_flags,
+        platforms,
+        isas,
+        gpu_archs,
+        cuda_releases,
+        compiler_flags,
         {entry["rev"]: entry["torch"] for entry in data["nixpkgs_pins"]},
-        {entry["version"]: TorchSource(entry["version"], entry["owner"], entry["repo"], entry["rev"], entry["fetch_submodules"], entry["hash"], entry["source"],
-                                       tuple((patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]),
-                                       entry["nixpkgs_patches_source"])
-         for entry in data["torch_sources"]},
+        {
+            entry["version"]: TorchSource(
+                entry["version"],
+                entry["owner"],
+                entry["repo"],
+                entry["rev"],
+                entry["fetch_submodules"],
+                entry["hash"],
+                entry["source"],
+                tuple((patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]),
+                entry["nixpkgs_patches_source"],
+            )
+            for entry in data["torch_sources"]
+        },
     )
 
 
@@ -277,7 +335,10 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
             seen.add((branch_name, package))
     for variant in map(Variant.from_row, rows):
         variants_by_branch[variant.branch].append(variant)
-    branches = tuple(_branch(index, entry, hardware, tuple(variants_by_branch[entry["name"]])) for index, entry in enumerate(data["branches"]))
+    branches = tuple(
+        _branch(index, entry, hardware, tuple(variants_by_branch[entry["name"]]))
+        for index, entry in enumerate(data["branches"])
+    )
     return Catalog(
         path=path,
         # A catalog written by an older sync may still hold credentials in its source: never shown.
@@ -288,7 +349,11 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         build_memory_gb=data["build"]["memory_gb"],
         flag_aliases={entry["spelling"]: tuple(entry["canonical"]) for entry in data["flag_aliases"]},
         tegra_capabilities=frozenset(
-            _parsed(parse_compute_capability, entry["compute_capability"], f"tegra_compute_capabilities[{index}].compute_capability")
+            _parsed(
+                parse_compute_capability,
+                entry["compute_capability"],
+                f"tegra_compute_capabilities[{index}].compute_capability",
+            )
             for index, entry in enumerate(data["tegra_compute_capabilities"])
         )
         | frozenset(arch.compute_capability for arch in hardware.gpu_archs.values() if arch.tegra),
@@ -303,7 +368,12 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         workloads=workloads,
         branches=branches,
         peaks=tuple(
-            PeakThroughput(entry["gpu"], entry["name_pattern"], {k: entry[k] for k in ("bf16", "fp16", "tf32", "fp32")}, entry["source"])
+            PeakThroughput(
+                entry["gpu"],
+                entry["name_pattern"],
+                {k: entry[k] for k in ("bf16", "fp16", "tf32", "fp32")},
+                entry["source"],
+            )
             for entry in data["peak_tflops"]
         ),
         torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
@@ -322,7 +392,9 @@ def check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) 
     gpu, isa_name, cuda = raw["gpu_arch"], raw["cpu_isa"], raw["cuda"]
     if gpu == MPS:
         if isa_name is not None or cuda is not None or platform.os != "darwin":
-            raise SchemaError(where, "an MPS variant has no CPU instruction set and no CUDA line, and is built for darwin")
+            raise SchemaError(
+                where, "an MPS variant has no CPU instruction set and no CUDA line, and is built for darwin"
+            )
         return
     if isa_name not in hardware.isas:
         raise SchemaError(f"{where}.cpu_isa", f"unknown CPU instruction set {isa_name!r}")
@@ -337,7 +409,10 @@ def check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) 
         raise SchemaError(f"{where}.gpu_arch", f"unknown GPU architecture {gpu!r}")
     arch = hardware.gpu_archs[gpu]
     if not arch.builds_with(cuda):
-        raise SchemaError(f"{where}.gpu_arch", f"{gpu} cannot be built with CUDA {cuda} (needs {arch.min_cuda}..{arch.max_cuda or ''})")
+        raise SchemaError(
+            f"{where}.gpu_arch",
+            f"{gpu} cannot be built with CUDA {cuda} (needs {arch.min_cuda}..{arch.max_cuda or ''})",
+        )
     if not arch.has_host(isa.platform):
         raise SchemaError(f"{where}.cpu_isa", f"{gpu} has no {isa.platform} host (platforms {list(arch.platforms)})")
 
@@ -360,12 +435,33 @@ def _branch(index: int, entry: Mapping[str, Any], hardware: HardwareFacts, varia
     for l_index, line in enumerate(entry["cuda_lines"]):
         release = hardware.cuda_releases.get(line["cuda"])
         if release is None:
-            raise SchemaError(f"{where}.cuda_lines[{l_index}].cuda", f"no driver minimum is known for CUDA {line['cuda']} (cuda_releases)")
+            raise SchemaError(
+                f"{where}.cuda_lines[{l_index}].cuda",
+                f"no driver minimum is known for CUDA {line['cuda']} (cuda_releases)",
+            )
         min_driver = _parsed(parse_driver_version, line["min_driver"], f"{where}.cuda_lines[{l_index}].min_driver")
         if min_driver != release.min_driver:
-            raise SchemaError(f"{where}.cuda_lines[{l_index}].min_driver", f"{min_driver} differs from cuda_releases ({release.min_driver})")
-        cuda_lines.append(CudaLine(entry["name"], line["cuda"], line["cuda_packages"], line["nixpkgs_rev"], min_driver, release.source))
+            raise SchemaError(
+                f"{where}.cuda_lines[{l_index}].min_driver",
+                f"{min_driver} differs from cuda_releases ({release.min_driver})",
+            )
+        cuda_lines.append(
+            CudaLine(
+                entry["name"], line["cuda"], line["cuda_packages"], line["nixpkgs_rev"], min_driver, release.source
+            )
+        )
     for variant in variants:
         if variant.torch != entry["torch"] or variant.python != entry["python"]:
-            raise SchemaError(f"{where}", f"variant {variant.package} has PyTorch {variant.torch}/Python {variant.python}, the branch {entry['torch']}/{entry['python']}")
-    return Branch(entry["name"], entry["commit"], entry["torch"], entry["python"], entry["aligned_with"], tuple(cuda_lines), variants)
+            raise SchemaError(
+                f"{where}",
+                f"variant {variant.package} has PyTorch {variant.torch}/Python {variant.python}, the branch {entry['torch']}/{entry['python']}",
+            )
+    return Branch(
+        entry["name"],
+        entry["commit"],
+        entry["torch"],
+        entry["python"],
+        entry["aligned_with"],
+        tuple(cuda_lines),
+        variants,
+    )

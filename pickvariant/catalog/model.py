@@ -67,7 +67,11 @@ class DriverSupport:
     def refuses(self, driver: DriverVersion) -> str | None:
         """None when `driver` can drive these GPUs, else why not."""
         if self.first is not None and driver < self.first:
-            first = f"the R{self.first} branch, the first" if len(self.first.parts) == 1 else f"{self.first}, the first driver"
+            first = (
+                f"the R{self.first} branch, the first"
+                if len(self.first.parts) == 1
+                else f"{self.first}, the first driver"
+            )
             return f"is older than {first} that drives it"
         if self.last_branch is not None and driver.parts[0] > self.last_branch:
             return f"is newer than R{self.last_branch}, the last driver branch that drives it"
@@ -95,7 +99,9 @@ class GpuArch:
 
     def builds_with(self, cuda: str) -> bool:
         """Can nvcc of this CUDA release build kernels for this architecture (min_cuda..max_cuda)?"""
-        return version_key(self.min_cuda) <= version_key(cuda) and (not self.max_cuda or version_key(cuda) <= version_key(self.max_cuda))
+        return version_key(self.min_cuda) <= version_key(cuda) and (
+            not self.max_cuda or version_key(cuda) <= version_key(self.max_cuda)
+        )
 
     def has_host(self, cpu_platform: str) -> bool:
         """Is there a machine with this GPU and a CPU of `cpu_platform` (x86_64, aarch64)?"""
@@ -154,9 +160,18 @@ class Variant:
 
     def identity(self) -> dict[str, Any]:
         """What `detect`'s recommendation and `list` both show of a variant (JSON schema_version 2)."""
-        return {"package": self.package, "branch": self.branch, "torch": self.torch, "python": self.python, "cuda": self.cuda,
-                "gpu_arch": self.gpu_arch, "cpu_isa": self.cpu_isa, "platform": self.platform, "nixpkgs_rev": self.nixpkgs_rev,
-                "cudnn": self.cudnn}
+        return {
+            "package": self.package,
+            "branch": self.branch,
+            "torch": self.torch,
+            "python": self.python,
+            "cuda": self.cuda,
+            "gpu_arch": self.gpu_arch,
+            "cpu_isa": self.cpu_isa,
+            "platform": self.platform,
+            "nixpkgs_rev": self.nixpkgs_rev,
+            "cudnn": self.cudnn,
+        }
 
     @property
     def is_cuda(self) -> bool:
@@ -202,9 +217,22 @@ class Companion:
         return companion
 
     def identity(self) -> dict[str, Any]:
-        return {"project": self.project, "package": self.package, "repo": self.repo, "branch": self.branch, "version": self.version,
-                "python": self.python, "cuda": self.cuda, "gpu_arch": self.gpu_arch, "cpu_isa": self.cpu_isa, "platform": self.platform,
-                "torch": self.torch, "torch_pin": self.torch_pin, "torch_relation": self.torch_relation, "torch_of": self.torch_of}
+        return {
+            "project": self.project,
+            "package": self.package,
+            "repo": self.repo,
+            "branch": self.branch,
+            "version": self.version,
+            "python": self.python,
+            "cuda": self.cuda,
+            "gpu_arch": self.gpu_arch,
+            "cpu_isa": self.cpu_isa,
+            "platform": self.platform,
+            "torch": self.torch,
+            "torch_pin": self.torch_pin,
+            "torch_relation": self.torch_relation,
+            "torch_of": self.torch_of,
+        }
 
     @property
     def axes(self) -> tuple[str, str | None, str | None, str | None, str]:
@@ -308,8 +336,15 @@ class Catalog:
     @cached_property
     def hardware(self) -> HardwareFacts:
         """The hardware facts this catalog's rows were derived with (what `recipe --repo` classifies a recipe by)."""
-        return HardwareFacts(self.platforms, self.isas, self.gpu_archs, self.cuda_releases, self.compiler_flags,
-                             self.nixpkgs_torch, self.torch_sources)
+        return HardwareFacts(
+            self.platforms,
+            self.isas,
+            self.gpu_archs,
+            self.cuda_releases,
+            self.compiler_flags,
+            self.nixpkgs_torch,
+            self.torch_sources,
+        )
 
     @cached_property
     def variants(self) -> tuple[Variant, ...]:

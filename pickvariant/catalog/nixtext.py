@@ -138,7 +138,7 @@ def parse(text: str) -> NixText:
         elif kind == "binding":
             path = node.child_by_field_name("attrpath")
             value = node.child_by_field_name("expression")
-            names = [part for part in path.named_children] if path is not None else []
+            names = list(path.named_children) if path is not None else []
             if names and names[-1].type == "identifier" and value is not None:
                 bindings.append((_text(names[-1]), _literal(value)))
                 if _text(names[-1]) == "version":
@@ -159,7 +159,15 @@ def parse(text: str) -> NixText:
             body = _string_text(node, indented=True, literal_only=False) or ""
             strings.append(body)
             indented.append(body)
-    return NixText(tuple(bindings), frozenset(identifiers), tuple(strings), tuple(indented), tuple(paths), tuple(nested), tuple(versions))
+    return NixText(
+        tuple(bindings),
+        frozenset(identifiers),
+        tuple(strings),
+        tuple(indented),
+        tuple(paths),
+        tuple(nested),
+        tuple(versions),
+    )
 
 
 def _enclosing_bindings(node: Node) -> tuple[str, ...]:
@@ -193,7 +201,9 @@ def _walk(root: Node) -> Iterator[Node]:
     """Every node, depth first, without recursion (a deeply nested recipe must not exhaust the stack)."""
     cursor = root.walk()
     while True:
-        yield cursor.node  # type: ignore[misc]
+        node = cursor.node
+        assert node is not None  # a cursor always stands on a node; the binding types it Optional
+        yield node
         if cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():
@@ -227,10 +237,10 @@ def _literal(node: Node) -> object:
             if item.type == "variable_expression":
                 items.append(("name", _text(item.named_children[0])))
                 continue
-            text = _literal(item)
-            if not isinstance(text, str):
+            item_text = _literal(item)
+            if not isinstance(item_text, str):
                 return NOT_LITERAL
-            items.append(("string", text))
+            items.append(("string", item_text))
         return tuple(items)
     return NOT_LITERAL
 
@@ -245,15 +255,13 @@ def _string_text(node: Node, indented: bool, literal_only: bool) -> str | None:
         elif kind == "escape_sequence":
             escaped = _text(part)
             if indented:  # ''\n ''$ '''
-                parts.append("''" if escaped == "'''" else "$" if escaped == "''$" else _ESCAPES.get(escaped[3:], escaped[3:]))
+                parts.append(
+                    "''" if escaped == "'''" else "$" if escaped == "''$" else _ESCAPES.get(escaped[3:], escaped[3:])
+                )
             else:  # \n \" \\ \$
                 parts.append(_ESCAPES.get(escaped[1:], escaped[1:]))
         elif kind == "dollar_escape":
             parts.append("$")
-        elif kind == "interpolation":
-            if literal_only:
-                return None
-        elif kind != "comment":
-            if literal_only:
-                return None
+        elif (kind == "interpolation" or kind != "comment") and literal_only:
+            return None
     return "".join(parts)

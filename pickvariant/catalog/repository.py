@@ -70,7 +70,9 @@ class GitRepository:
         try:
             commit = self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}").decode().strip()
         except OperationFailed:
-            raise BadInput(f"{self.shown} has no commit (an empty repository): give a clone of the build repository") from None
+            raise BadInput(
+                f"{self.shown} has no commit (an empty repository): give a clone of the build repository"
+            ) from None
         date = self.run("log", "-1", "--no-show-signature", "--format=%cI", commit).decode().strip()
         return commit, date
 
@@ -88,9 +90,13 @@ def open_repository(repo: str, workdir: Path) -> GitRepository:
     if is_url(repo):
         limit = settings.network_timeout(os.environ)
         try:
-            run_git(["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir, timeout_s=limit)
+            run_git(
+                ["clone", "--mirror", "--quiet", "--no-tags", "--", repo, str(target)], repo, workdir, timeout_s=limit
+            )
         except GitTimeout:
-            raise OperationFailed(f"cloning {public_url(repo)} took longer than {limit:g} s (set {settings.NETWORK_TIMEOUT} to allow more)") from None
+            raise OperationFailed(
+                f"cloning {public_url(repo)} took longer than {limit:g} s (set {settings.NETWORK_TIMEOUT} to allow more)"
+            ) from None
         return GitRepository(target, public_url(repo))
     path = Path(repo)
     if not path.exists():
@@ -103,7 +109,9 @@ def open_repository(repo: str, workdir: Path) -> GitRepository:
         said = str(error).split(" failed: ", 1)[-1]
         if "belongs to another user" in said:
             raise BadInput(f"{repo!r:.200}: {said}") from None
-        raise BadInput(f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}") from None
+        raise BadInput(
+            f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}"
+        ) from None
     return GitRepository(target, repo)
 
 
@@ -114,7 +122,9 @@ def origin_url(repo: str, workdir: Path) -> str | None:
     if not config.is_file():
         return None
     try:
-        url = run_git(["config", "--file", str(config.resolve()), "--no-includes", "--get", "remote.origin.url"], repo, workdir)
+        url = run_git(
+            ["config", "--file", str(config.resolve()), "--no-includes", "--get", "remote.origin.url"], repo, workdir
+        )
     except OperationFailed:
         return None
     return url.decode("utf-8", "replace").strip() or None

@@ -57,13 +57,19 @@ def _load(catalog: Catalog) -> Stack:
     except SchemaError as error:
         raise BadInput(f"companions {path}: {error}") from None
     if data["catalog_source"]["commit"] != catalog.source.commit:
-        raise BadInput(f"companions {path} were synced with {data['catalog_source']['repo']} at {data['catalog_source']['commit'][:12]}, "
-                       f"the catalog beside them is at {catalog.source.commit[:12]}: sync both again")
+        raise BadInput(
+            f"companions {path} were synced with {data['catalog_source']['repo']} at {data['catalog_source']['commit'][:12]}, "
+            f"the catalog beside them is at {catalog.source.commit[:12]}: sync both again"
+        )
     try:
         rows = checked_rows(data["companions"], catalog)
     except SchemaError as error:
         raise BadInput(f"companions {path}: {error}") from None
-    return Stack(tuple(Source(public_url(entry["repo"]), entry["commit"], entry["date"]) for entry in data["companion_sources"]), rows, path)
+    return Stack(
+        tuple(Source(public_url(entry["repo"]), entry["commit"], entry["date"]) for entry in data["companion_sources"]),
+        rows,
+        path,
+    )
 
 
 def checked_rows(rows: Sequence[Mapping[str, Any]], catalog: Catalog) -> tuple[Companion, ...]:
@@ -86,11 +92,17 @@ def checked_rows(rows: Sequence[Mapping[str, Any]], catalog: Catalog) -> tuple[C
             raise SchemaError(f"{where}.torch", "a torch is known exactly when its relation is not unknown")
         if row["torch_relation"] == "identical":
             own = variants.get((row["branch"], row["torch_of"] or ""))
-            if own is None or own.torch != row["torch"] or (own.python, own.cuda, own.gpu_arch, own.cpu_isa, own.platform) != (
-                    row["python"], row["cuda"], row["gpu_arch"], row["cpu_isa"], row["platform"]):
-                raise SchemaError(f"{where}.torch_of", f"{row['torch_of']!r} is no variant of branch {row['branch']} with this companion's torch and axes")
+            if (
+                own is None
+                or own.torch != row["torch"]
+                or (own.python, own.cuda, own.gpu_arch, own.cpu_isa, own.platform)
+                != (row["python"], row["cuda"], row["gpu_arch"], row["cpu_isa"], row["platform"])
+            ):
+                raise SchemaError(
+                    f"{where}.torch_of",
+                    f"{row['torch_of']!r} is no variant of branch {row['branch']} with this companion's torch and axes",
+                )
         elif row["torch_of"] is not None:
             raise SchemaError(f"{where}.torch_of", "only an identical torch names the variant it is")
     # A companions file written by hand (or by an older sync) may hold credentials in an address: never shown.
     return tuple(Companion.from_row({**row, "repo": public_url(row["repo"])}) for row in rows)
-

@@ -8,20 +8,17 @@ left out, never guessed.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.files import check_writable, write_atomic
 from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError, load_schema, validate
-from pickvariant._base.text import visible
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import version_key
 from pickvariant.catalog import companions
@@ -31,13 +28,18 @@ from pickvariant.catalog.load import (
     hardware_facts_path,
     load_json,
     parse_catalog,
-    stamp,
 )
 from pickvariant.catalog.model import SCHEMA_VERSION
-from pickvariant.catalog.repository import MAX_RECIPE_BYTES, RECIPE_DIR, GitRepository, is_url, open_repository, origin_url
+from pickvariant.catalog.repository import (
+    MAX_RECIPE_BYTES,
+    RECIPE_DIR,
+    GitRepository,
+    is_url,
+    open_repository,
+    origin_url,
+)
 from pickvariant.catalog.stack import SCHEMA as STACK_SCHEMA
-from pickvariant.catalog.stack import checked_rows, companions_path
-
+from pickvariant.catalog.stack import checked_rows
 
 _ALIGNED = re.compile(r"^pytorch-\d+\.\d+-(?P<project>[a-z][a-z0-9_]*)-(?P<version>\d[\d.]*)$")
 
@@ -93,8 +95,13 @@ def is_staging(branch: str) -> bool:
 # ---------------------------------------------------------------- the whole repository
 
 
-def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = None, companion_repos: Sequence[str] = (),
-         companion_urls: Sequence[str] = ()) -> SyncResult:
+def sync(
+    repo: str,
+    source_url: str | None = None,
+    hardware_path: Path | None = None,
+    companion_repos: Sequence[str] = (),
+    companion_urls: Sequence[str] = (),
+) -> SyncResult:
     """The catalog of `repo` (build-pytorch or a fork) and, beside its variants, the companion recipes
     (torchvision, torchaudio, vLLM) of `repo` itself and of each of `companion_repos` (recorded as the
     `companion_urls` given in turn, else as their URL or origin)."""
@@ -106,7 +113,9 @@ def sync(repo: str, source_url: str | None = None, hardware_path: Path | None = 
         for index, other in enumerate(companion_repos, start=1):
             opened = open_repository(other, _own_dir(Path(workdir), index))
             given = companion_urls[index - 1] if index <= len(companion_urls) else None
-            others.append((opened, public_url(given or (other if is_url(other) else origin_url(other, Path(workdir)) or other))))
+            others.append(
+                (opened, public_url(given or (other if is_url(other) else origin_url(other, Path(workdir)) or other)))
+            )
         # Recorded in the catalog, hence in every detect line and report: never with credentials.
         return _sync(repository, hardware, public_url(recorded), others)
 
@@ -151,18 +160,30 @@ def _list(repository: GitRepository, shown: str = "") -> _Listing:
             package = _package_name(path)
             if package is None:
                 continue
-            kind = listing.pytorch if package.startswith("pytorch-") else listing.companions if companions.project_of(package) else None
+            kind = (
+                listing.pytorch
+                if package.startswith("pytorch-")
+                else listing.companions
+                if companions.project_of(package)
+                else None
+            )
             if kind is None:
                 listing.skipped_packages[package.split("-")[0]] += 1
             elif size > MAX_RECIPE_BYTES:
-                listing.unclassified.append(Unclassified(shown + branch, path, f"{size} bytes: too large to be a recipe"))
+                listing.unclassified.append(
+                    Unclassified(shown + branch, path, f"{size} bytes: too large to be a recipe")
+                )
             else:
                 kind.setdefault(blob, []).append((branch, path, package))
     return listing
 
 
-def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str,
-          others: Sequence[tuple[GitRepository, str]] = ()) -> SyncResult:
+def _sync(
+    repository: GitRepository,
+    hardware: dict[str, Any],
+    source_repo: str,
+    others: Sequence[tuple[GitRepository, str]] = (),
+) -> SyncResult:
     try:
         facts = build_hardware(hardware)
     except SchemaError as error:
@@ -185,24 +206,38 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str,
     rows.sort(key=lambda row: (row["branch"], row["path"]))
     rows, branches = _branches(rows, listing.commits, classifier, unclassified)
     if not branches:
-        found = f"{len(unclassified)} recipe(s) could not be classified, the first {unclassified[0]}" if unclassified else "no branch has .flox/pkgs/pytorch-*.nix recipes"
-        refused_text = f"; {len(listing.refused)} branch(es) left out, the first {listing.refused[0][0]}: {listing.refused[0][1]}" if listing.refused else ""
-        raise BadInput(f"{source_repo} has no PyTorch variant pickvariant can read ({found}{refused_text}): give a clone of the build repository or a fork of it")
+        found = (
+            f"{len(unclassified)} recipe(s) could not be classified, the first {unclassified[0]}"
+            if unclassified
+            else "no branch has .flox/pkgs/pytorch-*.nix recipes"
+        )
+        refused_text = (
+            f"; {len(listing.refused)} branch(es) left out, the first {listing.refused[0][0]}: {listing.refused[0][1]}"
+            if listing.refused
+            else ""
+        )
+        raise BadInput(
+            f"{source_repo} has no PyTorch variant pickvariant can read ({found}{refused_text}): give a clone of the build repository or a fork of it"
+        )
     companion_classifier = companions.CompanionClassifier(facts)
     by_branch: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
         by_branch.setdefault(row["branch"], {})[row["package"]] = row
     companion_rows, left_out, found_notes = companions.read_companions(
-        repository.read_blobs, source_repo, listing.companions, listing.isa_tables, by_branch, companion_classifier)
+        repository.read_blobs, source_repo, listing.companions, listing.isa_tables, by_branch, companion_classifier
+    )
     notes.extend(found_notes)
     unclassified.extend(Unclassified(branch, path, why) for branch, path, why in left_out)
     sources = []
     for other, url in others:
         other_listing = _list(other, f"{url} ")
         if not other_listing.companions:
-            raise BadInput(f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository")
+            raise BadInput(
+                f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository"
+            )
         other_rows, left_out, found_notes = companions.read_companions(
-            other.read_blobs, url, other_listing.companions, other_listing.isa_tables, {}, companion_classifier)
+            other.read_blobs, url, other_listing.companions, other_listing.isa_tables, {}, companion_classifier
+        )
         companion_rows.extend(other_rows)
         notes.extend(found_notes)
         unclassified.extend(other_listing.unclassified)
@@ -210,8 +245,14 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str,
         listing.skipped_branches.extend(other_listing.skipped_branches)
         listing.refused.extend(other_listing.refused)
         other_commit, other_date = other.head()
-        sources.append({"repo": url, "commit": other_commit, "date": other_date,
-                        "branches": [{"name": name, "commit": value} for name, value in sorted(other_listing.commits.items())]})
+        sources.append(
+            {
+                "repo": url,
+                "commit": other_commit,
+                "date": other_date,
+                "branches": [{"name": name, "commit": value} for name, value in sorted(other_listing.commits.items())],
+            }
+        )
     companion_rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
     document = _document(hardware, source_repo, commit, date, branches, rows)
     try:
@@ -220,15 +261,27 @@ def _sync(repository: GitRepository, hardware: dict[str, Any], source_repo: str,
         raise OperationFailed(f"the synced catalog does not validate: {error}") from error
     stack = None
     if companion_rows:
-        stack = {"$comment": "Generated by `pickvariant catalog sync` beside the catalog synced from `catalog_source`; do not edit.",
-                 "schema_version": 1, "catalog_source": document["source"], "companion_sources": sources, "companions": companion_rows}
+        stack = {
+            "$comment": "Generated by `pickvariant catalog sync` beside the catalog synced from `catalog_source`; do not edit.",
+            "schema_version": 1,
+            "catalog_source": document["source"],
+            "companion_sources": sources,
+            "companions": companion_rows,
+        }
         try:
             validate(stack, load_schema(STACK_SCHEMA))
             checked_rows(companion_rows, parse_catalog(document, Path("(synced catalog)")))
         except (SchemaError, BadInput) as error:
             raise OperationFailed(f"the synced companions do not validate: {error}") from error
-    return SyncResult(document, listing.skipped_packages, tuple(sorted(listing.skipped_branches)),
-                      tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))), tuple(sorted(set(notes))), tuple(listing.refused), stack)
+    return SyncResult(
+        document,
+        listing.skipped_packages,
+        tuple(sorted(listing.skipped_branches)),
+        tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
+        tuple(sorted(set(notes))),
+        tuple(listing.refused),
+        stack,
+    )
 
 
 # A branch name the catalog can record (its schema's pattern): others are left out, with the reason, not written.
@@ -255,8 +308,12 @@ def _majority(values: Iterable[str]) -> str:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
 
 
-def _branches(rows: list[dict[str, Any]], commits: Mapping[str, str], classifier: RecipeClassifier,
-              unclassified: list[Unclassified]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _branches(
+    rows: list[dict[str, Any]],
+    commits: Mapping[str, str],
+    classifier: RecipeClassifier,
+    unclassified: list[Unclassified],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Group rows into branches; a row that disagrees with the rest of its branch or CUDA line is reported, not kept."""
     kept: list[dict[str, Any]] = []
     branches: list[dict[str, Any]] = []
@@ -267,7 +324,13 @@ def _branches(rows: list[dict[str, Any]], commits: Mapping[str, str], classifier
         agreeing = []
         for row in own:
             if (row["torch"], row["python"]) != (torch, python):
-                unclassified.append(Unclassified(branch, row["path"], f"PyTorch {row['torch']} / Python {row['python']}, the rest of the branch builds {torch} / {python}"))
+                unclassified.append(
+                    Unclassified(
+                        branch,
+                        row["path"],
+                        f"PyTorch {row['torch']} / Python {row['python']}, the rest of the branch builds {torch} / {python}",
+                    )
+                )
             else:
                 agreeing.append(row)
         lines = []
@@ -277,130 +340,54 @@ def _branches(rows: list[dict[str, Any]], commits: Mapping[str, str], classifier
             cuda_packages = _majority(row["_cuda_packages"] for row in members)
             for row in members:
                 if (row["nixpkgs_rev"], row["_cuda_packages"]) != (pin, cuda_packages):
-                    unclassified.append(Unclassified(branch, row["path"], f"nixpkgs {row['nixpkgs_rev'][:12]} with {row['_cuda_packages']}, the rest of the CUDA {cuda} line uses {pin[:12]} with {cuda_packages}"))
+                    unclassified.append(
+                        Unclassified(
+                            branch,
+                            row["path"],
+                            f"nixpkgs {row['nixpkgs_rev'][:12]} with {row['_cuda_packages']}, the rest of the CUDA {cuda} line uses {pin[:12]} with {cuda_packages}",
+                        )
+                    )
                     agreeing.remove(row)
-            lines.append({"cuda": cuda, "cuda_packages": cuda_packages, "nixpkgs_rev": pin,
-                          "min_driver": str(classifier.facts.cuda_releases[cuda].min_driver)})
+            lines.append(
+                {
+                    "cuda": cuda,
+                    "cuda_packages": cuda_packages,
+                    "nixpkgs_rev": pin,
+                    "min_driver": str(classifier.facts.cuda_releases[cuda].min_driver),
+                }
+            )
         if not agreeing:
             continue
-        branches.append({"name": branch, "commit": commits[branch], "torch": torch, "python": python,
-                         "aligned_with": aligned_with(branch), "cuda_lines": lines})
+        branches.append(
+            {
+                "name": branch,
+                "commit": commits[branch],
+                "torch": torch,
+                "python": python,
+                "aligned_with": aligned_with(branch),
+                "cuda_lines": lines,
+            }
+        )
         kept.extend({key: value for key, value in row.items() if not key.startswith("_")} for row in agreeing)
     kept.sort(key=lambda row: (row["branch"], row["package"]))
     return kept, branches
 
 
-def _document(hardware: Mapping[str, Any], source_repo: str, commit: str, date: str,
-              branches: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _document(
+    hardware: Mapping[str, Any],
+    source_repo: str,
+    commit: str,
+    date: str,
+    branches: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+) -> dict[str, Any]:
     facts = {key: value for key, value in hardware.items() if key != "$comment"}
     return {
         "$comment": "Generated by `pickvariant catalog sync` from the build repository named in `source`, joined with "
-                    "pickvariant/catalog/data/hardware.json. Do not edit: change hardware.json or the recipes, then sync again.",
+        "pickvariant/catalog/data/hardware.json. Do not edit: change hardware.json or the recipes, then sync again.",
         "schema_version": SCHEMA_VERSION,
         "source": {"repo": source_repo, "commit": commit, "date": date},
         **facts,
         "branches": branches,
         "variants": rows,
     }
-
-
-def render(document: Mapping[str, Any]) -> str:
-    """Indented JSON with one variant (and one companion) per line, so that a re-sync's diff shows whole rows,
-    stamped as validated (catalog.stamp): render only documents that parse_catalog accepted."""
-    # A stamp read back from an older file is not carried over: stamp() writes the one that holds now.
-    fields = {key: value for key, value in document.items() if key != "validated"}
-    listed = [key for key in ("variants", "companions") if key in fields]
-    text = json.dumps({**fields, **{key: f"\0{key}\0" for key in listed}}, indent=1, ensure_ascii=False)
-    for key in listed:
-        lines = ",\n".join("  " + json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) for row in document[key])
-        text = text.replace(json.dumps(f"\0{key}\0"), "[\n" + lines + "\n ]" if lines else "[]")
-    return stamp(text + "\n")
-
-
-def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
-    """What `--check` reports: rows (variants, or companions) added, removed or changed, and other fields that differ."""
-    listed = "variants" if "variants" in new else "companions"
-    if not isinstance(old, Mapping) or not isinstance(old.get(listed), list):
-        return [f"it is not a file of {listed} as `catalog sync` writes them"]
-
-    def keyed(document: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
-        return {(f"{row.get('repo', '')} {row.get('branch')}".strip(), str(row.get("package"))): row
-                for row in document.get(listed, []) if isinstance(row, Mapping)}
-
-    before, after = keyed(old), keyed(new)
-    found = []
-    added = sorted(after.keys() - before.keys())
-    removed = sorted(before.keys() - after.keys())
-    changed = sorted(key for key in before.keys() & after.keys() if before[key] != after[key])
-    for label, keys in (("added", added), ("removed", removed), ("changed", changed)):
-        if keys:
-            shown = ", ".join(f"{package} ({branch})" for branch, package in keys[:3])
-            found.append(f"{len(keys)} {listed[:-1]}(s) {label}: {shown}{', ...' if len(keys) > 3 else ''}")
-    for key in sorted(set(old) | set(new)):
-        if key not in (listed, "validated") and old.get(key) != new.get(key):
-            found.append(f"{key} differs")
-    return found
-
-
-def summary(result: SyncResult) -> list[str]:
-    """What sync tells its user on stderr: counts, what it skipped, and every recipe it could not classify."""
-    source = result.document["source"]
-    lines = [f"synced {result.variant_count} variants on {len(result.document['branches'])} branches of {source['repo']} at {source['commit'][:12]}"]
-    if result.companions:
-        found = Counter(row["project"] for row in result.companions["companions"])
-        lines.append("and " + ", ".join(f"{count} {project}" for project, count in sorted(found.items()))
-                     + f" companion recipes from {1 + len(result.companions['companion_sources'])} repositories")
-    if result.skipped_packages:
-        other = ", ".join(f"{count} {name}" for name, count in sorted(result.skipped_packages.items()))
-        lines.append(f"skipped {sum(result.skipped_packages.values())} recipes of other packages ({other})")
-    if result.skipped_branches:
-        lines.append(f"skipped staging branches: {', '.join(result.skipped_branches)}")
-    for branch, why in result.refused_branches:
-        lines.append(f"left out branch {branch}: {why}")
-    lines += [f"note: {note}" for note in result.notes]
-    if result.unclassified:
-        lines.append(f"{len(result.unclassified)} recipe(s) not classified, left out of the catalog:")
-        lines += [f"  {item}" for item in result.unclassified]
-    # Branch names, paths and reasons come from the repository: each stays on its line, escapes visible.
-    return [visible(line) for line in lines]
-
-
-def deliver(result: SyncResult, output: Path | None, check_only: bool, force: bool) -> Iterator[tuple[str, bool]]:
-    """Print, write or check the catalog and, beside it, its companions; yields (text, for stderr) to show."""
-    files = [(output, result.document)]
-    if result.companions is not None:
-        files.append((companions_path(output) if output else None, result.companions))
-    source = result.document["source"]
-    for path, document in files:
-        text = render(document)
-        if check_only:
-            assert path is not None
-            found = check(path, document, text)
-            if found:
-                raise OperationFailed(f"{path} differs from what {source['repo']} at {source['commit'][:12]} gives: {'; '.join(found)}")
-            yield f"{path} matches {source['repo']} at {source['commit'][:12]}", True
-        elif path is None:
-            # detect alone never reads the companions: they are a file of their own, beside the catalog.
-            yield (text, False) if document is result.document else ("companions not printed: give -o FILE to write them beside the catalog", True)
-        elif check_writable(path, text, force):
-            write_atomic(path, text)
-            yield f"{path} written", True
-        else:
-            yield f"{path} unchanged", True
-
-
-def check(path: Path, new: Mapping[str, Any], text: str) -> list[str]:
-    """Empty when the file at `path` is exactly what the repository gives, else what differs."""
-    try:
-        current = path.read_bytes()
-    except FileNotFoundError:
-        return [f"{path} does not exist"]
-    except OSError as error:
-        raise OperationFailed(f"cannot read {path}: {error.strerror or error}") from None
-    if current == text.encode("utf-8"):
-        return []
-    try:
-        old = json.loads(current)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        old = None
-    return differences(old, new) or ["the same data, written differently (run sync without --check to rewrite it)"]

@@ -87,14 +87,18 @@ def _check_directory(directory: Path, option: str) -> None:
 def _check_not_installed_differently(target: Path, install_id: str, wanted: Mapping[str, str]) -> None:
     """flox install keeps an install id that is already there as it is: a different torch under the same id would stay."""
     try:
-        installed = tomllib.loads((target / floxcontract.contract()["files"]["manifest"]).read_text(encoding="utf-8")).get("install", {})
+        installed = tomllib.loads(
+            (target / floxcontract.contract()["files"]["manifest"]).read_text(encoding="utf-8")
+        ).get("install", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return  # no manifest, or one flox itself will refuse with its own message
     present = installed.get(install_id)
     if isinstance(present, dict) and any(present.get(key) != value for key, value in wanted.items()):
         shown = ", ".join(f"{key} {present.get(key)!r}" for key in wanted)
-        raise BadInput(f"{target} already has {install_id} ({shown}); flox install would keep it: "
-                       f"run `flox uninstall -d {shlex.quote(str(target))} {install_id}` first")
+        raise BadInput(
+            f"{target} already has {install_id} ({shown}); flox install would keep it: "
+            f"run `flox uninstall -d {shlex.quote(str(target))} {install_id}` first"
+        )
 
 
 def _environment_commands(target: Path, cwd: Path, packages: list[str], what: str) -> tuple[list[Command], list[str]]:
@@ -104,19 +108,35 @@ def _environment_commands(target: Path, cwd: Path, packages: list[str], what: st
         notes.append(f"{target} does not exist: flox init will create it")
     if not floxcontract.has_environment(target):
         # --no-auto-setup: no language prompts or suggestions, the same environment on every machine.
-        commands.append(Command(("flox", "init", "-d", str(target), "--no-auto-setup"), cwd, f"create a Flox environment in {target}"))
+        commands.append(
+            Command(
+                ("flox", "init", "-d", str(target), "--no-auto-setup"), cwd, f"create a Flox environment in {target}"
+            )
+        )
         notes.append(f"{target} has no Flox environment: one will be created (and removed again if the install fails)")
     commands.append(Command(("flox", "install", "-d", str(target), *packages), cwd, what))
     return commands, notes
 
 
 def _login_check(cwd: Path) -> Command:
-    return Command(("flox", *floxcontract.contract()["login"]["status_command"]), cwd, "check the FloxHub login (flox init and install need one)")
+    return Command(
+        ("flox", *floxcontract.contract()["login"]["status_command"]),
+        cwd,
+        "check the FloxHub login (flox init and install need one)",
+    )
 
 
 def plan_install(
-    variant: Variant, catalog: Catalog, org: str | None, build: bool, target_dir: Path, build_dir: Path | None,
-    force: bool, env: Mapping[str, str] | None = None, generate: bool = False, repo: str | None = None,
+    variant: Variant,
+    catalog: Catalog,
+    org: str | None,
+    build: bool,
+    target_dir: Path,
+    build_dir: Path | None,
+    force: bool,
+    env: Mapping[str, str] | None = None,
+    generate: bool = False,
+    repo: str | None = None,
     companions: Sequence[Companion] = (),
 ) -> Plan:
     env = os.environ if env is None else env
@@ -130,31 +150,59 @@ def plan_install(
     if companions:
         org = stack.require_published(org, build)
         check_org(org, given_as)
-        packages, notes = stack.set_packages(variant, companions, org)
+        packages, set_notes = stack.set_packages(variant, companions, org)
         if packages[0].startswith(f"{org}/{variant.package}@"):
-            _check_not_installed_differently(target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch})
-        install, more = _environment_commands(target_dir, cwd, [*packages, python], f"install {', '.join(packages)} and Python {variant.python} in one transaction")
-        return Plan(variant, "published", target_dir, (_login_check(cwd), *install), notes=tuple(notes + more),
-                    creates_environment=not floxcontract.has_environment(target_dir), companions=tuple(companions))
+            _check_not_installed_differently(
+                target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
+            )
+        install, more = _environment_commands(
+            target_dir,
+            cwd,
+            [*packages, python],
+            f"install {', '.join(packages)} and Python {variant.python} in one transaction",
+        )
+        return Plan(
+            variant,
+            "published",
+            target_dir,
+            (_login_check(cwd), *install),
+            notes=tuple(set_notes + more),
+            creates_environment=not floxcontract.has_environment(target_dir),
+            companions=tuple(companions),
+        )
     if org is not None and not build:
         check_org(org, given_as)
         # @VERSION: several branches publish the same package name with different PyTorch versions.
         package = f"{org}/{variant.package}@{variant.torch}"
-        _check_not_installed_differently(target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch})
-        install, notes = _environment_commands(target_dir, cwd, [package, python], f"install the published {package} and Python {variant.python}")
-        return Plan(variant, "published", target_dir, (_login_check(cwd), *install), notes=tuple(notes),
-                    creates_environment=not floxcontract.has_environment(target_dir))
+        _check_not_installed_differently(
+            target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
+        )
+        install, install_notes = _environment_commands(
+            target_dir, cwd, [package, python], f"install the published {package} and Python {variant.python}"
+        )
+        return Plan(
+            variant,
+            "published",
+            target_dir,
+            (_login_check(cwd), *install),
+            notes=tuple(install_notes),
+            creates_environment=not floxcontract.has_environment(target_dir),
+        )
 
     directory = build_dir or cache_dir(env) / "build" / variant.package
     _check_directory(directory, "--build-dir")
     notes: list[str] = []
     if generate:
         text = render(variant, catalog)
-        source: dict[str, str] = {"generated": f"pickvariant {__version__} from the catalog synced from {catalog.source.repo} at {catalog.source.commit}"}
+        source: dict[str, str] = {
+            "generated": f"pickvariant {__version__} from the catalog synced from {catalog.source.repo} at {catalog.source.commit}"
+        }
     else:
         fetched = fetch_checked(variant, catalog, repo, cache_dir(env), env)
         text, source = fetched.text, fetched.provenance()
-        notes += [f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"]
+        notes += [
+            f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"
+        ]
         notes += list(fetched.notes)
     recipe = recipe_path(directory / ".flox" / "pkgs", variant)
     if recipe.parent.exists():
@@ -163,17 +211,46 @@ def plan_install(
     result = directory / floxcontract.contract()["files"]["result_link"].format(name=variant.package)
     commands = [_login_check(cwd)]
     if not (directory / ".git").exists():
-        commands.append(Command(("git", "init", "-q", str(directory)), directory, "make the build directory a git repository (flox build reads tracked files only)"))
+        commands.append(
+            Command(
+                ("git", "init", "-q", str(directory)),
+                directory,
+                "make the build directory a git repository (flox build reads tracked files only)",
+            )
+        )
     if not floxcontract.has_environment(directory):
-        commands.append(Command(("flox", "init", "-d", str(directory), "--no-auto-setup"), directory, "create the build environment"))
+        commands.append(
+            Command(
+                ("flox", "init", "-d", str(directory), "--no-auto-setup"), directory, "create the build environment"
+            )
+        )
     recipe_after = len(commands)
-    commands.append(Command(("git", "add", "--", str(recipe.relative_to(directory))), directory, "track the recipe in git (staged is enough for flox build)"))
-    commands.append(Command(("flox", "build", "-d", str(directory), variant.package), directory, f"build {variant.package}"))
+    commands.append(
+        Command(
+            ("git", "add", "--", str(recipe.relative_to(directory))),
+            directory,
+            "track the recipe in git (staged is enough for flox build)",
+        )
+    )
+    commands.append(
+        Command(("flox", "build", "-d", str(directory), variant.package), directory, f"build {variant.package}")
+    )
     creates = not floxcontract.has_environment(target_dir) and target_dir != directory
     if target_dir == directory:
-        commands.append(Command(("flox", "install", "-d", str(target_dir), str(result), python), cwd, f"install the build result and Python {variant.python}"))
+        commands.append(
+            Command(
+                ("flox", "install", "-d", str(target_dir), str(result), python),
+                cwd,
+                f"install the build result and Python {variant.python}",
+            )
+        )
     else:
-        install, more = _environment_commands(target_dir, cwd, [str(result), python], f"install the build result and Python {variant.python} into {target_dir}")
+        install, more = _environment_commands(
+            target_dir,
+            cwd,
+            [str(result), python],
+            f"install the build result and Python {variant.python} into {target_dir}",
+        )
         commands += install
         notes += more
     hours, disk, memory = catalog.build_hours, catalog.build_disk_gb, catalog.build_memory_gb
@@ -184,14 +261,29 @@ def plan_install(
         f"`git clone -b {variant.branch} {catalog.source.repo} && cd {catalog.source.repo.rstrip('/').rsplit('/', 1)[-1]} && "
         f"flox publish -o ORG {variant.package}`, then install elsewhere with --org ORG"
     )
-    return Plan(variant, "build", target_dir, tuple(commands), recipe, text, recipe_after, (warning,), result, tuple(notes), source,
-                directory, creates)
+    return Plan(
+        variant,
+        "build",
+        target_dir,
+        tuple(commands),
+        recipe,
+        text,
+        recipe_after,
+        (warning,),
+        result,
+        tuple(notes),
+        source,
+        directory,
+        creates,
+    )
 
 
 def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
     """The plan as the lines `install` prints: every command, in the order it runs."""
     where = plan.directory if plan.method == "published" else f"{plan.build_dir}, then {plan.directory}"
-    lines = [f"method: {'install the published package' if plan.method == 'published' else 'build from the recipe'} ({where})"]
+    lines = [
+        f"method: {'install the published package' if plan.method == 'published' else 'build from the recipe'} ({where})"
+    ]
     for index, command in enumerate(plan.commands):
         if plan.recipe_file and index == plan.recipe_after:
             lines.append(f"write recipe {plan.recipe_file}")
@@ -211,12 +303,14 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
             try:
                 plan.build_dir.mkdir(parents=True, exist_ok=True)
             except OSError as error:
-                raise OperationFailed(f"cannot create the build directory {plan.build_dir}: {error.strerror or error}; choose one with --build-dir") from error
-            _run(plan.commands[:plan.recipe_after], log, on_line, timeout_s)
+                raise OperationFailed(
+                    f"cannot create the build directory {plan.build_dir}: {error.strerror or error}; choose one with --build-dir"
+                ) from error
+            _run(plan.commands[: plan.recipe_after], log, on_line, timeout_s)
             # flox init may have made .flox/pkgs: it must still be inside the build directory.
             if check_writable(plan.recipe_file, plan.recipe_text, force, root=plan.build_dir):
                 write_atomic(plan.recipe_file, plan.recipe_text)
-            _run(plan.commands[plan.recipe_after:], log, on_line, timeout_s)
+            _run(plan.commands[plan.recipe_after :], log, on_line, timeout_s)
         else:
             _run(plan.commands, log, on_line, timeout_s)
     except BaseException:
@@ -264,10 +358,18 @@ def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
 def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
     """Remember what was installed, so that `pickvariant verify` can default to it."""
     path = last_install_path(env)
-    record = {"package": plan.variant.package, "branch": plan.variant.branch, "torch": plan.variant.torch, "method": plan.method, "directory": str(plan.directory),
-              "build_dir": str(plan.build_dir) if plan.build_dir else None, "result": str(plan.result) if plan.result else None, "python": python,
-              "recipe": dict(plan.recipe_source) if plan.recipe_source else None,
-              "companions": [{"project": c.project, "package": c.package} for c in plan.companions]}
+    record = {
+        "package": plan.variant.package,
+        "branch": plan.variant.branch,
+        "torch": plan.variant.torch,
+        "method": plan.method,
+        "directory": str(plan.directory),
+        "build_dir": str(plan.build_dir) if plan.build_dir else None,
+        "result": str(plan.result) if plan.result else None,
+        "python": python,
+        "recipe": dict(plan.recipe_source) if plan.recipe_source else None,
+        "companions": [{"project": c.project, "package": c.package} for c in plan.companions],
+    }
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
 
@@ -289,7 +391,9 @@ class ThrowawayProbe:
 
 
 @contextlib.contextmanager
-def published_interpreter(variant: Variant, catalog: Catalog, org: str, env: Mapping[str, str] | None = None) -> Iterator[ThrowawayProbe]:
+def published_interpreter(
+    variant: Variant, catalog: Catalog, org: str, env: Mapping[str, str] | None = None
+) -> Iterator[ThrowawayProbe]:
     """A Python with the published `org/variant` for the duration of the block, without touching the user's environments.
 
     `flox run -p` would need no environment, but it takes no @VERSION and finds commands only inside

@@ -76,11 +76,15 @@ def run_can_probe(version: Version | None, package_has_python: bool = False) -> 
     feature = contract()["features"]["run_package"]
     reasons = []
     if version is None or version < Version(feature["min_version"]):
-        reasons.append(f"flox run needs Flox {feature['min_version']} or newer (found {version or 'an unknown version'})")
+        reasons.append(
+            f"flox run needs Flox {feature['min_version']} or newer (found {version or 'an unknown version'})"
+        )
     if not feature["accepts_version"]:
         reasons.append("flox run takes no @VERSION, and several branches publish the same package name")
     if not package_has_python:
-        reasons.append(f"flox run looks for the command only in the package ({feature['commands_from']}), and a PyTorch build has no python3")
+        reasons.append(
+            f"flox run looks for the command only in the package ({feature['commands_from']}), and a PyTorch build has no python3"
+        )
     return RunSupport(not reasons, tuple(reasons))
 
 
@@ -93,8 +97,16 @@ def login_advice() -> str:
 _REMEDIES: tuple[tuple[tuple[str, ...], Callable[[], str]], ...] = (
     (("auth_required", "not_logged_in", "token_expired"), login_advice),
     (("token_unverified", "base_catalog_unreachable"), lambda: "Flox could not reach FloxHub: it needs the network"),
-    (("package_not_found",), lambda: "the package is not in that catalog, or this account cannot see it: check --org and `flox search`"),
-    (("version_not_found",), lambda: "that catalog has the package, but not the PyTorch version the decision chose: publish it from the matching branch"),
+    (
+        ("package_not_found",),
+        lambda: "the package is not in that catalog, or this account cannot see it: check --org and `flox search`",
+    ),
+    (
+        ("version_not_found",),
+        lambda: (
+            "that catalog has the package, but not the PyTorch version the decision chose: publish it from the matching branch"
+        ),
+    ),
 )
 
 

@@ -25,10 +25,17 @@ from pickvariant.catalog.model import Companion, Variant
 
 def set_packages(variant: Variant, companions: Sequence[Companion], org: str) -> tuple[list[str], list[str]]:
     """The published packages to install for the set, and why those: (package paths, notes)."""
-    identical = [c for c in companions if c.torch_relation == "identical" and c.torch_of == variant.package and c.branch == variant.branch]
+    identical = [
+        c
+        for c in companions
+        if c.torch_relation == "identical" and c.torch_of == variant.package and c.branch == variant.branch
+    ]
     own = [c for c in companions if c not in identical]
     if not own:
-        notes = [f"{c.package} imports {variant.package}'s own recipe: one torch derivation, which Flox links once" for c in identical]
+        notes = [
+            f"{c.package} imports {variant.package}'s own recipe: one torch derivation, which Flox links once"
+            for c in identical
+        ]
         return [f"{org}/{variant.package}@{variant.torch}", *(f"{org}/{c.package}" for c in identical)], notes
     if len(own) == 1 and not identical:
         (companion,) = own
@@ -36,16 +43,20 @@ def set_packages(variant: Variant, companions: Sequence[Companion], org: str) ->
             f"{companion.package} brings its own build of PyTorch {companion.torch} (same Python, CUDA line, GPU architecture and ISA as "
             f"{variant.package}) as a propagated input: it is installed alone, so that the torch Python imports is the one its compiled "
             "extension was built against; installing the variant beside it would put two PyTorch builds in one process",
-            "Flox links propagated inputs in its default (dev) activation mode only: with options.activate.mode = \"run\" torch would be missing",
+            'Flox links propagated inputs in its default (dev) activation mode only: with options.activate.mode = "run" torch would be missing',
         ]
     mixed = ", ".join(c.package for c in own)
-    raise NoVariant(f"{mixed} each bring a torch of their own build{' besides ' + ', '.join(c.package for c in identical) if identical else ''}: "
-                    "one Flox environment links only one of them, and the others' compiled extensions would load against a torch they were "
-                    "not built with; install each with its torch in an environment of its own (one --with at a time)")
+    raise NoVariant(
+        f"{mixed} each bring a torch of their own build{' besides ' + ', '.join(c.package for c in identical) if identical else ''}: "
+        "one Flox environment links only one of them, and the others' compiled extensions would load against a torch they were "
+        "not built with; install each with its torch in an environment of its own (one --with at a time)"
+    )
 
 
 def require_published(org: str | None, build: bool) -> str:
     if org is None or build:
-        raise BadInput("--with installs the set as published in a Flox organisation (--org ORG or PICKVARIANT_FLOX_ORG): "
-                       "pickvariant does not build companions from source")
+        raise BadInput(
+            "--with installs the set as published in a Flox organisation (--org ORG or PICKVARIANT_FLOX_ORG): "
+            "pickvariant does not build companions from source"
+        )
     return org

@@ -28,7 +28,9 @@ MAX_RECORD_BYTES = 64 * 1024
 def last_install(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """What the last install recorded; None when there is none, or it is unreadable, too large or not such a record."""
     try:
-        record = json.loads(read_regular(last_install_path(env), MAX_RECORD_BYTES, "last-install record").decode("utf-8"))
+        record = json.loads(
+            read_regular(last_install_path(env), MAX_RECORD_BYTES, "last-install record").decode("utf-8")
+        )
         validate(record, load_schema(SCHEMA))
     except (PickVariantError, UnicodeDecodeError, ValueError, RecursionError, SchemaError):
         return None

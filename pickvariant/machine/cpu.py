@@ -95,9 +95,13 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
         flags = frozenset.intersection(*split.values())
         empty = sum(1 for core in per_core if not core)
         if empty:
-            notes.append(f"{empty} of {len(per_core)} cores show an empty {flag_key} line, so no CPU flag can be relied on")
+            notes.append(
+                f"{empty} of {len(per_core)} cores show an empty {flag_key} line, so no CPU flag can be relied on"
+            )
         elif len(set(split.values())) > 1:
-            notes.append(f"cores report different flags; using the {len(flags)} flags common to all {len(per_core)} cores")
+            notes.append(
+                f"cores report different flags; using the {len(flags)} flags common to all {len(per_core)} cores"
+            )
     first = next((block for block in blocks if len(block) > 1), blocks[0])
     arch = _arch(flag_key, first, s390_keys="\nprocessor " in key_lines)
     return CpuFacts("linux", arch, _model(first, arch), flags, source, tuple(notes))
@@ -148,8 +152,14 @@ def _model(first: Mapping[str, str], arch: str) -> str | None:
 def parse_sysctl(text: str, source: str = "sysctl -a") -> CpuFacts:
     """Facts from macOS `sysctl -a` output (Apple Silicon FEAT_* or Intel machdep.cpu.*)."""
     values = dict(_fields(text))
-    feats = {key.removeprefix("hw.optional.arm.") for key, value in values.items() if key.startswith("hw.optional.arm.feat_") and value == "1"}
-    x86 = " ".join(values.get(key, "") for key in ("machdep.cpu.features", "machdep.cpu.leaf7_features", "machdep.cpu.extfeatures"))
+    feats = {
+        key.removeprefix("hw.optional.arm.")
+        for key, value in values.items()
+        if key.startswith("hw.optional.arm.feat_") and value == "1"
+    }
+    x86 = " ".join(
+        values.get(key, "") for key in ("machdep.cpu.features", "machdep.cpu.leaf7_features", "machdep.cpu.extfeatures")
+    )
     arch = "aarch64" if feats or values.get("hw.optional.arm64") == "1" else "x86_64"
     flags = frozenset(feats) | frozenset(x86.lower().split())
     return CpuFacts("darwin", arch, values.get("machdep.cpu.brand_string"), flags, source)
@@ -175,7 +185,9 @@ def read_text(path: Path) -> str:
 
 def read_cpuinfo_dump(path: Path) -> CpuFacts:
     """A dump given by the user: a file, or `-` (stdin), a pipe or a FIFO (`<(ssh host cat /proc/cpuinfo)`)."""
-    return parse_cpuinfo(read_input(path, MAX_CPUINFO_BYTES, "the CPU dump").decode("utf-8", errors="replace"), str(path))
+    return parse_cpuinfo(
+        read_input(path, MAX_CPUINFO_BYTES, "the CPU dump").decode("utf-8", errors="replace"), str(path)
+    )
 
 
 def detect_cpu() -> CpuFacts:
@@ -185,17 +197,30 @@ def detect_cpu() -> CpuFacts:
         try:
             facts = parse_cpuinfo(read_text(PROC_CPUINFO), str(PROC_CPUINFO))
         except BadInput as error:
-            return CpuFacts("linux", _machine(), None, frozenset(), str(PROC_CPUINFO), (f"{error}; pass --cpuinfo to describe the CPU",))
+            return CpuFacts(
+                "linux",
+                _machine(),
+                None,
+                frozenset(),
+                str(PROC_CPUINFO),
+                (f"{error}; pass --cpuinfo to describe the CPU",),
+            )
         machine = _machine()
         # The userland decides what runs: a 32-bit userland on a 64-bit kernel is not aarch64.
-        return facts if facts.arch == machine else CpuFacts(facts.os, machine, facts.model, facts.flags, facts.source, facts.notes)
+        return (
+            facts
+            if facts.arch == machine
+            else CpuFacts(facts.os, machine, facts.model, facts.flags, facts.source, facts.notes)
+        )
     if sys.platform == "darwin":
         facts = read_sysctl()
         if facts is not None:
             return facts
     import cpuinfo  # py-cpuinfo: only where there is neither /proc/cpuinfo nor sysctl
 
-    return from_py_cpuinfo(cpuinfo.get_cpu_info(), "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789"))
+    return from_py_cpuinfo(
+        cpuinfo.get_cpu_info(), "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789")
+    )
 
 
 def read_sysctl() -> CpuFacts | None:
@@ -214,7 +239,13 @@ def read_sysctl() -> CpuFacts | None:
 
 def host_platform() -> tuple[str, str]:
     """(os, arch) of the machine this process runs on, as CpuFacts name them."""
-    os_name = "linux" if sys.platform.startswith("linux") else "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789")
+    os_name = (
+        "linux"
+        if sys.platform.startswith("linux")
+        else "darwin"
+        if sys.platform == "darwin"
+        else sys.platform.rstrip("0123456789")
+    )
     return os_name, _machine()
 
 

@@ -57,7 +57,8 @@ def states_a_machine(request: Request, env: Mapping[str, str]) -> bool:
     """Does the request (or a PICKVARIANT_* variable) describe a machine's CPU, GPUs or driver?"""
     stated = (request.cpuinfo, request.gpus or None, request.no_gpu or None, request.driver, request.driver_cuda)
     return any(value is not None for value in stated) or any(
-        settings.setting(env, variable) is not None for variable in (ENV_CPUINFO, ENV_GPU, ENV_DRIVER, ENV_DRIVER_CUDA))
+        settings.setting(env, variable) is not None for variable in (ENV_CPUINFO, ENV_GPU, ENV_DRIVER, ENV_DRIVER_CUDA)
+    )
 
 
 def gather_facts(
@@ -85,8 +86,10 @@ def gather_facts(
         cpu = detect_cpu_fn()
         sources["cpu"] = f"detected ({cpu.source})"
     else:
-        raise BadInput(f"--cpuinfo: a described machine needs its CPU (a copy of its /proc/cpuinfo, or {ENV_CPUINFO}); "
-                       "nothing of this machine is mixed in")
+        raise BadInput(
+            f"--cpuinfo: a described machine needs its CPU (a copy of its /proc/cpuinfo, or {ENV_CPUINFO}); "
+            "nothing of this machine is mixed in"
+        )
     canonical = catalog.canonical_flags(cpu.flags)
     if canonical is not cpu.flags:  # canonical_flags hands back the same frozenset when nothing was renamed
         cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, canonical, cpu.source, cpu.notes)
@@ -100,7 +103,9 @@ def gather_facts(
     elif request.gpus:
         stated_gpus, sources["gpus"] = request.gpus, "--gpu"
     elif (value := settings.setting(env, ENV_GPU)) is not None:
-        stated_gpus = () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
+        stated_gpus = (
+            () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
+        )
         sources["gpus"] = f"{ENV_GPU}={value}"
 
     inconclusive = False
@@ -133,7 +138,8 @@ def gather_facts(
     if stated_version or stated_cuda:
         # A stated driver replaces the detected one whole: this machine's CUDA version says nothing of another's driver.
         driver: DriverFacts | None = DriverFacts(
-            _parsed_as(parse_driver_version, stated_version), _parsed_as(parse_cuda_version, stated_cuda))
+            _parsed_as(parse_driver_version, stated_version), _parsed_as(parse_cuda_version, stated_cuda)
+        )
         sources["driver"] = " ".join(stated[0] for stated in (stated_version, stated_cuda) if stated)
     elif detected_driver is not None:
         driver = detected_driver
@@ -147,7 +153,9 @@ def gather_facts(
             sources["driver"] = "assumed new enough for every branch (no --driver given)"
             notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
 
-    return HostFacts(cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes), cuda_visible)
+    return HostFacts(
+        cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes), cuda_visible
+    )
 
 
 def _stated(option_value: str | None, flag: str, env: Mapping[str, str], variable: str) -> tuple[str, str] | None:
@@ -177,7 +185,9 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFac
     def need(mapping: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
         value = mapping.get(key)
         if not isinstance(value, kind):
-            raise BadInput(f"{where}.{key} is missing or not a{'n' if kind.__name__[0] in 'aeio' else ''} {kind.__name__}")
+            raise BadInput(
+                f"{where}.{key} is missing or not a{'n' if kind.__name__[0] in 'aeio' else ''} {kind.__name__}"
+            )
         return value
 
     os_name, arch = need(hardware, "os", str, "hardware"), need(hardware, "arch", str, "hardware")
@@ -199,8 +209,18 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFac
     driver = None
     if isinstance(driver_json, Mapping):
         version, cuda = driver_json.get("version"), driver_json.get("cuda")
-        driver = DriverFacts(parse_driver_version(version) if isinstance(version, str) else None, cuda if isinstance(cuda, str) else None)
+        driver = DriverFacts(
+            parse_driver_version(version) if isinstance(version, str) else None, cuda if isinstance(cuda, str) else None
+        )
     elif driver_json is not None:
         raise BadInput("hardware.driver is neither an object nor null")
-    return HostFacts(os_name, arch, cpu_facts, tuple(gpus), driver, hardware.get("driver_assumed") is True,
-                     hardware.get("gpu_detection_inconclusive") is True, {"all": "detect JSON"})
+    return HostFacts(
+        os_name,
+        arch,
+        cpu_facts,
+        tuple(gpus),
+        driver,
+        hardware.get("driver_assumed") is True,
+        hardware.get("gpu_detection_inconclusive") is True,
+        {"all": "detect JSON"},
+    )

@@ -8,6 +8,7 @@ for a machine without GPUs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from types import ModuleType
@@ -91,10 +92,8 @@ def query_nvml(nvml: ModuleType) -> GpuReport:
     try:
         return _query_devices(nvml, error_type)
     finally:
-        try:
+        with contextlib.suppress(error_type):
             nvml.nvmlShutdown()
-        except error_type:
-            pass
 
 
 def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuReport:
@@ -192,11 +191,15 @@ def read_gpus(timeout_s: float | None = None) -> GpuReport:
     """This machine's GPUs. NVML runs in a worker thread so that a wedged driver cannot hang the tool."""
     timeout_s = NVML_TIMEOUT_S if timeout_s is None else timeout_s
     if not nvml_library_loads():
-        return GpuReport((), None, ("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",))
+        return GpuReport(
+            (), None, ("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",)
+        )
     try:
         import pynvml
     except ImportError:
-        return GpuReport((), None, ("GPUs not queried: nvidia-ml-py (the pynvml module) is not installed",), inconclusive=True)
+        return GpuReport(
+            (), None, ("GPUs not queried: nvidia-ml-py (the pynvml module) is not installed",), inconclusive=True
+        )
     return run_bounded(lambda: query_nvml(pynvml), timeout_s)
 
 
@@ -218,5 +221,7 @@ def run_bounded(query: Any, timeout_s: float) -> GpuReport:
     if worker.is_alive():
         return GpuReport((), None, (f"NVML did not answer within {timeout_s:g} s (a hung driver?)",), inconclusive=True)
     if failure:
-        return GpuReport((), None, (f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",), inconclusive=True)
+        return GpuReport(
+            (), None, (f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",), inconclusive=True
+        )
     return result[0]

@@ -5,6 +5,7 @@ a slow result; detection (gpu.py) never does.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from types import ModuleType
 from typing import Any
@@ -38,7 +39,9 @@ class GpuWatch:
         self._indices = indices
         self._interval_s = interval_s
         self._stop = threading.Event()
-        self._seen: dict[int, dict[str, Any]] = {index: {"reasons": 0, "sm_max": None, "power_max": None} for index in indices}
+        self._seen: dict[int, dict[str, Any]] = {
+            index: {"reasons": 0, "sm_max": None, "power_max": None} for index in indices
+        }
         self._thread: threading.Thread | None = None
         self._started = False
 
@@ -64,7 +67,9 @@ class GpuWatch:
                 self._started = True
             except self._nvml.NVMLError:
                 return self
-            self._thread = threading.Thread(target=self._sample_until_stopped, name="pickvariant-gpu-watch", daemon=True)
+            self._thread = threading.Thread(
+                target=self._sample_until_stopped, name="pickvariant-gpu-watch", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -79,7 +84,7 @@ class GpuWatch:
             return None
         try:
             return function(*args)
-        except self._nvml.NVMLError:  # type: ignore[union-attr]
+        except self._nvml.NVMLError:  # type: ignore[union-attr]  # getattr above found a function: a module is there
             return None
 
     def _sample_until_stopped(self) -> None:
@@ -117,21 +122,24 @@ class GpuWatch:
             mig = self._call("nvmlDeviceGetMigMode", handle)
             ecc = self._call("nvmlDeviceGetEccMode", handle)
             processes = self._call("nvmlDeviceGetComputeRunningProcesses", handle) or []
-            gpus.append({
-                "index": index,
-                "sm_clock_mhz_max_seen": seen["sm_max"],
-                "sm_clock_mhz_limit": self._call("nvmlDeviceGetMaxClockInfo", handle, NVML_CLOCK_SM),
-                "throttle_reasons_seen": [words for bit, words in CLOCK_EVENT_REASONS if seen["reasons"] & bit],
-                "power_w_max_seen": seen["power_max"],
-                "power_limit_w": enforced / 1000.0 if enforced is not None else None,
-                "power_limit_max_w": limits[1] / 1000.0 if limits else None,
-                "other_processes": [{"pid": int(p.pid), "used_mib": int(p.usedGpuMemory or 0) // gpu.MIB} for p in processes],
-                "mig_enabled": None if mig is None else mig[0] == getattr(self._nvml, "NVML_DEVICE_MIG_ENABLE", 1),
-                "ecc_enabled": None if ecc is None else bool(ecc[0]),
-            })
-        try:
+            gpus.append(
+                {
+                    "index": index,
+                    "sm_clock_mhz_max_seen": seen["sm_max"],
+                    "sm_clock_mhz_limit": self._call("nvmlDeviceGetMaxClockInfo", handle, NVML_CLOCK_SM),
+                    "throttle_reasons_seen": [words for bit, words in CLOCK_EVENT_REASONS if seen["reasons"] & bit],
+                    "power_w_max_seen": seen["power_max"],
+                    "power_limit_w": enforced / 1000.0 if enforced is not None else None,
+                    "power_limit_max_w": limits[1] / 1000.0 if limits else None,
+                    "other_processes": [
+                        {"pid": int(p.pid), "used_mib": int(p.usedGpuMemory or 0) // gpu.MIB} for p in processes
+                    ],
+                    "mig_enabled": None if mig is None else mig[0] == getattr(self._nvml, "NVML_DEVICE_MIG_ENABLE", 1),
+                    "ecc_enabled": None if ecc is None else bool(ecc[0]),
+                }
+            )
+        # Only reached after nvmlInit succeeded on the module: it is not None here.
+        with contextlib.suppress(self._nvml.NVMLError):  # type: ignore[union-attr]
             self._nvml.nvmlShutdown()  # type: ignore[union-attr]
-        except self._nvml.NVMLError:  # type: ignore[union-attr]
-            pass
         self._started = False
         return tuple(gpus)

@@ -26,7 +26,9 @@ class Filters:
     platform: str | None = None
 
     def any(self) -> bool:
-        return any(value is not None for value in (self.branch, self.python, self.cuda, self.gpu, self.isa, self.platform))
+        return any(
+            value is not None for value in (self.branch, self.python, self.cuda, self.gpu, self.isa, self.platform)
+        )
 
 
 def _gpu_filter(catalog: Catalog, gpu: str | None) -> str | None:
@@ -56,45 +58,63 @@ def select(catalog: Catalog, filters: Filters = Filters()) -> list[dict[str, Any
     if filters.cuda is not None and not no_cuda:
         lines = sorted({v.cuda for v in catalog.variants if v.cuda}, key=version_key)
         if not any(release_matches(filters.cuda, line, "--cuda") for line in lines):
-            raise BadInput(f"--cuda {filters.cuda}: no variant of the catalog is built with it (CUDA lines: {', '.join(lines)}, or none)")
+            raise BadInput(
+                f"--cuda {filters.cuda}: no variant of the catalog is built with it (CUDA lines: {', '.join(lines)}, or none)"
+            )
     if filters.python is not None:
         pythons = sorted({v.python for v in catalog.variants}, key=version_key)
         if not any(release_matches(filters.python, python, "--python-version") for python in pythons):
-            raise BadInput(f"--python-version {filters.python}: no variant of the catalog is built for it (Pythons: {', '.join(pythons)})")
+            raise BadInput(
+                f"--python-version {filters.python}: no variant of the catalog is built for it (Pythons: {', '.join(pythons)})"
+            )
 
     def wanted(variant: Variant) -> bool:
-        if filters.branch and variant.branch != filters.branch or filters.isa and variant.cpu_isa != filters.isa:
+        if (filters.branch and variant.branch != filters.branch) or (filters.isa and variant.cpu_isa != filters.isa):
             return False
         if filters.platform and variant.platform != filters.platform:
             return False
         if filters.python and not release_matches(filters.python, variant.python, "--python-version"):
             return False
-        if filters.cuda is not None:
-            if no_cuda != (variant.cuda is None) or (not no_cuda and not release_matches(filters.cuda, variant.cuda or "", "--cuda")):
-                return False
+        if filters.cuda is not None and (
+            no_cuda != (variant.cuda is None)
+            or (not no_cuda and not release_matches(filters.cuda, variant.cuda or "", "--cuda"))
+        ):
+            return False
         return gpu is None or (variant.gpu_arch or "") == gpu
 
     return [row(variant, catalog) for variant in catalog.variants if wanted(variant)]
 
 
-def select_companions(catalog: Catalog, companions: Sequence[Companion], project: str, filters: Filters = Filters()) -> list[dict[str, Any]]:
+def select_companions(
+    catalog: Catalog, companions: Sequence[Companion], project: str, filters: Filters = Filters()
+) -> list[dict[str, Any]]:
     """The companion rows of `project` the filters leave, as `list --project` shows them."""
     own = [c for c in companions if c.project == project]
     if not own:
-        raise BadInput(f"--project {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)")
+        raise BadInput(
+            f"--project {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)"
+        )
     if filters.branch is not None and not any(c.branch == filters.branch for c in own):
-        raise BadInput(f"unknown branch {filters.branch!r} of {project}; its recipes are on {', '.join(sorted({c.branch for c in own}))}")
+        raise BadInput(
+            f"unknown branch {filters.branch!r} of {project}; its recipes are on {', '.join(sorted({c.branch for c in own}))}"
+        )
     gpu = _gpu_filter(catalog, filters.gpu)
     if filters.isa is not None and filters.isa not in catalog.isas:
         raise BadInput(f"unknown CPU instruction set {filters.isa!r}; the catalog has {', '.join(catalog.isas)}")
     no_cuda = filters.cuda is not None and filters.cuda.strip().lower() in ("none", "cpu")
 
     def wanted(c: Companion) -> bool:
-        if filters.branch and c.branch != filters.branch or filters.isa and c.cpu_isa != filters.isa or filters.platform and c.platform != filters.platform:
+        if (
+            (filters.branch and c.branch != filters.branch)
+            or (filters.isa and c.cpu_isa != filters.isa)
+            or (filters.platform and c.platform != filters.platform)
+        ):
             return False
         if filters.python and not release_matches(filters.python, c.python, "--python-version"):
             return False
-        if filters.cuda is not None and (no_cuda != (c.cuda is None) or (not no_cuda and not release_matches(filters.cuda, c.cuda or "", "--cuda"))):
+        if filters.cuda is not None and (
+            no_cuda != (c.cuda is None) or (not no_cuda and not release_matches(filters.cuda, c.cuda or "", "--cuda"))
+        ):
             return False
         return gpu is None or (c.gpu_arch or "") == gpu
 
@@ -107,7 +127,9 @@ def select_companions(catalog: Catalog, companions: Sequence[Companion], project
 def companion_row(companion: Companion, catalog: Catalog) -> dict[str, Any]:
     """One companion as `list --project` shows it: its identity, its torch and how that torch relates to build-pytorch's."""
     arch = catalog.gpu_archs.get(companion.gpu_arch or "")
-    relation = {"identical": f"identical to {companion.torch_of}", "separate": "a separate build"}.get(companion.torch_relation, "unknown")
+    relation = {"identical": f"identical to {companion.torch_of}", "separate": "a separate build"}.get(
+        companion.torch_relation, "unknown"
+    )
     return {
         **companion.identity(),
         "torch": f"{companion.torch} ({relation})" if companion.torch else "unknown (no nixpkgs pin)",
@@ -129,7 +151,11 @@ def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
 def document(catalog: Catalog, rows: list[dict[str, Any]], project: str = "pytorch") -> dict[str, Any]:
     """What `list --format json` prints: the catalog's source and the rows (schema_version 2, as detect's recommendation);
     a companion's rows (`--project`) under "companions", as detect's JSON has them."""
-    return {"schema_version": 2, "source": source_json(catalog), "companions" if project != "pytorch" else "variants": rows}
+    return {
+        "schema_version": 2,
+        "source": source_json(catalog),
+        "companions" if project != "pytorch" else "variants": rows,
+    }
 
 
 def source_json(catalog: Catalog) -> dict[str, str]:
@@ -139,33 +165,54 @@ def source_json(catalog: Catalog) -> dict[str, str]:
 def summary(catalog: Catalog, width: int | None = None) -> str:
     """One line per branch: what a thousand rows would hide. Where a line would not fit `width` (a
     terminal's), each branch becomes a block of lines that do, wrapped between words: nothing is cut."""
-    lines = [f"{len(catalog.variants)} variants on {len(catalog.branches)} branches of {catalog.source.repo} "
-             f"at {catalog.source.commit[:12]} ({catalog.source.date[:10]})", ""]
+    lines = [
+        f"{len(catalog.variants)} variants on {len(catalog.branches)} branches of {catalog.source.repo} "
+        f"at {catalog.source.commit[:12]} ({catalog.source.date[:10]})",
+        "",
+    ]
     table = [("branch", "torch", "python", "cuda lines", "variants", "gpu archs", "kind")]
     for branch in catalog.branches:
-        archs = sorted({v.gpu_arch for v in branch.variants if v.gpu_arch}, key=lambda a: (a != MPS, int(a[2:]) if a.startswith("sm") else 0))
-        table.append((
-            branch.name, branch.torch, branch.python,
-            " ".join(line.cuda for line in branch.cuda_lines) or "-",
-            str(len(branch.variants)), " ".join(archs) or "-",
-            f"aligned with {branch.aligned_with}" if branch.aligned_with else "general",
-        ))
+        archs = sorted(
+            {v.gpu_arch for v in branch.variants if v.gpu_arch},
+            key=lambda a: (a != MPS, int(a[2:]) if a.startswith("sm") else 0),
+        )
+        table.append(
+            (
+                branch.name,
+                branch.torch,
+                branch.python,
+                " ".join(line.cuda for line in branch.cuda_lines) or "-",
+                str(len(branch.variants)),
+                " ".join(archs) or "-",
+                f"aligned with {branch.aligned_with}" if branch.aligned_with else "general",
+            )
+        )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    rendered = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
-    footer = "Rows: pickvariant list --all, or filter with --branch, --python-version, --cuda, --gpu, --isa, --platform."
-    if width is None or max(map(len, rendered + lines)) <= width and len(footer) <= width:
+    rendered = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)).rstrip() for line in table
+    ]
+    footer = (
+        "Rows: pickvariant list --all, or filter with --branch, --python-version, --cuda, --gpu, --isa, --platform."
+    )
+    if width is None or (max(map(len, rendered + lines)) <= width and len(footer) <= width):
         return "\n".join(lines + rendered + ["", footer]) + "\n"
     import textwrap
 
     def fill(text: str, indent: str = "") -> list[str]:
-        return textwrap.wrap(text, width=max(width, 20), initial_indent=indent, subsequent_indent=indent + "  ",
-                             break_long_words=False, break_on_hyphens=False) or [""]
+        return textwrap.wrap(
+            text,
+            width=max(width, 20),
+            initial_indent=indent,
+            subsequent_indent=indent + "  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [""]
 
-    narrow = fill(lines[0]) + [""]
-    for name, torch, python, cuda, count, archs, kind in table[1:]:
+    narrow = [*fill(lines[0]), ""]
+    for name, torch, python, cuda, count, arch_text, kind in table[1:]:
         narrow += fill(f"{name}: PyTorch {torch}, Python {python}, {count} variants, {kind}")
-        narrow += fill(f"CUDA {cuda}", "  ") + fill(f"GPU archs {archs}", "  ")
-    return "\n".join(narrow + [""] + fill(footer)) + "\n"
+        narrow += fill(f"CUDA {cuda}", "  ") + fill(f"GPU archs {arch_text}", "  ")
+    return "\n".join([*narrow, "", *fill(footer)]) + "\n"
 
 
 COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
@@ -173,7 +220,12 @@ COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa"
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(visible(str(row[c] if row[c] is not None else "-")).replace("|", "\\|") for c in COLUMNS) + " |" for row in rows]
+    lines += [
+        "| "
+        + " | ".join(visible(str(row[c] if row[c] is not None else "-")).replace("|", "\\|") for c in COLUMNS)
+        + " |"
+        for row in rows
+    ]
     return "\n".join(lines) + f"\n\n{len(rows)} {_noun(rows)}\n"
 
 
@@ -185,11 +237,9 @@ def plain(rows: list[dict[str, Any]]) -> str:
     """Aligned columns with nothing cut: what a pipe, a file or `grep` gets."""
     cells = [list(COLUMNS)] + [[visible(str(row[c] if row[c] is not None else "-")) for c in COLUMNS] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)).rstrip() for line in cells]
     return "\n".join(lines) + f"\n\n{len(rows)} {_noun(rows)}\n"
 
 
 # The columns a narrow terminal loses first; the package name is never dropped nor cut.
 DROP_ORDER = ("gpus", "platform", "python", "torch", "cuda", "gpu_arch", "cpu_isa", "branch")
-
-

@@ -34,7 +34,9 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
             }
             for gpu in facts.gpus
         ],
-        "driver": None if driver is None else {
+        "driver": None
+        if driver is None
+        else {
             "version": str(driver.version) if driver.version else None,
             "cuda": driver.cuda,
         },
@@ -56,7 +58,10 @@ def companions_json(decision: Decision) -> list[dict[str, Any]]:
     from pickvariant.rules.stack import relation  # only a decision with companions reads them
 
     assert decision.variant is not None
-    return [{**companion.identity(), "relation_to_recommendation": relation(companion, decision.variant)} for companion in decision.companions]
+    return [
+        {**companion.identity(), "relation_to_recommendation": relation(companion, decision.variant)}
+        for companion in decision.companions
+    ]
 
 
 def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
@@ -91,17 +96,29 @@ def gpu_extras(gpu: GpuFacts) -> str:
     memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
     if not gpu.mig_enabled:
         return memory
-    instances = "instances unknown" if gpu.mig_instances is None else f"{gpu.mig_instances} instance{'s' if gpu.mig_instances != 1 else ''}"
+    instances = (
+        "instances unknown"
+        if gpu.mig_instances is None
+        else f"{gpu.mig_instances} instance{'s' if gpu.mig_instances != 1 else ''}"
+    )
     return f"{memory}, MIG on: {instances}, each with the parent's kernels"
 
 
 def hardware_rows(facts: HostFacts, catalog: Catalog, capability: str) -> list[tuple[str, str, str]]:
     """(fact, value, source) of the hardware table that detect's text and Markdown views show, escapes visible."""
-    rows = [("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", "")),
-            ("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", "")),
-            ("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", "")]
-    rows += [(f"GPU {gpu.index}", f"{gpu.name} ({capability} {gpu.compute_capability}{gpu_extras(gpu)})", facts.sources.get("gpus", ""))
-             for gpu in facts.gpus]
+    rows = [
+        ("platform", f"{facts.os}/{facts.arch}", facts.sources.get("cpu", "")),
+        ("CPU", facts.cpu.model or "unknown", facts.sources.get("cpu", "")),
+        ("CPU flags that matter", " ".join(flags_that_matter(facts, catalog)) or "none", ""),
+    ]
+    rows += [
+        (
+            f"GPU {gpu.index}",
+            f"{gpu.name} ({capability} {gpu.compute_capability}{gpu_extras(gpu)})",
+            facts.sources.get("gpus", ""),
+        )
+        for gpu in facts.gpus
+    ]
     if not facts.gpus:
         rows.append(("GPUs", "none", facts.sources.get("gpus", "")))
     if facts.driver and facts.driver.version:
@@ -119,9 +136,16 @@ def _md_cell(text: str) -> str:
 def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> str:
     lines = ["## pickvariant recommendation", ""]
     rec = recommendation_json(decision, catalog)
-    lines.append(f"**Recommendation:** `{rec['package']}` (branch `{rec['branch']}`, PyTorch {rec['torch']}, Python {rec['python']})" if rec else "**Recommendation:** none (no compatible variant)")
+    lines.append(
+        f"**Recommendation:** `{rec['package']}` (branch `{rec['branch']}`, PyTorch {rec['torch']}, Python {rec['python']})"
+        if rec
+        else "**Recommendation:** none (no compatible variant)"
+    )
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
-    lines += ["| " + " | ".join(_md_cell(cell) for cell in cells) + " |" for cells in hardware_rows(facts, catalog, "compute capability")]
+    lines += [
+        "| " + " | ".join(_md_cell(cell) for cell in cells) + " |"
+        for cells in hardware_rows(facts, catalog, "compute capability")
+    ]
     lines += ["", f"### Why (workload: {workload})", ""]
     lines += [f"- {visible(reason)}" for reason in decision.reasons]
     if decision.hints:
@@ -131,5 +155,3 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     if facts.notes:
         lines += ["", "### Notes", ""] + [f"- {visible(note)}" for note in facts.notes]
     return "\n".join(lines) + "\n"
-
-

@@ -36,7 +36,11 @@ def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workl
         table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
     rec = recommendation_json(decision, catalog)
-    title = Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green") if rec else Text("No compatible variant", style="bold red")
+    title = (
+        Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green")
+        if rec
+        else Text("No compatible variant", style="bold red")
+    )
     tree = Tree(title)
     why = tree.add(Text(f"why (workload {workload})"))
     for reason in decision.reasons:
@@ -86,7 +90,11 @@ def print_rows(rows: list[dict[str, Any]], console: Any = None) -> None:
             break
         shown.remove(column)
     hidden = [c for c in COLUMNS if c not in shown]
-    caption = f"not shown, for want of width: {', '.join(hidden)} (--format markdown or a pipe shows every column)" if hidden else None
+    caption = (
+        f"not shown, for want of width: {', '.join(hidden)} (--format markdown or a pipe shows every column)"
+        if hidden
+        else None
+    )
     table = Table(title=f"{len(rows)} variants", caption=caption, header_style="bold")
     for column in shown:
         table.add_column(column, no_wrap=column == "package", overflow="fold")
@@ -120,8 +128,14 @@ def reading_progress(total_bytes: int | None) -> Any:
                     TimeRemainingColumn,
                 )
 
-                progress = Progress(TextColumn("reading nodes"), BarColumn(), TextColumn("{task.fields[nodes]:,} nodes"),
-                                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                progress = Progress(
+                    TextColumn("reading nodes"),
+                    BarColumn(),
+                    TextColumn("{task.fields[nodes]:,} nodes"),
+                    TimeRemainingColumn(),
+                    console=Console(stderr=True),
+                    transient=True,
+                )
                 progress.start()
                 shown.append((progress, progress.add_task("read", total=total_bytes, nodes=0)))
             progress, task = shown[0]
@@ -156,9 +170,11 @@ def flox_progress(label: str, echo: Callable[[str], None]) -> Any:
 
         start = time.monotonic()
         with Console(stderr=True).status(f"{label}: starting") as status:
+
             def update(line: str) -> None:
                 elapsed = int(time.monotonic() - start)
                 status.update(f"{label} [{elapsed // 60:02d}:{elapsed % 60:02d}] {escape(line[-100:])}")
+
             yield update
 
     return spinner() if sys.stderr.isatty() else plain()

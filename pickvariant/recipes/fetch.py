@@ -93,8 +93,10 @@ class _Deadline:
         return self.end - time.monotonic()
 
     def expired(self, repo: str) -> OperationFailed:
-        return OperationFailed(f"fetching from {public_url(repo)} took longer than {self.seconds:g} s in all "
-                               f"(set {settings.NETWORK_TIMEOUT} to allow more)")
+        return OperationFailed(
+            f"fetching from {public_url(repo)} took longer than {self.seconds:g} s in all "
+            f"(set {settings.NETWORK_TIMEOUT} to allow more)"
+        )
 
 
 @contextlib.contextmanager
@@ -132,7 +134,9 @@ def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -
     for ref in wanted:
         if ref in found:
             return found[ref], ref
-    raise MissingBranch(f"{public_url(repo)} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}")
+    raise MissingBranch(
+        f"{public_url(repo)} has no branch {branch}; give the repository that has it with --repo, {GENERATE_HINT}"
+    )
 
 
 def _bare_repository(path: Path, repo: str, config: tuple[tuple[str, str], ...] = ()) -> None:
@@ -149,19 +153,44 @@ def _bare_repository(path: Path, repo: str, config: tuple[tuple[str, str], ...] 
 
 def _init(git_dir: Path, repo: str) -> None:
     # A partial clone whose remote has no address on disk (the address may carry credentials): each fetch names it.
-    _bare_repository(git_dir, repo, (("remote.origin.promisor", "true"), ("extensions.partialclone", "origin"),
-                                     ("core.repositoryformatversion", "1")))
+    _bare_repository(
+        git_dir,
+        repo,
+        (
+            ("remote.origin.promisor", "true"),
+            ("extensions.partialclone", "origin"),
+            ("core.repositoryformatversion", "1"),
+        ),
+    )
 
 
 def _fetch(repo: str, branch: str, ref: str, git_dir: Path, deadline: _Deadline) -> None:
     # A local repository's upload-pack is started by this git, and told to honour the size filter (a
     # server decides that for itself); it is git's own program, which git keeps safe in untrusted repositories.
-    local = () if re.match(r"^[a-z][a-z0-9+.-]*://", repo) and not repo.startswith("file://") or re.match(r"^[\w.-]+@[\w.-]+:", repo) else (
-        "--upload-pack=git -c uploadpack.allowFilter=true upload-pack",)
+    local = (
+        ()
+        if (re.match(r"^[a-z][a-z0-9+.-]*://", repo) and not repo.startswith("file://"))
+        or re.match(r"^[\w.-]+@[\w.-]+:", repo)
+        else ("--upload-pack=git -c uploadpack.allowFilter=true upload-pack",)
+    )
     try:
-        run_git(["fetch", "--quiet", *local, "--depth", "1", f"--filter=blob:limit={MAX_RECIPE_BYTES}", "--no-tags", "origin",
-                 f"+{ref}:refs/remotes/origin/{branch}"], repo, git_dir, timeout_s=deadline.left(repo),
-                config=(f"remote.origin.url={repo}",))
+        run_git(
+            [
+                "fetch",
+                "--quiet",
+                *local,
+                "--depth",
+                "1",
+                f"--filter=blob:limit={MAX_RECIPE_BYTES}",
+                "--no-tags",
+                "origin",
+                f"+{ref}:refs/remotes/origin/{branch}",
+            ],
+            repo,
+            git_dir,
+            timeout_s=deadline.left(repo),
+            config=(f"remote.origin.url={repo}",),
+        )
     except GitTimeout:
         raise deadline.expired(repo) from None
 
@@ -201,13 +230,25 @@ def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | _Unre
     return content.decode("utf-8", "replace")
 
 
-def fetch_checked(variant: Variant, catalog: Catalog, repo: str | None, cache: Path, env: Mapping[str, str]) -> FetchedRecipe:
+def fetch_checked(
+    variant: Variant, catalog: Catalog, repo: str | None, cache: Path, env: Mapping[str, str]
+) -> FetchedRecipe:
     """Fetch the variant's recipe and check it; the notes of both come with it."""
     fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache, settings.network_timeout(env))
-    return FetchedRecipe(fetched.text, fetched.repo, fetched.branch, fetched.commit, fetched.path, fetched.from_cache, check_recipe(fetched, variant, catalog))
+    return FetchedRecipe(
+        fetched.text,
+        fetched.repo,
+        fetched.branch,
+        fetched.commit,
+        fetched.path,
+        fetched.from_cache,
+        check_recipe(fetched, variant, catalog),
+    )
 
 
-def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DEFAULT_NETWORK_TIMEOUT_S) -> FetchedRecipe:
+def fetch_recipe(
+    variant: Variant, repo: str, cache: Path, timeout_s: float = DEFAULT_NETWORK_TIMEOUT_S
+) -> FetchedRecipe:
     """The variant's recipe at the tip of its branch in `repo`, from the cache when that commit was fetched before.
 
     Unreachable repository: the last commit cached for the branch, with a note; none cached: OperationFailed."""
@@ -216,7 +257,9 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise OperationFailed(f"cannot create the recipe cache {root}: {error.strerror or error}; set XDG_CACHE_HOME to a writable directory") from None
+        raise OperationFailed(
+            f"cannot create the recipe cache {root}: {error.strerror or error}; set XDG_CACHE_HOME to a writable directory"
+        ) from None
     deadline = _Deadline(timeout_s)
     git_dir = root / "git"
     tip_file = root / "branches" / variant.branch
@@ -235,11 +278,24 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
                 last: str | None = tip_file.read_text(encoding="utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 last = None
-            text = _read_recipe(repo, last, variant.path, reader) if last and re.fullmatch(r"[0-9a-f]{40}", last) else _Unread.ABSENT
+            text = (
+                _read_recipe(repo, last, variant.path, reader)
+                if last and re.fullmatch(r"[0-9a-f]{40}", last)
+                else _Unread.ABSENT
+            )
             if last and isinstance(text, str):
-                return FetchedRecipe(text, shown, variant.branch, last, variant.path, True,
-                                     (f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",))
-            raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}") from None
+                return FetchedRecipe(
+                    text,
+                    shown,
+                    variant.branch,
+                    last,
+                    variant.path,
+                    True,
+                    (f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",),
+                )
+            raise OperationFailed(
+                f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}"
+            ) from None
         text = _read_recipe(repo, commit, variant.path, reader)
         if isinstance(text, str):
             return FetchedRecipe(text, shown, variant.branch, commit, variant.path, True)
@@ -256,13 +312,19 @@ def fetch_recipe(variant: Variant, repo: str, cache: Path, timeout_s: float = DE
                 _init(git_dir, repo)
                 _fetch(repo, variant.branch, ref, git_dir, deadline)
             except OperationFailed:
-                raise OperationFailed(f"cannot fetch {variant.path} of {variant.branch} from {shown}: {error}; {GENERATE_HINT}") from None
+                raise OperationFailed(
+                    f"cannot fetch {variant.path} of {variant.branch} from {shown}: {error}; {GENERATE_HINT}"
+                ) from None
         text = _read_recipe(repo, commit, variant.path, reader)
         if text is _Unread.LEFT_OUT:
             # The filter left it out unread: a file over the limit is never downloaded.
-            raise OperationFailed(f"{shown} {variant.branch}:{variant.path} at {commit[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe")
+            raise OperationFailed(
+                f"{shown} {variant.branch}:{variant.path} at {commit[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe"
+            )
         if not isinstance(text, str):
-            raise OperationFailed(f"{shown} {variant.branch} at {commit[:12]} has no {variant.path} that can be read; {GENERATE_HINT}")
+            raise OperationFailed(
+                f"{shown} {variant.branch} at {commit[:12]} has no {variant.path} that can be read; {GENERATE_HINT}"
+            )
         write_atomic(tip_file, commit + "\n")
         return FetchedRecipe(text, shown, variant.branch, commit, variant.path, False)
 
@@ -287,12 +349,18 @@ def check_recipe(fetched: FetchedRecipe, variant: Variant, catalog: Catalog) -> 
         raise OperationFailed(f"the recipe {where} cannot be read as Nix reads it: {error}") from None
     if len(set(pnames)) != 1 or not _pname_matches(pnames[0], variant):
         shown = ", ".join(sorted(set(pnames))) or "none"
-        raise OperationFailed(f"the recipe {where} does not match the catalog: its pname is {shown}, the catalog's package {variant.package}")
+        raise OperationFailed(
+            f"the recipe {where} does not match the catalog: its pname is {shown}, the catalog's package {variant.package}"
+        )
     classifier = RecipeClassifier(catalog.hardware)
     row, why, _ = classifier.classify(variant.branch, variant.path, variant.package, fetched.text)
     if row is None:
         raise OperationFailed(f"the recipe {where} does not match the catalog: {why}")
-    differing = [f"its {name} is {row[name]!r}, the catalog's {getattr(variant, name)!r}" for name in CHECKED_FIELDS if row[name] != getattr(variant, name)]
+    differing = [
+        f"its {name} is {row[name]!r}, the catalog's {getattr(variant, name)!r}"
+        for name in CHECKED_FIELDS
+        if row[name] != getattr(variant, name)
+    ]
     if differing:
         raise OperationFailed(f"the recipe {where} does not match the catalog: {'; '.join(differing)}")
     return tuple(note for note in notes if note)
@@ -307,10 +375,16 @@ def _nix_parse(text: str, where: str) -> str:
         file = Path(directory) / "recipe.nix"
         file.write_text(text, encoding="utf-8")
         try:
-            result = subprocess.run([nix, "--parse", str(file)], capture_output=True, text=True, timeout=NIX_PARSE_TIMEOUT_S, check=False)
+            result = subprocess.run(
+                [nix, "--parse", str(file)], capture_output=True, text=True, timeout=NIX_PARSE_TIMEOUT_S, check=False
+            )
         except subprocess.TimeoutExpired:
-            raise OperationFailed(f"nix-instantiate --parse of {where} took longer than {NIX_PARSE_TIMEOUT_S} s") from None
+            raise OperationFailed(
+                f"nix-instantiate --parse of {where} took longer than {NIX_PARSE_TIMEOUT_S} s"
+            ) from None
     if result.returncode != 0:
         message = [line for line in result.stderr.strip().splitlines() if line.strip()]
-        raise OperationFailed(f"the recipe {where} is not valid Nix: {message[0] if message else 'nix-instantiate --parse failed'}")
+        raise OperationFailed(
+            f"the recipe {where} is not valid Nix: {message[0] if message else 'nix-instantiate --parse failed'}"
+        )
     return ""

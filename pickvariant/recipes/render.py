@@ -18,8 +18,12 @@ _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
 def nix_string(value: str) -> str:
     """A Nix double-quoted string literal holding exactly `value`."""
     escaped = (
-        value.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${")
-        .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        value.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("${", "\\${")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
     )
     return f'"{escaped}"'
 
@@ -82,12 +86,17 @@ def _torch_overlay(variant: Variant, catalog: Catalog, python_attr: str) -> str:
 def _patches(source: TorchSource) -> str:
     """Keep nixpkgs' own torch patches across the source upgrade, dropping only those the facts say no longer apply."""
     lines = [f"              # nixpkgs' own torch patches, from {_comment(source.nixpkgs_patches_source)}"]
-    lines += [f"              #   {'keeps' if keep else 'drops'} {name}: {_comment(why)}" for name, keep, why in source.nixpkgs_patches]
+    lines += [
+        f"              #   {'keeps' if keep else 'drops'} {name}: {_comment(why)}"
+        for name, keep, why in source.nixpkgs_patches
+    ]
     dropped = source.dropped_patches
     if not dropped:
         lines.append("              # (patches is left as nixpkgs has it)")
     else:
-        lines.append(f"              patches = builtins.filter (patch: !(builtins.elem (baseNameOf (toString patch)) {nix_list(dropped)})) (oldAttrs.patches or [ ]);")
+        lines.append(
+            f"              patches = builtins.filter (patch: !(builtins.elem (baseNameOf (toString patch)) {nix_list(dropped)})) (oldAttrs.patches or [ ]);"
+        )
     return "\n".join(lines)
 
 
@@ -103,13 +112,20 @@ def render(variant: Variant, catalog: Catalog) -> str:
         build_env["USE_CUDNN"] = "0"
     gpu_text = f"{arch.description}" if arch else "CPU only"
     title = f"PyTorch {variant.torch} for {gpu_text} + {isa.description}"
-    long_description = "\n".join([
-        "Custom PyTorch build with targeted optimizations:",
-        f"- GPU: {arch.description} ({arch.name}, compute capability {arch.compute_capability})" if arch else "- GPU: none (CPU-only build)",
-        f"- CPU: {isa.description} ({' '.join(isa.compiler_flags)})",
-        f"- CUDA: {variant.cuda}" if variant.cuda else "- CUDA: disabled",
-        f"- Python: {variant.python}",
-    ]) + "\n"
+    long_description = (
+        "\n".join(
+            [
+                "Custom PyTorch build with targeted optimizations:",
+                f"- GPU: {arch.description} ({arch.name}, compute capability {arch.compute_capability})"
+                if arch
+                else "- GPU: none (CPU-only build)",
+                f"- CPU: {isa.description} ({' '.join(isa.compiler_flags)})",
+                f"- CUDA: {variant.cuda}" if variant.cuda else "- CUDA: disabled",
+                f"- Python: {variant.python}",
+            ]
+        )
+        + "\n"
+    )
     values = {
         "title": _comment(title),
         "package": nix_string(variant.package),
@@ -120,7 +136,9 @@ def render(variant: Variant, catalog: Catalog) -> str:
         "torch": nix_string(variant.torch),
         "cuda": nix_string(variant.cuda or ""),
         "pickvariantVersion": __version__,
-        "catalogComment": _comment(f"the catalog {catalog.path.name} synced from {catalog.source.repo} at {catalog.source.commit[:12]}"),
+        "catalogComment": _comment(
+            f"the catalog {catalog.path.name} synced from {catalog.source.repo} at {catalog.source.commit[:12]}"
+        ),
         "nixpkgsRev": nix_string(variant.nixpkgs_rev),
         "gpuArchSM": nix_string(str(arch.compute_capability)) if arch else "null",
         "gpuArchNum": nix_string(f"{arch.compute_capability.major}{arch.compute_capability.minor}") if arch else "null",
@@ -152,17 +170,24 @@ class Written:
     changed: bool
 
 
-def branch_variants(catalog: Catalog, branch: str | None, cuda: str | None, output: Path | None) -> tuple[list[Variant], list[str]]:
+def branch_variants(
+    catalog: Catalog, branch: str | None, cuda: str | None, output: Path | None
+) -> tuple[list[Variant], list[str]]:
     """The variants `recipe --all` renders (a branch's, of one CUDA line if given) and a line for each it cannot."""
     if output is None:
         raise BadInput("--all writes one file per variant: give the directory with -o DIR")
     if branch is None:
-        raise BadInput(f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})")
+        raise BadInput(
+            f"--all renders one branch: name it with --branch ({', '.join(b.name for b in catalog.branches)})"
+        )
     variants = [v for v in catalog.branch(branch).variants if cuda is None or v.cuda == cuda]
     if not variants:
         raise BadInput(f"branch {branch} has no CUDA {cuda} line")
-    skipped = [f"skipped {variant.package}: an MPS build has no template; fetch it with `pickvariant recipe {variant.package} --branch {variant.branch}`"
-               for variant in variants if variant.is_mps]
+    skipped = [
+        f"skipped {variant.package}: an MPS build has no template; fetch it with `pickvariant recipe {variant.package} --branch {variant.branch}`"
+        for variant in variants
+        if variant.is_mps
+    ]
     return [v for v in variants if not v.is_mps], skipped
 
 

@@ -52,7 +52,7 @@ class Inputs:
         """Each label given to more than one line, with how many lines and whether their hardware differs:
         the same label on two machines is two nodes, and the admin should know which name to fix."""
         profiles: dict[str, list[int]] = defaultdict(list)
-        for label, profile in zip(self.labels, self.profile_of):
+        for label, profile in zip(self.labels, self.profile_of, strict=False):
             profiles[label].append(profile)
         said = []
         for label, seen in profiles.items():
@@ -68,10 +68,15 @@ def _compact(hardware: Mapping[str, Any]) -> dict[str, Any]:
     between nodes (sys.intern): a cluster of 100k distinct machines keeps 100k of these."""
     cpu = hardware["cpu"]
     return {
-        "os": sys.intern(hardware["os"]), "arch": sys.intern(hardware["arch"]),
+        "os": sys.intern(hardware["os"]),
+        "arch": sys.intern(hardware["arch"]),
         "cpu": {"model": cpu.get("model"), "flags": sorted({sys.intern(flag) for flag in cpu["flags"]})},
-        "gpus": [{"compute_capability": sys.intern(gpu["compute_capability"]), "name": gpu.get("name")} for gpu in hardware["gpus"]],
-        "driver": hardware.get("driver"), "driver_assumed": hardware.get("driver_assumed") is True,
+        "gpus": [
+            {"compute_capability": sys.intern(gpu["compute_capability"]), "name": gpu.get("name")}
+            for gpu in hardware["gpus"]
+        ],
+        "driver": hardware.get("driver"),
+        "driver_assumed": hardware.get("driver_assumed") is True,
         "gpu_detection_inconclusive": hardware.get("gpu_detection_inconclusive") is True,
     }
 
@@ -79,7 +84,11 @@ def _compact(hardware: Mapping[str, Any]) -> dict[str, Any]:
 def _profile_key(compact: Mapping[str, Any]) -> bytes:
     """A digest of what the decision reads of a node: nodes with equal keys get equal decisions."""
     # Names (of the CPU model, of GPUs) change no decision: machines that differ only in them share one.
-    relevant = {**compact, "cpu": compact["cpu"]["flags"], "gpus": [gpu["compute_capability"] for gpu in compact["gpus"]]}
+    relevant = {
+        **compact,
+        "cpu": compact["cpu"]["flags"],
+        "gpus": [gpu["compute_capability"] for gpu in compact["gpus"]],
+    }
     return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode("utf-8"), digest_size=16).digest()
 
 
@@ -140,19 +149,25 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
 
 # What `ansible HOSTS -m shell -a 'pickvariant detect --compact --label …' -o` prints per host (its oneline
 # callback; ansible-core 2.19): "n1 | CHANGED | rc=0 | (stdout) {…}", with " (stderr) …" after it if the command wrote there.
-_ANSIBLE_ONELINE = re.compile(r"(?P<host>[^\s|]+) \| (?P<status>[A-Z!]+)(?: \| rc=(?P<rc>-?\d+))?(?: \| | => )(?P<rest>.*)", re.DOTALL)
+_ANSIBLE_ONELINE = re.compile(
+    r"(?P<host>[^\s|]+) \| (?P<status>[A-Z!]+)(?: \| rc=(?P<rc>-?\d+))?(?: \| | => )(?P<rest>.*)", re.DOTALL
+)
 
 
 def _from_ansible(line: re.Match[str]) -> tuple[str, str | None]:
     """The detect line inside one line of Ansible's oneline output, or why there is none."""
     rest = line["rest"]
-    if line["status"] not in ("CHANGED", "SUCCESS") or line["rc"] not in (None, "0", "3") or not rest.startswith("(stdout) {"):
+    if (
+        line["status"] not in ("CHANGED", "SUCCESS")
+        or line["rc"] not in (None, "0", "3")
+        or not rest.startswith("(stdout) {")
+    ):
         return "", f"Ansible reports {line['status'].rstrip('!')} for {line['host']}: no detect line from it"
     try:
         _, end = _DECODER.raw_decode(rest, len("(stdout) "))
     except ValueError:
         return "", f"Ansible's line for {line['host']} holds no complete JSON object"
-    return rest[len("(stdout) "):end], None
+    return rest[len("(stdout) ") : end], None
 
 
 def _opened_fifo(location: Path, path: str) -> IO[bytes]:
@@ -186,7 +201,7 @@ def _split_label(text: str) -> tuple[str | None, str | None]:
         return None, None
     if not isinstance(label, str) or not text.startswith(",", end):
         return None, None
-    return label, "{" + text[end + 1:]
+    return label, "{" + text[end + 1 :]
 
 
 def input_size(paths: Sequence[str], stdin: IO[bytes]) -> int | None:
@@ -200,7 +215,11 @@ def input_size(paths: Sequence[str], stdin: IO[bytes]) -> int | None:
                     return None
                 total += status.st_size
             elif (location := Path(path)).is_dir():
-                total += sum(child.stat().st_size for child in location.iterdir() if child.is_file() and child.suffix in (".json", ".jsonl"))
+                total += sum(
+                    child.stat().st_size
+                    for child in location.iterdir()
+                    if child.is_file() and child.suffix in (".json", ".jsonl")
+                )
             else:
                 total += location.stat().st_size
         except (OSError, ValueError):  # ValueError: a stdin without a file descriptor
@@ -211,7 +230,9 @@ def input_size(paths: Sequence[str], stdin: IO[bytes]) -> int | None:
 ProgressCallback = Callable[[int, int], None]  # (nodes read, bytes read)
 
 
-def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCallback = lambda nodes, size: None) -> Inputs:
+def read_inputs(
+    paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCallback = lambda nodes, size: None
+) -> Inputs:
     inputs = Inputs()
     consumed = 0
     profile_index: dict[bytes, int] = {}
@@ -257,8 +278,15 @@ def read_inputs(paths: Sequence[str], stdin: IO[bytes], on_progress: ProgressCal
             except (ValueError, RecursionError):
                 bad(where, "not JSON")
                 continue
-            if not isinstance(document, dict) or document.get("schema_version") != DETECT_SCHEMA_VERSION or not isinstance(document.get("hardware"), dict):
-                bad(where, f"not a `pickvariant detect --format json` object (schema_version {DETECT_SCHEMA_VERSION} with \"hardware\")")
+            if (
+                not isinstance(document, dict)
+                or document.get("schema_version") != DETECT_SCHEMA_VERSION
+                or not isinstance(document.get("hardware"), dict)
+            ):
+                bad(
+                    where,
+                    f'not a `pickvariant detect --format json` object (schema_version {DETECT_SCHEMA_VERSION} with "hardware")',
+                )
                 continue
             try:
                 validate(document, load_schema(DETECT_LINE_SCHEMA))

@@ -6,6 +6,7 @@ instead of re-deriving the rules, so that what one of them admits the others adm
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from pickvariant._base.versions import ComputeCapability, version_key
@@ -56,7 +57,11 @@ def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[st
 
 def usable_isas(catalog: Catalog, facts: HostFacts) -> tuple[CpuIsa, ...]:
     """The catalog's instruction sets this CPU can run (every required flag present), in catalog order."""
-    return tuple(isa for isa in catalog.isas.values() if isa.platform == facts.arch and not missing_flags(isa.requires, facts.cpu.flags))
+    return tuple(
+        isa
+        for isa in catalog.isas.values()
+        if isa.platform == facts.arch and not missing_flags(isa.requires, facts.cpu.flags)
+    )
 
 
 def has_tegra(gpus: Sequence[GpuFacts], catalog: Catalog) -> bool:
@@ -85,11 +90,15 @@ def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog:
             continue
         why = arch.drivers.refuses(driver.version)
         if why:
-            reasons.append(f"driver {driver.version} cannot drive GPU {gpu.index} (compute capability {gpu.compute_capability}): it {why}")
+            reasons.append(
+                f"driver {driver.version} cannot drive GPU {gpu.index} (compute capability {gpu.compute_capability}): it {why}"
+            )
     return tuple(reasons)
 
 
-def driver_rejection(driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> str | None:
+def driver_rejection(
+    driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog
+) -> str | None:
     """None when the driver can run the CUDA line on these GPUs (or nothing is known of it, or there is none), else why not."""
     if driver is None or line is None or not gpus:
         return None
@@ -120,7 +129,9 @@ def platform_rejection(variant: Variant, facts: HostFacts, catalog: Catalog) -> 
     return f"it is built for {variant.platform}, this machine is {facts.os}/{facts.arch}"
 
 
-def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence[GpuFacts] | None = None) -> tuple[str, ...]:
+def why_not(
+    variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence[GpuFacts] | None = None
+) -> tuple[str, ...]:
     """Every reason `variant` cannot run on `facts` (on `gpus`, default every GPU); empty when it can."""
     gpus = facts.gpus if gpus is None else gpus
     problems: list[str] = []
@@ -151,7 +162,10 @@ def why_not(variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence
         if kind not in verdicts:
             # The verdict for an architecture of the catalog and a kind of GPU is the catalog's to
             # keep: decide asks it of dozens of variants.
-            verdicts[kind] = catalog.derive(("kernels run on", arch.name, kind), lambda: kernels_run_on(arch, capability, catalog))
+            verdicts[kind] = catalog.derive(
+                ("kernels run on", arch.name, kind),
+                functools.partial(kernels_run_on, arch, capability, catalog),
+            )
         why = verdicts[kind]
         if why:
             problems.append(f"GPU {gpu.index}: {why}")

@@ -64,9 +64,14 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
 
     if facts.gpu_inconclusive and not darwin:
         return Decision(
-            None, None,
-            tuple(reasons) + ("GPU detection was inconclusive, so no variant can be shown to have kernels for this machine's GPUs",),
-            (), ("describe the GPUs with --gpu CC (and --driver VERSION), or pass --no-gpu for a CPU-only build",),
+            None,
+            None,
+            (
+                *tuple(reasons),
+                "GPU detection was inconclusive, so no variant can be shown to have kernels for this machine's GPUs",
+            ),
+            (),
+            ("describe the GPUs with --gpu CC (and --driver VERSION), or pass --no-gpu for a CPU-only build",),
         )
 
     # 2. Which GPUs the variant must run on.
@@ -86,10 +91,16 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
 
     # 3. Branches by the pins, then CUDA lines by the pins and the driver.
     branches, turned_down = catalog.derive(
-        ("pinned branches", options.branch, options.torch, options.python, "vllm" in options.with_projects), lambda: _pinned_branches(catalog, options))
+        ("pinned branches", options.branch, options.torch, options.python, "vllm" in options.with_projects),
+        lambda: _pinned_branches(catalog, options),
+    )
     rejected.extend(turned_down)
     # Without GPUs to serve only builds without CUDA are looked at: no line needs judging (a --cuda pin is still checked).
-    lines = _admissible_lines(facts, catalog, options, branches, targets, rejected, reasons) if targets or options.cuda else set()
+    lines = (
+        _admissible_lines(facts, catalog, options, branches, targets, rejected, reasons)
+        if targets or options.cuda
+        else set()
+    )
 
     # 4. CPU instruction sets.
     workload = catalog.workloads[options.workload]
@@ -99,13 +110,22 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
             continue
         missing = missing_flags(isa.requires, facts.cpu.flags)
         if missing:
-            rejected.append(Rejection(f"CPU instruction set {isa.name}", f"this CPU lacks {', '.join(missing)}: the build would crash with an illegal instruction"))
+            rejected.append(
+                Rejection(
+                    f"CPU instruction set {isa.name}",
+                    f"this CPU lacks {', '.join(missing)}: the build would crash with an illegal instruction",
+                )
+            )
         else:
             usable_isas.add(isa.name)
 
     # 5. Whole variants: a variant counts only if every part of it fits (compat.why_not has the last word).
-    isa_rank = catalog.derive(("isa rank", workload.name), lambda: {name: rank for rank, name in enumerate(workload.isa_preference)})
-    static_ranks: dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]] = catalog.derive("static ranks", dict)
+    isa_rank = catalog.derive(
+        ("isa rank", workload.name), lambda: {name: rank for rank, name in enumerate(workload.isa_preference)}
+    )
+    static_ranks: dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]] = catalog.derive(
+        "static ranks", dict
+    )
 
     def rank(variant: Variant) -> tuple[object, ...]:
         key = (variant.branch, variant.package)
@@ -124,16 +144,24 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
     looked_at: tuple[str | None, ...] = (MPS,) if darwin else tuple(sorted(runnable_archs)) if targets else (None,)
 
     candidates = sorted(
-        (v for branch in branches for arch in looked_at for v in branch.variants_for(system, arch)
-         if (v.cpu_isa is None or v.cpu_isa in usable_isas) and (v.cuda is None or (branch.name, v.cuda) in lines)
-         and not why_not(v, facts, catalog, targets)),
+        (
+            v
+            for branch in branches
+            for arch in looked_at
+            for v in branch.variants_for(system, arch)
+            if (v.cpu_isa is None or v.cpu_isa in usable_isas)
+            and (v.cuda is None or (branch.name, v.cuda) in lines)
+            and not why_not(v, facts, catalog, targets)
+        ),
         key=rank,
     )
     if targets:
         explain.explain_gpu_archs(catalog, targets, rejected, candidates[0].gpu_arch if candidates else None)
 
     if not candidates:
-        return explain.no_variant(facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints, _decide)
+        return explain.no_variant(
+            facts, catalog, options, targets, branches, usable_isas, tuple(reasons), rejected, with_hints, _decide
+        )
 
     chosen = candidates[0]
     companions: tuple[Companion, ...] = ()
@@ -145,14 +173,26 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
         hints = _set_driver_hints(facts, catalog, options, pick.variant, chosen) if with_hints else []
         if pick.variant is None:
             lacking = ", ".join(pick.missing) or ", ".join(options.with_projects)
-            axes = [f"PyTorch {chosen.torch}", f"Python {chosen.python}", f"CUDA {chosen.cuda or 'none'}", chosen.gpu_arch or "CPU only", chosen.cpu_isa]
-            why = (f"no {lacking} recipe is built on the PyTorch of any variant that runs here "
-                   f"(the best, {chosen.label}: {', '.join(a for a in axes if a)})")
+            axes = [
+                f"PyTorch {chosen.torch}",
+                f"Python {chosen.python}",
+                f"CUDA {chosen.cuda or 'none'}",
+                chosen.gpu_arch or "CPU only",
+                chosen.cpu_isa,
+            ]
+            why = (
+                f"no {lacking} recipe is built on the PyTorch of any variant that runs here "
+                f"(the best, {chosen.label}: {', '.join(a for a in axes if a)})"
+            )
             hints.append(f"without --with, PyTorch alone is {chosen.label}")
-            return Decision(None, None, tuple(reasons) + (why,), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
+            return Decision(
+                None, None, (*tuple(reasons), why), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets
+            )
         if pick.variant is not chosen:
-            reasons.append(f"PyTorch alone would be {chosen.label} (PyTorch {chosen.torch}, CUDA {chosen.cuda or 'none'}): "
-                           f"no {', '.join(pick.missing)} recipe is built on its PyTorch for this machine, so the set takes the next that has one")
+            reasons.append(
+                f"PyTorch alone would be {chosen.label} (PyTorch {chosen.torch}, CUDA {chosen.cuda or 'none'}): "
+                f"no {', '.join(pick.missing)} recipe is built on its PyTorch for this machine, so the set takes the next that has one"
+            )
         chosen, companions = pick.variant, pick.companions
         reasons.extend(pick.reasons)
         set_hints = tuple(hints)
@@ -161,21 +201,27 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
     branch = catalog.branch(chosen.branch)
     line = catalog.cuda_line(chosen)
     reasons.append(explain.branch_reason(chosen, branch, line, options))
-    explain.explain_other_branches(catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected, options.with_projects)
+    explain.explain_other_branches(
+        catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected, options.with_projects
+    )
     if chosen.is_mps:
         reasons.append(f"GPU: Apple MPS (needs macOS {catalog.min_macos} or newer)")
     elif chosen.gpu_arch:
         arch = catalog.gpu_archs[chosen.gpu_arch]
         exact = all(gpu.compute_capability == arch.compute_capability for gpu in targets)
         if exact:
-            reasons.append(f"GPU architecture {arch.name}: exact match for compute capability {arch.compute_capability} ({arch.description})")
+            reasons.append(
+                f"GPU architecture {arch.name}: exact match for compute capability {arch.compute_capability} ({arch.description})"
+            )
         else:
             reasons.append(
                 f"GPU architecture {arch.name}: the highest architecture with a variant whose kernels run on "
                 + ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in targets)
             )
         if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
-            reasons.append(f"built without cuDNN (cuDNN 9.11+ has no kernels for {arch.name}): convolutions use PyTorch's own CUDA kernels")
+            reasons.append(
+                f"built without cuDNN (cuDNN 9.11+ has no kernels for {arch.name}): convolutions use PyTorch's own CUDA kernels"
+            )
     if chosen.cpu_isa is not None:
         isa = catalog.isas[chosen.cpu_isa]
         ranked_usable = [name for name in workload.isa_preference if name in usable_isas]
@@ -186,25 +232,61 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
         for other in ranked_usable:
             if other == chosen.cpu_isa:
                 continue
-            same = [v for v in candidates if v.cpu_isa == other and v.branch == chosen.branch and v.gpu_arch == chosen.gpu_arch and v.cuda == chosen.cuda]
+            same = [
+                v
+                for v in candidates
+                if v.cpu_isa == other
+                and v.branch == chosen.branch
+                and v.gpu_arch == chosen.gpu_arch
+                and v.cuda == chosen.cuda
+            ]
             if same:
-                rejected.append(Rejection(same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"))
+                rejected.append(
+                    Rejection(
+                        same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"
+                    )
+                )
             else:
-                rejected.append(Rejection(f"CPU instruction set {other}", f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
-                                          + (f" on CUDA {chosen.cuda}" if chosen.cuda else "")))
-    return Decision(chosen, branch, tuple(reasons), tuple(dedupe(rejected)), set_hints, targets, line, tuple(candidates), companions)
+                rejected.append(
+                    Rejection(
+                        f"CPU instruction set {other}",
+                        f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
+                        + (f" on CUDA {chosen.cuda}" if chosen.cuda else ""),
+                    )
+                )
+    return Decision(
+        chosen, branch, tuple(reasons), tuple(dedupe(rejected)), set_hints, targets, line, tuple(candidates), companions
+    )
 
 
-def _set_driver_hints(facts: HostFacts, catalog: Catalog, options: Request, got: Variant | None, alone: Variant) -> list[str]:
+def _set_driver_hints(
+    facts: HostFacts, catalog: Catalog, options: Request, got: Variant | None, alone: Variant
+) -> list[str]:
     """What a driver upgrade would give the set: "a driver >= X gives PyTorch 2.10.0 with torchvision" (decided again, not guessed)."""
-    if facts.driver is None or facts.driver_assumed or facts.driver.version is None or (got is not None and got.torch == alone.torch):
+    if (
+        facts.driver is None
+        or facts.driver_assumed
+        or facts.driver.version is None
+        or (got is not None and got.torch == alone.torch)
+    ):
         return []
-    lines = sorted({(line.min_driver, line.cuda) for branch in catalog.branches for line in branch.cuda_lines if facts.driver.version < line.min_driver},
-                   key=lambda pair: (pair[0].parts, version_key(pair[1])))
+    lines = sorted(
+        {
+            (line.min_driver, line.cuda)
+            for branch in catalog.branches
+            for line in branch.cuda_lines
+            if facts.driver.version < line.min_driver
+        },
+        key=lambda pair: (pair[0].parts, version_key(pair[1])),
+    )
     for min_driver, cuda in lines:
         upgraded = _decide(replace(facts, driver=DriverFacts(min_driver, cuda)), catalog, options, False)
-        if upgraded.variant is not None and (got is None or version_key(upgraded.variant.torch) > version_key(got.torch)):
-            return [f"a driver >= {min_driver} gives PyTorch {upgraded.variant.torch} with {', '.join(options.with_projects)} ({upgraded.variant.label})"]
+        if upgraded.variant is not None and (
+            got is None or version_key(upgraded.variant.torch) > version_key(got.torch)
+        ):
+            return [
+                f"a driver >= {min_driver} gives PyTorch {upgraded.variant.torch} with {', '.join(options.with_projects)} ({upgraded.variant.label})"
+            ]
     return []
 
 
@@ -221,14 +303,20 @@ def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...]
         _newest_first(variant.torch),
         _newest_first(variant.cuda) if variant.cuda else (),
         preference.index(variant.python) if variant.python in preference else len(preference),
-        -capability.major, -capability.minor,
+        -capability.major,
+        -capability.minor,
     )
     return before, (variant.branch, variant.package)
 
 
 def _admissible_lines(
-    facts: HostFacts, catalog: Catalog, options: Request, branches: Sequence[Branch], targets: tuple[GpuFacts, ...],
-    rejected: list[Rejection], reasons: list[str],
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    branches: Sequence[Branch],
+    targets: tuple[GpuFacts, ...],
+    rejected: list[Rejection],
+    reasons: list[str],
 ) -> set[tuple[str, str]]:
     admissible: set[tuple[str, str]] = set()
     too_old: dict[str, str] = {}
@@ -248,16 +336,22 @@ def _admissible_lines(
     if options.cuda:  # a pin that matches nothing is bad input, GPUs or not
         built = sorted({line.cuda for b in branches for line in b.cuda_lines}, key=version_key)
         if not any(release_matches(options.cuda, cuda, "--cuda") for cuda in built):
-            raise BadInput(f"--cuda {options.cuda}: no branch left by the pins builds it (CUDA lines: {', '.join(built)})")
+            raise BadInput(
+                f"--cuda {options.cuda}: no branch left by the pins builds it (CUDA lines: {', '.join(built)})"
+            )
     if targets and facts.driver_assumed:
         reasons.append("driver: none given, assumed new enough for every CUDA line")
     elif targets and facts.driver is not None:
-        label = f"driver {facts.driver.version or 'of unknown version'}" + (f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else "")
+        label = f"driver {facts.driver.version or 'of unknown version'}" + (
+            f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+        )
         rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(targets, facts.driver, catalog) else ""
         if can_run:
             reasons.append(f"{label} can run CUDA {', '.join(sorted(can_run, key=version_key))}{rule}")
         else:
-            reasons.append(f"{label} can run none of the CUDA lines {'the pins leave' if options.cuda or options.torch or options.branch or options.python else 'of the catalog'}{rule}")
+            reasons.append(
+                f"{label} can run none of the CUDA lines {'the pins leave' if options.cuda or options.torch or options.branch or options.python else 'of the catalog'}{rule}"
+            )
     return admissible
 
 
@@ -300,22 +394,45 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
     else:
         candidates = []
         for branch in catalog.branches:
-            if branch.aligned_with and not (branch.aligned_with.startswith("vllm ") and "vllm" in options.with_projects):
-                rejected.append(Rejection(f"branch {branch.name}", f"aligned with {branch.aligned_with}: chosen only when named with --branch (or --with vllm)"))
+            if branch.aligned_with and not (
+                branch.aligned_with.startswith("vllm ") and "vllm" in options.with_projects
+            ):
+                rejected.append(
+                    Rejection(
+                        f"branch {branch.name}",
+                        f"aligned with {branch.aligned_with}: chosen only when named with --branch (or --with vllm)",
+                    )
+                )
             else:
                 candidates.append(branch)
     branches = []
     for branch in candidates:
         if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
-            rejected.append(Rejection(f"branch {branch.name}", f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}"))
+            rejected.append(
+                Rejection(
+                    f"branch {branch.name}", f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}"
+                )
+            )
         elif options.python and not release_matches(options.python, branch.python, options.python_given_as):
-            rejected.append(Rejection(f"branch {branch.name}", f"builds Python {branch.python}, not the requested {options.python}"))
+            rejected.append(
+                Rejection(f"branch {branch.name}", f"builds Python {branch.python}, not the requested {options.python}")
+            )
         else:
             branches.append(branch)
     if not branches:
-        known = "; ".join(f"{b.name}: PyTorch {b.torch}, Python {b.python}" for b in catalog.branches if b.aligned_with is None or options.branch)
-        pins = ", ".join(f"{flag} {value}" for flag, value in (("--branch", options.branch), ("--torch", options.torch), (options.python_given_as, options.python)) if value)
+        known = "; ".join(
+            f"{b.name}: PyTorch {b.torch}, Python {b.python}"
+            for b in catalog.branches
+            if b.aligned_with is None or options.branch
+        )
+        pins = ", ".join(
+            f"{flag} {value}"
+            for flag, value in (
+                ("--branch", options.branch),
+                ("--torch", options.torch),
+                (options.python_given_as, options.python),
+            )
+            if value
+        )
         raise BadInput(f"no branch matches {pins}; the catalog has {known}")
     return tuple(branches), tuple(rejected)
-
-

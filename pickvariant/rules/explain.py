@@ -17,10 +17,10 @@ from pickvariant.rules.compat import (
     TEGRA_CUDA_UNKNOWN,
     driver_rejection,
     judged_by_cuda_version,
-    tegra_cuda_unknown,
-    undriven_gpus,
     kernels_run_on,
     runs_on_all,
+    tegra_cuda_unknown,
+    undriven_gpus,
 )
 from pickvariant.rules.decision import Decision, Rejection, dedupe
 
@@ -52,34 +52,61 @@ def branch_reason(chosen: Variant, branch: Branch, line: CudaLine | None, option
 
 
 def explain_other_branches(
-    catalog: Catalog, chosen: Variant, branches: Sequence[Branch], candidates: list[Variant], targets: tuple[GpuFacts, ...],
-    usable_isas: set[str], facts: HostFacts, rejected: list[Rejection], companions: Sequence[str] = (),
+    catalog: Catalog,
+    chosen: Variant,
+    branches: Sequence[Branch],
+    candidates: list[Variant],
+    targets: tuple[GpuFacts, ...],
+    usable_isas: set[str],
+    facts: HostFacts,
+    rejected: list[Rejection],
+    companions: Sequence[str] = (),
 ) -> None:
     """Say why each newer or otherwise preferred branch lost: the question users ask first."""
     best_of_branch: dict[str, Variant] = {}
     for variant in candidates:  # best first, so the first of each branch is its best
         best_of_branch.setdefault(variant.branch, variant)
-    ahead = set(candidates[:candidates.index(chosen)]) if companions and chosen in candidates else set()
+    ahead = set(candidates[: candidates.index(chosen)]) if companions and chosen in candidates else set()
     for branch in branches:
         if branch.name == chosen.branch:
             continue
         best = best_of_branch.get(branch.name)
         if best is not None:
             if best in ahead:  # it ranks first for torch alone: the companions decided
-                rejected.append(Rejection(f"branch {branch.name}", f"fits for PyTorch alone (e.g. {best.package}), but no {', '.join(companions)} "
-                                                                   f"recipe is built on its PyTorch {best.torch} for this machine"))
+                rejected.append(
+                    Rejection(
+                        f"branch {branch.name}",
+                        f"fits for PyTorch alone (e.g. {best.package}), but no {', '.join(companions)} "
+                        f"recipe is built on its PyTorch {best.torch} for this machine",
+                    )
+                )
             elif version_key(best.torch) < version_key(chosen.torch):
-                rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"))
+                rejected.append(
+                    Rejection(
+                        f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"
+                    )
+                )
             elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
-                rejected.append(Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}"))
+                rejected.append(
+                    Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}")
+                )
             else:
-                rejected.append(Rejection(f"branch {branch.name}", f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}"))
+                rejected.append(
+                    Rejection(
+                        f"branch {branch.name}",
+                        f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}",
+                    )
+                )
             continue
         # Nothing of it fits: that is the reason, whatever PyTorch it ships.
-        rejected.append(Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
+        rejected.append(
+            Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts))
+        )
 
 
-def explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection], chosen: str | None = None) -> None:
+def explain_gpu_archs(
+    catalog: Catalog, targets: tuple[GpuFacts, ...], rejected: list[Rejection], chosen: str | None = None
+) -> None:
     """Every architecture of the catalog but the chosen one, with why it lost: no kernels for a GPU, or outranked."""
     for arch in catalog.gpu_archs.values():
         if arch.name == chosen:
@@ -93,14 +120,19 @@ def explain_gpu_archs(catalog: Catalog, targets: tuple[GpuFacts, ...], rejected:
             if chosen is not None:
                 better = catalog.gpu_archs[chosen]
                 runs_on = ", ".join(f"{gpu.compute_capability}" for gpu in dict.fromkeys(targets))
-                rejected.append(Rejection(
-                    f"GPU architecture {arch.name}",
-                    f"its kernels run on {runs_on} too, but {better.name} is the higher architecture and has a variant here (native kernels, newer instructions)"
-                    if better.compute_capability > arch.compute_capability else
-                    f"its kernels run on {runs_on} too, but no variant of it fits as well as {better.name}'s"))
+                rejected.append(
+                    Rejection(
+                        f"GPU architecture {arch.name}",
+                        f"its kernels run on {runs_on} too, but {better.name} is the higher architecture and has a variant here (native kernels, newer instructions)"
+                        if better.compute_capability > arch.compute_capability
+                        else f"its kernels run on {runs_on} too, but no variant of it fits as well as {better.name}'s",
+                    )
+                )
 
 
-def why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, facts: HostFacts) -> str:
+def why_branch_has_nothing(
+    branch: Branch, targets: tuple[GpuFacts, ...], usable_isas: set[str], catalog: Catalog, facts: HostFacts
+) -> str:
     system = catalog.nix_system(facts.os, facts.arch)
     own = [v for v in branch.variants if v.platform == system]
     if not own:
@@ -112,7 +144,11 @@ def why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable
     compatible = {v.gpu_arch for v in own if runs_on_all(catalog, v.gpu_arch, targets)}
     if not compatible:
         wanted = ", ".join(sorted({gpu.compute_capability.sm.upper() for gpu in targets}))
-        return f"no {wanted} build (nor one whose kernels run on " + ", ".join(f"{g.compute_capability}" for g in targets) + ")"
+        return (
+            f"no {wanted} build (nor one whose kernels run on "
+            + ", ".join(f"{g.compute_capability}" for g in targets)
+            + ")"
+        )
     with_isa = {v.cpu_isa for v in own if v.gpu_arch in compatible and v.cpu_isa}
     if not with_isa & usable_isas:
         return f"its {', '.join(sorted(c for c in compatible if c))} variants exist only for {', '.join(sorted(i for i in with_isa if i))}, none of which this CPU can run"
@@ -121,8 +157,16 @@ def why_branch_has_nothing(branch: Branch, targets: tuple[GpuFacts, ...], usable
 
 
 def no_variant(
-    facts: HostFacts, catalog: Catalog, options: Request, targets: tuple[GpuFacts, ...], branches: Sequence[Branch],
-    usable_isas: set[str], reasons: tuple[str, ...], rejected: list[Rejection], with_hints: bool, redecide: Redecide,
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    targets: tuple[GpuFacts, ...],
+    branches: Sequence[Branch],
+    usable_isas: set[str],
+    reasons: tuple[str, ...],
+    rejected: list[Rejection],
+    with_hints: bool,
+    redecide: Redecide,
 ) -> Decision:
     why: list[str] = []
     hints: list[str] = []
@@ -130,16 +174,22 @@ def no_variant(
     system = catalog.nix_system(facts.os, facts.arch)
     own = [v for b in branches for v in b.variants if v.platform == system]
     for branch in branches:
-        rejected.append(Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts)))
+        rejected.append(
+            Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts))
+        )
     if facts.os == "darwin":
         why.append(f"no branch left by the pins has an MPS build for {system}")
         if options.torch or options.python or options.branch:
             hints.append("drop --torch/--python-version/--branch to consider every branch")
         return Decision(None, None, reasons + tuple(why), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
     if not usable_isas:
-        why.append(f"this CPU ({facts.cpu.model or facts.arch}) has the flags of no {facts.arch} instruction set in the catalog")
+        why.append(
+            f"this CPU ({facts.cpu.model or facts.arch}) has the flags of no {facts.arch} instruction set in the catalog"
+        )
         if not facts.cpu.flags:
-            hints.append("no CPU flags are known (see the notes): describe the CPU with --cpuinfo FILE, a copy of its /proc/cpuinfo")
+            hints.append(
+                "no CPU flags are known (see the notes): describe the CPU with --cpuinfo FILE, a copy of its /proc/cpuinfo"
+            )
     if targets:
         cuda_variants = [v for v in own if v.cuda]
         per_gpu_ok = all(any_arch_for(catalog, cuda_variants, (gpu,)) for gpu in targets)
@@ -149,7 +199,9 @@ def no_variant(
             hints.append("target one GPU with --gpu-index N")
         for gpu in targets:
             if not any_arch_for(catalog, cuda_variants, (gpu,)):
-                why.append(f"no variant has kernels for GPU {gpu.index} ({gpu.name}, compute capability {gpu.compute_capability})")
+                why.append(
+                    f"no variant has kernels for GPU {gpu.index} ({gpu.name}, compute capability {gpu.compute_capability})"
+                )
                 hints.extend(newer_gpu_hints(facts, catalog, gpu))
         gpu_isas = {v.cpu_isa for v in cuda_variants if runs_on_all(catalog, v.gpu_arch, targets) and v.cpu_isa}
         if gpu_isas and usable_isas and not gpu_isas & usable_isas:
@@ -161,12 +213,18 @@ def no_variant(
         why.extend(undriven)
         if tegra_cuda_unknown(targets, facts.driver, catalog) and not facts.driver_assumed:
             why.append(TEGRA_CUDA_UNKNOWN)
-            hints.append(f"state the CUDA version the Jetson's driver reports with --driver-cuda X.Y (env {settings.DRIVER_CUDA})")
+            hints.append(
+                f"state the CUDA version the Jetson's driver reports with --driver-cuda X.Y (env {settings.DRIVER_CUDA})"
+            )
         upgrade = driver_upgrade(facts, catalog, options, branches, targets, redecide) if with_hints else None
         if upgrade is not None:
             line, variant, driver = upgrade
             if not undriven:
-                shown = facts.driver.version if facts.driver and facts.driver.version else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
+                shown = (
+                    facts.driver.version
+                    if facts.driver and facts.driver.version
+                    else f"for CUDA {facts.driver.cuda if facts.driver else '?'}"
+                )
                 why.append(f"driver {shown} is too old for every CUDA line that has a variant for this machine")
             if judged_by_cuda_version(targets, facts.driver, catalog):
                 hints.append(f"a Jetson driver (JetPack) that supports CUDA {line.cuda} would allow {variant.label}")
@@ -180,14 +238,18 @@ def no_variant(
                 hints.append(f"a driver >= {driver.version} (CUDA {line.cuda}) would allow {variant.label}")
         cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
         if cpu_only:
-            best = min(cpu_only, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or "")))
+            best = min(
+                cpu_only, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or ""))
+            )
             hints.append(f"--no-gpu would give {best.label} (CPU only: the GPU would go unused)")
     elif usable_isas:
         why.append(f"there is no CPU-only variant for {', '.join(sorted(usable_isas))} on the branches the pins leave")
     if options.torch or options.cuda or options.python or options.branch:
         hints.append("drop --torch/--cuda/--python-version/--branch to consider every branch")
     if not why:
-        why.append("no variant combines an admissible branch and CUDA line, a GPU architecture with kernels for this machine and a CPU instruction set it can run")
+        why.append(
+            "no variant combines an admissible branch and CUDA line, a GPU architecture with kernels for this machine and a CPU instruction set it can run"
+        )
     return Decision(None, None, reasons + tuple(why), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets)
 
 
@@ -204,14 +266,21 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
             continue
         builds = [catalog.cuda_line(v) for v in catalog.variants if v.gpu_arch == arch.name]
         # Lines of one minimum driver (13.0 and 13.1) are ordered by release too: a set's order is the hash seed's.
-        lines = sorted({line for line in builds if line is not None}, key=lambda line: (line.min_driver.parts, version_key(line.cuda)))
+        lines = sorted(
+            {line for line in builds if line is not None},
+            key=lambda line: (line.min_driver.parts, version_key(line.cuda)),
+        )
         if not lines:
             continue
         line = lines[0]
         renamed = f"{arch.description} reports {gpu.compute_capability} under CUDA 12 drivers and {arch.compute_capability} under CUDA 13"
         as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
         if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, line, as_renamed, catalog):
-            driver = f"a Jetson driver (JetPack) that supports CUDA {line.cuda}" if arch.tegra else f"a driver >= {line.min_driver} (CUDA {line.cuda})"
+            driver = (
+                f"a Jetson driver (JetPack) that supports CUDA {line.cuda}"
+                if arch.tegra
+                else f"a driver >= {line.min_driver} (CUDA {line.cuda})"
+            )
             hints.append(f"{renamed}: {driver} makes the {arch.name} variants usable")
         else:
             # The user already has that driver: telling them to get it would send them in circles.
@@ -223,7 +292,12 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
 
 
 def driver_upgrade(
-    facts: HostFacts, catalog: Catalog, options: Request, branches: Sequence[Branch], targets: tuple[GpuFacts, ...], redecide: Redecide,
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    branches: Sequence[Branch],
+    targets: tuple[GpuFacts, ...],
+    redecide: Redecide,
 ) -> tuple[CudaLine, Variant, DriverFacts] | None:
     """The smallest driver change that gives a variant, the variant the rules would then pick, and that driver.
 
@@ -233,12 +307,19 @@ def driver_upgrade(
     if driver is None or facts.driver_assumed or tegra_cuda_unknown(targets, driver, catalog):
         return None
     by_cuda = judged_by_cuda_version(targets, driver, catalog)
-    too_old = {line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)}
-    for line in sorted(too_old.values(), key=lambda line: version_key(line.cuda) if by_cuda else (line.min_driver.parts, version_key(line.cuda))):
+    too_old = {
+        line.cuda: line for b in branches for line in b.cuda_lines if driver_rejection(driver, line, targets, catalog)
+    }
+    for line in sorted(
+        too_old.values(),
+        key=lambda line: version_key(line.cuda) if by_cuda else (line.min_driver.parts, version_key(line.cuda)),
+    ):
         if by_cuda:
             upgraded = DriverFacts(driver.version, line.cuda)
         else:
-            floors = [line.min_driver] + [arch.drivers.first for arch in _archs(catalog, targets) if arch.drivers and arch.drivers.first]
+            floors = [line.min_driver] + [
+                arch.drivers.first for arch in _archs(catalog, targets) if arch.drivers and arch.drivers.first
+            ]
             upgraded = DriverFacts(max(floors), line.cuda)
         # Decide again rather than guess: the hint must name what the rules would really choose.
         decision = redecide(replace(facts, driver=upgraded), catalog, options, False)
@@ -252,7 +333,10 @@ def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:
 
 
 def _last_branch(catalog: Catalog, gpus: Sequence[GpuFacts]) -> int | None:
-    return min((arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch), default=None)
+    return min(
+        (arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch),
+        default=None,
+    )
 
 
 def any_arch_for(catalog: Catalog, variants: Sequence[Variant], gpus: Sequence[GpuFacts]) -> bool:

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pickvariant._base.errors import BadInput, PickVariantError
+from pickvariant._base.native import stdout_silenced
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible
@@ -26,6 +27,8 @@ from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
 
 JSON_SCHEMA_VERSION = 1
+
+
 @record
 class Profile:
     facts: HostFacts | None
@@ -36,7 +39,8 @@ class Profile:
 
 def _summary(facts: HostFacts) -> str:
     gpus = Counter(str(gpu.compute_capability) for gpu in facts.gpus)
-    gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"
+    # U+00D7, the multiplication sign, is what people read in a count of GPUs.
+    gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"  # noqa: RUF001
     driver = f", driver {facts.driver.version}" if facts.driver and facts.driver.version else ""
     return f"{facts.cpu.model or facts.arch} ({facts.os}/{facts.arch}); {gpu_text}{driver}"
 
@@ -53,7 +57,9 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
         candidates = decision.candidates
         if options.with_projects:
             # A node can be given only a variant whose PyTorch every companion asked for is built on.
-            candidates = tuple(v for v in candidates if stack.companions_for(catalog, v, options.with_projects) is not None)
+            candidates = tuple(
+                v for v in candidates if stack.companions_for(catalog, v, options.with_projects) is not None
+            )
         why = None
         if not candidates:
             # What detect would say on that node: its last reason and its hints (a driver that would help, ...).
@@ -98,11 +104,13 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
             costs.append(rank_weight * count * rank)
     slack_of = {}
     if unserved_cost is not None:
-        for g, (count, candidates) in enumerate(groups):
+        for g, (count, _) in enumerate(groups):
             slack_of[g] = len(costs)
             costs.append(unserved_cost * count)
 
-    h = highspy.Highs()
+    # HiGHS 1.16 prints its banner to fd 1 from the constructor, before output_flag can be set.
+    with stdout_silenced():
+        h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 0.5)  # every cost is an integer: a gap below 1 is optimal
@@ -112,7 +120,11 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
     h.addVars(n, np.zeros(n), np.ones(n))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(costs, dtype=np.float64))
     h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n))
-    starts, indices, values, lower, upper = [], [], [], [], []
+    starts: list[int] = []
+    indices: list[int] = []
+    values: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
 
     def row(entries: Iterable[tuple[int, float]], low: float, high: float) -> None:
         starts.append(len(indices))
@@ -136,9 +148,17 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
     if max_variants is not None:
         row(((i, 1.0) for i in range(len(variants))), 0.0, float(max_variants))
     if starts:
-        h.addRows(len(starts), np.array(lower), np.array(upper), len(indices),
-                  np.array(starts, dtype=np.int32), np.array(indices, dtype=np.int32), np.array(values, dtype=np.float64))
-    h.run()
+        h.addRows(
+            len(starts),
+            np.array(lower),
+            np.array(upper),
+            len(indices),
+            np.array(starts, dtype=np.int32),
+            np.array(indices, dtype=np.int32),
+            np.array(values, dtype=np.float64),
+        )
+    with stdout_silenced():  # and whatever a version prints while solving, should output_flag not cover it
+        h.run()
     status = h.modelStatusToString(h.getModelStatus())
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise PickVariantError(f"the solver found no optimal plan (HiGHS: {status})")
@@ -177,7 +197,9 @@ def cost_of(best: Variant, got: Variant) -> str:
     """What a node loses with `got` instead of its own best, in the words a cluster admin uses."""
     losses = []
     if got.cpu_isa != best.cpu_isa:
-        losses.append(f"{got.cpu_isa} build on a{'n' if (best.cpu_isa or '')[:1] in 'aeio' else ''} {best.cpu_isa} node")
+        losses.append(
+            f"{got.cpu_isa} build on a{'n' if (best.cpu_isa or '')[:1] in 'aeio' else ''} {best.cpu_isa} node"
+        )
     if got.torch != best.torch:
         losses.append(f"PyTorch {got.torch} instead of {best.torch}")
     if got.cuda != best.cuda:
@@ -191,8 +213,10 @@ def cost_of(best: Variant, got: Variant) -> str:
 
 def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
     if not inputs.labels:
-        raise BadInput(f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
-                       + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else ""))
+        raise BadInput(
+            f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
+            + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else "")
+        )
     if max_variants is not None and max_variants < 1:
         raise BadInput(f"--max-variants {max_variants}: give 1 or more")
     profiles = decide_profiles(inputs, catalog, options)
@@ -216,40 +240,85 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
     nodes = []
     served: Counter[int] = Counter()
     covers: dict[int, set[str]] = defaultdict(set)
-    for label, p in zip(inputs.labels, inputs.profile_of):
+    for label, p in zip(inputs.labels, inputs.profile_of, strict=False):
         profile = profiles[p]
-        g = group_of_profile.get(p)
-        chosen = solution.assignment[g] if g is not None else None
-        if chosen is None:
+        group = group_of_profile.get(p)
+        chosen = solution.assignment[group] if group is not None else None
+        if group is None or chosen is None:
             why = profile.why_none or f"none of the {max_variants} chosen variant(s) runs here"
             nodes.append(NodePlan(label, None, None, why))
             continue
         variant = catalog.variants[chosen]
-        rank = groups[g][1].index(chosen) + 1
+        rank = groups[group][1].index(chosen) + 1
         served[chosen] += 1
         covers[chosen].add(profile.summary)
         nodes.append(NodePlan(label, variant, rank, None if rank == 1 else cost_of(profile.candidates[0], variant)))
     chosen_variants = tuple(
         (catalog.variants[v], served[v], tuple(sorted(covers[v])))
-        for v in sorted(solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package))
+        for v in sorted(
+            solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package)
+        )
     )
-    companions = {(v.branch, v.package): stack.companions_for(catalog, v, options.with_projects) or ()
-                  for v, _, _ in chosen_variants} if options.with_projects else {}
-    return ClusterPlan(chosen_variants, tuple(nodes), solution, len(inputs.labels), tuple(inputs.bad), inputs.bad_count, len(profiles),
-                       tuple(inputs.duplicate_labels()), companions)
+    companions = (
+        {
+            (v.branch, v.package): stack.companions_for(catalog, v, options.with_projects) or ()
+            for v, _, _ in chosen_variants
+        }
+        if options.with_projects
+        else {}
+    )
+    return ClusterPlan(
+        chosen_variants,
+        tuple(nodes),
+        solution,
+        len(inputs.labels),
+        tuple(inputs.bad),
+        inputs.bad_count,
+        len(profiles),
+        tuple(inputs.duplicate_labels()),
+        companions,
+    )
 
 
 def plan_json(plan: ClusterPlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "variants": [{"branch": v.branch, "package": v.package, "nodes": count,
-                      **({"companions": [{**c.identity(), "relation_to_variant": stack.relation(c, v)} for c in plan.companions[(v.branch, v.package)]]}
-                         if plan.companions else {})} for v, count, _ in plan.variants],
-        "nodes": [{"label": n.label, "branch": n.variant.branch if n.variant else None, "package": n.variant.package if n.variant else None,
-                   "rank": n.rank, "why": n.why} for n in plan.nodes],
+        "variants": [
+            {
+                "branch": v.branch,
+                "package": v.package,
+                "nodes": count,
+                **(
+                    {
+                        "companions": [
+                            {**c.identity(), "relation_to_variant": stack.relation(c, v)}
+                            for c in plan.companions[(v.branch, v.package)]
+                        ]
+                    }
+                    if plan.companions
+                    else {}
+                ),
+            }
+            for v, count, _ in plan.variants
+        ],
+        "nodes": [
+            {
+                "label": n.label,
+                "branch": n.variant.branch if n.variant else None,
+                "package": n.variant.package if n.variant else None,
+                "rank": n.rank,
+                "why": n.why,
+            }
+            for n in plan.nodes
+        ],
         "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
-        "input": {"nodes": plan.node_count, "profiles": plan.profile_count, "bad_lines": plan.bad_count,
-                  "bad": [{"where": b.where, "why": b.why} for b in plan.bad], "duplicate_labels": list(plan.duplicate_labels)},
+        "input": {
+            "nodes": plan.node_count,
+            "profiles": plan.profile_count,
+            "bad_lines": plan.bad_count,
+            "bad": [{"where": b.where, "why": b.why} for b in plan.bad],
+            "duplicate_labels": list(plan.duplicate_labels),
+        },
     }
 
 
@@ -281,7 +350,7 @@ def fold_labels(labels: Iterable[str]) -> list[str]:
         numbers = sorted(set(numbers))
         runs: list[str] = []
         start = previous = numbers[0]
-        for number in numbers[1:] + [-2]:
+        for number in [*numbers[1:], -2]:
             if number != previous + 1:
                 runs.append(f"{start:0{width}d}" + (f"-{previous:0{width}d}" if previous != start else ""))
                 start = number
@@ -292,14 +361,19 @@ def fold_labels(labels: Iterable[str]) -> list[str]:
 
 def _labels(labels: list[str], shown: int = 12) -> str:
     folded = fold_labels(labels)
-    return ", ".join(folded[:shown]) + (f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else "")
+    return ", ".join(folded[:shown]) + (
+        f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else ""
+    )
 
 
 SHOWN_DUPLICATES = 20
 
 # Where a build command can run: Flox builds for the system it runs on.
-_BUILDERS = {"x86_64-linux": "an x86_64 Linux machine", "aarch64-linux": "an aarch64 Linux machine",
-             "aarch64-darwin": "an Apple Silicon Mac"}
+_BUILDERS = {
+    "x86_64-linux": "an x86_64 Linux machine",
+    "aarch64-linux": "an aarch64 Linux machine",
+    "aarch64-darwin": "an Apple Silicon Mac",
+}
 
 
 def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
@@ -308,20 +382,25 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     item = "- " if markdown else "  "
     sub_item = "  - " if markdown else "    "  # nested under the item above it
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
-    out = [h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")]
+    out = [
+        h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")
+    ]
     labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
     for node in plan.nodes:
         if node.variant is not None:
             labels_of[(node.variant.branch, node.variant.package)].append(node.label)
     for variant, count, summaries in plan.variants:
         out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
-        out += [f"{sub_item}with {code(c.package)} ({c.repo} {c.branch}): {stack.relation(c, variant)}"
-                for c in plan.companions.get((variant.branch, variant.package), ())]
+        out += [
+            f"{sub_item}with {code(c.package)} ({c.repo} {c.branch}): {stack.relation(c, variant)}"
+            for c in plan.companions.get((variant.branch, variant.package), ())
+        ]
         out += [f"{sub_item}covers {summary}" for summary in summaries[:6]]
         out.append(f"{sub_item}nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
     downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
     if downgraded:
         out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
+    # union-attr: `downgraded` holds only nodes with a variant (filtered above), which mypy cannot follow into the lambda.
     for why, labels in _grouped(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
         out.append(f"{item}{len(labels)} node(s) get {why} [{_labels(labels)}]")
     unserved = [n for n in plan.nodes if n.variant is None]
@@ -332,14 +411,24 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
         # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
-        steps = (["git", "checkout", variant.branch], ["flox", "build", variant.package], ["flox", "publish", "-o", org or "ORG", variant.package])
+        steps = (
+            ["git", "checkout", variant.branch],
+            ["flox", "build", variant.package],
+            ["flox", "publish", "-o", org or "ORG", variant.package],
+        )
         command = " && ".join(shlex.join(step) for step in steps)
         out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
         for companion in plan.companions.get((variant.branch, variant.package), ()):
             if companion.torch_relation == "identical":
                 continue  # built with the variant, in the same clone: flox build builds it there
-            steps = (["git", "checkout", companion.branch], ["flox", "build", companion.package], ["flox", "publish", "-o", org or "ORG", companion.package])
-            out.append(f"{sub_item}in a clone of {companion.repo}: {code(' && '.join(shlex.join(step) for step in steps))}")
+            steps = (
+                ["git", "checkout", companion.branch],
+                ["flox", "build", companion.package],
+                ["flox", "publish", "-o", org or "ORG", companion.package],
+            )
+            out.append(
+                f"{sub_item}in a clone of {companion.repo}: {code(' && '.join(shlex.join(step) for step in steps))}"
+            )
     if plan.duplicate_labels:
         out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
         out += [f"{item}{said}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]

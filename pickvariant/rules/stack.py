@@ -40,22 +40,36 @@ def axes_of(variant: Variant) -> Axes:
 
 def relation(companion: Companion, variant: Variant) -> str:
     """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
-    if companion.torch_relation == "identical" and companion.torch_of == variant.package and companion.branch == variant.branch:
+    if (
+        companion.torch_relation == "identical"
+        and companion.torch_of == variant.package
+        and companion.branch == variant.branch
+    ):
         return f"identical: it imports {variant.package}'s own recipe (one derivation)"
     pin = companion.torch_pin or ""
-    where = "the same nixpkgs pin" if pin == variant.nixpkgs_rev else f"nixpkgs {pin[:7]} (the variant's is {variant.nixpkgs_rev[:7]})"
+    where = (
+        "the same nixpkgs pin"
+        if pin == variant.nixpkgs_rev
+        else f"nixpkgs {pin[:7]} (the variant's is {variant.nixpkgs_rev[:7]})"
+    )
     return f"a separate build of torch {companion.torch} from {where}"
 
 
 def _rank(companion: Companion, variant: Variant) -> tuple[int, str, str, str]:
-    if companion.torch_relation == "identical" and companion.torch_of == variant.package and companion.branch == variant.branch:
+    if (
+        companion.torch_relation == "identical"
+        and companion.torch_of == variant.package
+        and companion.branch == variant.branch
+    ):
         kind = 0
     else:
         kind = 1 if companion.torch_pin == variant.nixpkgs_rev else 2
     return (kind, companion.repo, companion.branch, companion.package)
 
 
-def _index(catalog: Catalog) -> tuple[Mapping[tuple[str, Axes, str], tuple[Companion, ...]], Mapping[tuple[str, Axes], tuple[Companion, ...]]]:
+def _index(
+    catalog: Catalog,
+) -> tuple[Mapping[tuple[str, Axes, str], tuple[Companion, ...]], Mapping[tuple[str, Axes], tuple[Companion, ...]]]:
     """Companions with a known torch by (project, axes, torch), and those with an unknown one by (project, axes)."""
     known: dict[tuple[str, Axes, str], list[Companion]] = {}
     unknown: dict[tuple[str, Axes], list[Companion]] = {}
@@ -87,13 +101,20 @@ def companions_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) 
     return tuple(chosen)
 
 
-def pick_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence[str], facts: HostFacts,
-             targets: tuple[GpuFacts, ...]) -> SetPick:
+def pick_set(
+    catalog: Catalog,
+    candidates: Sequence[Variant],
+    projects: Sequence[str],
+    facts: HostFacts,
+    targets: tuple[GpuFacts, ...],
+) -> SetPick:
     """The best-ranked candidate for which every project has a companion on its PyTorch, and those companions."""
     stack = load_stack(catalog)
     for project in projects:
         if not stack.of_project(project):
-            raise BadInput(f"--with {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)")
+            raise BadInput(
+                f"--with {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)"
+            )
     known, unknown = catalog.derive("companion index", lambda: _index(catalog))
     rejected: list[Rejection] = []
     missing: tuple[str, ...] = ()
@@ -103,7 +124,11 @@ def pick_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence
         chosen: list[Companion] = []
         lacking: list[str] = []
         for project in projects:
-            fitting = [c for c in known.get((project, axes, variant.torch), ()) if not why_not(_as_variant(c, variant), facts, catalog, targets)]
+            fitting = [
+                c
+                for c in known.get((project, axes, variant.torch), ())
+                if not why_not(_as_variant(c, variant), facts, catalog, targets)
+            ]
             if fitting:
                 chosen.append(min(fitting, key=lambda c: _rank(c, variant)))
             else:
@@ -114,14 +139,22 @@ def pick_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence
             for companion in unknown.get((project, axes), ()):
                 if companion not in turned_down:
                     turned_down.add(companion)
-                    rejected.append(Rejection(companion.label, (
-                        f"built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds it "
-                        f"with gives, and it cannot be shown to be PyTorch {variant.torch}; a recipe that pins nixpkgs (or imports the "
-                        "pytorch recipe) would settle it")))
+                    rejected.append(
+                        Rejection(
+                            companion.label,
+                            (
+                                f"built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds it "
+                                f"with gives, and it cannot be shown to be PyTorch {variant.torch}; a recipe that pins nixpkgs (or imports the "
+                                "pytorch recipe) would settle it"
+                            ),
+                        )
+                    )
         if lacking:
             continue
         variant = _aligned(candidates, variant, chosen, catalog)
-        reasons = [f"with {', '.join(projects)}: every piece is on PyTorch {variant.torch} ({', '.join(str(a) for a in axes if a)})"]
+        reasons = [
+            f"with {', '.join(projects)}: every piece is on PyTorch {variant.torch} ({', '.join(str(a) for a in axes if a)})"
+        ]
         reasons += [f"{c.project}: {c.package} from {c.repo} {c.branch}: {relation(c, variant)}" for c in chosen]
         return SetPick(variant, tuple(chosen), tuple(reasons), tuple(rejected), missing)
     return SetPick(None, (), (), tuple(rejected), missing)
@@ -133,7 +166,8 @@ def _aligned(candidates: Sequence[Variant], variant: Variant, chosen: Sequence[C
     if not releases:
         return variant
     for other in candidates:
-        if (other.torch, axes_of(other)) == (variant.torch, axes_of(variant)) and catalog.branch(other.branch).aligned_with in releases:
+        if (other.torch, axes_of(other)) == (variant.torch, axes_of(variant)) and catalog.branch(
+            other.branch
+        ).aligned_with in releases:
             return other
     return variant
-

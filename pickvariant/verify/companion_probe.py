@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import re
+from typing import Any
 
 _LIBTORCH = re.compile(r"/(libc10|libtorch_cpu)\.so[^/]*$")
 # "torch==2.11.0", or as older wheel metadata writes it, "torch (==2.10.0)".
@@ -26,7 +27,11 @@ def loaded_libtorch() -> list[str] | None:
             text = maps.read()
     except OSError:
         return None
-    found = {line.split()[-1].rsplit("/", 1)[0] for line in text.splitlines() if line.split() and _LIBTORCH.search(line.split()[-1])}
+    found = {
+        line.split()[-1].rsplit("/", 1)[0]
+        for line in text.splitlines()
+        if line.split() and _LIBTORCH.search(line.split()[-1])
+    }
     return sorted(found)
 
 
@@ -43,8 +48,8 @@ def built_against(distribution: str) -> str | None:
     return None
 
 
-def _op(name: str, device: str, run) -> dict:
-    entry = {"name": name, "device": device}
+def _op(name: str, device: str, run) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "device": device}
     try:
         entry["ok"] = bool(run())
         if not entry["ok"]:
@@ -64,8 +69,14 @@ def _torchvision_ops(module, device: str, torch) -> list[dict]:
     def roi_align() -> bool:
         features = torch.arange(64, dtype=torch.float32, device=device).reshape(1, 1, 8, 8)
         rois = torch.tensor([[0, 0, 0, 7, 7]], dtype=torch.float32, device=device)
-        out = module.ops.roi_align(features, rois, output_size=(2, 2), spatial_scale=1.0, sampling_ratio=2, aligned=False)
-        return tuple(out.shape) == (1, 1, 2, 2) and bool(torch.isfinite(out).all()) and float(out[0, 0, 1, 1]) > float(out[0, 0, 0, 0])
+        out = module.ops.roi_align(
+            features, rois, output_size=(2, 2), spatial_scale=1.0, sampling_ratio=2, aligned=False
+        )
+        return (
+            tuple(out.shape) == (1, 1, 2, 2)
+            and bool(torch.isfinite(out).all())
+            and float(out[0, 0, 1, 1]) > float(out[0, 0, 0, 0])
+        )
 
     return [_op("torchvision.ops.nms", device, nms), _op("torchvision.ops.roi_align", device, roi_align)]
 
@@ -77,15 +88,17 @@ def _torchaudio_ops(module, device: str, torch) -> list[dict]:
 
     def lfilter() -> bool:
         waveform = torch.sin(torch.linspace(0, 100, 4000, device=device)).unsqueeze(0)
-        out = functional.lfilter(waveform, torch.tensor([1.0, -0.5], device=device), torch.tensor([0.5, 0.5], device=device))
+        out = functional.lfilter(
+            waveform, torch.tensor([1.0, -0.5], device=device), torch.tensor([0.5, 0.5], device=device)
+        )
         return tuple(out.shape) == tuple(waveform.shape) and bool(torch.isfinite(out).all())
 
     return [_op("torchaudio.functional.lfilter", device, lfilter)]
 
 
 def _vllm_ops(module, device: str, torch) -> list[dict]:
-    # The compiled custom ops, without starting an engine or a server.
-    return [_op("import vllm._C", device, lambda: importlib.import_module(module.__name__ + "._C") is not None)] if device != "cpu" else []
+    # The compiled custom ops, without starting an engine or a server (CPU builds of vLLM compile vllm._C too).
+    return [_op("import vllm._C", device, lambda: importlib.import_module(module.__name__ + "._C") is not None)]
 
 
 _OPS = {"torchvision": _torchvision_ops, "torchaudio": _torchaudio_ops, "vllm": _vllm_ops}
@@ -96,7 +109,14 @@ def check_companions(projects: list[str], devices: list[str], torch) -> list[dic
     results = []
     for project in projects:
         # Read from its metadata before the import: a build against another torch often fails to import at all.
-        entry = {"project": project, "imported": False, "version": None, "built_against": built_against(project), "ops": []}
+        ops: list[dict[str, Any]] = []
+        entry: dict[str, Any] = {
+            "project": project,
+            "imported": False,
+            "version": None,
+            "built_against": built_against(project),
+            "ops": ops,
+        }
         try:
             module = importlib.import_module(project)
         except Exception as error:  # an undefined symbol of a mismatched build lands here
@@ -105,6 +125,6 @@ def check_companions(projects: list[str], devices: list[str], torch) -> list[dic
             continue
         entry.update(imported=True, version=getattr(module, "__version__", None))
         for device in devices:
-            entry["ops"].extend(_OPS[project](module, device, torch))
+            ops.extend(_OPS[project](module, device, torch))
         results.append(entry)
     return results

@@ -54,12 +54,21 @@ class VerifyResult:
 
 def probe_argv(python: list[str], quick: bool, info_only: bool = False, companions: Sequence[str] = ()) -> list[str]:
     """The command line that runs the probe in `python` (install's --dry-run prints it as it will run)."""
-    return ([*python, str(PROBE)] + (["--quick"] if quick else []) + (["--info"] if info_only else [])
-            + ([f"--with={','.join(companions)}"] if companions else []))
+    return (
+        [*python, str(PROBE)]
+        + (["--quick"] if quick else [])
+        + (["--info"] if info_only else [])
+        + ([f"--with={','.join(companions)}"] if companions else [])
+    )
 
 
-def run_probe(python: list[str], quick: bool, info_only: bool = False, timeout_s: float | None = None,
-              companions: Sequence[str] = ()) -> tuple[dict[str, Any] | None, str | None]:
+def run_probe(
+    python: list[str],
+    quick: bool,
+    info_only: bool = False,
+    timeout_s: float | None = None,
+    companions: Sequence[str] = (),
+) -> tuple[dict[str, Any] | None, str | None]:
     """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch, a flood of output)."""
     args = probe_argv(python, quick, info_only, companions)
     limit = timeout_s or (QUICK_TIMEOUT_S if quick or info_only else FULL_TIMEOUT_S)
@@ -121,7 +130,11 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     findings: list[dict[str, Any]] = []
     reasons.append(f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}")
     kernels = _arch_capabilities(probe.get("arch_list", []))
-    visible = len(facts.gpus) if facts.cuda_visible_devices is None else cuda_visible_count(facts.cuda_visible_devices, len(facts.gpus))
+    visible = (
+        len(facts.gpus)
+        if facts.cuda_visible_devices is None
+        else cuda_visible_count(facts.cuda_visible_devices, len(facts.gpus))
+    )
     if facts.gpus and visible == 0:
         failures.append(
             f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r} hides all {len(facts.gpus)} GPU(s) from the probe, so no GPU kernel "
@@ -132,7 +145,9 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     elif facts.os == "darwin" and facts.arch == "aarch64" and not probe.get("mps_available"):
         failures.append("this Mac's torch cannot use the Apple GPU: torch.backends.mps.is_available() is not True")
     elif visible < len(facts.gpus):
-        reasons.append(f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked")
+        reasons.append(
+            f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked"
+        )
     labels = gpu_labels(probe, facts)
     for device in probe.get("devices", []):
         capability = ComputeCapability(*device["capability"])
@@ -140,7 +155,9 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         cubins = [cap for kind, cap in kernels if kind == "sm"]
         runnable = [cap for cap in cubins if machine_code_runs_on(cap, capability, catalog) is None]
         if not runnable:
-            failures.append(f"{label}, {capability}: the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})")
+            failures.append(
+                f"{label}, {capability}: the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})"
+            )
         elif device.get("kernel_ran") is False:
             failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
         else:
@@ -152,16 +169,22 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     if expected and got in order and order.index(got) < order.index(expected):
         if capped:
             # The interpreter's environment asked torch for less (ATEN_CPU_CAPABILITY): a choice, not a wrong build.
-            reasons.append(f"torch dispatches CPU kernels at {got}, below the {expected} {'the variant' if variant else 'this CPU'} "
-                           f"calls for, because ATEN_CPU_CAPABILITY={capped} asks it to")
+            reasons.append(
+                f"torch dispatches CPU kernels at {got}, below the {expected} {'the variant' if variant else 'this CPU'} "
+                f"calls for, because ATEN_CPU_CAPABILITY={capped} asks it to"
+            )
         else:
-            failures.append(f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}")
+            failures.append(
+                f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}"
+            )
     elif expected:
         reasons.append(f"CPU dispatch {got} matches the expected {expected}")
     gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
     if gpu_build and probe.get("cudnn") is None:
-        reasons.append("this torch has no cuDNN (as the build repository's SM61 recipes build it, USE_CUDNN=0): convolutions "
-                       "ran on PyTorch's own CUDA kernels, correct but slower; their speed is not judged")
+        reasons.append(
+            "this torch has no cuDNN (as the build repository's SM61 recipes build it, USE_CUDNN=0): convolutions "
+            "ran on PyTorch's own CUDA kernels, correct but slower; their speed is not judged"
+        )
     for check in probe.get("checks", []):
         finding = dict(check)
         where = labels.get(check["device"], check["device"])
@@ -183,13 +206,19 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
             finding.pop("percent_of_peak", None)
         findings.append(finding)
         if check.get("ok") is False:
-            failures.append(f"{check['name']} on {where}: " + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}"))
+            failures.append(
+                f"{check['name']} on {where}: "
+                + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}")
+            )
         elif peak and finding["percent_of_peak"] > 100.0 + PEAK_TOLERANCE_PERCENT:
             finding["ok"] = False
             failures.append(
                 f"{check['name']} on {where}: {rate_text(check)} is {finding['percent_of_peak']:.0f}% of the GPU's peak {peak:g} TFLOP/s, "
                 f"more than it can do: a measurement error (the timing did not cover the work), so the figure is not trusted"
             )
+    if not probe.get("checks"):
+        # Importing torch proves nothing about its kernels: a verdict needs at least one computation that ran.
+        failures.append("the probe ran no check: nothing was computed with this torch, so nothing is known to run here")
     if "companions" in probe:
         _judge_companions(probe, labels, failures, reasons)
     if variant is not None:
@@ -209,15 +238,29 @@ def _judge_companions(probe: dict[str, Any], labels: dict[str, str], failures: l
         project = entry["project"]
         against = entry.get("built_against")
         if not entry["imported"]:
-            built = f" (it was built against torch {against}; this torch is {probe['torch']})" if against and against.split("+", 1)[0] != torch_release else ""
-            failures.append(f"{project} does not import in this interpreter: {entry.get('error', 'unknown error')}{built}")
+            built = (
+                f" (it was built against torch {against}; this torch is {probe['torch']})"
+                if against and against.split("+", 1)[0] != torch_release
+                else ""
+            )
+            failures.append(
+                f"{project} does not import in this interpreter: {entry.get('error', 'unknown error')}{built}"
+            )
             continue
         if against is None:
-            reasons.append(f"{project} {entry.get('version') or ''} does not say which torch it was built against (no torch== in its metadata)".replace("  ", " "))
+            reasons.append(
+                f"{project} {entry.get('version') or ''} does not say which torch it was built against (no torch== in its metadata)".replace(
+                    "  ", " "
+                )
+            )
         elif against.split("+", 1)[0] != torch_release:
-            failures.append(f"{project} {entry.get('version') or ''} was built against torch {against}; the torch this interpreter imports is {probe['torch']}")
+            failures.append(
+                f"{project} {entry.get('version') or ''} was built against torch {against}; the torch this interpreter imports is {probe['torch']}"
+            )
         else:
             reasons.append(f"{project} {entry.get('version') or ''} was built against this torch ({against})")
+        if not entry["ops"]:
+            failures.append(f"{project} imported but ran no operation: its compiled kernels were not checked")
         for op in entry["ops"]:
             where = labels.get(op["device"], op["device"])
             if op["ok"]:
@@ -228,7 +271,9 @@ def _judge_companions(probe: dict[str, Any], labels: dict[str, str], failures: l
     if mapped is None:
         reasons.append("how many libtorch builds this process maps could not be read (/proc/self/maps)")
     elif len(mapped) > 1:
-        failures.append(f"{len(mapped)} libtorch builds are loaded in one process ({', '.join(mapped)}): a companion brought its own torch")
+        failures.append(
+            f"{len(mapped)} libtorch builds are loaded in one process ({', '.join(mapped)}): a companion brought its own torch"
+        )
     else:
         reasons.append(f"one libtorch is loaded in the process ({', '.join(mapped) or 'none found'})")
 
@@ -237,10 +282,16 @@ def speed_verdict(findings: list[dict[str, Any]]) -> tuple[str, ...]:
     """A line for each GPU whose bf16 product reached less than SLOW_PERCENT_OF_PEAK of its catalog peak."""
     slow = []
     for finding in findings:
-        if finding["name"] == "matmul bf16" and finding.get("percent_of_peak") is not None and finding["percent_of_peak"] < SLOW_PERCENT_OF_PEAK:
+        if (
+            finding["name"] == "matmul bf16"
+            and finding.get("percent_of_peak") is not None
+            and finding["percent_of_peak"] < SLOW_PERCENT_OF_PEAK
+        ):
             where = finding.get("gpu") or finding["device"]
-            slow.append(f"{where} is slow: its bf16 product reached {finding['percent_of_peak']:.0f}% of the catalog peak "
-                        f"(under {SLOW_PERCENT_OF_PEAK:.0f}%; healthy H100/H200s reach 76-82% in this probe)")
+            slow.append(
+                f"{where} is slow: its bf16 product reached {finding['percent_of_peak']:.0f}% of the catalog peak "
+                f"(under {SLOW_PERCENT_OF_PEAK:.0f}%; healthy H100/H200s reach 76-82% in this probe)"
+            )
     return tuple(slow)
 
 
@@ -307,14 +358,18 @@ def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog
         problems.append(f"torch {probe.get('torch')}, the variant ships {variant.torch}")
     expected_cuda = variant.cuda
     if _release(probe.get("cuda")) != _release(expected_cuda):
-        problems.append(f"CUDA {probe.get('cuda') or 'none'}, the variant is built with {expected_cuda or 'no CUDA (CPU-only)'}")
+        problems.append(
+            f"CUDA {probe.get('cuda') or 'none'}, the variant is built with {expected_cuda or 'no CUDA (CPU-only)'}"
+        )
     if variant.is_mps and probe.get("mps_available") is False:
         problems.append("torch.backends.mps.is_available() is False, the variant is an MPS build")
-    if variant.gpu_arch in catalog.gpu_archs:
+    if variant.gpu_arch is not None and variant.gpu_arch in catalog.gpu_archs:
         wanted = catalog.gpu_archs[variant.gpu_arch].compute_capability
         arch_list = probe.get("arch_list") or []
         if not any(kind == "sm" and capability == wanted for kind, capability in _arch_capabilities(arch_list)):
-            problems.append(f"arch list {', '.join(arch_list) or 'empty'} has no sm_{wanted.major}{wanted.minor} kernels, the variant's GPU target")
+            problems.append(
+                f"arch list {', '.join(arch_list) or 'empty'} has no sm_{wanted.major}{wanted.minor} kernels, the variant's GPU target"
+            )
     return problems
 
 
@@ -327,8 +382,14 @@ def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> flo
     return peak.tflops.get(check["dtype"]) if peak else None
 
 
-def verify(python: list[str], catalog: Catalog, variant: Variant | None, quick: bool, facts: HostFacts | None = None,
-           companions: Sequence[str] = ()) -> VerifyResult:
+def verify(
+    python: list[str],
+    catalog: Catalog,
+    variant: Variant | None,
+    quick: bool,
+    facts: HostFacts | None = None,
+    companions: Sequence[str] = (),
+) -> VerifyResult:
     if facts is None:
         from pickvariant.machine.facts import gather_facts
 
@@ -350,14 +411,25 @@ def _health_lines(gpu: dict[str, Any]) -> list[str]:
     name = f"GPU {gpu['index']}"
     lines = []
     if gpu.get("sm_clock_mhz_max_seen") is not None and gpu.get("sm_clock_mhz_limit"):
-        lines.append(f"{name}: SM clock up to {gpu['sm_clock_mhz_max_seen']} MHz under load, of {gpu['sm_clock_mhz_limit']} MHz maximum")
+        lines.append(
+            f"{name}: SM clock up to {gpu['sm_clock_mhz_max_seen']} MHz under load, of {gpu['sm_clock_mhz_limit']} MHz maximum"
+        )
     if gpu.get("throttle_reasons_seen"):
         lines.append(f"{name}: clocks held back by {', '.join(gpu['throttle_reasons_seen'])}")
     if gpu.get("power_w_max_seen") is not None and gpu.get("power_limit_w"):
-        lines.append(f"{name}: power up to {gpu['power_w_max_seen']:.0f} W of a {gpu['power_limit_w']:.0f} W limit"
-                     + (f" (the board allows {gpu['power_limit_max_w']:.0f} W)" if gpu.get("power_limit_max_w") and gpu["power_limit_max_w"] > gpu["power_limit_w"] + 1 else ""))
+        lines.append(
+            f"{name}: power up to {gpu['power_w_max_seen']:.0f} W of a {gpu['power_limit_w']:.0f} W limit"
+            + (
+                f" (the board allows {gpu['power_limit_max_w']:.0f} W)"
+                if gpu.get("power_limit_max_w") and gpu["power_limit_max_w"] > gpu["power_limit_w"] + 1
+                else ""
+            )
+        )
     if gpu.get("other_processes"):
-        lines.append(f"{name}: shared with {len(gpu['other_processes'])} other process(es): " + ", ".join(f"pid {p['pid']} ({p['used_mib']} MiB)" for p in gpu["other_processes"][:5]))
+        lines.append(
+            f"{name}: shared with {len(gpu['other_processes'])} other process(es): "
+            + ", ".join(f"pid {p['pid']} ({p['used_mib']} MiB)" for p in gpu["other_processes"][:5])
+        )
     if gpu.get("mig_enabled"):
         lines.append(f"{name}: MIG is on: the probe ran on one instance, a fraction of the GPU")
     if gpu.get("ecc_enabled") is False:

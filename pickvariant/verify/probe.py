@@ -11,6 +11,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Any
 
 
 def rel_error(out, ref) -> float:
@@ -45,7 +46,8 @@ def _sampler(fn, device: str):
     import torch
 
     if device.startswith("cuda"):
-        def run(calls: int) -> float:
+
+        def run_on_cuda(calls: int) -> float:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(calls):
@@ -53,7 +55,8 @@ def _sampler(fn, device: str):
             end.record()
             end.synchronize()
             return start.elapsed_time(end) / 1000.0
-        return run
+
+        return run_on_cuda
     sync = torch.mps.synchronize if device == "mps" else (lambda: None)
 
     def run(calls: int) -> float:
@@ -62,6 +65,7 @@ def _sampler(fn, device: str):
             fn()
         sync()
         return time.perf_counter() - start
+
     return run
 
 
@@ -140,7 +144,9 @@ def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=Fal
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
         entry["size"] = n_time
         if device.startswith("cuda") and n_time < GPU_TIMED_SIZE:
-            entry["speed_note"] = f"--quick: a {n_time}x{n_time} product is too small to show a GPU's speed; verify without --quick measures it"
+            entry["speed_note"] = (
+                f"--quick: a {n_time}x{n_time} product is too small to show a GPU's speed; verify without --quick measures it"
+            )
         else:
             x = torch.randn(n_time, n_time, device=device, dtype=dtype)
             y = torch.randn(n_time, n_time, device=device, dtype=dtype)
@@ -194,8 +200,11 @@ def check_conv(results, device, dtype_name, quick):
         if device.startswith("cuda"):
             # NCHW with 64 channels keeps the tensor cores idle: its speed (a tenth of the peak on an
             # H100) would say nothing of the install. The layer shapes below measure GPU convolutions.
-            entry["speed_note"] = ("a correctness check; " + ("verify without --quick times convolutions as models run them" if quick
-                                                              else "the layer shapes time convolutions as models run them"))
+            entry["speed_note"] = "a correctness check; " + (
+                "verify without --quick times convolutions as models run them"
+                if quick
+                else "the layer shapes time convolutions as models run them"
+            )
         else:
             xt, wt = x.to(device, dtype), w.to(device, dtype)
             seconds, span = timed(lambda: torch.nn.functional.conv2d(xt, wt, padding=1), device, 5)
@@ -235,8 +244,12 @@ def time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repe
     torch.backends.cudnn.benchmark = True  # as training sets it: cuDNN picks its fastest algorithm
     try:
         with on_device(device):
-            x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-            w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+            x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16).to(
+                memory_format=torch.channels_last
+            )
+            w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16).to(
+                memory_format=torch.channels_last
+            )
             padding = kernel // 2
 
             def conv():
@@ -257,10 +270,19 @@ def check_conv_layers(results, device):
     for name, batch, in_channels, out_channels, size, kernel in CONV_LAYERS:
         entry = {"name": f"conv2d bf16 channels_last {name}", "device": device, "dtype": "bf16", "layer": name}
         try:
-            seconds, span, bare, error = time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repeats=6, loop=50)
+            seconds, span, bare, error = time_conv_layer(
+                device, batch, in_channels, out_channels, size, kernel, repeats=6, loop=50
+            )
             flops = conv_flops(batch, in_channels, out_channels, size, kernel)
-            entry.update(rel_error=error, tolerance=1e-2, ok=error <= 1e-2, seconds=seconds, span_seconds=span,
-                         tflops=flops / seconds / 1e12, bare_loop_tflops=flops / bare / 1e12)
+            entry.update(
+                rel_error=error,
+                tolerance=1e-2,
+                ok=error <= 1e-2,
+                seconds=seconds,
+                span_seconds=span,
+                tflops=flops / seconds / 1e12,
+                bare_loop_tflops=flops / bare / 1e12,
+            )
         except Exception as error:
             entry.update(ok=False, error=f"{type(error).__name__}: {error}"[:300])
         results.append(entry)
@@ -315,10 +337,12 @@ def mps_available(torch) -> bool | None:
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     info_only = "--info" in argv
-    companions = [name for arg in argv if arg.startswith("--with=") for name in arg.removeprefix("--with=").split(",") if name]
+    companions = [
+        name for arg in argv if arg.startswith("--with=") for name in arg.removeprefix("--with=").split(",") if name
+    ]
     import torch
 
-    report = {
+    report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "torch": torch.__version__,
@@ -337,7 +361,12 @@ def main(argv: list[str]) -> int:
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(index)
-            device = {"index": index, "name": props.name, "capability": [props.major, props.minor], "pci": pci_location(props)}
+            device = {
+                "index": index,
+                "name": props.name,
+                "capability": [props.major, props.minor],
+                "pci": pci_location(props),
+            }
             if not info_only:
                 try:
                     x = torch.arange(1024, device=f"cuda:{index}", dtype=torch.float32)
@@ -350,6 +379,7 @@ def main(argv: list[str]) -> int:
         if __package__:
             from pickvariant.verify.companion_probe import check_companions, loaded_libtorch
         else:  # run as a script in the target interpreter: the module beside this file
+            # Not a module of the package here: mypy resolves only the import above.
             from companion_probe import check_companions, loaded_libtorch  # type: ignore[import-not-found,no-redef]
         ready = [f"cuda:{device['index']}" for device in report["devices"] if device.get("kernel_ran")]
         report["companions"] = check_companions(companions, ready or ["cpu"], torch)

@@ -1,0 +1,195 @@
+"""`pickvariant install`: decide, plan, (after the user agrees) run the plan through Flox, then verify.
+
+`prepare` does everything that runs nothing: it is what `--dry-run` shows, as text or JSON. `carry_out`
+runs the plan and hands the facts install decided with to verify, which detects nothing again.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pickvariant import api
+from pickvariant._base.errors import BadInput, PickVariantError
+from pickvariant._base.records import keyword_record
+from pickvariant._base.request import Request
+from pickvariant.catalog.model import Catalog, Variant
+from pickvariant.install import flow as installer
+from pickvariant.machine.facts import HostFacts
+from pickvariant.rules.decision import Decision
+from pickvariant.verify import judge as verifier
+
+
+@keyword_record
+class InstallOptions:
+    """What `install` takes besides the Request (the machine and the pins)."""
+
+    package: str | None = None
+    org: str | None = None
+    directory: Path = Path(".")
+    build: bool = False
+    build_dir: Path | None = None
+    generate: bool = False
+    repo: str | None = None
+    no_verify: bool = False
+    force: bool = False
+    timeout_s: float | None = None
+
+
+@keyword_record
+class Prepared:
+    """A decided install that has run nothing yet: the plan and what will verify it."""
+
+    catalog: Catalog
+    facts: HostFacts
+    decision: Decision
+    variant: Variant
+    plan: installer.Plan
+    python: tuple[str, ...]
+    verify_command: tuple[str, ...] | None
+    why: tuple[str, ...]
+
+
+@keyword_record
+class Installed:
+    """What an install did: its log, and why last-install.json could not be written, if it could not."""
+
+    log: Path
+    remember_error: str | None
+
+
+def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prepared:
+    """Decide and plan; BadInput or NoVariant where there is nothing to install."""
+    if options.timeout_s is not None and not options.timeout_s > 0:
+        raise BadInput(f"--timeout {options.timeout_s:g}: give a number of seconds above 0")
+    choice = api.recommend_request(request, catalog=catalog)
+    facts, decision = choice.facts, choice.decision
+    from pickvariant.machine.cpu import host_platform
+
+    here = host_platform()
+    if (facts.os, facts.arch) != here:
+        # Flox installs into this machine's environment: a build for another CPU architecture or OS would not run here.
+        raise BadInput(
+            f"the stated CPU ({facts.sources.get('cpu', '--cpuinfo')}) is {facts.os}/{facts.arch}, "
+            f"this machine {here[0]}/{here[1]}: install works on the machine it runs on; "
+            "`pickvariant detect` and `recipe` serve other machines"
+        )
+    variant = _variant(request, options, catalog, facts, decision)
+    plan = installer.plan_install(
+        variant,
+        catalog,
+        options.org,
+        options.build,
+        options.directory.resolve(),
+        options.build_dir.resolve() if options.build_dir else None,
+        options.force,
+        generate=options.generate,
+        repo=options.repo,
+        companions=decision.companions if options.package is None else (),
+    )
+    python = tuple(installer.interpreter_for(plan))
+    projects = tuple(companion.project for companion in plan.companions)
+    probe = None if options.no_verify else verifier.probe_argv(list(python), quick=True, companions=projects)
+    forced = " (forced)" if options.force else ""
+    why = decision.reasons if options.package is None else (f"chosen with --package{forced}",)
+    return Prepared(
+        catalog=catalog,
+        facts=facts,
+        decision=decision,
+        variant=variant,
+        plan=plan,
+        python=python,
+        verify_command=None if probe is None else tuple(probe),
+        why=tuple(why),
+    )
+
+
+def _variant(
+    request: Request, options: InstallOptions, catalog: Catalog, facts: HostFacts, decision: Decision
+) -> Variant:
+    if options.package is None:
+        if decision.variant is None:
+            raise api.no_variant_error(decision)
+        return decision.variant
+    if decision.companions or request.with_projects:
+        raise BadInput("--with chooses the companions together with the torch: it cannot be combined with --package")
+    variant = catalog.variant(options.package, request.branch)
+    problems = installer.fit_problems(variant, facts, catalog)
+    if problems and not options.force:
+        raise BadInput(
+            f"{options.package} does not fit this machine ({'; '.join(problems)}): pass --force to install it anyway"
+        )
+    return variant
+
+
+def plan_lines(prepared: Prepared) -> list[str]:
+    """The plan as `install` prints it before it asks: the variant, why, every command in order."""
+    variant, plan = prepared.variant, prepared.plan
+    lines = [f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})"]
+    lines += [f"  why: {reason}" for reason in prepared.why]
+    verify = list(prepared.verify_command) if prepared.verify_command else None
+    steps = installer.describe(plan, verify) + [f"warning: {w}" for w in plan.warnings]
+    lines += [f"  {line}" for line in steps + [f"note: {n}" for n in plan.notes]]
+    return lines
+
+
+def plan_json(prepared: Prepared) -> dict[str, Any]:
+    """`install --dry-run --format json`: the same plan as data, each command as its argument list."""
+    plan, variant = prepared.plan, prepared.variant
+    steps: list[dict[str, Any]] = []
+    for index, command in enumerate(plan.commands):
+        if plan.recipe_file and index == plan.recipe_after:
+            steps.append({"write": str(plan.recipe_file)})
+        steps.append({"run": list(command.argv), "cwd": str(command.cwd), "what": command.description})
+    return {
+        "variant": {
+            "package": variant.package,
+            "branch": variant.branch,
+            "torch": variant.torch,
+            "python": variant.python,
+        },
+        "why": list(prepared.why),
+        "method": plan.method,
+        "directory": str(plan.directory),
+        "build_dir": None if plan.build_dir is None else str(plan.build_dir),
+        "companions": [companion.package for companion in plan.companions],
+        "steps": steps,
+        "verify": None if prepared.verify_command is None else list(prepared.verify_command),
+        "recipe_source": None if plan.recipe_source is None else dict(plan.recipe_source),
+        "warnings": list(plan.warnings),
+        "notes": list(plan.notes),
+    }
+
+
+def carry_out(prepared: Prepared, options: InstallOptions, on_line: Callable[[str], None]) -> Installed:
+    """Run the plan and remember it for a later `verify`."""
+    plan = prepared.plan
+    log = installer.start_log(plan)
+    installer.execute(plan, options.force, log, on_line, options.timeout_s)
+    try:
+        installer.save_last_install(plan, list(prepared.python))
+    except PickVariantError as error:
+        return Installed(log=log, remember_error=str(error))
+    return Installed(log=log, remember_error=None)
+
+
+def verify_installed(prepared: Prepared) -> verifier.VerifyResult | None:
+    """The installed set verified with the facts install decided for (nothing is detected again); None with --no-verify."""
+    if prepared.verify_command is None:
+        return None
+    projects = tuple(companion.project for companion in prepared.plan.companions)
+    return verifier.verify(
+        list(prepared.python), prepared.catalog, prepared.variant, quick=True, facts=prepared.facts, companions=projects
+    )
+
+
+def done_lines(prepared: Prepared, installed: Installed) -> list[str]:
+    """What `install` says once the plan ran: what this run installed and where."""
+    plan = prepared.plan
+    built = f"built {plan.result}, " if plan.result else ""
+    return [
+        f"Done: {prepared.variant.package} ({built}installed in the Flox environment {plan.directory}); log: {installed.log}",
+        f"Use it: flox activate -d {shlex.quote(str(plan.directory))} -- python3",
+    ]

@@ -1,0 +1,49 @@
+"""`pickvariant plan`: read a cluster's detect lines and solve for the fewest builds that serve every node."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import IO, Any
+
+from pickvariant._base import settings
+from pickvariant._base.records import keyword_record
+from pickvariant._base.request import Request
+from pickvariant.catalog.model import Catalog
+from pickvariant.rules import cluster_input
+from pickvariant.rules import plan as planner
+
+
+@keyword_record
+class PlanOptions:
+    inputs: tuple[str, ...]
+    org: str | None = None
+    max_variants: int | None = None
+
+
+@keyword_record
+class Planned:
+    result: planner.ClusterPlan
+    org: str | None  # as given, or from PICKVARIANT_FLOX_ORG: the printed commands name it
+
+
+def run(
+    options: PlanOptions,
+    request: Request,
+    catalog: Catalog,
+    stdin: IO[bytes],
+    reading: Callable[[int | None], Any],
+) -> Planned:
+    """`reading(size)`: a context manager giving the progress callback for reading the inputs (a bar on a terminal)."""
+    org, given_as = options.org, "--org"
+    if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
+        given_as = settings.FLOX_ORG
+    if org is not None:
+        from pickvariant.install.flow import check_org
+
+        check_org(org, given_as)  # printed into commands people paste
+    inputs: Sequence[str] = list(options.inputs)
+    with reading(cluster_input.input_size(inputs, stdin)) as on_progress:
+        read = cluster_input.read_inputs(inputs, stdin, on_progress)
+    result = planner.make_plan(read, catalog, request.with_environment(os.environ), options.max_variants)
+    return Planned(result=result, org=org)
