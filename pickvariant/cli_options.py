@@ -1,5 +1,5 @@
-"""The options of the commands that orchestrate, declared once as typer parameters (the options that describe a
-machine or pin a choice are declared as data in commandline.py). Metavariables name what a person types."""
+"""The options of every command but detect's own, declared once as typer parameters (the options that describe
+a machine or pin a choice are declared as data in commandline.py), and the enums of their choices."""
 
 from __future__ import annotations
 

@@ -138,11 +138,12 @@ def plan_lines(prepared: Prepared) -> list[str]:
 def plan_json(prepared: Prepared) -> dict[str, Any]:
     """`install --dry-run --format json`: the same plan as data, each command as its argument list."""
     plan, variant = prepared.plan, prepared.variant
-    steps: list[dict[str, Any]] = []
-    for index, command in enumerate(plan.commands):
-        if plan.recipe_file and index == plan.recipe_after:
-            steps.append({"write": str(plan.recipe_file)})
-        steps.append({"run": list(command.argv), "cwd": str(command.cwd), "what": command.description})
+    steps = [
+        {"write": str(step)}
+        if isinstance(step, Path)
+        else {"run": list(step.argv), "cwd": str(step.cwd), "what": step.description}
+        for step in installer.steps(plan)
+    ]
     return {
         "variant": {
             "package": variant.package,

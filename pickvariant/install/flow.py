@@ -278,16 +278,22 @@ def plan_install(
     )
 
 
+def steps(plan: Plan) -> Iterator[Command | Path]:
+    """What the plan does, in order: each command, and the recipe file where it is written between them."""
+    for index, command in enumerate(plan.commands):
+        if plan.recipe_file and index == plan.recipe_after:
+            yield plan.recipe_file
+        yield command
+
+
 def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
     """The plan as the lines `install` prints: every command, in the order it runs."""
     where = plan.directory if plan.method == "published" else f"{plan.build_dir}, then {plan.directory}"
     lines = [
         f"method: {'install the published package' if plan.method == 'published' else 'build from the recipe'} ({where})"
     ]
-    for index, command in enumerate(plan.commands):
-        if plan.recipe_file and index == plan.recipe_after:
-            lines.append(f"write recipe {plan.recipe_file}")
-        lines.append(f"run: {shlex.join(command.argv)}")
+    for step in steps(plan):
+        lines.append(f"write recipe {step}" if isinstance(step, Path) else f"run: {shlex.join(step.argv)}")
     if verify_command:
         lines.append(f"run: {shlex.join(verify_command)}")
     return lines
