@@ -500,7 +500,8 @@ def test_detect_json_without_with_imports_nothing_it_does_not_need() -> None:
         "dataclasses",
         "tempfile",
         "pickvariant.catalog.stack",
-        "pickvariant.rules.stack",
+        "pickvariant.rules.pairing",
+        "pickvariant.rules.sets",
         "jsonschema",
     ):
         assert module not in imported, module

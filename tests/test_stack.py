@@ -113,10 +113,29 @@ def test_vllm_takes_the_branch_aligned_with_its_release(catalog) -> None:
     assert vllm.torch == decision.variant.torch == "2.9.1" and vllm.torch_pin == decision.variant.nixpkgs_rev
 
 
-def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None:
+def test_a_set_whose_companions_each_bring_their_own_torch_is_no_set_for_detect_install_or_plan(
+    catalog, tmp_path
+) -> None:
+    """torchvision and vLLM on an H100 are each built against a torch of their own: no environment holds them
+    with one PyTorch, so detect offers no such set, and install and plan agree with it (one rule, rules/sets.py)."""
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
     decision = decide(facts, catalog, with_("torchvision", "vllm"))
-    assert decision.variant is not None and [c.project for c in decision.companions] == ["torchvision", "vllm"]
+    assert decision.variant is None and decision.companions == ()
+    assert decision.reasons[-1].startswith("no set gives one PyTorch here (the best, pytorch-python313-")
+    assert "each bring a torch of their own build" in decision.reasons[-1]
+    machine = ["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"]
+    detected = runner.invoke(app, ["detect", "--format", "json", *machine, "--with", "torchvision,vllm"])
+    installed = runner.invoke(
+        app, ["install", *machine, "--with", "torchvision,vllm", "--org", "acme", "--dry-run", "--dir", str(tmp_path)]
+    )
+    assert (detected.exit_code, installed.exit_code) == (3, 3), installed.output
+    assert "each bring a torch of their own build" in installed.stderr
+
+
+def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None:
+    facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
+    decision = decide(facts, catalog, with_("vllm"))
+    assert decision.variant is not None and [c.project for c in decision.companions] == ["vllm"]
     assert not why_not(decision.variant, facts, catalog)
     for companion in decision.companions:
         assert companion.axes == (
@@ -223,3 +242,68 @@ def test_a_companions_file_with_credentials_in_an_address_never_shows_them(tmp_p
         and json.loads(result.stdout)["companions"][0]["repo"] == "https://github.com/barstoolbluz/build-torchvision"
     )
     assert all(secret not in c.repo for c in load_stack(load_catalog(site)).companions)
+
+
+@pytest.mark.parametrize(
+    ("machine", "projects"),
+    [
+        (["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"], "torchvision"),
+        (["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"], "torchvision"),
+        (["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"], "vllm"),
+    ],
+)
+def test_plan_with_builds_exactly_what_install_with_installs(machine, projects, tmp_path) -> None:
+    """One set rule: the packages plan asks to build and publish for a node are the ones install puts in its
+    environment (a companion with a torch of its own is installed alone, so the variant is not built)."""
+    line = runner.invoke(app, ["detect", "--format", "json", "--compact", "--label", "n1", *machine])
+    nodes = tmp_path / "nodes.jsonl"
+    nodes.write_text(line.stdout)
+    plan = json.loads(runner.invoke(app, ["plan", str(nodes), "--with", projects, "--format", "json"]).stdout)
+    (chosen,) = plan["variants"]
+    built = [build["package"] for build in chosen["builds"]]
+    dry = runner.invoke(
+        app,
+        [
+            "install",
+            *machine,
+            "--with",
+            projects,
+            "--org",
+            "acme",
+            "--dir",
+            str(tmp_path / "e"),
+            "--dry-run",
+            "--format",
+            "json",
+        ],
+    )
+    assert dry.exit_code == 0, dry.output
+    (flox_install,) = [
+        step["run"] for step in json.loads(dry.stdout)["steps"] if step.get("run", [""])[:2] == ["flox", "install"]
+    ]
+    installed = [arg.removeprefix("acme/").split("@")[0] for arg in flox_install if arg.startswith("acme/")]
+    assert built == installed and built
+    detected = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine, "--with", projects]).stdout)
+    assert detected["set"]["installed"] == built
+
+
+@pytest.mark.parametrize(
+    ("dump", "gpu", "project", "passed_over"),
+    [
+        ("linux-rhel9-neoverse_v2", "9.0", "vllm", "pytorch-python313-cuda12_9-sm90-armv9"),  # Grace + H100
+        ("linux-rhel7-haswell", "7.5", "torchaudio", "pytorch-python313-cuda12_8-sm75-avx2"),  # AVX2 + T4
+    ],
+)
+def test_a_variant_the_set_passed_over_is_told_why_never_that_the_workload_prefers_another(
+    catalog, dump, gpu, project, passed_over
+) -> None:
+    facts = host(catalog, dump, gpus=(gpu,), driver="580.95.05")
+    decision = decide(facts, catalog, with_(project))
+    assert decision.variant is not None
+    why = {rejection.choice: rejection.why for rejection in decision.rejected}
+    assert why[passed_over] == f"no {project} recipe is built on its PyTorch for this machine"
+    # Every "prefers" reason is true: the variant it names ranks after the chosen one in the workload's order.
+    order = [v.package for v in decision.candidates]
+    for choice, said in why.items():
+        if "prefers" in said and choice in order:
+            assert order.index(choice) > order.index(decision.variant.package), (choice, said)

@@ -297,3 +297,42 @@ def test_companion_repositories_are_read_beside_the_build_repository_with_each_t
     plain = make_companion_repo(tmp_path / "plain", {"main": {"hello.nix": "{ }: { }\n"}})
     refused = runner.invoke(app, ["catalog", "sync", str(build_repo), str(plain), "-o", str(tmp_path / "again.json")])
     assert refused.exit_code == 2 and "has no torchvision, torchaudio or vllm recipe" in refused.stderr
+
+
+def test_a_companion_is_classified_as_strictly_as_a_pytorch_recipe(build_repo, tmp_path) -> None:
+    """A fork of build-vllm whose avx2 recipe takes the avx512bf16 entry of lib/cpu-isa.nix, and a torchvision
+    recipe whose cpuFlags are joined with `++` beside a `cpuISA = "avx2";` line and a committed table: both are
+    left out with the reason (either, handed to an AVX2 machine, would crash with an illegal instruction)."""
+    from buildrepo import FLAGS, ISA_TABLE, PIN_291, PIN_NEW, companion_recipe, make_companion_repo
+
+    honest = companion_recipe("vllm", "313", "avx2", "sm90", "12_9", PIN_291, shared_isa=True)
+    forged = honest.replace("(import ./lib/cpu-isa.nix).avx2;", "(import ./lib/cpu-isa.nix).avx512bf16;")
+    chosen_by_name = honest.replace("(import ./lib/cpu-isa.nix).avx2;", "isas.avx2;")
+    vllm = make_companion_repo(
+        tmp_path / "build-vllm",
+        {
+            "main": {
+                "vllm-python313-cuda12_9-sm90-avx2.nix": forged,
+                "vllm-python313-cuda12_9-sm90-avx512.nix": chosen_by_name.replace("avx2", "avx512"),
+                "vllm-python313-cuda12_8-sm90-avx2.nix": honest.replace("12_9", "12_8"),
+                "lib/cpu-isa.nix": ISA_TABLE,
+            }
+        },
+    )
+    joined = companion_recipe("torchvision", "313", "avx2", "sm90", "13_1", PIN_NEW, torch_version="2.10.0").replace(
+        f"cpuFlags = [ {FLAGS['avx2']} ];", f'cpuFlags = [ {FLAGS["avx2"]} ] ++ [ "-mavx512f" ];\n  cpuISA = "avx2";'
+    )
+    vision = make_companion_repo(
+        tmp_path / "build-torchvision",
+        {"main": {"torchvision-python313-cuda13_1-sm90-avx2.nix": joined, "lib/cpu-isa.nix": ISA_TABLE}},
+    )
+    out = tmp_path / "catalog.json"
+    result = runner.invoke(app, ["catalog", "sync", str(build_repo), str(vision), str(vllm), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    companions = json.loads((tmp_path / "catalog.companions.json").read_text())["companions"]
+    rows = {c["package"] for c in companions if c["repo"] in (str(vllm), str(vision))}
+    assert rows == {"vllm-python313-cuda12_8-sm90-avx2"}  # the honest one alone
+    err = result.stderr
+    assert "vllm-python313-cuda12_9-sm90-avx2.nix: the name says avx2, its cpuISA takes the avx512bf16 entry" in err
+    assert "vllm-python313-cuda12_9-sm90-avx512.nix: neither a literal cpuFlags nor a cpuISA written" in err
+    assert "torchvision-python313-cuda13_1-sm90-avx2.nix: its cpuFlags are not one literal list" in err

@@ -231,16 +231,27 @@ class CompanionClassifier:
         return found.pop() if len(found) == 1 else None
 
     def _check_flags(self, recipe: NixText, isa: Any, isa_flags: Mapping[str, list[str]]) -> str | None:
-        """The recipe's compiler flags (its own cpuFlags, or its ISA's entry of the branch's shared table) need
-        nothing the instruction set's rule does not require of a CPU: what SIGILL would punish."""
-        literal = recipe.list_binding("cpuFlags")
-        if literal and len(literal) == 1:
-            flags = literal[0]
-        elif "cpuISA" in recipe.identifiers and isa.name in isa_flags:
-            flags = isa_flags[isa.name]
-        else:
-            return "no literal cpuFlags (nor a shared lib/cpu-isa.nix entry for its instruction set), so what CPU it needs is not certain"
-        return flags_beyond(self.facts, flags, isa, "compiler flags")
+        """The recipe's compiler flags need nothing the instruction set's rule does not require of a CPU: what
+        SIGILL would punish. They are read as strictly as a PyTorch recipe's: its own cpuFlags, one literal list
+        (`++`, a call or a name bound to no one literal is not certain); else the entry its cpuISA takes from the
+        branch's shared table, written `(import ./lib/cpu-isa.nix).ENTRY`, and that entry must be the name's."""
+        if any(name == "cpuFlags" for name, _ in recipe.bindings):
+            literal = recipe.list_binding("cpuFlags")
+            if not literal or len(literal) != 1:
+                return "its cpuFlags are not one literal list (`++`, a call or a name), so what CPU it needs is not certain"
+            return flags_beyond(self.facts, literal[0], isa, "compiler flags")
+        entries = recipe.binding_entries("cpuISA")
+        if not entries or len(entries) != 1 or entries[0][0] != f"./{ISA_TABLE}":
+            return (
+                f"neither a literal cpuFlags nor a cpuISA written `(import ./{ISA_TABLE}).ENTRY`, "
+                "so what CPU it needs is not certain"
+            )
+        entry = ISA_SPELLINGS.get(entries[0][1], entries[0][1])
+        if entry != isa.name:
+            return f"the name says {isa.name}, its cpuISA takes the {entries[0][1]} entry of {ISA_TABLE}"
+        if entry not in isa_flags:
+            return f"{ISA_TABLE} on its branch has no literal flags for {entry}, so what CPU it needs is not certain"
+        return flags_beyond(self.facts, isa_flags[entry], isa, "compiler flags")
 
 
 ISA_TABLE = "lib/cpu-isa.nix"  # build-vllm's shared instruction-set table, relative to .flox/pkgs/

@@ -54,6 +54,17 @@ class NixText:
     # Each `version = …` with the names of the bindings it lies inside (`torch = prev.torch.overrideAttrs
     # (old: { version = "2.10.0"; })` gives (("torch", …), "2.10.0")): whose version it is.
     versions: tuple[tuple[tuple[str, ...], object], ...] = ()
+    # Each `name = (import ./file.nix).entry;` as (name, "./file.nix", "entry"); a binding of `name` to anything
+    # else is not there (binding_entries tells the two apart).
+    imported_entries: tuple[tuple[str, str, str], ...] = ()
+
+    def binding_entries(self, name: str) -> list[tuple[str, str]] | None:
+        """(file, entry) of every binding of `name`, each of the form `(import ./file.nix).entry`; None when any
+        binding of `name` has another form (an entry chosen by a variable, a call, `//`, an inherit)."""
+        # `inherit name;` passes on the binding in scope: no value of its own.
+        bound = [value for found, value in self.bindings if found == name and value is not INHERITED]
+        entries = [(path, entry) for found, path, entry in self.imported_entries if found == name]
+        return entries if len(entries) == len(bound) else None
 
     def version_of(self, owner: str) -> list[str] | None:
         """Every `version` bound inside a binding named `owner`; None when one of them is not a string literal."""
@@ -130,6 +141,7 @@ def parse(text: str) -> NixText:
     paths: list[str] = []
     nested: list[tuple[str, str, tuple[str, ...]]] = []
     versions: list[tuple[tuple[str, ...], object]] = []
+    entries: list[tuple[str, str, str]] = []
     for node in _walk(tree.root_node):
         kind = node.type
         if kind == "path_expression":
@@ -145,6 +157,9 @@ def parse(text: str) -> NixText:
                     versions.append((_enclosing_bindings(node), bindings[-1][1]))
                 if value.type in ("attrset_expression", "rec_attrset_expression"):
                     nested.extend((_text(names[-1]), inner, items) for inner, items in _literal_lists(value))
+                entry = _imported_entry(value)
+                if entry is not None:
+                    entries.append((_text(names[-1]), *entry))
         elif kind in ("inherit", "inherit_from"):
             # `inherit (set) x;` binds x to something not written here: a fact bound so is not a literal.
             # `inherit x;` passes on the x in scope, the recipe's own binding if it has one (_values).
@@ -167,7 +182,29 @@ def parse(text: str) -> NixText:
         tuple(paths),
         tuple(nested),
         tuple(versions),
+        tuple(entries),
     )
+
+
+def _imported_entry(value: Node) -> tuple[str, str] | None:
+    """("./file.nix", "entry") for `(import ./file.nix).entry`, the one form in which a recipe names an entry of a
+    table for certain; None for anything else."""
+    if value.type != "select_expression":
+        return None
+    target, attrpath = value.child_by_field_name("expression"), value.child_by_field_name("attrpath")
+    while target is not None and target.type == "parenthesized_expression" and target.named_child_count == 1:
+        target = target.named_children[0]
+    if target is None or attrpath is None or attrpath.named_child_count != 1 or target.type != "apply_expression":
+        return None
+    function, argument = target.child_by_field_name("function"), target.child_by_field_name("argument")
+    if function is None or argument is None or _text(function) != "import" or argument.type != "path_expression":
+        return None
+    if argument.named_child_count != 1 or argument.named_children[0].type != "path_fragment":
+        return None
+    name = attrpath.named_children[0]
+    if name.type != "identifier" or value.named_child_count != 2:  # `(…).entry or default` is not certain
+        return None
+    return _text(argument.named_children[0]), _text(name)
 
 
 def _enclosing_bindings(node: Node) -> tuple[str, ...]:

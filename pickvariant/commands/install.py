@@ -88,6 +88,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
         generate=options.generate,
         repo=options.repo,
         companions=decision.companions if options.package is None else (),
+        set_shape=decision.set_shape if options.package is None else None,
     )
     python = tuple(installer.interpreter_for(plan))
     projects = tuple(companion.project for companion in plan.companions)
@@ -190,7 +191,9 @@ def done_lines(prepared: Prepared, installed: Installed) -> list[str]:
     """What `install` says once the plan ran: what this run installed and where."""
     plan = prepared.plan
     built = f"built {plan.result}, " if plan.result else ""
+    shape = prepared.decision.set_shape if plan.companions else None
+    names = ", ".join(shape.installed) if shape is not None else prepared.variant.package
     return [
-        f"Done: {prepared.variant.package} ({built}installed in the Flox environment {plan.directory}); log: {installed.log}",
+        f"Done: {names} ({built}installed in the Flox environment {plan.directory}); log: {installed.log}",
         f"Use it: flox activate -d {shlex.quote(str(plan.directory))} -- python3",
     ]

@@ -21,12 +21,13 @@ from pickvariant._base.files import cache_dir, check_writable, create_new, write
 from pickvariant._base.proc import Command, capture, run, tail
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Catalog, Companion, Variant
-from pickvariant.install import floxcontract, stack
+from pickvariant.install import floxcontract, published_set
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
 from pickvariant.recipes.render import recipe_path, render
 from pickvariant.rules.compat import why_not
+from pickvariant.rules.sets import SetShape
 
 ORG_ENV = settings.FLOX_ORG
 
@@ -138,6 +139,7 @@ def plan_install(
     generate: bool = False,
     repo: str | None = None,
     companions: Sequence[Companion] = (),
+    set_shape: SetShape | None = None,
 ) -> Plan:
     env = os.environ if env is None else env
     given_as = "--org"
@@ -148,9 +150,11 @@ def plan_install(
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
     if companions:
-        org = stack.require_published(org, build)
+        org = published_set.require_published(org, build)
         check_org(org, given_as)
-        packages, set_notes = stack.set_packages(variant, companions, org)
+        if set_shape is None:
+            raise ValueError("a set to install needs the decision's set shape")
+        packages, set_notes = published_set.set_packages(variant, companions, set_shape, org)
         if packages[0].startswith(f"{org}/{variant.package}@"):
             _check_not_installed_differently(
                 target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}

@@ -55,7 +55,7 @@ def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] 
 
 def companions_json(decision: Decision) -> list[dict[str, Any]]:
     """One row per companion chosen with the recommendation: its identity, and how its torch relates to the recommended one."""
-    from pickvariant.rules.stack import relation  # only a decision with companions reads them
+    from pickvariant.rules.sets import relation  # only a decision with companions reads them
 
     assert decision.variant is not None
     return [
@@ -68,6 +68,11 @@ def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, worklo
     document = _decision_json(facts, decision, catalog, workload)
     if decision.companions:  # --with: the set; the recommendation stays the torch row
         document["companions"] = companions_json(decision)
+        if decision.set_shape is not None:  # what install --with installs and plan --with builds, in that order
+            document["set"] = {
+                "installed": list(decision.set_shape.installed),
+                "torch_from": decision.set_shape.torch_from,
+            }
     return document
 
 

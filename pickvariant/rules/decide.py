@@ -166,9 +166,10 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
     chosen = candidates[0]
     companions: tuple[Companion, ...] = ()
     if options.with_projects:
-        from pickvariant.rules import stack  # only a decision with companions reads them
+        from pickvariant.rules import pairing  # only a decision with companions reads them
 
-        pick = stack.pick_set(catalog, candidates, options.with_projects, facts, targets)
+        pick = pairing.pick_set(catalog, candidates, options.with_projects, facts, targets)
+        passed_over = {(v.branch, v.package): why for v, why in pick.passed_over}
         rejected.extend(pick.rejected)
         hints = _set_driver_hints(facts, catalog, options, pick.variant, chosen) if with_hints else []
         if pick.variant is None:
@@ -180,10 +181,15 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
                 chosen.gpu_arch or "CPU only",
                 chosen.cpu_isa,
             ]
-            why = (
-                f"no {lacking} recipe is built on the PyTorch of any variant that runs here "
-                f"(the best, {chosen.label}: {', '.join(a for a in axes if a)})"
-            )
+            # A variant with every recipe whose set would still hold two PyTorch builds: the cause that stands.
+            two = next(((v, said) for v, said in pick.passed_over if said.startswith("with ")), None)
+            if two is None:
+                why = (
+                    f"no {lacking} recipe is built on the PyTorch of any variant that runs here "
+                    f"(the best, {chosen.label}: {', '.join(a for a in axes if a)})"
+                )
+            else:
+                why = f"no set gives one PyTorch here (the best, {two[0].label}: {two[1]})"
             hints.append(f"without --with, PyTorch alone is {chosen.label}")
             return Decision(
                 None, None, (*tuple(reasons), why), tuple(dedupe(rejected)), tuple(dict.fromkeys(hints)), targets
@@ -191,13 +197,13 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
         if pick.variant is not chosen:
             reasons.append(
                 f"PyTorch alone would be {chosen.label} (PyTorch {chosen.torch}, CUDA {chosen.cuda or 'none'}): "
-                f"no {', '.join(pick.missing)} recipe is built on its PyTorch for this machine, so the set takes the next that has one"
+                f"{passed_over.get((chosen.branch, chosen.package), 'it has no set')}, so the set takes the next that has one"
             )
-        chosen, companions = pick.variant, pick.companions
+        chosen, companions, set_shape = pick.variant, pick.companions, pick.shape
         reasons.extend(pick.reasons)
         set_hints = tuple(hints)
     else:
-        set_hints = ()
+        set_hints, set_shape, passed_over = (), None, {}
     branch = catalog.branch(chosen.branch)
     line = catalog.cuda_line(chosen)
     reasons.append(explain.branch_reason(chosen, branch, line, options))
@@ -240,7 +246,9 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
                 and v.gpu_arch == chosen.gpu_arch
                 and v.cuda == chosen.cuda
             ]
-            if same:
+            if same and (same[0].branch, same[0].package) in passed_over:  # the set could not be on it
+                rejected.append(Rejection(same[0].package, passed_over[(same[0].branch, same[0].package)]))
+            elif same:
                 rejected.append(
                     Rejection(
                         same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"
@@ -255,7 +263,16 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
                     )
                 )
     return Decision(
-        chosen, branch, tuple(reasons), tuple(dedupe(rejected)), set_hints, targets, line, tuple(candidates), companions
+        chosen,
+        branch,
+        tuple(reasons),
+        tuple(dedupe(rejected)),
+        set_hints,
+        targets,
+        line,
+        tuple(candidates),
+        companions,
+        set_shape,
     )
 
 

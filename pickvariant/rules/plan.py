@@ -22,9 +22,10 @@ from pickvariant._base.request import Request
 from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts, facts_from_json
-from pickvariant.rules import stack
+from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
+from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 
 JSON_SCHEMA_VERSION = 1
 
@@ -58,7 +59,7 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
         if options.with_projects:
             # A node can be given only a variant whose PyTorch every companion asked for is built on.
             candidates = tuple(
-                v for v in candidates if stack.companions_for(catalog, v, options.with_projects) is not None
+                v for v in candidates if pairing.companions_for(catalog, v, options.with_projects) is not None
             )
         why = None
         if not candidates:
@@ -189,8 +190,9 @@ class ClusterPlan:
     bad_count: int
     profile_count: int
     duplicate_labels: tuple[str, ...] = ()
-    # With --with: each chosen variant's companions, by (branch, package).
+    # With --with: each chosen variant's companions, by (branch, package), and the set's shape (what is built).
     companions: Mapping[tuple[str, str], tuple[Companion, ...]] = MappingProxyType({})
+    shapes: Mapping[tuple[str, str], SetShape] = MappingProxyType({})
 
 
 def cost_of(best: Variant, got: Variant) -> str:
@@ -261,12 +263,17 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
     )
     companions = (
         {
-            (v.branch, v.package): stack.companions_for(catalog, v, options.with_projects) or ()
+            (v.branch, v.package): pairing.companions_for(catalog, v, options.with_projects) or ()
             for v, _, _ in chosen_variants
         }
         if options.with_projects
         else {}
     )
+    shapes = {}
+    for v, _, _ in chosen_variants:
+        found = shape(v, companions[(v.branch, v.package)]) if options.with_projects else None
+        if isinstance(found, SetShape):  # companions_for admits only sets with a shape
+            shapes[(v.branch, v.package)] = found
     return ClusterPlan(
         chosen_variants,
         tuple(nodes),
@@ -277,7 +284,24 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
         len(profiles),
         tuple(inputs.duplicate_labels()),
         companions,
+        shapes,
     )
+
+
+def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, str]]:
+    """What to build and publish for one chosen variant, (repository or None for the build repository, branch,
+    package): exactly the packages its set installs (sets.shape), or the variant alone without --with."""
+    key = (variant.branch, variant.package)
+    found = plan.shapes.get(key)
+    if found is None:
+        return [(None, variant.branch, variant.package)]
+    by_name = {c.package: c for c in plan.companions.get(key, ())}
+    return [
+        (None, variant.branch, name)
+        if name == variant.package or builds_on(by_name[name], variant)
+        else (by_name[name].repo, by_name[name].branch, name)
+        for name in found.installed
+    ]
 
 
 def plan_json(plan: ClusterPlan) -> dict[str, Any]:
@@ -291,13 +315,17 @@ def plan_json(plan: ClusterPlan) -> dict[str, Any]:
                 **(
                     {
                         "companions": [
-                            {**c.identity(), "relation_to_variant": stack.relation(c, v)}
+                            {**c.identity(), "relation_to_variant": relation(c, v)}
                             for c in plan.companions[(v.branch, v.package)]
                         ]
                     }
                     if plan.companions
                     else {}
                 ),
+                # Exactly what install --with installs on these nodes: each built and published once.
+                "builds": [
+                    {"repo": repo, "branch": branch, "package": package} for repo, branch, package in builds(plan, v)
+                ],
             }
             for v, count, _ in plan.variants
         ],
@@ -392,7 +420,7 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     for variant, count, summaries in plan.variants:
         out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
         out += [
-            f"{sub_item}with {code(c.package)} ({c.repo} {c.branch}): {stack.relation(c, variant)}"
+            f"{sub_item}with {code(c.package)} ({c.repo} {c.branch}): {relation(c, variant)}"
             for c in plan.companions.get((variant.branch, variant.package), ())
         ]
         out += [f"{sub_item}covers {summary}" for summary in summaries[:6]]
@@ -411,24 +439,26 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
         # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
-        steps = (
-            ["git", "checkout", variant.branch],
-            ["flox", "build", variant.package],
-            ["flox", "publish", "-o", org or "ORG", variant.package],
-        )
-        command = " && ".join(shlex.join(step) for step in steps)
-        out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
-        for companion in plan.companions.get((variant.branch, variant.package), ()):
-            if companion.torch_relation == "identical":
-                continue  # built with the variant, in the same clone: flox build builds it there
-            steps = (
-                ["git", "checkout", companion.branch],
-                ["flox", "build", companion.package],
-                ["flox", "publish", "-o", org or "ORG", companion.package],
-            )
-            out.append(
-                f"{sub_item}in a clone of {companion.repo}: {code(' && '.join(shlex.join(step) for step in steps))}"
-            )
+        # Exactly the packages the set installs: a companion with a torch of its own is installed alone, so the
+        # variant itself is then not built.
+        here = [package for repo, _, package in builds(plan, variant) if repo is None]
+        if here:
+            steps = [["git", "checkout", variant.branch]]
+            for package in here:
+                steps += [["flox", "build", package], ["flox", "publish", "-o", org or "ORG", package]]
+            command = " && ".join(shlex.join(step) for step in steps)
+            out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
+        else:
+            out.append(f"{item}{variant.package}: not built; its nodes install the companion that brings its torch")
+        for repo, branch, package in builds(plan, variant):
+            if repo is None:
+                continue
+            steps = [
+                ["git", "checkout", branch],
+                ["flox", "build", package],
+                ["flox", "publish", "-o", org or "ORG", package],
+            ]
+            out.append(f"{sub_item}in a clone of {repo}: {code(' && '.join(shlex.join(step) for step in steps))}")
     if plan.duplicate_labels:
         out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
         out += [f"{item}{said}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]

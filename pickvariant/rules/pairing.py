@@ -21,6 +21,7 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import Rejection
+from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 
 Axes = tuple[str, str | None, str | None, str | None, str]
 
@@ -32,38 +33,19 @@ class SetPick:
     reasons: tuple[str, ...]
     rejected: tuple[Rejection, ...]
     missing: tuple[str, ...] = ()  # for no set: the projects the best variant lacked
+    shape: SetShape | None = None
+    # Variants ranked before the one chosen, each with why the set could not be on it.
+    passed_over: tuple[tuple[Variant, str], ...] = ()
 
 
 def axes_of(variant: Variant) -> Axes:
     return (variant.python, variant.cuda, variant.gpu_arch, variant.cpu_isa, variant.platform)
 
 
-def relation(companion: Companion, variant: Variant) -> str:
-    """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
-    if (
-        companion.torch_relation == "identical"
-        and companion.torch_of == variant.package
-        and companion.branch == variant.branch
-    ):
-        return f"identical: it imports {variant.package}'s own recipe (one derivation)"
-    pin = companion.torch_pin or ""
-    where = (
-        "the same nixpkgs pin"
-        if pin == variant.nixpkgs_rev
-        else f"nixpkgs {pin[:7]} (the variant's is {variant.nixpkgs_rev[:7]})"
-    )
-    return f"a separate build of torch {companion.torch} from {where}"
-
-
 def _rank(companion: Companion, variant: Variant) -> tuple[int, str, str, str]:
-    if (
-        companion.torch_relation == "identical"
-        and companion.torch_of == variant.package
-        and companion.branch == variant.branch
-    ):
-        kind = 0
-    else:
-        kind = 1 if companion.torch_pin == variant.nixpkgs_rev else 2
+    # The variant's own derivation first, then a separate build from the same nixpkgs pin, then any other.
+    same_pin = companion.torch_pin == variant.nixpkgs_rev
+    kind = 0 if builds_on(companion, variant) else 1 if same_pin else 2
     return (kind, companion.repo, companion.branch, companion.package)
 
 
@@ -87,7 +69,8 @@ def _as_variant(companion: Companion, paired: Variant) -> Variant:
 
 
 def companions_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) -> tuple[Companion, ...] | None:
-    """The companion of each project on `variant`'s PyTorch, best first by relation; None when a project has none.
+    """The companion of each project on `variant`'s PyTorch, best first by relation; None when a project has none
+    or the set would not give one PyTorch (sets.shape).
 
     Its axes are the variant's, so what the variant runs on, the set runs on (plan asks this of every candidate)."""
     known, _ = catalog.derive("companion index", lambda: _index(catalog))
@@ -98,7 +81,7 @@ def companions_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) 
         if not found:
             return None
         chosen.append(min(found, key=lambda c: _rank(c, variant)))
-    return tuple(chosen)
+    return tuple(chosen) if isinstance(shape(variant, chosen), SetShape) else None
 
 
 def pick_set(
@@ -119,6 +102,7 @@ def pick_set(
     rejected: list[Rejection] = []
     missing: tuple[str, ...] = ()
     turned_down: set[Companion] = set()
+    passed_over: list[tuple[Variant, str]] = []
     for position, variant in enumerate(candidates):
         axes = axes_of(variant)
         chosen: list[Companion] = []
@@ -150,14 +134,22 @@ def pick_set(
                         )
                     )
         if lacking:
+            passed_over.append((variant, f"no {', '.join(lacking)} recipe is built on its PyTorch for this machine"))
             continue
-        variant = _aligned(candidates, variant, chosen, catalog)
+        aligned = _aligned(candidates, variant, chosen, catalog)
+        found = shape(aligned, chosen)
+        if not isinstance(found, SetShape) and aligned is not variant:
+            aligned, found = variant, shape(variant, chosen)
+        if not isinstance(found, SetShape):
+            passed_over.append((variant, f"with {', '.join(projects)} it would hold two PyTorch builds: {found}"))
+            continue
+        variant = aligned
         reasons = [
             f"with {', '.join(projects)}: every piece is on PyTorch {variant.torch} ({', '.join(str(a) for a in axes if a)})"
         ]
         reasons += [f"{c.project}: {c.package} from {c.repo} {c.branch}: {relation(c, variant)}" for c in chosen]
-        return SetPick(variant, tuple(chosen), tuple(reasons), tuple(rejected), missing)
-    return SetPick(None, (), (), tuple(rejected), missing)
+        return SetPick(variant, tuple(chosen), tuple(reasons), tuple(rejected), missing, found, tuple(passed_over))
+    return SetPick(None, (), (), tuple(rejected), missing, None, tuple(passed_over))
 
 
 def _aligned(candidates: Sequence[Variant], variant: Variant, chosen: Sequence[Companion], catalog: Catalog) -> Variant:

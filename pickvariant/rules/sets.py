@@ -1,0 +1,72 @@
+"""The one set rule: one PyTorch build per process.
+
+A set is a PyTorch variant with one companion per project asked for (torchvision, torchaudio, vLLM), each on
+the variant's PyTorch. Whether the set can live in one Flox environment with one PyTorch is decided here,
+once; detect and plan only offer sets that pass, install installs exactly `installed`, plan builds exactly it.
+
+What Flox does (flox/flox at 6536dac, buildenv/builder.pl and cli/tests/edit.bats): installed packages are
+linked file by file, and two that provide one file at one priority fail the environment; a package's
+propagated inputs (how a companion carries the torch it was built against) are linked below every installed
+package, in dev mode only. So:
+- a companion built from the variant's own recipe (it imports it: one derivation) goes beside the variant;
+- a companion with a torch of its own build goes alone: its propagated torch is the one Python imports, and
+  the variant beside it would win file by file while the companion's extension points at its own libtorch;
+- two torches of their own, or one beside the variant's, cannot make one environment with one PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pickvariant._base.records import keyword_record
+from pickvariant.catalog.model import Companion, Variant
+
+
+def builds_on(companion: Companion, variant: Variant) -> bool:
+    """The companion imports `variant`'s own recipe on its branch: the torch it builds against is that derivation."""
+    return (
+        companion.torch_relation == "identical"
+        and companion.torch_of == variant.package
+        and companion.branch == variant.branch
+    )
+
+
+@keyword_record
+class SetShape:
+    """How a set becomes one environment with one PyTorch."""
+
+    installed: tuple[str, ...]  # the packages installed, in order (each one is built and published by plan)
+    torch_from: str  # the package whose torch Python imports
+    companions_alone: bool  # the variant is not installed: the one companion brings its torch
+
+
+def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
+    """The set's shape, or why no environment can hold it with one PyTorch."""
+    identical = [c for c in companions if builds_on(c, variant)]
+    own = [c for c in companions if not builds_on(c, variant)]
+    if not own:
+        return SetShape(
+            installed=(variant.package, *(c.package for c in identical)),
+            torch_from=variant.package,
+            companions_alone=False,
+        )
+    if len(own) == 1 and not identical:
+        return SetShape(installed=(own[0].package,), torch_from=own[0].package, companions_alone=True)
+    beside = f" besides {', '.join(c.package for c in identical)}" if identical else ""
+    return (
+        f"{', '.join(c.package for c in own)} each bring a torch of their own build{beside}: one environment links "
+        "only one of them, and the others' compiled extensions would load against a torch they were not built with"
+    )
+
+
+def relation(companion: Companion, variant: Variant) -> str:
+    """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
+    if builds_on(companion, variant):
+        return f"identical: it imports {variant.package}'s own recipe (one derivation)"
+    pin = companion.torch_pin or ""
+    where = (
+        "the same nixpkgs pin"
+        if pin == variant.nixpkgs_rev
+        else f"nixpkgs {pin[:7]} (the variant's is {variant.nixpkgs_rev[:7]})"
+    )
+    return f"a separate build of torch {companion.torch} from {where}"
