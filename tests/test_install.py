@@ -4,6 +4,7 @@ flox/flox's source (pickvariant/flox_contract.json), refusing what the real one 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -537,3 +538,42 @@ def test_install_with_refuses_what_no_environment_can_hold_and_what_it_cannot_bu
     )
     assert package.exit_code == 2 and "cannot be combined with --package" in package.stderr
     assert fake_flox() == []
+
+
+def test_a_set_that_would_add_a_second_torch_to_an_environment_is_refused_naming_what_is_there(
+    tmp_path, fake_flox
+) -> None:
+    """install --torch 2.9 (the CPU build), then install --with torchvision into the same --dir: the companion brings
+    a torch of its own, so it would be a second PyTorch beside the first. Refused before anything runs, naming it."""
+    require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
+    publish_companions(fake_flox, separate_vision(fake_flox))
+    target = tmp_path / "env"
+    first = runner.invoke(app, ["install", *H100, "--org", "acme", "--dir", str(target), "--yes", "--no-verify"])
+    assert first.exit_code == 0, first.output
+    before = (target / ".flox/env/manifest.toml").read_bytes()
+    calls = len(fake_flox())
+    second = runner.invoke(
+        app, ["install", *H100, "--with", "torchvision", "--org", "acme", "--dir", str(target), "--dry-run"]
+    )
+    assert second.exit_code == 2
+    assert second.stderr == (
+        f"pickvariant: {target} already holds {TORCH_210} ({TORCH_210}), which brings a PyTorch build; adding {VISION} "
+        "would put a second one in the same environment: install into another --dir, or remove it first "
+        f"(flox uninstall -d {target} {TORCH_210})\n"
+    )
+    assert (target / ".flox/env/manifest.toml").read_bytes() == before and len(fake_flox()) == calls
+    # The same variant again is no second torch: the install is repeated, not refused.
+    again = runner.invoke(app, ["install", *H100, "--org", "acme", "--dir", str(target), "--dry-run"])
+    assert again.exit_code == 0, again.output
+
+
+def test_a_manifest_that_is_no_regular_file_is_refused_not_waited_on(tmp_path, fake_flox) -> None:
+    target = tmp_path / "env"
+    (target / ".flox" / "env").mkdir(parents=True)
+    (target / ".flox" / "env.json").write_text('{"name": "env", "version": 1}')
+    os.mkfifo(target / ".flox" / "env" / "manifest.toml")
+    result = runner.invoke(app, ["install", *CPU_ONLY, "--org", "acme", "--dir", str(target), "--dry-run"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"pickvariant: cannot read the Flox manifest {target}/.flox/env/manifest.toml: it is not a regular file"
+    )

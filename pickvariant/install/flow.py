@@ -10,7 +10,6 @@ import shlex
 import shutil
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from pickvariant._base.files import cache_dir, check_writable, create_new, write
 from pickvariant._base.proc import Command, capture, run, tail
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Catalog, Companion, Variant
-from pickvariant.install import floxcontract, published_set
+from pickvariant.install import existing, floxcontract, published_set
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
@@ -87,13 +86,7 @@ def _check_directory(directory: Path, option: str) -> None:
 
 def _check_not_installed_differently(target: Path, install_id: str, wanted: Mapping[str, str]) -> None:
     """flox install keeps an install id that is already there as it is: a different torch under the same id would stay."""
-    try:
-        installed = tomllib.loads(
-            (target / floxcontract.contract()["files"]["manifest"]).read_text(encoding="utf-8")
-        ).get("install", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return  # no manifest, or one flox itself will refuse with its own message
-    present = installed.get(install_id)
+    present = existing.installed(target).get(install_id)
     if isinstance(present, dict) and any(present.get(key) != value for key, value in wanted.items()):
         shown = ", ".join(f"{key} {present.get(key)!r}" for key in wanted)
         raise BadInput(
@@ -149,6 +142,9 @@ def plan_install(
     # Every flox command names its directory with -d, so it may run from anywhere that exists.
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
+    # One PyTorch per environment: nothing that brings a torch goes beside another one already there.
+    adding = set_shape.installed if companions and set_shape is not None else (variant.package,)
+    existing.check_one_torch(target_dir, adding)
     if companions:
         org = published_set.require_published(org, build)
         check_org(org, given_as)
