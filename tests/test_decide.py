@@ -79,8 +79,8 @@ def test_a_b300_on_a_driver_older_than_its_architecture_is_refused_and_told_the_
     )
     at_the_floor = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="580.82.07"), catalog)
     assert (
-        f"a driver >= 580.82.07 (CUDA {at_the_floor.variant.cuda}) would allow {at_the_floor.variant.label}"
-        in decision.hints
+        f"a driver >= 580.82.07 (CUDA {at_the_floor.variant.cuda}, by CUDA 13.x minor-version compatibility) "
+        f"would allow {at_the_floor.variant.label}" in decision.hints
     )
 
 
@@ -235,7 +235,8 @@ def test_the_driver_upgrade_hint_names_the_variant_the_rules_would_then_choose(c
     upgraded = decide(host(catalog, "linux-rocky8.5-zen4", gpus=("8.9",), driver="525.60.13"), catalog)
     assert decision.variant is None and upgraded.variant is not None and upgraded.variant.cpu_isa == "avx512"
     assert (
-        f"a driver >= 525.60.13 (CUDA {upgraded.variant.cuda}) would allow {upgraded.variant.label}" in decision.hints
+        f"a driver >= 525.60.13 (CUDA {upgraded.variant.cuda}, by CUDA 12.x minor-version compatibility) "
+        f"would allow {upgraded.variant.label}" in decision.hints
     )
     assert not any("sm80" in hint or "avx2" in hint for hint in decision.hints)
 
@@ -571,3 +572,17 @@ def test_builds_without_cuda_are_explained_without_a_cuda_line(catalog, dump, gp
     assert "CUDA" not in branch_line and decision.variant.cuda is None
     if dump.startswith("darwin"):
         assert facts.gpus == () and "macOS" in facts.sources["gpus"] and not facts.notes
+
+
+def test_a_driver_older_than_a_cuda_releases_own_is_said_to_run_it_by_minor_version_compatibility(catalog) -> None:
+    """550.54.15 runs CUDA 12.9 builds although 12.9 ships with 575.51.03: by CUDA 12.x minor-version compatibility
+    (from 525.60.13), which the reason names; a driver as new as both toolkits' own needs no such words."""
+    old = decide(host(catalog, "linux-unknown-sapphirerapids", gpus=("9.0",), driver="550.54.15"), catalog)
+    (said,) = [reason for reason in old.reasons if reason.startswith("driver 550.54.15 can run CUDA 12.8, 12.9")]
+    assert said.endswith(
+        "(CUDA 12.x minor-version compatibility: builds of a release run on any driver >= 525.60.13, older than the "
+        "one its toolkit ships with (12.8 with 570.26, 12.9 with 575.51.03))"
+    )
+    new = decide(host(catalog, "linux-unknown-sapphirerapids", gpus=("9.0",), driver="590.48.01"), catalog)
+    (said,) = [reason for reason in new.reasons if reason.startswith("driver 590.48.01 can run CUDA")]
+    assert "minor-version" not in said

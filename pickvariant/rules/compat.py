@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from pickvariant._base.versions import ComputeCapability, version_key
+from pickvariant._base.errors import BadInput
+from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.catalog.model import Catalog, CpuIsa, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
@@ -119,6 +120,46 @@ def driver_rejection(
         # Minor-version compatibility: a desktop driver of a CUDA major release runs every build of it.
         return f"the driver supports CUDA {driver.cuda}; CUDA {line.cuda} builds need a driver >= {line.min_driver}"
     return None
+
+
+def _shipped_driver(catalog: Catalog, cuda: str) -> tuple[DriverVersion, DriverVersion] | None:
+    """(the minimum driver, the driver the toolkit ships with) where the minimum is older: minor-version compatibility."""
+    release = catalog.cuda_releases.get(cuda)
+    if release is None:
+        return None
+    try:
+        shipped = parse_driver_version(release.toolkit_driver)
+    except BadInput:
+        return None
+    return (release.min_driver, shipped) if release.min_driver < shipped else None
+
+
+def minor_version_note(catalog: Catalog, cudas: Sequence[str], driver: DriverVersion | None = None) -> str | None:
+    """Why a driver older than a CUDA release's own runs its builds, where that is so: CUDA's minor-version
+    compatibility (a 12.x build runs on any driver >= 525.60.13), in words. `driver`: only the releases whose own
+    driver is newer than it are named."""
+    named = []
+    for cuda in sorted(cudas, key=version_key):
+        found = _shipped_driver(catalog, cuda)
+        if found is not None and (driver is None or driver < found[1]):
+            named.append((cuda, found))
+    if not named:
+        return None
+    majors = sorted({cuda.split(".", 1)[0] for cuda, _ in named})
+    minimums = sorted({str(minimum) for _, (minimum, _) in named})
+    shipped = ", ".join(f"{cuda} with {own}" for cuda, (_, own) in named)
+    return (
+        f"CUDA {'/'.join(m + '.x' for m in majors)} minor-version compatibility: builds of a release run on any driver "
+        f">= {', '.join(minimums)}, older than the one its toolkit ships with ({shipped})"
+    )
+
+
+def for_cuda(catalog: Catalog, cuda: str, driver: DriverVersion | None) -> str:
+    """ "CUDA 12.9" in a hint naming `driver`, and where that driver is older than the one 12.9's toolkit ships
+    with, the rule by which it runs 12.9's builds."""
+    found = _shipped_driver(catalog, cuda)
+    compatible = found is not None and (driver is None or driver < found[1])
+    return f"CUDA {cuda}" + (f", by CUDA {cuda.split('.', 1)[0]}.x minor-version compatibility" if compatible else "")
 
 
 def platform_rejection(variant: Variant, facts: HostFacts, catalog: Catalog) -> str | None:

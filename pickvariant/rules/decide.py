@@ -29,6 +29,7 @@ from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE,
     driver_rejection,
     judged_by_cuda_version,
+    minor_version_note,
     missing_flags,
     runs_on_all,
     why_not,
@@ -364,7 +365,11 @@ def _admissible_lines(
         )
         rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(targets, facts.driver, catalog) else ""
         if can_run:
-            reasons.append(f"{label} can run CUDA {', '.join(sorted(can_run, key=version_key))}{rule}")
+            minor = None if rule else minor_version_note(catalog, sorted(can_run), facts.driver.version)
+            reasons.append(
+                f"{label} can run CUDA {', '.join(sorted(can_run, key=version_key))}{rule}"
+                + (f" ({minor})" if minor else "")
+            )
         else:
             reasons.append(
                 f"{label} can run none of the CUDA lines {'the pins leave' if options.cuda or options.torch or options.branch or options.python else 'of the catalog'}{rule}"

@@ -16,6 +16,7 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules.compat import (
     TEGRA_CUDA_UNKNOWN,
     driver_rejection,
+    for_cuda,
     judged_by_cuda_version,
     kernels_run_on,
     runs_on_all,
@@ -231,11 +232,17 @@ def no_variant(
             elif facts.driver and facts.driver.version and driver.version and driver.version < facts.driver.version:
                 last = _last_branch(catalog, targets)
                 within = f"of branch R{last} or older, " if last is not None else ""
-                hints.append(f"a driver {within}>= {driver.version} (CUDA {line.cuda}), would allow {variant.label}")
+                hints.append(
+                    f"a driver {within}>= {driver.version} ({for_cuda(catalog, line.cuda, driver.version)}), would allow {variant.label}"
+                )
             elif driver.version is not None and len(driver.version.parts) == 1:  # a branch: any of its releases
-                hints.append(f"an R{driver.version} driver or newer (CUDA {line.cuda}) would allow {variant.label}")
+                hints.append(
+                    f"an R{driver.version} driver or newer ({for_cuda(catalog, line.cuda, None)}) would allow {variant.label}"
+                )
             else:
-                hints.append(f"a driver >= {driver.version} (CUDA {line.cuda}) would allow {variant.label}")
+                hints.append(
+                    f"a driver >= {driver.version} ({for_cuda(catalog, line.cuda, driver.version)}) would allow {variant.label}"
+                )
         cpu_only = [v for v in own if v.gpu_arch is None and v.cpu_isa in usable_isas]
         if cpu_only:
             best = min(
@@ -279,7 +286,7 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
             driver = (
                 f"a Jetson driver (JetPack) that supports CUDA {line.cuda}"
                 if arch.tegra
-                else f"a driver >= {line.min_driver} (CUDA {line.cuda})"
+                else f"a driver >= {line.min_driver} ({for_cuda(catalog, line.cuda, line.min_driver)})"
             )
             hints.append(f"{renamed}: {driver} makes the {arch.name} variants usable")
         else:
