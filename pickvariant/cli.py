@@ -137,7 +137,7 @@ def detect(**values: Any) -> None:
     if output is opt.Format.markdown:
         typer.echo(present.decision_markdown(facts, decision, catalog, request.workload), nl=False)
     else:
-        terminal.print_decision(facts, decision, catalog, request.workload)
+        terminal.print_decision(facts, decision, catalog, request.workload, every_alternative=values["explain"])
     if decision.variant is None:
         raise api.no_variant_error(decision)
 

@@ -119,6 +119,12 @@ COMPACT = Option(
     "The JSON object on one line, one node per line for `plan` (implies --format json).",
     default=False,
 )
+EXPLAIN = Option(
+    "--explain",
+    "flag",
+    "Text: every alternative and why it lost (by default only the nearest ones that would run here).",
+    default=False,
+)
 LABEL = Option(
     "--label",
     "text",
@@ -147,6 +153,7 @@ DETECT = {
     "format": FORMAT,
     **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
     "compact": COMPACT,
+    "explain": EXPLAIN,
     "label": LABEL,
 }
 _BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}

@@ -505,3 +505,23 @@ def test_detect_json_without_with_imports_nothing_it_does_not_need() -> None:
         "jsonschema",
     ):
         assert module not in imported, module
+
+
+def test_the_default_answer_fits_one_screen_and_explain_shows_every_alternative() -> None:
+    """An H100 host: the answer, the facts, why, and the nearest alternatives (those that would run here); the
+    eleven GPU architectures whose kernels cannot run there only with --explain. JSON carries every rejection's kind."""
+    machine = ["--cpuinfo", str(cpuinfo_path("linux-unknown-sapphirerapids")), "--gpu", "9.0", "--driver", "580.95.05"]
+    short = runner.invoke(app, ["detect", *machine], env={"COLUMNS": "80"})
+    assert short.exit_code == 0, short.output
+    assert len(short.stdout.splitlines()) <= 50, short.stdout
+    assert "Recommendation: pytorch-python313-cuda13_1-sm90-avx512" in short.stdout
+    assert "nearest alternatives" in short.stdout and "pytorch-python313-cuda13_1-sm90-avx512bf16: fits" in short.stdout
+    assert "GPU architecture sm61" not in short.stdout and "pickvariant detect --explain" in short.stdout
+    full = runner.invoke(app, ["detect", *machine, "--explain"], env={"COLUMNS": "80"})
+    assert "GPU architecture sm61: GPU 0: kernels for 6.1 do not run on 9.0" in full.stdout
+    assert "not chosen" in full.stdout and "--explain" not in full.stdout
+    data = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine]).stdout)
+    kinds = {rejection["choice"]: rejection["kind"] for rejection in data["rejected"]}
+    assert kinds["GPU architecture sm61"] == "no_kernels"
+    assert kinds["pytorch-python313-cuda13_1-sm90-avx512bf16"] == "ranked_lower"
+    assert kinds["branch pytorch-2.9-vllm-0.15.1"] == "aligned_branch"

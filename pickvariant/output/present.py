@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pickvariant import __version__
 from pickvariant._base.text import visible
+from pickvariant._base.versions import version_key
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.decide import Decision
+from pickvariant.rules.decision import NEAREST, Kind, Rejection
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ def _decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workl
         "catalog": {"repo": catalog.source.repo, "commit": catalog.source.commit},
         "recommendation": recommendation_json(decision, catalog),
         "reasons": list(decision.reasons),
-        "rejected": [{"choice": r.choice, "why": r.why} for r in decision.rejected],
+        "rejected": [{"choice": r.choice, "why": r.why, "kind": str(r.kind)} for r in decision.rejected],
         "hints": list(decision.hints),
         "sources": dict(facts.sources),
         "notes": list(facts.notes),
@@ -132,6 +134,27 @@ def hardware_rows(facts: HostFacts, catalog: Catalog, capability: str) -> list[t
     if facts.cuda_visible_devices is not None:
         rows.append(("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment"))
     return [(visible(fact), visible(value), visible(source)) for fact, value, source in rows]
+
+
+def nearest_alternatives(decision: Decision, catalog: Catalog) -> list[Rejection]:
+    """The alternatives that would run here, nearest first: those a set could not be on, then variants in the
+    decision's own order (another instruction set, architecture), then branches with the newest PyTorch first."""
+    order = {variant.package: index for index, variant in enumerate(decision.candidates)}
+    branches = {branch.name: branch for branch in catalog.branches}
+
+    def distance(rejection: Rejection) -> tuple[int, tuple[int, ...], str]:
+        if rejection.kind == Kind.NO_SET:
+            return (0, (), rejection.choice)
+        if rejection.choice in order:
+            return (1, (order[rejection.choice],), rejection.choice)
+        branch = branches.get(rejection.choice.removeprefix("branch "))
+        if branch is None:
+            return (3, (), rejection.choice)
+        preferred = catalog.python_preference
+        python = preferred.index(branch.python) if branch.python in preferred else len(preferred)
+        return (2, (*(-part for part in version_key(branch.torch)), python), rejection.choice)
+
+    return sorted((r for r in decision.rejected if r.kind in NEAREST), key=distance)
 
 
 def _md_cell(text: str) -> str:

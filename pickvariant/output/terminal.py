@@ -15,11 +15,18 @@ from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
-from pickvariant.output.present import hardware_rows, recommendation_json
+from pickvariant.output.present import hardware_rows, nearest_alternatives, recommendation_json
 from pickvariant.rules.decision import Decision
 
+# How many of the nearest alternatives the short answer shows.
+NEAREST_SHOWN = 5
 
-def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
+
+def print_decision(
+    facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, every_alternative: bool = False
+) -> None:
+    """The answer, the facts that decided it and why; of the alternatives, the nearest (those that would run here)
+    unless `every_alternative` (--explain), or when nothing fits, where each one is part of the answer."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -49,10 +56,16 @@ def print_decision(facts: HostFacts, decision: Decision, catalog: Catalog, workl
         helps = tree.add("what would help")
         for hint in decision.hints:
             helps.add(Text(visible(hint)))
-    if decision.rejected:
-        others = tree.add("not chosen")
-        for rejection in decision.rejected:
+    shown = list(decision.rejected)
+    if decision.variant is not None and not every_alternative:
+        shown = nearest_alternatives(decision, catalog)[:NEAREST_SHOWN]
+    if shown:
+        others = tree.add("not chosen" if len(shown) == len(decision.rejected) else "nearest alternatives")
+        for rejection in shown:
             others.add(Text(visible(f"{rejection.choice}: {rejection.why}")))
+    if len(shown) < len(decision.rejected):
+        left = len(decision.rejected) - len(shown)
+        tree.add(Text(f"{left} more alternatives, each with why it lost: pickvariant detect --explain", style="dim"))
     for note in facts.notes:
         tree.add(Text(visible(f"note: {note}"), style="dim"))
     console.print(tree)

@@ -34,7 +34,7 @@ from pickvariant.rules.compat import (
     runs_on_all,
     why_not,
 )
-from pickvariant.rules.decision import Decision, Rejection, dedupe
+from pickvariant.rules.decision import Decision, Kind, Rejection, dedupe
 
 _NO_GPU = ComputeCapability(0, 0)
 
@@ -115,6 +115,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
                 Rejection(
                     f"CPU instruction set {isa.name}",
                     f"this CPU lacks {', '.join(missing)}: the build would crash with an illegal instruction",
+                    Kind.CPU_LACKS_FLAGS,
                 )
             )
         else:
@@ -209,7 +210,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
     line = catalog.cuda_line(chosen)
     reasons.append(explain.branch_reason(chosen, branch, line, options))
     explain.explain_other_branches(
-        catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected, options.with_projects
+        catalog, chosen, branches, candidates, targets, usable_isas, facts, rejected, options.with_projects, passed_over
     )
     if chosen.is_mps:
         reasons.append(f"GPU: Apple MPS (needs macOS {catalog.min_macos} or newer)")
@@ -248,11 +249,13 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
                 and v.cuda == chosen.cuda
             ]
             if same and (same[0].branch, same[0].package) in passed_over:  # the set could not be on it
-                rejected.append(Rejection(same[0].package, passed_over[(same[0].branch, same[0].package)]))
+                rejected.append(Rejection(same[0].package, passed_over[(same[0].branch, same[0].package)], Kind.NO_SET))
             elif same:
                 rejected.append(
                     Rejection(
-                        same[0].package, f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}"
+                        same[0].package,
+                        f"fits this machine, but workload {workload.name} prefers {chosen.cpu_isa}",
+                        Kind.RANKED_LOWER,
                     )
                 )
             else:
@@ -261,6 +264,7 @@ def _decide(facts: HostFacts, catalog: Catalog, options: Request, with_hints: bo
                         f"CPU instruction set {other}",
                         f"fits this CPU, but {chosen.branch} has no {chosen.gpu_arch or 'CPU-only'} variant of it"
                         + (f" on CUDA {chosen.cuda}" if chosen.cuda else ""),
+                        Kind.NOT_BUILT,
                     )
                 )
     return Decision(
@@ -350,7 +354,7 @@ def _admissible_lines(
                 admissible.add((branch.name, line.cuda))
                 can_run.add(line.cuda)
     for cuda in sorted(too_old, key=version_key, reverse=True):
-        rejected.append(Rejection(f"CUDA {cuda} (every branch)", too_old[cuda]))
+        rejected.append(Rejection(f"CUDA {cuda} (every branch)", too_old[cuda], Kind.DRIVER))
     if options.cuda:  # a pin that matches nothing is bad input, GPUs or not
         built = sorted({line.cuda for b in branches for line in b.cuda_lines}, key=version_key)
         if not any(release_matches(options.cuda, cuda, "--cuda") for cuda in built):
@@ -411,7 +415,7 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
         named = catalog.branch(options.branch)
         for branch in catalog.branches:
             if branch.name != named.name:
-                rejected.append(Rejection(f"branch {branch.name}", f"--branch {named.name} was named"))
+                rejected.append(Rejection(f"branch {branch.name}", f"--branch {named.name} was named", Kind.PINNED_OUT))
         candidates = [named]
     else:
         candidates = []
@@ -423,6 +427,7 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
                     Rejection(
                         f"branch {branch.name}",
                         f"aligned with {branch.aligned_with}: chosen only when named with --branch (or --with vllm)",
+                        Kind.ALIGNED,
                     )
                 )
             else:
@@ -432,12 +437,18 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
         if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
             rejected.append(
                 Rejection(
-                    f"branch {branch.name}", f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}"
+                    f"branch {branch.name}",
+                    f"ships PyTorch {branch.torch}, not the pinned --torch {options.torch}",
+                    Kind.PINNED_OUT,
                 )
             )
         elif options.python and not release_matches(options.python, branch.python, options.python_given_as):
             rejected.append(
-                Rejection(f"branch {branch.name}", f"builds Python {branch.python}, not the requested {options.python}")
+                Rejection(
+                    f"branch {branch.name}",
+                    f"builds Python {branch.python}, not the requested {options.python}",
+                    Kind.PINNED_OUT,
+                )
             )
         else:
             branches.append(branch)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Branch, Companion, CudaLine, Variant
 from pickvariant.machine.gpu import GpuFacts
@@ -11,10 +13,29 @@ if TYPE_CHECKING:
     from pickvariant.rules.sets import SetShape
 
 
+class Kind(StrEnum):
+    """Why an alternative lost, as a closed set: what JSON carries and what the short answer sorts by."""
+
+    CPU_LACKS_FLAGS = "cpu_lacks_flags"  # an instruction set this CPU cannot run (SIGILL)
+    NO_KERNELS = "no_kernels"  # a GPU architecture whose kernels do not run on a GPU here
+    DRIVER = "driver"  # a CUDA line the driver cannot run
+    PINNED_OUT = "pinned_out"  # left out by --branch, --torch, --python-version
+    ALIGNED = "aligned_branch"  # a branch aligned with another project, chosen only when named
+    NOT_BUILT = "not_built"  # what would fit has no variant there
+    RANKED_LOWER = "ranked_lower"  # it fits, and lost by the order (PyTorch, CUDA line, Python, architecture, ISA)
+    NO_SET = "no_set"  # it fits, but the companions asked for make no set on it
+    COMPANION_TORCH_UNKNOWN = "companion_torch_unknown"  # a companion whose torch cannot be known
+
+
+# The alternatives that would run here: the nearest ones, shown by the short answer.
+NEAREST = frozenset({Kind.RANKED_LOWER, Kind.NO_SET})
+
+
 @record
 class Rejection:
     choice: str
     why: str
+    kind: Kind
 
 
 @record

@@ -4,7 +4,8 @@ what the rules would not choose)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from pickvariant._base import settings
 from pickvariant._base.records import replace
@@ -23,7 +24,7 @@ from pickvariant.rules.compat import (
     tegra_cuda_unknown,
     undriven_gpus,
 )
-from pickvariant.rules.decision import Decision, Rejection, dedupe
+from pickvariant.rules.decision import Decision, Kind, Rejection, dedupe
 
 # decide's own entry, passed in so that the explanation can re-decide without importing decide.
 Redecide = Callable[[HostFacts, Catalog, Request, bool], Decision]
@@ -62,8 +63,10 @@ def explain_other_branches(
     facts: HostFacts,
     rejected: list[Rejection],
     companions: Sequence[str] = (),
+    passed_over: Mapping[tuple[str, str], str] = MappingProxyType({}),
 ) -> None:
-    """Say why each newer or otherwise preferred branch lost: the question users ask first."""
+    """Say why each newer or otherwise preferred branch lost: the question users ask first. `passed_over`: the
+    variants a set could not be on, with why (rules/pairing.py found it)."""
     best_of_branch: dict[str, Variant] = {}
     for variant in candidates:  # best first, so the first of each branch is its best
         best_of_branch.setdefault(variant.branch, variant)
@@ -77,31 +80,43 @@ def explain_other_branches(
                 rejected.append(
                     Rejection(
                         f"branch {branch.name}",
-                        f"fits for PyTorch alone (e.g. {best.package}), but no {', '.join(companions)} "
-                        f"recipe is built on its PyTorch {best.torch} for this machine",
+                        f"fits for PyTorch alone (e.g. {best.package}), but "
+                        + passed_over.get((best.branch, best.package), "the companions make no set on it"),
+                        Kind.NO_SET,
                     )
                 )
             elif version_key(best.torch) < version_key(chosen.torch):
                 rejected.append(
                     Rejection(
-                        f"branch {branch.name}", f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}"
+                        f"branch {branch.name}",
+                        f"fits (e.g. {best.package}), but ships the older PyTorch {best.torch}",
+                        Kind.RANKED_LOWER,
                     )
                 )
             elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
                 rejected.append(
-                    Rejection(f"branch {branch.name}", f"fits, but its newest fitting CUDA line is {best.cuda}")
+                    Rejection(
+                        f"branch {branch.name}",
+                        f"fits, but its newest fitting CUDA line is {best.cuda}",
+                        Kind.RANKED_LOWER,
+                    )
                 )
             else:
                 rejected.append(
                     Rejection(
                         f"branch {branch.name}",
                         f"fits (e.g. {best.package}), but Python {best.python} ranks after {chosen.python}",
+                        Kind.RANKED_LOWER,
                     )
                 )
             continue
         # Nothing of it fits: that is the reason, whatever PyTorch it ships.
         rejected.append(
-            Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts))
+            Rejection(
+                f"branch {branch.name}",
+                why_branch_has_nothing(branch, targets, usable_isas, catalog, facts),
+                Kind.NOT_BUILT,
+            )
         )
 
 
@@ -115,7 +130,7 @@ def explain_gpu_archs(
         for gpu in targets:
             why = kernels_run_on(arch, gpu.compute_capability, catalog)
             if why:
-                rejected.append(Rejection(f"GPU architecture {arch.name}", f"GPU {gpu.index}: {why}"))
+                rejected.append(Rejection(f"GPU architecture {arch.name}", f"GPU {gpu.index}: {why}", Kind.NO_KERNELS))
                 break
         else:
             if chosen is not None:
@@ -127,6 +142,7 @@ def explain_gpu_archs(
                         f"its kernels run on {runs_on} too, but {better.name} is the higher architecture and has a variant here (native kernels, newer instructions)"
                         if better.compute_capability > arch.compute_capability
                         else f"its kernels run on {runs_on} too, but no variant of it fits as well as {better.name}'s",
+                        Kind.RANKED_LOWER,
                     )
                 )
 
@@ -176,7 +192,11 @@ def no_variant(
     own = [v for b in branches for v in b.variants if v.platform == system]
     for branch in branches:
         rejected.append(
-            Rejection(f"branch {branch.name}", why_branch_has_nothing(branch, targets, usable_isas, catalog, facts))
+            Rejection(
+                f"branch {branch.name}",
+                why_branch_has_nothing(branch, targets, usable_isas, catalog, facts),
+                Kind.NOT_BUILT,
+            )
         )
     if facts.os == "darwin":
         why.append(f"no branch left by the pins has an MPS build for {system}")

@@ -20,7 +20,7 @@ from pickvariant.catalog.stack import load_stack
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.compat import why_not
-from pickvariant.rules.decision import Rejection
+from pickvariant.rules.decision import Kind, Rejection
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 
 Axes = tuple[str, str | None, str | None, str | None, str]
@@ -131,6 +131,7 @@ def pick_set(
                                 f"with gives, and it cannot be shown to be PyTorch {variant.torch}; a recipe that pins nixpkgs (or imports the "
                                 "pytorch recipe) would settle it"
                             ),
+                            Kind.COMPANION_TORCH_UNKNOWN,
                         )
                     )
         if lacking:
