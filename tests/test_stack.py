@@ -307,3 +307,31 @@ def test_a_variant_the_set_passed_over_is_told_why_never_that_the_workload_prefe
     for choice, said in why.items():
         if "prefers" in said and choice in order:
             assert order.index(choice) > order.index(decision.variant.package), (choice, said)
+
+
+def test_a_companion_is_installed_at_the_version_the_decision_chose_where_the_catalog_knows_it(tmp_path) -> None:
+    """vllm-python313-cuda12_9-sm90-avx512 is vLLM 0.15.1 on one branch and another release on others: the set's
+    install names the chosen release, as the variant is named with its PyTorch, not the newest published."""
+    machine = ["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"]
+    detected = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine, "--with", "vllm"]).stdout)
+    (vllm,) = detected["companions"]
+    dry = runner.invoke(
+        app,
+        [
+            "install",
+            *machine,
+            "--with",
+            "vllm",
+            "--org",
+            "acme",
+            "--dir",
+            str(tmp_path / "e"),
+            "--dry-run",
+            "--format",
+            "json",
+        ],
+    )
+    (flox_install,) = [
+        step["run"] for step in json.loads(dry.stdout)["steps"] if step.get("run", [""])[:2] == ["flox", "install"]
+    ]
+    assert f"acme/{vllm['package']}@{vllm['version']}" in flox_install and vllm["version"]

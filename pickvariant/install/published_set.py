@@ -3,7 +3,7 @@ decision's set shape names (rules/sets.py decides it, once), each pinned where i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant.catalog.model import Companion, Variant
@@ -15,9 +15,9 @@ def set_packages(
 ) -> tuple[list[str], list[str]]:
     """The published packages to install for the set, in the shape the decision gave it: (package paths, notes)."""
     by_name = {c.package: c for c in companions}
-    packages = [
-        f"{org}/{name}@{variant.torch}" if name == variant.package else f"{org}/{name}" for name in shape.installed
-    ]
+    # Each pinned to the version the decision chose where the catalog knows it (the variant's PyTorch, a vLLM
+    # release): a name several branches publish would otherwise resolve to the newest of them.
+    packages = [f"{org}/{name}{_pin(name, variant, by_name)}" for name in shape.installed]
     if not shape.companions_alone:
         notes = [
             f"{name} imports {variant.package}'s own recipe: one torch derivation, which Flox links once"
@@ -31,6 +31,13 @@ def set_packages(
         "extension was built against; installing the variant beside it would put two PyTorch builds in one process",
         'Flox links propagated inputs in its default (dev) activation mode only: with options.activate.mode = "run" torch would be missing',
     ]
+
+
+def _pin(name: str, variant: Variant, companions: Mapping[str, Companion]) -> str:
+    if name == variant.package:
+        return f"@{variant.torch}"
+    version = companions[name].version
+    return f"@{version}" if version else ""
 
 
 def require_published(org: str | None, build: bool) -> str:
