@@ -45,7 +45,7 @@ def test_detect_json_has_the_documented_shape() -> None:
     assert hardware["arch"] == "x86_64" and "avx512_bf16" in hardware["cpu"]["flags"]
     assert hardware["gpus"][0]["compute_capability"] == "9.0"
     assert hardware["driver"]["version"] == "580.95.05"
-    assert all(set(r) == {"choice", "why"} for r in data["rejected"])
+    assert all(set(r) == {"choice", "why", "kind"} for r in data["rejected"])
     assert data["sources"]["driver"] == "--driver"
 
 

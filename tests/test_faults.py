@@ -1401,3 +1401,110 @@ def _(ctx: Ctx) -> int:
     result = ctx.cli("plan", str(nodes))
     assert "label: 100000 characters, more than 256" in result.stdout
     return result.exit_code
+
+
+# --- Nothing lost, nothing injected, nothing hangs (issue 34) ----------------------------------------------------
+
+
+@row("plan-deep-nesting")
+def _(ctx: Ctx) -> int:
+    good = ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu", "--compact", "--label", "n1")[0].stdout
+    deep = "[" * 3000 + "]" * 3000
+    nodes = ctx.dump(
+        "nodes.txt",
+        good + f'web01 | CHANGED | rc=0 | (stdout) {{"a":{deep}}}\n' + f'{{"label":{deep}}}\n',
+    )
+    result = ctx.cli("plan", str(nodes), "--format", "json")
+    plan = json.loads(result.stdout)
+    assert [node["label"] for node in plan["nodes"]] == ["n1"] and plan["input"]["bad_lines"] == 2
+    assert plan["input"]["bad"][0]["why"] == "Ansible's line for web01 holds no complete JSON object"
+    return result.exit_code
+
+
+@row("manifest-not-a-file")
+def _(ctx: Ctx) -> int:
+    target = ctx.tmp / "env"
+    (target / ".flox" / "env").mkdir(parents=True)
+    (target / ".flox" / "env.json").write_text('{"name": "env", "version": 1}')
+    os.mkfifo(target / ".flox" / "env" / "manifest.toml")
+    result = ctx.cli(
+        "install", "--cpuinfo", str(HASWELL), "--no-gpu", "--org", "acme", "--dir", str(target), "--dry-run"
+    )
+    assert "is not a regular file" in result.stderr and "the Flox manifest" in result.stderr
+    return result.exit_code
+
+
+@row("pasted-command")
+def _(ctx: Ctx) -> int:
+    """A catalog synced from a clone whose origin URL holds a command substitution: the publish note install prints
+    is quoted, so pasting it into a shell runs no part of the address."""
+    repo = _build_repo(ctx)
+    hostile = "https://github.com/acme$(touch${IFS}PWNED)/build-pytorch"
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", hostile], check=True, capture_output=True)
+    site = ctx.tmp / "site.json"
+    assert ctx.cli("catalog", "sync", str(repo), "-o", str(site)).exit_code == 0
+    ctx.monkeypatch.setenv("PICKVARIANT_CATALOG", str(site))
+    result = ctx.cli(
+        "install",
+        "--cpuinfo",
+        str(HASWELL),
+        "--no-gpu",
+        "--generate",
+        "--dir",
+        str(ctx.tmp / "e"),
+        "--build-dir",
+        str(ctx.tmp / "b"),
+        "--dry-run",
+    )
+    (note,) = [line for line in result.stdout.splitlines() if "flox publish -o ORG" in line]
+    command = note.split("`")[1]
+    stubs = ctx.tmp / "stubs"
+    stubs.mkdir()
+    for name in ("git", "flox"):
+        (stubs / name).write_text("#!/bin/sh\nexit 0\n")
+        (stubs / name).chmod(0o755)
+    # git and flox are stubs; everything else (touch among them) is the real thing, as in a user's shell.
+    bash = shutil.which("bash") or "/bin/bash"
+    shell = ctx.tmp / "shell"
+    shell.mkdir()
+    pasted = subprocess.run(
+        [bash, "-c", command], cwd=shell, env={"PATH": f"{stubs}:/usr/bin:/bin"}, capture_output=True
+    )
+    assert pasted.returncode != 0  # cd into the clone fails: the stub cloned nothing
+    assert not list(ctx.tmp.rglob("PWNED"))
+    assert shlex_split(command)[4] == hostile
+    return result.exit_code
+
+
+def shlex_split(command: str) -> list[str]:
+    import shlex
+
+    return shlex.split(command)
+
+
+@row("report-names-no-path")
+def _(ctx: Ctx) -> int:
+    customer = ctx.tmp / "srv" / "tickets" / "customers" / "acme"
+    customer.mkdir(parents=True)
+    dump = customer / "node17.internal.acme.com"
+    dump.write_bytes(HASWELL.read_bytes())
+    results = [
+        ctx.cli("report", "--format", output, "--cpuinfo", str(dump), "--no-gpu") for output in ("markdown", "json")
+    ]
+    for result in results:
+        assert "acme" not in result.output and "node17" not in result.output, result.output
+    assert "(source: --cpuinfo (a stated CPU dump))" in results[0].stdout
+    (code,) = {result.exit_code for result in results}
+    return code
+
+
+@row("value-named")
+def _(ctx: Ctx) -> int:
+    zero = ctx.cli("detect", "--cpuinfo", str(HASWELL), "--gpu", "0.0")
+    assert zero.stderr.startswith("pickvariant: --gpu: '0.0' is not a compute capability")
+    banana = ctx.cli("detect", "--cpuinfo", str(HASWELL), env={"PICKVARIANT_GPU": "9.0,banana"})
+    assert banana.stderr.startswith("pickvariant: PICKVARIANT_GPU: 'banana' is not a compute capability")
+    missing = ctx.cli("detect", "--no-gpu", env={"PICKVARIANT_CPUINFO": str(ctx.tmp / "nonexistent")})
+    assert missing.stderr.startswith("pickvariant: PICKVARIANT_CPUINFO: cannot read the CPU dump")
+    (code,) = {zero.exit_code, banana.exit_code, missing.exit_code}
+    return code

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
@@ -140,7 +141,7 @@ def git_said(stderr: str, returncode: int, address: str | None = None) -> str:
         path = where.group(1) if where else "it"
         return (
             f"the repository {path} belongs to another user, and git reads such repositories only when told to trust them "
-            f"(safe.directory): if you do, `git config --global --add safe.directory {path}`; or give a clone of your own"
+            f"(safe.directory): if you do, `git config --global --add safe.directory {shlex.quote(path)}`; or give a clone of your own"
         )
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     chosen = next(

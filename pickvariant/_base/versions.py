@@ -29,7 +29,7 @@ _CC_SM = re.compile(r"^\s*sm_?(\d{1,2})(\d)\s*$", re.IGNORECASE)
 def parse_compute_capability(text: str) -> ComputeCapability:
     """Accept `8.9`, `sm_89` or `sm89` (the last digit of an SM number is the minor)."""
     match = _CC_DOTTED.match(text) or _CC_SM.match(text)
-    if not match:
+    if not match or int(match.group(1)) == 0:  # CUDA's compute capabilities begin at 1.0
         raise BadInput(
             f"{text!r:.40} is not a compute capability: write it as 8.9, sm_89 or sm89"
             " (architecture-specific suffixes such as sm_90a are not variants)"

@@ -91,7 +91,7 @@ def _check_not_installed_differently(target: Path, install_id: str, wanted: Mapp
         shown = ", ".join(f"{key} {present.get(key)!r}" for key in wanted)
         raise BadInput(
             f"{target} already has {install_id} ({shown}); flox install would keep it: "
-            f"run `flox uninstall -d {shlex.quote(str(target))} {install_id}` first"
+            f"run `flox uninstall -d {shlex.quote(str(target))} {shlex.quote(install_id)}` first"
         )
 
 
@@ -255,11 +255,18 @@ def plan_install(
         notes += more
     hours, disk, memory = catalog.build_hours, catalog.build_disk_gb, catalog.build_memory_gb
     warning = f"building PyTorch from source takes {hours} hours, about {disk:g} GB of disk and {memory:g} GB+ of RAM"
+    # Pasted into a shell: the repository's address and name come from a catalog or a clone's config, so each
+    # word is quoted as the shell needs it.
+    clone = catalog.source.repo
+    steps = (
+        ["git", "clone", "-b", variant.branch, clone],
+        ["cd", clone.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")],
+        ["flox", "publish", "-o", "ORG", variant.package],
+    )
     notes.append(
         "to publish it for other machines: flox publish refuses this build directory (it needs a git repository with a remote, "
         "the revision pushed and a clean tree); publish from a clone of the build repository or your fork: "
-        f"`git clone -b {variant.branch} {catalog.source.repo} && cd {catalog.source.repo.rstrip('/').rsplit('/', 1)[-1]} && "
-        f"flox publish -o ORG {variant.package}`, then install elsewhere with --org ORG"
+        f"`{' && '.join(shlex.join(step) for step in steps)}`, then install elsewhere with --org ORG"
     )
     return Plan(
         variant,

@@ -77,10 +77,10 @@ def gather_facts(
     notes: list[str] = []
 
     if request.cpuinfo is not None:
-        cpu = read_cpuinfo_dump(request.cpuinfo)
+        cpu = _parsed_as(lambda path: read_cpuinfo_dump(Path(path)), ("--cpuinfo", str(request.cpuinfo)))
         sources["cpu"] = f"--cpuinfo {request.cpuinfo}"
     elif (stated_cpuinfo := settings.setting(env, ENV_CPUINFO)) is not None:
-        cpu = read_cpuinfo_dump(Path(stated_cpuinfo))
+        cpu = _parsed_as(lambda path: read_cpuinfo_dump(Path(path)), (ENV_CPUINFO, stated_cpuinfo))
         sources["cpu"] = f"{ENV_CPUINFO}={stated_cpuinfo}"
     elif detect_unstated:
         cpu = detect_cpu_fn()
@@ -127,9 +127,12 @@ def gather_facts(
         notes.extend(report.notes)
         sources["gpus"] = f"detected ({report.source})"
     else:
+        given = sources["gpus"].split("=")[0]
         gpus = tuple(
-            GpuFacts(index, f"stated GPU ({sources['gpus'].split('=')[0]})", capability)
-            for index, capability in enumerate(parse_compute_capability(text) for text in stated_gpus)
+            GpuFacts(index, f"stated GPU ({given})", capability)
+            for index, capability in enumerate(
+                _parsed_as(parse_compute_capability, (given, text)) for text in stated_gpus
+            )
         )
 
     driver_assumed = False

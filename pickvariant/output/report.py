@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from pickvariant import __version__
+from pickvariant._base.settings import CPUINFO
 from pickvariant._base.text import visible
 from pickvariant._base.urls import without_credentials
 from pickvariant.catalog.model import Catalog
@@ -44,6 +45,16 @@ def _scrub_all(value: Any) -> Any:
     return value
 
 
+def _without_paths(sources: dict[str, Any]) -> dict[str, Any]:
+    """A stated CPU dump is "a stated CPU dump", not its path: a path names hosts, customers and users
+    (/srv/tickets/acme/node17.internal.acme.com), and a report goes into tickets."""
+    cpu = sources.get("cpu")
+    if isinstance(cpu, str) and cpu.startswith(("--cpuinfo ", f"{CPUINFO}=")):
+        given = "--cpuinfo" if cpu.startswith("--cpuinfo ") else CPUINFO
+        return {**sources, "cpu": f"{given} (a stated CPU dump)"}
+    return sources
+
+
 def build(
     catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str], described: bool = False
 ) -> dict[str, Any]:
@@ -58,6 +69,7 @@ def build(
         else {"kernel": platform.release(), "python": platform.python_version()}
     )
     data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
+    data["sources"] = _without_paths(data["sources"])
     if described and not python:
         data["gpu_health"], data["installed_torch"], data["mismatches"], data["last_install"] = [], None, [], None
         return _scrub_all(data)

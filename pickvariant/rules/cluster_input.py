@@ -165,7 +165,7 @@ def _from_ansible(line: re.Match[str]) -> tuple[str, str | None]:
         return "", f"Ansible reports {line['status'].rstrip('!')} for {line['host']}: no detect line from it"
     try:
         _, end = _DECODER.raw_decode(rest, len("(stdout) "))
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: one bad line, never the plan's end
         return "", f"Ansible's line for {line['host']} holds no complete JSON object"
     return rest[len("(stdout) ") : end], None
 
@@ -197,7 +197,7 @@ def _split_label(text: str) -> tuple[str | None, str | None]:
         return None, None
     try:
         label, end = _DECODER.raw_decode(text, len(_LABEL_PREFIX))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None
     if not isinstance(label, str) or not text.startswith(",", end):
         return None, None
