@@ -327,6 +327,8 @@ def install(
             raise typer.Exit(0)
     with flox_progress(prepared.variant.package, lambda line: typer.echo(line, err=True)) as on_line:
         installed = command.carry_out(prepared, options, on_line)
+    for problem in installed.log_problems:
+        typer.echo(f"warning: {problem}", err=True)
     if installed.remember_error is not None:
         typer.echo(
             "warning: the install worked, but it could not be remembered for `pickvariant verify` "

@@ -620,6 +620,9 @@ def inject_faults() -> None:
     elif mode == "long":
         for i in range(500):
             print(f"log line {i}")
+    elif mode.startswith("flood:"):  # far more than a pipe holds: a reader that stops reading blocks this writer
+        for i in range(int(mode.split(":")[1])):
+            print(f"compiling unit {i} of a very long build, with a line as long as a compiler's")
 
 
 def main(argv: list[str]) -> int:

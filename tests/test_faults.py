@@ -1508,3 +1508,20 @@ def _(ctx: Ctx) -> int:
     assert missing.stderr.startswith("pickvariant: PICKVARIANT_CPUINFO: cannot read the CPU dump")
     (code,) = {zero.exit_code, banana.exit_code, missing.exit_code}
     return code
+
+
+@row("log-disk-full")
+def _(ctx: Ctx) -> int:
+    """The install log's disk is full (writes fail with ENOSPC, as /dev/full's do) while flox writes far more than a
+    pipe holds: the output is still drained, flox runs to its end, and install says the log is incomplete and where."""
+    from pickvariant.install import flow
+
+    ctx.monkeypatch.setattr(flow, "start_log", lambda plan, env=None: Path("/dev/full"))
+    ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "flood:20000")
+    target = ctx.tmp / "env"
+    result = ctx.cli(
+        "install", "--cpuinfo", str(HASWELL), "--no-gpu", "--org", "acme", "--dir", str(target), "--yes", "--no-verify"
+    )
+    assert "warning: the log /dev/full is incomplete: writing it failed (No space left on device)" in result.stderr
+    assert "Traceback" not in result.output and (target / ".flox" / "env" / "manifest.toml").is_file()
+    return result.exit_code

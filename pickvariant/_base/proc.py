@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 from pickvariant._base.errors import Interrupted, OperationFailed, Terminated
 from pickvariant._base.records import record
@@ -98,8 +99,10 @@ def _wait(
 
 def run(
     command: Command, log: Path, on_line: Callable[[str], None] = lambda line: None, timeout_s: float | None = None
-) -> None:
-    """Run one command, appending its output to `log`; raise OperationFailed, Interrupted or Terminated on failure."""
+) -> str | None:
+    """Run one command, appending its output to `log`; raise OperationFailed, Interrupted or Terminated on failure.
+
+    Returns why the log is incomplete, where writing it failed (a full disk): the command itself ran to its end."""
     program = require_program(command.argv[0])
     if not command.cwd.is_dir():
         raise OperationFailed(f"cannot run {command.argv[0]} in {command.cwd}: the directory does not exist")
@@ -107,9 +110,15 @@ def run(
         handle = open(log, "a", encoding="utf-8")  # noqa: SIM115  # closed by the `with` below, once open() succeeded
     except OSError as error:
         raise OperationFailed(f"cannot write the log {log}: {error.strerror or error}") from error
-    with handle:
-        handle.write(f"$ {command.shown()}\n")
-        handle.flush()
+    broken: list[str] = []
+    with contextlib.ExitStack() as closing:
+        # A full disk may refuse even the last flush on close: that is the log's problem, said below, not a crash.
+        closing.callback(_close_quietly, handle, broken)
+        try:
+            handle.write(f"$ {command.shown()}\n")
+            handle.flush()
+        except OSError as error:
+            broken.append(error.strerror or str(error))
         try:
             process = subprocess.Popen(
                 [program, *command.argv[1:]],
@@ -123,7 +132,7 @@ def run(
             )
         except OSError as error:
             raise OperationFailed(f"cannot run {command.argv[0]}: {error.strerror or error}") from error
-        reader = threading.Thread(target=_pump, args=(process, handle, on_line), daemon=True)
+        reader = threading.Thread(target=_pump, args=(process, handle, on_line, broken), daemon=True)
         name = command.argv[0]
         try:
             _wait(process, None if timeout_s is None else time.monotonic() + timeout_s, readers=(reader,))
@@ -139,10 +148,21 @@ def run(
                 f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}"
             ) from None
         _join(reader)
+    incomplete = f"the log {log} is incomplete: writing it failed ({broken[0]})" if broken else None
     if process.returncode != 0:
+        said = f"{incomplete}; what it holds:" if incomplete else f"log: {log}"
         raise OperationFailed(
-            f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; log: {log}\n{tail(log)}"
+            f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; {said}\n{tail(log)}"
         )
+    return incomplete
+
+
+def _close_quietly(handle: IO[str], broken: list[str]) -> None:
+    try:
+        handle.close()
+    except OSError as error:
+        if not broken:
+            broken.append(error.strerror or str(error))
 
 
 @record
@@ -231,11 +251,18 @@ def _join(*readers: threading.Thread, grace_s: float = 5.0) -> bool:
     return not any(reader.is_alive() for reader in readers)
 
 
-def _pump(process: subprocess.Popen[str], handle, on_line: Callable[[str], None]) -> None:
+def _pump(process: subprocess.Popen[str], handle: IO[str], on_line: Callable[[str], None], broken: list[str]) -> None:
+    """Copy the child's output to the log, line by line, for as long as it writes. A log write that fails (a full
+    disk, a quota) is recorded once in `broken` and the rest is still read: a child blocked on a full pipe would
+    never finish, and pickvariant would wait on it for ever."""
     assert process.stdout is not None
     for line in process.stdout:
-        handle.write(line)
-        handle.flush()
+        if not broken:
+            try:
+                handle.write(line)
+                handle.flush()
+            except OSError as error:
+                broken.append(error.strerror or str(error))
         on_line(line.rstrip("\n"))
 
 

@@ -58,6 +58,7 @@ class Installed:
 
     log: Path
     remember_error: str | None
+    log_problems: tuple[str, ...] = ()  # the log could not be written whole (a full disk): the install itself ran
 
 
 def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prepared:
@@ -169,12 +170,12 @@ def carry_out(prepared: Prepared, options: InstallOptions, on_line: Callable[[st
     """Run the plan and remember it for a later `verify`."""
     plan = prepared.plan
     log = installer.start_log(plan)
-    installer.execute(plan, options.force, log, on_line, options.timeout_s)
+    problems = tuple(installer.execute(plan, options.force, log, on_line, options.timeout_s))
     try:
         installer.save_last_install(plan, list(prepared.python))
     except PickVariantError as error:
-        return Installed(log=log, remember_error=str(error))
-    return Installed(log=log, remember_error=None)
+        return Installed(log=log, remember_error=str(error), log_problems=problems)
+    return Installed(log=log, remember_error=None, log_problems=problems)
 
 
 def verify_installed(prepared: Prepared) -> verifier.VerifyResult | None:

@@ -306,8 +306,9 @@ def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
     return lines
 
 
-def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
-    """Carry out the plan. Flox's installs are transactional; an environment this run created is removed on failure."""
+def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
+    """Carry out the plan. Flox's installs are transactional; an environment this run created is removed on failure.
+    Returns what went wrong with the log alone (a full disk): each command ran to its end."""
     created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
     existed = plan.directory.exists()
     try:
@@ -319,34 +320,39 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
                 raise OperationFailed(
                     f"cannot create the build directory {plan.build_dir}: {error.strerror or error}; choose one with --build-dir"
                 ) from error
-            _run(plan.commands[: plan.recipe_after], log, on_line, timeout_s)
+            incomplete = _run(plan.commands[: plan.recipe_after], log, on_line, timeout_s)
             # flox init may have made .flox/pkgs: it must still be inside the build directory.
             if check_writable(plan.recipe_file, plan.recipe_text, force, root=plan.build_dir):
                 write_atomic(plan.recipe_file, plan.recipe_text)
-            _run(plan.commands[plan.recipe_after :], log, on_line, timeout_s)
+            incomplete += _run(plan.commands[plan.recipe_after :], log, on_line, timeout_s)
         else:
-            _run(plan.commands, log, on_line, timeout_s)
+            incomplete = _run(plan.commands, log, on_line, timeout_s)
     except BaseException:
         if created_here:
             _remove_created_environment(plan.directory, existed)
         raise
     if plan.result is not None and not plan.result.exists():
         raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")
+    return list(dict.fromkeys(incomplete))
 
 
-def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> None:
+def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
     """Run the commands; a failure whose output Flox's contract knows gets its remedy added.
 
     A failed `flox auth status` is a login problem whatever it says (at flox/flox@6536dac every way it
     fails, not logged in, token unverifiable, expired or revoked, exits 1): its text only refines the advice."""
     login = _login_check(Path(".")).argv
+    incomplete: list[str] = []
     for command in commands:
         on_line(f"» {command.description}")
         try:
-            run(command, log, on_line, timeout_s)
+            problem = run(command, log, on_line, timeout_s)
         except OperationFailed as error:
             advice = floxcontract.remedy(tail(log)) or (floxcontract.login_advice() if command.argv == login else None)
             raise OperationFailed(f"{error}\nwhat to do: {advice}" if advice else str(error)) from None
+        if problem is not None and problem not in incomplete:
+            incomplete.append(problem)
+    return incomplete
 
 
 def _remove_created_environment(directory: Path, existed: bool) -> None:
