@@ -1525,3 +1525,22 @@ def _(ctx: Ctx) -> int:
     assert "warning: the log /dev/full is incomplete: writing it failed (No space left on device)" in result.stderr
     assert "Traceback" not in result.output and (target / ".flox" / "env" / "manifest.toml").is_file()
     return result.exit_code
+
+
+@row("sync-too-large")
+def _(ctx: Ctx) -> int:
+    """A sync whose catalog or companions file would be larger than pickvariant reads back (16 MiB; here the bound is
+    made small): nothing is written, and it says which file and why, rather than leaving one every command refuses."""
+    import types
+
+    from pickvariant.catalog import load, sync_files
+
+    repo = _build_repo(ctx)
+    out = ctx.tmp / "site.json"
+    # The bound as sync's writer sees it (reading hardware.json keeps the real one).
+    ctx.monkeypatch.setattr(sync_files, "load", types.SimpleNamespace(MAX_CATALOG_BYTES=4096))
+    assert load.MAX_CATALOG_BYTES == 16 * 1024 * 1024
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out))
+    assert f"{out} would be" in result.stderr and "nothing was written" in result.stderr, result.stderr
+    assert not out.exists() and not (ctx.tmp / "site.companions.json").exists()
+    return result.exit_code

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 CATALOG_ENV = settings.CATALOG
 DATA_DIR = Path(__file__).resolve().parent / "data"
-_MAX_CATALOG_BYTES = 16 * 1024 * 1024
+MAX_CATALOG_BYTES = 16 * 1024 * 1024
 
 
 def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
@@ -69,7 +69,7 @@ def hardware_facts_path() -> Path:
 
 
 def load_json(path: Path, what: str) -> Any:
-    return _decoded(read_regular(path, _MAX_CATALOG_BYTES, what), path, what)
+    return _decoded(read_regular(path, MAX_CATALOG_BYTES, what), path, what)
 
 
 def _decoded(raw: bytes, path: Path, what: str) -> Any:
@@ -83,7 +83,7 @@ def _decoded(raw: bytes, path: Path, what: str) -> Any:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
-    raw = read_regular(path, _MAX_CATALOG_BYTES, "catalog")
+    raw = read_regular(path, MAX_CATALOG_BYTES, "catalog")
     # Tens of thousands of objects that all stay alive: the collector's passes over them while they
     # are made find nothing and cost an eighth of the load, so it waits until they are built.
     collecting = gc.isenabled()

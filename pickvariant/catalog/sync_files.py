@@ -12,6 +12,7 @@ from typing import Any
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.files import check_writable, write_atomic
 from pickvariant._base.text import visible
+from pickvariant.catalog import load
 from pickvariant.catalog.load import stamp
 from pickvariant.catalog.stack import companions_path
 from pickvariant.catalog.sync import SyncResult
@@ -92,8 +93,17 @@ def deliver(result: SyncResult, output: Path | None, check_only: bool, force: bo
     if result.companions is not None:
         files.append((companions_path(output) if output else None, result.companions))
     source = result.document["source"]
-    for path, document in files:
-        text = render(document)
+    rendered = [(path, document, render(document)) for path, document in files]
+    for index, (path, _, text) in enumerate(rendered):
+        # A file every later command would refuse to read is not written: the bound and the file agree.
+        size = len(text.encode("utf-8"))
+        if size > load.MAX_CATALOG_BYTES:
+            name = path or ("the catalog" if index == 0 else "the companions")
+            raise OperationFailed(
+                f"{name} would be {size / 2**20:.1f} MiB, more than the {load.MAX_CATALOG_BYTES // 2**20} MiB "
+                "pickvariant reads of a catalog file: nothing was written; sync fewer branches or repositories"
+            )
+    for path, document, text in rendered:
         if check_only:
             assert path is not None
             found = check(path, document, text)
