@@ -304,6 +304,7 @@ def install(
         no_verify=no_verify,
         force=force,
         timeout_s=timeout,
+        dry_run=dry_run,
     )
     if format is opt.InstallFormat.json and not dry_run:
         raise BadInput(

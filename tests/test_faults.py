@@ -774,6 +774,10 @@ def _(ctx: Ctx) -> int:
     ctx.monkeypatch.setenv("PATH", str(ctx.tmp / "empty-bin"))
     result = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(ctx.tmp), "--yes", "--no-verify")
     assert "install Flox" in result.stderr and "https://flox.dev" in result.stderr
+    assert "log in" not in result.stderr.lower()  # logging in would not help: there is no flox to log in with
+    # A dry run says so too, before anyone runs the plan.
+    dry = ctx.cli(*INSTALL, "--org", "acme", "--dir", str(ctx.tmp), "--dry-run")
+    assert dry.exit_code == 0 and "warning: flox is not on PATH: install Flox" in dry.stdout
     return result.exit_code
 
 
@@ -1544,3 +1548,17 @@ def _(ctx: Ctx) -> int:
     assert f"{out} would be" in result.stderr and "nothing was written" in result.stderr, result.stderr
     assert not out.exists() and not (ctx.tmp / "site.companions.json").exists()
     return result.exit_code
+
+
+@row("dry-run-offline")
+def _(ctx: Ctx) -> int:
+    """install --build --dry-run when the recipe repository cannot be reached: the plan is shown, with what could not
+    be checked; the real install (not a dry run) still refuses to build a recipe it could not fetch and check."""
+    unreachable = "http://127.0.0.1:9/build-pytorch.git"
+    common = ["install", "--cpuinfo", str(HASWELL), "--no-gpu", "--dir", str(ctx.tmp / "env"), "--repo", unreachable]
+    dry = ctx.cli(*common, "--dry-run")
+    assert "the recipe could not be fetched now, so nothing of it was checked" in dry.stdout, dry.output
+    assert "flox build" in dry.stdout and "http://127.0.0.1:9/build-pytorch.git" in dry.stdout
+    real = ctx.cli(*common, "--yes", "--no-verify")
+    assert real.exit_code == 1 and "cannot fetch" in real.stderr
+    return dry.exit_code

@@ -7,12 +7,14 @@ runs the plan and hands the facts install decided with to verify, which detects 
 from __future__ import annotations
 
 import shlex
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pickvariant import api
 from pickvariant._base.errors import BadInput, PickVariantError
+from pickvariant._base.proc import FLOX_INSTALL_HELP
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant.catalog.model import Catalog, Variant
@@ -36,6 +38,7 @@ class InstallOptions:
     no_verify: bool = False
     force: bool = False
     timeout_s: float | None = None
+    dry_run: bool = False
 
 
 @keyword_record
@@ -90,6 +93,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
         repo=options.repo,
         companions=decision.companions if options.package is None else (),
         set_shape=decision.set_shape if options.package is None else None,
+        dry_run=options.dry_run,
     )
     python = tuple(installer.interpreter_for(plan))
     projects = tuple(companion.project for companion in plan.companions)
@@ -132,7 +136,7 @@ def plan_lines(prepared: Prepared) -> list[str]:
     lines = [f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})"]
     lines += [f"  why: {reason}" for reason in prepared.why]
     verify = list(prepared.verify_command) if prepared.verify_command else None
-    steps = installer.describe(plan, verify) + [f"warning: {w}" for w in plan.warnings]
+    steps = installer.describe(plan, verify) + [f"warning: {w}" for w in _warnings(plan)]
     lines += [f"  {line}" for line in steps + [f"note: {n}" for n in plan.notes]]
     return lines
 
@@ -161,9 +165,15 @@ def plan_json(prepared: Prepared) -> dict[str, Any]:
         "steps": steps,
         "verify": None if prepared.verify_command is None else list(prepared.verify_command),
         "recipe_source": None if plan.recipe_source is None else dict(plan.recipe_source),
-        "warnings": list(plan.warnings),
+        "warnings": _warnings(plan),
         "notes": list(plan.notes),
     }
+
+
+def _warnings(plan: installer.Plan) -> list[str]:
+    """The plan's own warnings, and whether this machine can run it at all (a dry run says so before anyone tries)."""
+    missing = [] if shutil.which("flox") else [FLOX_INSTALL_HELP]
+    return [*plan.warnings, *missing]
 
 
 def carry_out(prepared: Prepared, options: InstallOptions, on_line: Callable[[str], None]) -> Installed:

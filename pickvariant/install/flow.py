@@ -17,7 +17,7 @@ from pickvariant import __version__
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
-from pickvariant._base.proc import Command, capture, run, tail
+from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, capture, run, tail
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.install import existing, floxcontract, published_set
@@ -133,6 +133,7 @@ def plan_install(
     repo: str | None = None,
     companions: Sequence[Companion] = (),
     set_shape: SetShape | None = None,
+    dry_run: bool = False,
 ) -> Plan:
     env = os.environ if env is None else env
     given_as = "--org"
@@ -194,18 +195,29 @@ def plan_install(
     notes: list[str] = []
     if generate:
         text = render(variant, catalog)
-        source: dict[str, str] = {
+        source: dict[str, str] | None = {
             "generated": f"pickvariant {__version__} from the catalog synced from {catalog.source.repo} at {catalog.source.commit}"
         }
     else:
-        fetched = fetch_checked(variant, catalog, repo, cache_dir(env), env)
-        text, source = fetched.text, fetched.provenance()
-        notes += [
-            f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"
-        ]
-        notes += list(fetched.notes)
+        try:
+            fetched = fetch_checked(variant, catalog, repo, cache_dir(env), env)
+        except OperationFailed as error:
+            if not dry_run:
+                raise
+            # A dry run offline (or with the repository unreachable) says what it could not check, and goes on.
+            text, source = None, None
+            notes.append(
+                f"the recipe could not be fetched now, so nothing of it was checked ({error}); "
+                "the install fetches it and checks it against the catalog before it builds"
+            )
+        else:
+            text, source = fetched.text, fetched.provenance()
+            notes += [
+                f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"
+            ]
+            notes += list(fetched.notes)
     recipe = recipe_path(directory / ".flox" / "pkgs", variant)
-    if recipe.parent.exists():
+    if recipe.parent.exists() and text is not None:
         # Refused before anything runs: a recipe of the user's, or a .flox/pkgs that leads elsewhere.
         check_writable(recipe, text, force, root=directory)
     result = directory / floxcontract.contract()["files"]["result_link"].format(name=variant.package)
@@ -311,6 +323,8 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
     Returns what went wrong with the log alone (a full disk): each command ran to its end."""
     created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
     existed = plan.directory.exists()
+    if plan.recipe_file is not None and plan.recipe_text is None:
+        raise OperationFailed("the recipe was never fetched (a dry run's plan): run install again without --dry-run")
     try:
         if plan.recipe_file is not None and plan.recipe_text is not None:
             assert plan.build_dir is not None
@@ -348,6 +362,8 @@ def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None],
         try:
             problem = run(command, log, on_line, timeout_s)
         except OperationFailed as error:
+            if str(error) == FLOX_INSTALL_HELP:
+                raise  # no flox at all: logging in to FloxHub would not help
             advice = floxcontract.remedy(tail(log)) or (floxcontract.login_advice() if command.argv == login else None)
             raise OperationFailed(f"{error}\nwhat to do: {advice}" if advice else str(error)) from None
         if problem is not None and problem not in incomplete:
