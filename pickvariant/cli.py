@@ -369,7 +369,9 @@ def plan(
     if format is opt.Format.json:
         typer.echo(json.dumps(planner.plan_json(planned.result), indent=2))
     else:
-        typer.echo("\n".join(planner.plan_lines(planned.result, planned.org, markdown=format is opt.Format.markdown)))
+        from pickvariant.output.cluster_plan import plan_lines
+
+        typer.echo("\n".join(plan_lines(planned.result, planned.org, markdown=format is opt.Format.markdown)))
 
 
 @app.command()

@@ -518,7 +518,7 @@ def _(ctx: Ctx) -> int:
     result = ctx.cli("detect", "--cpuinfo", str(ctx.dump("[bold]dump", text)), "--no-gpu", env={"COLUMNS": "250"})
     assert "[/] [bold red]Xeon" in result.stdout and "[bold]dump" in result.stdout
     markdown = ctx.cli("detect", "--cpuinfo", str(ctx.tmp / "[bold]dump"), "--no-gpu", "--format", "markdown")
-    assert "| CPU | [/] [bold red]Xeon \\| `x`" in markdown.stdout  # the table keeps its columns
+    assert "| CPU | \\[/\\] \\[bold red\\]Xeon \\| \\`x\\`" in markdown.stdout  # the table keeps its columns
     data = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
     data["gpu_archs"][0]["description"] = "[/] Pascal | [red]"
     site = ctx.dump("site-catalog.json", json.dumps(data))
@@ -1033,7 +1033,8 @@ def _(ctx: Ctx) -> int:
     data = json.loads(texts[0])
     assert data["hardware"]["cuda_visible_devices"] == "MIG-<uuid>,GPU-<uuid>"
     for text in texts:
-        assert "5c1d7e3a" not in text and "0a1b2c3d" not in text and "MIG-<uuid>" in text
+        assert "5c1d7e3a" not in text and "0a1b2c3d" not in text
+    assert "MIG-<uuid>" in texts[0] and "MIG-&lt;uuid>" in texts[1]  # Markdown shows the placeholder as written
     # Without detected GPUs the variable means nothing, and the JSON says null (as README promises).
     ctx.with_nvml(fake_nvml([]))
     _, none_detected = ctx.detect("--cpuinfo", str(SKYLAKE), env=env)
@@ -1284,7 +1285,9 @@ def _(ctx: Ctx) -> int:
         result = ctx.cli(
             "detect", "--cpuinfo", str(dump), "--no-gpu", "--format", output, env={"TERM": "dumb", "NO_COLOR": "1"}
         )
-        assert "\x1b" not in result.output and "\x07" not in result.output and "\\e]0;PWNED\\x07" in result.output
+        # Shown as escapes; in Markdown those escapes are escaped again, so that they render as written.
+        shown = "\\e]0;PWNED\\x07" if output == "text" else "\\\\e\\]0;PWNED\\\\x07"
+        assert "\x1b" not in result.output and "\x07" not in result.output and shown in result.output
         codes.add(result.exit_code)
     line = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)
     nodes = ctx.dump("nodes.jsonl", json.dumps({"label": "n1\nforged: 0 node(s)\x1b[2J", **line}) + "\n")
@@ -1562,3 +1565,60 @@ def _(ctx: Ctx) -> int:
     real = ctx.cli(*common, "--yes", "--no-verify")
     assert real.exit_code == 1 and "cannot fetch" in real.stderr
     return dry.exit_code
+
+
+@row("markdown-injection")
+def _(ctx: Ctx) -> int:
+    """A node label, a CPU model name and a companion repository's name holding a Markdown link and an HTML tag:
+    every Markdown output (plan, detect, report) shows them as written, escaped, and renders neither."""
+    link, tag = "[Click to fix your cluster](https://evil.example/x)", "<img src=x onerror=alert(1)>"
+    dump = ctx.dump("cpuinfo", HASWELL.read_text().replace("model name\t: ", f"model name\t: {tag} ", 1))
+    line = ctx.detect("--cpuinfo", str(dump), "--no-gpu", "--compact", "--label", link)[0].stdout
+    nodes = ctx.dump("nodes.jsonl", line)
+    outputs = [
+        ctx.cli("plan", str(nodes), "--format", "markdown"),
+        ctx.cli("detect", "--format", "markdown", "--cpuinfo", str(dump), "--no-gpu"),
+        ctx.cli("report", "--cpuinfo", str(dump), "--no-gpu"),
+    ]
+    # A companions file whose repository is named with a link: detect --with names it in its reasons.
+    from buildrepo import companion_recipe, make_companion_repo
+
+    repo = _build_repo(ctx)
+    vision = make_companion_repo(
+        ctx.tmp / "build-torchvision",
+        {"main": {"torchvision-python313-cpu-avx2.nix": companion_recipe("torchvision", "313", "avx2", pin=PIN_28)}},
+    )
+    site = ctx.tmp / "site.json"
+    synced = ctx.cli(
+        "catalog",
+        "sync",
+        str(repo),
+        str(vision),
+        "--source-url",
+        "https://example.org/b",
+        "--source-url",
+        link,
+        "-o",
+        str(site),
+    )
+    assert synced.exit_code == 0, synced.output
+    outputs.append(
+        ctx.cli(
+            "detect",
+            "--format",
+            "markdown",
+            "--cpuinfo",
+            str(HASWELL),
+            "--no-gpu",
+            "--with",
+            "torchvision",
+            env={"PICKVARIANT_CATALOG": str(site)},
+        )
+    )
+    for result in outputs:
+        assert "<img" not in result.stdout and link not in result.stdout, result.stdout
+    assert "\\[Click to fix your cluster\\](https://evil.example/x)" in outputs[0].stdout
+    assert "&lt;img src=x onerror=alert(1)>" in outputs[1].stdout and "&lt;img" in outputs[2].stdout
+    assert "\\[Click to fix your cluster\\]" in outputs[3].stdout
+    (code,) = {result.exit_code for result in outputs[:3]}
+    return code

@@ -33,3 +33,25 @@ def visible(text: str) -> str:
 def visible_lines(text: str) -> str:
     """`text` with its own line breaks kept and every other control character shown as an escape."""
     return "\n".join(visible(line) for line in text.split("\n"))
+
+
+# What lets text from outside become markup: a link or image ([text](url), ![…](…)), raw HTML (<img onerror=…>),
+# a code span's end, a table cell's end, an escape. Each is escaped; the text reads the same.
+_MARKUP = re.compile(r"([\\`\[\]|])")
+# `<` opens a tag; `&` an entity (so that `&lt;` written by a dump stays as written). A lone `>` opens nothing.
+_HTML = {"&": "&amp;", "<": "&lt;"}
+
+
+def markdown_text(text: str) -> str:
+    """`text` from outside as Markdown that shows it and makes nothing of it: no link, image, HTML or table cell."""
+    escaped = _MARKUP.sub(r"\\\1", visible(text))
+    return "".join(_HTML.get(character, character) for character in escaped)
+
+
+def markdown_code(text: str) -> str:
+    """`text` from outside as one Markdown code span: fenced with more backticks than it holds, so it cannot end early."""
+    shown = visible(text)
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") or longest else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"

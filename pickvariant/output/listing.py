@@ -7,7 +7,7 @@ from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
-from pickvariant._base.text import visible
+from pickvariant._base.text import markdown_text, visible
 from pickvariant._base.versions import (
     parse_compute_capability,
     release_matches,
@@ -221,9 +221,7 @@ COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa"
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [
-        "| "
-        + " | ".join(visible(str(row[c] if row[c] is not None else "-")).replace("|", "\\|") for c in COLUMNS)
-        + " |"
+        "| " + " | ".join(markdown_text(str(row[c] if row[c] is not None else "-")) for c in COLUMNS) + " |"
         for row in rows
     ]
     return "\n".join(lines) + f"\n\n{len(rows)} {_noun(rows)}\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pickvariant import __version__
-from pickvariant._base.text import visible
+from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant._base.versions import version_key
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
@@ -157,29 +157,29 @@ def nearest_alternatives(decision: Decision, catalog: Catalog) -> list[Rejection
     return sorted((r for r in decision.rejected if r.kind in NEAREST), key=distance)
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> str:
+    """detect --format markdown: every string from outside (a model name, a path, a catalog's names, a companion's
+    repository) escaped, so that it shows as written and makes no link, image, HTML or table cell."""
+    md, code = markdown_text, markdown_code
     lines = ["## pickvariant recommendation", ""]
     rec = recommendation_json(decision, catalog)
     lines.append(
-        f"**Recommendation:** `{rec['package']}` (branch `{rec['branch']}`, PyTorch {rec['torch']}, Python {rec['python']})"
+        f"**Recommendation:** {code(rec['package'])} (branch {code(rec['branch'])}, PyTorch {md(rec['torch'])}, "
+        f"Python {md(rec['python'])})"
         if rec
         else "**Recommendation:** none (no compatible variant)"
     )
     lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
     lines += [
-        "| " + " | ".join(_md_cell(cell) for cell in cells) + " |"
+        "| " + " | ".join(md(cell) for cell in cells) + " |"
         for cells in hardware_rows(facts, catalog, "compute capability")
     ]
-    lines += ["", f"### Why (workload: {workload})", ""]
-    lines += [f"- {visible(reason)}" for reason in decision.reasons]
+    lines += ["", f"### Why (workload: {md(workload)})", ""]
+    lines += [f"- {md(reason)}" for reason in decision.reasons]
     if decision.hints:
-        lines += ["", "### What would help", ""] + [f"- {visible(hint)}" for hint in decision.hints]
+        lines += ["", "### What would help", ""] + [f"- {md(hint)}" for hint in decision.hints]
     if decision.rejected:
-        lines += ["", "### Not chosen", ""] + [f"- `{visible(r.choice)}`: {visible(r.why)}" for r in decision.rejected]
+        lines += ["", "### Not chosen", ""] + [f"- {code(r.choice)}: {md(r.why)}" for r in decision.rejected]
     if facts.notes:
-        lines += ["", "### Notes", ""] + [f"- {visible(note)}" for note in facts.notes]
+        lines += ["", "### Notes", ""] + [f"- {md(note)}" for note in facts.notes]
     return "\n".join(lines) + "\n"

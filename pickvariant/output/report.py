@@ -9,7 +9,7 @@ from typing import Any
 
 from pickvariant import __version__
 from pickvariant._base.settings import CPUINFO
-from pickvariant._base.text import visible
+from pickvariant._base.text import markdown_code, markdown_text
 from pickvariant._base.urls import without_credentials
 from pickvariant.catalog.model import Catalog
 from pickvariant.install.state import last_install
@@ -115,54 +115,64 @@ def health_text(gpu: dict[str, Any]) -> str:
 
 
 def markdown(data: dict[str, Any]) -> str:
+    """The report for a ticket. Every value from outside (a model name, a GPU name, a path, a reason naming a
+    catalog's branch, what a probe printed) is escaped: it shows as written and makes no link, image or HTML."""
+    md, code = markdown_text, markdown_code
     hw = data["hardware"]
 
     def source(fact: str) -> str:
         # A stale PICKVARIANT_CPUINFO or a --gpu must not read as detection.
         given = data["sources"].get(fact)
-        return f" (source: {given})" if given and given != NOT_STATED else ""
+        return f" (source: {md(given)})" if given and given != NOT_STATED else ""
 
     # A described machine's unstated facts are "not stated"; this machine's unknown ones "unknown".
     missing = NOT_STATED if data.get("described") else "unknown"
-    lines = [f"### pickvariant report (pickvariant {data['pickvariant']})", ""]
+    lines = [f"### pickvariant report (pickvariant {md(data['pickvariant'])})", ""]
     if data.get("described"):
         lines += ["Describes a stated machine, not the one this report ran on.", ""]
     if data["mismatches"]:
-        lines += ["**Mismatches:**", ""] + [f"- ⚠ {m}" for m in data["mismatches"]] + [""]
+        lines += ["**Mismatches:**", ""] + [f"- ⚠ {md(m)}" for m in data["mismatches"]] + [""]
     rec = data["recommendation"]
+    kernel = md(data["system"]["kernel"] or missing)
+    flags = md(" ".join(hw["cpu"]["flags_that_matter"]) or "none")
     lines += [
-        f"- Recommendation: `{rec['package']}`" if rec else "- Recommendation: none (no compatible variant)",
-        f"- OS: {hw['os']}/{hw['arch']}, kernel {data['system']['kernel'] or missing}",
-        f"- CPU: {hw['cpu']['model']}; flags that matter: {' '.join(hw['cpu']['flags_that_matter']) or 'none'}{source('cpu')}",
+        f"- Recommendation: {code(rec['package'])}" if rec else "- Recommendation: none (no compatible variant)",
+        f"- OS: {md(hw['os'])}/{md(hw['arch'])}, kernel {kernel}",
+        f"- CPU: {md(hw['cpu']['model'] or missing)}; flags that matter: {flags}{source('cpu')}",
     ]
     health = {gpu["index"]: gpu for gpu in data.get("gpu_health", [])}
     for gpu in hw["gpus"]:
         memory = f"{gpu['memory_mib']} MiB" if gpu["memory_mib"] else f"memory {missing}"
         lines.append(
-            f"- GPU {gpu['index']}: {gpu['name']}, compute capability {gpu['compute_capability']}, {memory}{source('gpus')}"
+            f"- GPU {gpu['index']}: {md(gpu['name'])}, compute capability {md(gpu['compute_capability'])}, "
+            f"{memory}{source('gpus')}"
         )
         if gpu["index"] in health:
-            lines.append(f"  - NVML: {health_text(health[gpu['index']])}")
+            lines.append(f"  - NVML: {md(health_text(health[gpu['index']]))}")
     if not hw["gpus"]:
         lines.append(f"- GPUs: {NOT_STATED if data['sources'].get('gpus') == NOT_STATED else 'none'}{source('gpus')}")
     driver = hw["driver"]
     shown = driver and (driver["version"] or driver["cuda"])
     if shown:
-        lines.append(f"- Driver: {driver['version'] or missing} (CUDA {driver['cuda'] or missing}){source('driver')}")
+        lines.append(
+            f"- Driver: {md(driver['version'] or missing)} (CUDA {md(driver['cuda'] or missing)}){source('driver')}"
+        )
     else:
         lines.append(f"- Driver: {missing if data.get('described') else 'none'}{source('driver')}")
     if hw["cuda_visible_devices"] is not None:
-        lines.append(f"- CUDA_VISIBLE_DEVICES: {hw['cuda_visible_devices']!r}")
+        lines.append(f"- CUDA_VISIBLE_DEVICES: {md(repr(hw['cuda_visible_devices']))}")
     torch = data["installed_torch"]
     if torch is None:
         lines.append(
             f"- Installed PyTorch: {NOT_STATED} (name an interpreter of that machine with --python to probe it)"
         )
     elif "error" in torch:
-        lines.append(f"- Installed PyTorch: {torch['error']}")
+        lines.append(f"- Installed PyTorch: {md(torch['error'])}")
     else:
+        arch_list = md(", ".join(torch["arch_list"]) or "none")
         lines.append(
-            f"- Installed PyTorch: {torch['torch']}, CUDA {torch['cuda'] or 'none'}, arch list {', '.join(torch['arch_list']) or 'none'}, CPU capability {torch['cpu_capability']}"
+            f"- Installed PyTorch: {md(torch['torch'])}, CUDA {md(torch['cuda'] or 'none')}, arch list {arch_list}, "
+            f"CPU capability {md(torch['cpu_capability'])}"
         )
     last = data.get("last_install")
     if last:
@@ -174,9 +184,9 @@ def markdown(data: dict[str, Any]) -> str:
             if recipe.get("generated")
             else "recipe unknown"
         )
-        lines.append(f"- Last install: {last.get('package')} ({last.get('branch')}, {last.get('method')}); {origin}")
-    lines += ["", f"Reasons (workload {data['workload']}):", ""] + [f"- {r}" for r in data["reasons"]]
+        said = f"{last.get('package')} ({last.get('branch')}, {last.get('method')}); {origin}"
+        lines.append(f"- Last install: {md(said)}")
+    lines += ["", f"Reasons (workload {md(data['workload'])}):", ""] + [f"- {md(r)}" for r in data["reasons"]]
     if data["hints"]:
-        lines += ["", "What would help:", ""] + [f"- {h}" for h in data["hints"]]
-    # Each line is one of the report's; what it shows of the probe, the install record and the machine stays on it.
-    return "\n".join(visible(line) for line in lines) + "\n"
+        lines += ["", "What would help:", ""] + [f"- {md(h)}" for h in data["hints"]]
+    return "\n".join(lines) + "\n"

@@ -8,10 +8,8 @@ set-cover-with-assignment problem, solved exactly as an integer program by HiGHS
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -19,7 +17,6 @@ from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.native import stdout_silenced
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
-from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts, facts_from_json
 from pickvariant.rules import pairing
@@ -348,129 +345,3 @@ def plan_json(plan: ClusterPlan) -> dict[str, Any]:
             "duplicate_labels": list(plan.duplicate_labels),
         },
     }
-
-
-def _grouped(nodes: Iterable[NodePlan], key: Callable[[NodePlan], str]) -> list[tuple[str, list[str]]]:
-    groups: dict[str, list[str]] = defaultdict(list)
-    for node in nodes:
-        groups[key(node)].append(node.label)
-    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
-
-
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
-
-
-def fold_labels(labels: Iterable[str]) -> list[str]:
-    """Labels as hostlist ranges, as Slurm and pdsh print them: node01…node64 → node[01-64].
-
-    Numbers fold only with the same prefix and digit count, so node9 and node10 stay apart
-    (a range must expand back to exactly the labels it came from)."""
-    numbered: dict[tuple[str, int], list[int]] = defaultdict(list)
-    plain: list[str] = []
-    for label in labels:
-        match = _NUMBERED.match(label)
-        if match:
-            numbered[(match.group(1), len(match.group(2)))].append(int(match.group(2)))
-        else:
-            plain.append(label)
-    folded = sorted(set(plain))
-    for (prefix, width), numbers in sorted(numbered.items()):
-        numbers = sorted(set(numbers))
-        runs: list[str] = []
-        start = previous = numbers[0]
-        for number in [*numbers[1:], -2]:
-            if number != previous + 1:
-                runs.append(f"{start:0{width}d}" + (f"-{previous:0{width}d}" if previous != start else ""))
-                start = number
-            previous = number
-        folded.append(f"{prefix}{runs[0]}" if runs == [f"{numbers[0]:0{width}d}"] else f"{prefix}[{','.join(runs)}]")
-    return folded
-
-
-def _labels(labels: list[str], shown: int = 12) -> str:
-    folded = fold_labels(labels)
-    return ", ".join(folded[:shown]) + (
-        f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else ""
-    )
-
-
-SHOWN_DUPLICATES = 20
-
-# Where a build command can run: Flox builds for the system it runs on.
-_BUILDERS = {
-    "x86_64-linux": "an x86_64 Linux machine",
-    "aarch64-linux": "an aarch64 Linux machine",
-    "aarch64-darwin": "an Apple Silicon Mac",
-}
-
-
-def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
-    """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands."""
-    h = (lambda text: f"## {text}") if markdown else (lambda text: f"{text}:")
-    item = "- " if markdown else "  "
-    sub_item = "  - " if markdown else "    "  # nested under the item above it
-    code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
-    out = [
-        h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")
-    ]
-    labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for node in plan.nodes:
-        if node.variant is not None:
-            labels_of[(node.variant.branch, node.variant.package)].append(node.label)
-    for variant, count, summaries in plan.variants:
-        out.append(f"{item}{code(variant.package)} (branch {variant.branch}, PyTorch {variant.torch}): {count} node(s)")
-        out += [
-            f"{sub_item}with {code(c.package)} ({c.repo} {c.branch}): {relation(c, variant)}"
-            for c in plan.companions.get((variant.branch, variant.package), ())
-        ]
-        out += [f"{sub_item}covers {summary}" for summary in summaries[:6]]
-        out.append(f"{sub_item}nodes: {_labels(labels_of[(variant.branch, variant.package)])}")
-    downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
-    if downgraded:
-        out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
-    # union-attr: `downgraded` holds only nodes with a variant (filtered above), which mypy cannot follow into the lambda.
-    for why, labels in _grouped(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
-        out.append(f"{item}{len(labels)} node(s) get {why} [{_labels(labels)}]")
-    unserved = [n for n in plan.nodes if n.variant is None]
-    if unserved:
-        out.append(h(f"nodes with no variant ({len(unserved)})"))
-    for why, labels in _grouped(unserved, lambda n: n.why or ""):
-        out.append(f"{item}{len(labels)} node(s): {why} [{_labels(labels)}]")
-    out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
-    for variant, _, _ in plan.variants:
-        # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
-        # Exactly the packages the set installs: a companion with a torch of its own is installed alone, so the
-        # variant itself is then not built.
-        here = [package for repo, _, package in builds(plan, variant) if repo is None]
-        if here:
-            steps = [["git", "checkout", variant.branch]]
-            for package in here:
-                steps += [["flox", "build", package], ["flox", "publish", "-o", org or "ORG", package]]
-            command = " && ".join(shlex.join(step) for step in steps)
-            out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
-        else:
-            out.append(f"{item}{variant.package}: not built; its nodes install the companion that brings its torch")
-        for repo, branch, package in builds(plan, variant):
-            if repo is None:
-                continue
-            steps = [
-                ["git", "checkout", branch],
-                ["flox", "build", package],
-                ["flox", "publish", "-o", org or "ORG", package],
-            ]
-            out.append(f"{sub_item}in a clone of {repo}: {code(' && '.join(shlex.join(step) for step in steps))}")
-    if plan.duplicate_labels:
-        out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
-        out += [f"{item}{said}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]
-        if len(plan.duplicate_labels) > SHOWN_DUPLICATES:
-            out.append(f"{item}… {len(plan.duplicate_labels) - SHOWN_DUPLICATES} more (--format json lists them all)")
-    out.append(h("solver"))
-    out.append(f"{item}HiGHS (highspy): {plan.solution.status}, objective {plan.solution.objective:g}")
-    if plan.bad_count:
-        out.append(h(f"input lines that are not nodes ({plan.bad_count})"))
-        out += [f"{item}{b.where}: {b.why}" for b in plan.bad]
-        if plan.bad_count > len(plan.bad):
-            out.append(f"{item}… {plan.bad_count - len(plan.bad)} more")
-    # Labels, models and reasons come from the cluster's own lines: a line break or an escape in one
-    # must not forge or hide a line of the plan.
-    return [visible(line) for line in out]
