@@ -309,20 +309,41 @@ def test_a_stamped_catalog_that_was_edited_afterwards_is_validated_again(tmp_pat
         load_catalog(path)
 
 
-def test_a_stamp_trusts_only_its_own_schema(tmp_path) -> None:
-    """What the stamp buys, shown with a catalog the schema refuses but _build would take (an unknown
-    field): under the stamp of this schema it loads unchecked, under another schema's it is checked."""
+def test_a_stamp_spares_the_schema_only_for_the_shipped_catalog(tmp_path) -> None:
+    """Anyone can recompute a checksum: a catalog from elsewhere (PICKVARIANT_CATALOG, a colleague's, a site share)
+    carrying a valid stamp is still checked whole, so a forged one is refused naming the field."""
     broken = dict(RAW, surplus="a field the schema does not allow")
-    text = sync_render(broken)
-    trusted = tmp_path / "trusted.json"
-    trusted.write_text(text, encoding="utf-8")
-    assert load_catalog(trusted).variants
-    other_schema = tmp_path / "other.json"
-    line = text.split("\n")[1]
-    ours = line[-len('xxxxxxxx",') : -2]
-    other = f"{int(ours, 16) ^ 1:08x}"  # any other schema's checksum
-    other_schema.write_text(
-        text.replace(line, line.replace(f"schema crc32 {ours}", f"schema crc32 {other}"), 1), encoding="utf-8"
-    )
+    stamped = tmp_path / "stamped.json"
+    stamped.write_text(sync_render(broken), encoding="utf-8")
+    assert schema_checked_before(stamped.read_bytes())  # the stamp matches: it is recomputed, as a forger would
     with pytest.raises(BadInput, match="surplus: unknown field"):
-        load_catalog(other_schema)
+        load_catalog(stamped)
+    forged = copy.deepcopy(RAW)
+    forged["branches"][0]["cuda_lines"][0]["cuda_packages"] = (
+        'cudaPackages_12_9; pwned = builtins.readFile "/etc/hostname"'
+    )
+    (tmp_path / "forged.json").write_text(sync_render(forged), encoding="utf-8")
+    with pytest.raises(BadInput, match="cuda_packages"):
+        load_catalog(tmp_path / "forged.json")
+
+
+def test_values_that_reach_nix_code_a_path_or_a_command_are_checked_where_they_are_used(tmp_path) -> None:
+    """Even a catalog that was never schema-checked (as a trusted stamp would have let through) cannot write Nix code
+    into a recipe or name a path outside the build directory."""
+    from pickvariant.recipes.render import recipe_path, render
+
+    forged = copy.deepcopy(RAW)
+    line = forged["branches"][0]["cuda_lines"][0]
+    line["cuda_packages"] = 'cudaPackages_12_9; pwned = builtins.readFile "/etc/hostname"'
+    catalog = parse_catalog(forged, tmp_path / "forged.json", schema_checked=True)
+    branch = catalog.branch(forged["branches"][0]["name"])
+    variant = next(v for v in branch.variants if v.cuda == line["cuda"] and not v.is_mps)
+    with pytest.raises(BadInput, match="is not a Nix identifier"):
+        render(variant, catalog)
+    escaping = copy.deepcopy(RAW)
+    row = next(r for r in escaping["variants"] if r["cuda"] is None and r["platform"] == "x86_64-linux")
+    row["package"] = "../../../../../../tmp/x"
+    catalog = parse_catalog(escaping, tmp_path / "escaping.json", schema_checked=True)
+    victim = next(v for v in catalog.variants if v.package == "../../../../../../tmp/x")
+    with pytest.raises(BadInput, match="is not one"):
+        recipe_path(tmp_path / "pkgs", victim)

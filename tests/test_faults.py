@@ -1622,3 +1622,20 @@ def _(ctx: Ctx) -> int:
     assert "\\[Click to fix your cluster\\]" in outputs[3].stdout
     (code,) = {result.exit_code for result in outputs[:3]}
     return code
+
+
+@row("forged-catalog")
+def _(ctx: Ctx) -> int:
+    """PICKVARIANT_CATALOG names a catalog whose stamp was recomputed over a CUDA package set that is Nix code and a
+    package named as a path: it is checked whole (the stamp spares only the shipped catalog) and refused."""
+    from pickvariant.catalog.sync_files import render as sync_render
+
+    forged = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
+    forged["branches"][0]["cuda_lines"][0]["cuda_packages"] = (
+        'cudaPackages_12_9; pwned = builtins.readFile "/etc/hostname"'
+    )
+    catalog = ctx.dump("forged.json", sync_render(forged))
+    result = ctx.cli(*INSTALL, "--dir", str(ctx.tmp / "e"), "--dry-run", env={"PICKVARIANT_CATALOG": str(catalog)})
+    assert "cuda_packages" in result.stderr and "pwned" not in result.stdout
+    assert not (ctx.tmp / "e").exists()
+    return result.exit_code

@@ -89,7 +89,12 @@ def load_catalog(path: Path | None = None) -> Catalog:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return parse_catalog(_decoded(raw, path, "catalog"), path, schema_checked=schema_checked_before(raw))
+        # The stamp spares the schema pass only for the catalog shipped inside the package: anyone can recompute
+        # a checksum, so a catalog from elsewhere (PICKVARIANT_CATALOG, a site share) is always checked whole.
+        shipped = path.resolve() == (DATA_DIR / "catalog.json").resolve()
+        return parse_catalog(
+            _decoded(raw, path, "catalog"), path, schema_checked=shipped and schema_checked_before(raw)
+        )
     finally:
         if collecting:
             gc.enable()
@@ -106,9 +111,10 @@ def catalog_schema() -> Mapping[str, Any]:
 
 # `catalog sync` validates what it writes and says so on the file's second line: the CRC-32 of
 # everything after that line, and of the schema it was checked against. While both still match,
-# loading skips the schema pass (half of loading the shipped catalog; the cross-reference checks in
-# _build still run). A checksum is the tool for accidental change, which is all this guards
-# against: whoever can rewrite the catalog can rewrite the code beside it.
+# loading the catalog shipped inside the package skips the schema pass (half of loading it; the
+# cross-reference checks in _build still run). A checksum is the tool for accidental change, which
+# is all this guards against there: whoever can rewrite that file can rewrite the code beside it. A
+# catalog from anywhere else is checked whole, stamp or not.
 _STAMP = re.compile(rb' "validated": "crc32 ([0-9a-f]{8}) under schema crc32 ([0-9a-f]{8})",')
 
 

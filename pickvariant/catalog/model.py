@@ -26,6 +26,31 @@ if TYPE_CHECKING:
     K = TypeVar("K")
 
 SCHEMA_VERSION = 2
+
+# What a catalog's names must be where they become a file name, a command-line argument or Nix code. The schema
+# says the same, but a catalog from elsewhere may not have been checked by it: these are checked where they are used.
+_PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,127}")
+_NIX_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def checked_package(name: str) -> str:
+    """`name` where it is a package name (a file name, a flox argument); BadInput where it could be anything else."""
+    if not _PACKAGE_NAME.fullmatch(name):
+        raise BadInput(
+            f"the catalog's package name {name!r:.80} is not one (it would name a path or an option): refusing it"
+        )
+    return name
+
+
+def checked_identifier(name: str, what: str) -> str:
+    """`name` where it is a Nix identifier; BadInput where it would be Nix code of its own in a recipe."""
+    if not _NIX_IDENTIFIER.fullmatch(name):
+        raise BadInput(
+            f"the catalog's {what} {name!r:.80} is not a Nix identifier (it would be Nix code in the recipe): refusing it"
+        )
+    return name
+
+
 MPS = "mps"
 
 

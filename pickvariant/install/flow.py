@@ -19,7 +19,7 @@ from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, capture, run, tail
 from pickvariant._base.records import record
-from pickvariant.catalog.model import Catalog, Companion, Variant
+from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
 from pickvariant.install import existing, floxcontract, published_set
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
@@ -136,6 +136,9 @@ def plan_install(
     dry_run: bool = False,
 ) -> Plan:
     env = os.environ if env is None else env
+    # Each name goes into a flox command line and a path: checked whatever catalog it came from.
+    for name in (variant.package, *(companion.package for companion in companions)):
+        checked_package(name)
     given_as = "--org"
     if org is None and (org := settings.setting(env, ORG_ENV)) is not None:
         given_as = ORG_ENV

@@ -9,7 +9,7 @@ from pickvariant import __version__
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_output_dir, check_writable, write_atomic
 from pickvariant._base.records import record
-from pickvariant.catalog.model import Catalog, TorchSource, Variant
+from pickvariant.catalog.model import Catalog, TorchSource, Variant, checked_identifier, checked_package
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
@@ -35,7 +35,14 @@ def nix_list(values: tuple[str, ...] | list[str]) -> str:
 def nix_attrs(values: dict[str, str]) -> str:
     if not values:
         return "{ }"
-    return "{ " + " ".join(f"{name} = {nix_string(value)};" for name, value in sorted(values.items())) + " }"
+    return (
+        "{ "
+        + " ".join(
+            f"{checked_identifier(name, 'build variable')} = {nix_string(value)};"
+            for name, value in sorted(values.items())
+        )
+        + " }"
+    )
 
 
 def _comment(text: str) -> str:
@@ -146,8 +153,8 @@ def render(variant: Variant, catalog: Catalog) -> str:
         "cpuFlags": nix_list(isa.compiler_flags),
         "buildEnv": nix_attrs(build_env),
         "system": nix_string(variant.platform),
-        "cudaPackages": line.cuda_packages if line else "cudaPackages",
-        "pythonPackages": python_attr,
+        "cudaPackages": checked_identifier(line.cuda_packages, "CUDA package set") if line else "cudaPackages",
+        "pythonPackages": checked_identifier(python_attr, "Python package set"),
         "pname": nix_string(variant.package),
         "description": nix_string(f"PyTorch {variant.torch} for {gpu_text} with {isa.description}"),
         "longDescription": nix_string(long_description),
@@ -192,9 +199,9 @@ def branch_variants(
 
 
 def recipe_path(directory: Path, variant: Variant) -> Path:
-    # The package name comes from the catalog, whose schema allows no "/" or ".." in it;
+    # The package name comes from a catalog, which may be one nobody checked: it is checked here, and
     # write_recipes still checks that the file lands inside `directory`.
-    return directory / f"{variant.package}.nix"
+    return directory / f"{checked_package(variant.package)}.nix"
 
 
 def write_recipes(directory: Path, recipes: list[tuple[Variant, str]], force: bool) -> list[Written]:
