@@ -1639,3 +1639,24 @@ def _(ctx: Ctx) -> int:
     assert "cuda_packages" in result.stderr and "pwned" not in result.stdout
     assert not (ctx.tmp / "e").exists()
     return result.exit_code
+
+
+@row("installs-race")
+def _(ctx: Ctx) -> int:
+    """Three installs into one new --dir at once (a job array on a shared filesystem), each flox call slowed so that
+    all three plan a `flox init`: they take turns on the environment's lock, the later ones find the environment
+    made and do not init it again, nothing is removed that another made, and every "Done" has its environment."""
+    target = ctx.tmp / "shared" / "env"
+    ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:0.3")
+    argv = [sys.executable, "-m", "pickvariant", "install", "--cpuinfo", str(HASWELL), "--no-gpu", "--org", "acme"]
+    argv += ["--dir", str(target), "--yes", "--no-verify"]
+    runs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    finished = [run.communicate(timeout=240) for run in runs]
+    codes = {run.returncode for run in runs}
+    for (stdout, stderr), run in zip(finished, runs, strict=True):
+        assert run.returncode == 0, stderr
+        assert "Done: pytorch-python313-cpu-avx2" in stdout
+    assert (target / ".flox" / "env.json").is_file() and not (target / ".pickvariant-install.lock").exists()
+    assert sum("waiting for another pickvariant install" in stderr for _, stderr in finished) >= 1
+    (code,) = codes
+    return code

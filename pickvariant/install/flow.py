@@ -18,9 +18,9 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, capture, run, tail
-from pickvariant._base.records import record
+from pickvariant._base.records import record, replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
-from pickvariant.install import existing, floxcontract, published_set
+from pickvariant.install import envlock, existing, floxcontract, published_set
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
@@ -322,12 +322,25 @@ def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
 
 
 def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
-    """Carry out the plan. Flox's installs are transactional; an environment this run created is removed on failure.
+    """Carry out the plan, holding the environment's lock (envlock) so that installs into it take turns.
+    Flox's installs are transactional; an environment this run created is removed on failure.
     Returns what went wrong with the log alone (a full disk): each command ran to its end."""
-    created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
-    existed = plan.directory.exists()
     if plan.recipe_file is not None and plan.recipe_text is None:
         raise OperationFailed("the recipe was never fetched (a dry run's plan): run install again without --dry-run")
+    with envlock.locked(plan.directory, on_line) as created_directory:
+        # Decided under the lock: another install may have made the environment since this plan was made.
+        if floxcontract.has_environment(plan.directory):
+            init = ("flox", "init", "-d", str(plan.directory))
+            before = sum(1 for command in plan.commands[: plan.recipe_after] if command.argv[:4] == init)
+            kept = tuple(command for command in plan.commands if command.argv[:4] != init)
+            plan = replace(plan, commands=kept, recipe_after=plan.recipe_after - before, creates_environment=False)
+        return _execute(plan, force, log, on_line, timeout_s, existed=not created_directory)
+
+
+def _execute(
+    plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None, existed: bool
+) -> list[str]:
+    created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
     try:
         if plan.recipe_file is not None and plan.recipe_text is not None:
             assert plan.build_dir is not None
