@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -41,8 +42,6 @@ class Command:
     description: str
 
     def shown(self) -> str:
-        import shlex
-
         return f"(cd {shlex.quote(str(self.cwd))} && {shlex.join(self.argv)})"
 
 
@@ -145,14 +144,14 @@ def run(
         except TimeoutError:
             _join(reader)
             raise OperationFailed(
-                f"`{' '.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}"
+                f"`{shlex.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}"
             ) from None
         _join(reader)
     incomplete = f"the log {log} is incomplete: writing it failed ({broken[0]})" if broken else None
     if process.returncode != 0:
         said = f"{incomplete}; what it holds:" if incomplete else f"log: {log}"
         raise OperationFailed(
-            f"`{' '.join(command.argv)}` failed with exit code {process.returncode}; {said}\n{tail(log)}"
+            f"`{shlex.join(command.argv)}` failed with exit code {process.returncode}; {said}\n{tail(log)}"
         )
     return incomplete
 

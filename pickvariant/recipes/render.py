@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from pickvariant import __version__
@@ -53,7 +54,7 @@ def template_for(variant: Variant, catalog: Catalog) -> str:
     if variant.is_mps:
         raise BadInput(
             f"{variant.package} is an Apple MPS build: pickvariant has no template for it; "
-            f"fetch the build repository's own with `pickvariant recipe {variant.package} --branch {variant.branch}` (without --generate)"
+            f"fetch the build repository's own with `{shlex.join(['pickvariant', 'recipe', variant.package, '--branch', variant.branch])}` (without --generate)"
         )
     if variant.cuda is None:
         return "cpu"
@@ -191,7 +192,7 @@ def branch_variants(
     if not variants:
         raise BadInput(f"branch {branch} has no CUDA {cuda} line")
     skipped = [
-        f"skipped {variant.package}: an MPS build has no template; fetch it with `pickvariant recipe {variant.package} --branch {variant.branch}`"
+        f"skipped {variant.package}: an MPS build has no template; fetch it with `{shlex.join(['pickvariant', 'recipe', variant.package, '--branch', variant.branch])}`"
         for variant in variants
         if variant.is_mps
     ]
