@@ -33,6 +33,17 @@ _PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,127}")
 _NIX_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+# What must be the same for a companion and a PyTorch variant to be one PyTorch: Python, CUDA line, GPU
+# architecture, ISA, platform. The one place the axes are listed.
+AXES = ("python", "cuda", "gpu_arch", "cpu_isa", "platform")
+Axes = tuple[str, str | None, str | None, str | None, str]
+
+
+def axes_of(build: Variant | Companion | Mapping[str, Any]) -> Axes:
+    """A variant's, a companion's or a catalog row's axes, in AXES' order."""
+    return tuple(build[name] if isinstance(build, Mapping) else getattr(build, name) for name in AXES)
+
+
 def checked_package(name: str) -> str:
     """`name` where it is a package name (a file name, a flox argument); BadInput where it could be anything else."""
     if not _PACKAGE_NAME.fullmatch(name):
@@ -260,9 +271,8 @@ class Companion:
         }
 
     @property
-    def axes(self) -> tuple[str, str | None, str | None, str | None, str]:
-        """What must equal the PyTorch variant's for both to be one PyTorch: Python, CUDA line, GPU architecture, ISA, platform."""
-        return (self.python, self.cuda, self.gpu_arch, self.cpu_isa, self.platform)
+    def axes(self) -> Axes:
+        return axes_of(self)
 
     @property
     def label(self) -> str:

@@ -16,7 +16,7 @@ from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
 from pickvariant.catalog.load import DATA_DIR, HARDWARE_KEY, check_hardware, load_json
-from pickvariant.catalog.model import Catalog, Companion, Source
+from pickvariant.catalog.model import Catalog, Companion, Source, axes_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -92,12 +92,7 @@ def checked_rows(rows: Sequence[Mapping[str, Any]], catalog: Catalog) -> tuple[C
             raise SchemaError(f"{where}.torch", "a torch is known exactly when its relation is not unknown")
         if row["torch_relation"] == "identical":
             own = variants.get((row["branch"], row["torch_of"] or ""))
-            if (
-                own is None
-                or own.torch != row["torch"]
-                or (own.python, own.cuda, own.gpu_arch, own.cpu_isa, own.platform)
-                != (row["python"], row["cuda"], row["gpu_arch"], row["cpu_isa"], row["platform"])
-            ):
+            if own is None or own.torch != row["torch"] or axes_of(own) != axes_of(row):
                 raise SchemaError(
                     f"{where}.torch_of",
                     f"{row['torch_of']!r} is no variant of branch {row['branch']} with this companion's torch and axes",

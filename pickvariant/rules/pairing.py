@@ -15,15 +15,13 @@ from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record, replace
-from pickvariant.catalog.model import Catalog, Companion, Variant
+from pickvariant.catalog.model import Axes, Catalog, Companion, Variant, axes_of
 from pickvariant.catalog.stack import load_stack
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import Kind, Rejection
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
-
-Axes = tuple[str, str | None, str | None, str | None, str]
 
 
 @record
@@ -36,10 +34,6 @@ class SetPick:
     shape: SetShape | None = None
     # Variants ranked before the one chosen, each with why the set could not be on it.
     passed_over: tuple[tuple[Variant, str], ...] = ()
-
-
-def axes_of(variant: Variant) -> Axes:
-    return (variant.python, variant.cuda, variant.gpu_arch, variant.cpu_isa, variant.platform)
 
 
 def _rank(companion: Companion, variant: Variant) -> tuple[int, str, str, str]:
