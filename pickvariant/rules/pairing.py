@@ -3,7 +3,8 @@
 decide ranks the PyTorch variants that run here as for torch alone (newest PyTorch, newest admissible
 CUDA line, preferred Python, highest GPU architecture, ISA by workload); with companions asked for,
 the first variant in that order for which every project has a recipe on the same PyTorch (version,
-Python, CUDA line, GPU architecture, instruction set, platform) that compat.why_not also admits wins.
+Python, CUDA line, GPU architecture, instruction set, platform) that compat.why_not also admits, and whose
+set gives one PyTorch (sets.shape), wins; each variant passed over keeps why.
 Among a project's recipes, one built against the very same derivation (build-pytorch's in-repo
 companions) is preferred to a separate build of the same torch from the same nixpkgs pin, and that to
 one from another pin. A companion whose torch is unknown (its recipe pins no nixpkgs) is never paired.
