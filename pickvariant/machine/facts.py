@@ -77,10 +77,10 @@ def gather_facts(
     notes: list[str] = []
 
     if request.cpuinfo is not None:
-        cpu = _parsed_as(lambda path: read_cpuinfo_dump(Path(path)), ("--cpuinfo", str(request.cpuinfo)))
+        cpu = _dump(request.cpuinfo, "--cpuinfo")
         sources["cpu"] = f"--cpuinfo {request.cpuinfo}"
     elif (stated_cpuinfo := settings.setting(env, ENV_CPUINFO)) is not None:
-        cpu = _parsed_as(lambda path: read_cpuinfo_dump(Path(path)), (ENV_CPUINFO, stated_cpuinfo))
+        cpu = _dump(Path(stated_cpuinfo), ENV_CPUINFO)
         sources["cpu"] = f"{ENV_CPUINFO}={stated_cpuinfo}"
     elif detect_unstated:
         cpu = detect_cpu_fn()
@@ -167,6 +167,14 @@ def _stated(option_value: str | None, flag: str, env: Mapping[str, str], variabl
         return flag, option_value
     value = settings.setting(env, variable)
     return None if value is None else (f"{variable}={value}", value)
+
+
+def _dump(path: Path, given: str) -> CpuFacts:
+    """The stated CPU dump read, a refusal naming the option or variable that stated it."""
+    try:
+        return read_cpuinfo_dump(path)
+    except BadInput as error:
+        raise BadInput(f"{given}: {error}") from None
 
 
 def _parsed_as(parse: Callable[[str], Any], stated: tuple[str, str] | None) -> Any:

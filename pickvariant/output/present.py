@@ -87,7 +87,7 @@ def _decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workl
         "catalog": {"repo": catalog.source.repo, "commit": catalog.source.commit},
         "recommendation": recommendation_json(decision, catalog),
         "reasons": list(decision.reasons),
-        "rejected": [{"choice": r.choice, "why": r.why, "kind": str(r.kind)} for r in decision.rejected],
+        "rejected": [{"choice": r.choice, "why": r.why, "kind": r.kind} for r in decision.rejected],
         "hints": list(decision.hints),
         "sources": dict(facts.sources),
         "notes": list(facts.notes),

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Branch, Companion, CudaLine, Variant
 from pickvariant.machine.gpu import GpuFacts
 
-TYPE_CHECKING = False  # the set's shape is imported only by a decision with companions (detect stays fast)
+TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
 if TYPE_CHECKING:
+    from typing import Final, Literal
+
     from pickvariant.rules.sets import SetShape
 
+    KindName = Literal[
+        "cpu_lacks_flags",
+        "no_kernels",
+        "driver",
+        "pinned_out",
+        "aligned_branch",
+        "not_built",
+        "ranked_lower",
+        "no_set",
+        "companion_torch_unknown",
+    ]
 
-class Kind(StrEnum):
-    """Why an alternative lost, as a closed set: what JSON carries and what the short answer sorts by."""
 
-    CPU_LACKS_FLAGS = "cpu_lacks_flags"  # an instruction set this CPU cannot run (SIGILL)
-    NO_KERNELS = "no_kernels"  # a GPU architecture whose kernels do not run on a GPU here
-    DRIVER = "driver"  # a CUDA line the driver cannot run
-    PINNED_OUT = "pinned_out"  # left out by --branch, --torch, --python-version
-    ALIGNED = "aligned_branch"  # a branch aligned with another project, chosen only when named
-    NOT_BUILT = "not_built"  # what would fit has no variant there
-    RANKED_LOWER = "ranked_lower"  # it fits, and lost by the order (PyTorch, CUDA line, Python, architecture, ISA)
-    NO_SET = "no_set"  # it fits, but the companions asked for make no set on it
-    COMPANION_TORCH_UNKNOWN = "companion_torch_unknown"  # a companion whose torch cannot be known
+class Kind:
+    """Why an alternative lost, as a closed set: what JSON carries and what the short answer sorts by.
+
+    Plain string constants typed as a Literal rather than an Enum: detect makes a score of rejections per answer,
+    and an Enum member costs an attribute lookup through the metaclass each time (benchmarks/detect_speed.py)."""
+
+    CPU_LACKS_FLAGS: Final = "cpu_lacks_flags"  # an instruction set this CPU cannot run (SIGILL)
+    NO_KERNELS: Final = "no_kernels"  # a GPU architecture whose kernels do not run on a GPU here
+    DRIVER: Final = "driver"  # a CUDA line the driver cannot run
+    PINNED_OUT: Final = "pinned_out"  # left out by --branch, --torch, --python-version
+    ALIGNED: Final = "aligned_branch"  # a branch aligned with another project, chosen only when named
+    NOT_BUILT: Final = "not_built"  # what would fit has no variant there
+    RANKED_LOWER: Final = "ranked_lower"  # it fits, and lost by the order (PyTorch, CUDA line, Python, arch, ISA)
+    NO_SET: Final = "no_set"  # it fits, but the companions asked for make no set on it
+    COMPANION_TORCH_UNKNOWN: Final = "companion_torch_unknown"  # a companion whose torch cannot be known
 
 
 # The alternatives that would run here: the nearest ones, shown by the short answer.
@@ -35,7 +50,7 @@ NEAREST = frozenset({Kind.RANKED_LOWER, Kind.NO_SET})
 class Rejection:
     choice: str
     why: str
-    kind: Kind
+    kind: KindName
 
 
 @record
