@@ -37,14 +37,14 @@ def visible_lines(text: str) -> str:
 
 # What lets text from outside become markup: a link or image ([text](url), ![…](…)), raw HTML (<img onerror=…>),
 # a code span's end, a table cell's end, an escape. Each is escaped; the text reads the same.
-_MARKUP = re.compile(r"([\\`\[\]|])")
+_MARKUP = r"([\\`\[\]|])"  # compiled by re's own cache on first use: Markdown is never on detect's path
 # `<` opens a tag; `&` an entity (so that `&lt;` written by a dump stays as written). A lone `>` opens nothing.
 _HTML = {"&": "&amp;", "<": "&lt;"}
 
 
 def markdown_text(text: str) -> str:
     """`text` from outside as Markdown that shows it and makes nothing of it: no link, image, HTML or table cell."""
-    escaped = _MARKUP.sub(r"\\\1", visible(text))
+    escaped = re.sub(_MARKUP, r"\\\1", visible(text))
     return "".join(_HTML.get(character, character) for character in escaped)
 
 

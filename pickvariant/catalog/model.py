@@ -29,14 +29,16 @@ SCHEMA_VERSION = 2
 
 # What a catalog's names must be where they become a file name, a command-line argument or Nix code. The schema
 # says the same, but a catalog from elsewhere may not have been checked by it: these are checked where they are used.
-_PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,127}")
-_NIX_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# (Patterns as text: compiled by `re`'s own cache where first used, never on detect's path.)
+_PACKAGE_NAME = r"[a-z0-9][a-z0-9_.-]{0,127}"
+_NIX_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 # What must be the same for a companion and a PyTorch variant to be one PyTorch: Python, CUDA line, GPU
 # architecture, ISA, platform. The one place the axes are listed.
 AXES = ("python", "cuda", "gpu_arch", "cpu_isa", "platform")
-Axes = tuple[str, str | None, str | None, str | None, str]
+if TYPE_CHECKING:
+    Axes = tuple[str, str | None, str | None, str | None, str]
 
 
 def axes_of(build: Variant | Companion | Mapping[str, Any]) -> Axes:
@@ -46,7 +48,7 @@ def axes_of(build: Variant | Companion | Mapping[str, Any]) -> Axes:
 
 def checked_package(name: str) -> str:
     """`name` where it is a package name (a file name, a flox argument); BadInput where it could be anything else."""
-    if not _PACKAGE_NAME.fullmatch(name):
+    if not re.fullmatch(_PACKAGE_NAME, name):
         raise BadInput(
             f"the catalog's package name {name!r:.80} is not one (it would name a path or an option): refusing it"
         )
@@ -55,7 +57,7 @@ def checked_package(name: str) -> str:
 
 def checked_identifier(name: str, what: str) -> str:
     """`name` where it is a Nix identifier; BadInput where it would be Nix code of its own in a recipe."""
-    if not _NIX_IDENTIFIER.fullmatch(name):
+    if not re.fullmatch(_NIX_IDENTIFIER, name):
         raise BadInput(
             f"the catalog's {what} {name!r:.80} is not a Nix identifier (it would be Nix code in the recipe): refusing it"
         )

@@ -8,7 +8,6 @@ for a machine without GPUs.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 from types import ModuleType
@@ -92,8 +91,10 @@ def query_nvml(nvml: ModuleType) -> GpuReport:
     try:
         return _query_devices(nvml, error_type)
     finally:
-        with contextlib.suppress(error_type):
+        try:  # noqa: SIM105  # not contextlib.suppress: importing contextlib costs detect 0.6 ms
             nvml.nvmlShutdown()
+        except error_type:
+            pass
 
 
 def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuReport:

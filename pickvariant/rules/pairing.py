@@ -16,13 +16,17 @@ from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record, replace
-from pickvariant.catalog.model import Axes, Catalog, Companion, Variant, axes_of
+from pickvariant.catalog.model import Catalog, Companion, Variant, axes_of
 from pickvariant.catalog.stack import load_stack
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import Kind, Rejection
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.catalog.model import Axes
 
 
 @record
