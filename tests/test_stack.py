@@ -244,6 +244,16 @@ def test_a_companions_file_with_credentials_in_an_address_never_shows_them(tmp_p
     assert all(secret not in c.repo for c in load_stack(load_catalog(site)).companions)
 
 
+def _flox_install_of_dry_run(machine: list[str], projects: str, tmp_path) -> list[str]:
+    """The one `flox install` command line of `install --with PROJECTS --org acme --dry-run --format json`."""
+    argv = ["install", *machine, "--with", projects, "--org", "acme", "--dir", str(tmp_path / "e"), "--dry-run"]
+    dry = runner.invoke(app, [*argv, "--format", "json"])
+    assert dry.exit_code == 0, dry.output
+    steps = json.loads(dry.stdout)["steps"]
+    (flox_install,) = [step["run"] for step in steps if step.get("run", [""])[:2] == ["flox", "install"]]
+    return flox_install
+
+
 @pytest.mark.parametrize(
     ("machine", "projects"),
     [
@@ -261,26 +271,7 @@ def test_plan_with_builds_exactly_what_install_with_installs(machine, projects, 
     plan = json.loads(runner.invoke(app, ["plan", str(nodes), "--with", projects, "--format", "json"]).stdout)
     (chosen,) = plan["variants"]
     built = [build["package"] for build in chosen["builds"]]
-    dry = runner.invoke(
-        app,
-        [
-            "install",
-            *machine,
-            "--with",
-            projects,
-            "--org",
-            "acme",
-            "--dir",
-            str(tmp_path / "e"),
-            "--dry-run",
-            "--format",
-            "json",
-        ],
-    )
-    assert dry.exit_code == 0, dry.output
-    (flox_install,) = [
-        step["run"] for step in json.loads(dry.stdout)["steps"] if step.get("run", [""])[:2] == ["flox", "install"]
-    ]
+    flox_install = _flox_install_of_dry_run(machine, projects, tmp_path)
     installed = [arg.removeprefix("acme/").split("@")[0] for arg in flox_install if arg.startswith("acme/")]
     assert built == installed and built
     detected = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine, "--with", projects]).stdout)
@@ -315,23 +306,5 @@ def test_a_companion_is_installed_at_the_version_the_decision_chose_where_the_ca
     machine = ["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"]
     detected = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine, "--with", "vllm"]).stdout)
     (vllm,) = detected["companions"]
-    dry = runner.invoke(
-        app,
-        [
-            "install",
-            *machine,
-            "--with",
-            "vllm",
-            "--org",
-            "acme",
-            "--dir",
-            str(tmp_path / "e"),
-            "--dry-run",
-            "--format",
-            "json",
-        ],
-    )
-    (flox_install,) = [
-        step["run"] for step in json.loads(dry.stdout)["steps"] if step.get("run", [""])[:2] == ["flox", "install"]
-    ]
+    flox_install = _flox_install_of_dry_run(machine, "vllm", tmp_path)
     assert f"acme/{vllm['package']}@{vllm['version']}" in flox_install and vllm["version"]
