@@ -48,22 +48,32 @@ class ReportFormat(StrEnum):
     json = "json"
 
 
-ListBranch = Annotated[str | None, typer.Option("--branch", help="Only this branch (e.g. pytorch-2.10-python313).")]
+ListBranch = Annotated[
+    str | None, typer.Option("--branch", metavar="NAME", help="Only this branch (e.g. pytorch-2.10-python313).")
+]
 ListPythonVersion = Annotated[
-    str | None, typer.Option("--python-version", help="Only builds for this Python (e.g. 3.12).")
+    str | None, typer.Option("--python-version", metavar="X.Y", help="Only builds for this Python (e.g. 3.12).")
 ]
 ListCuda = Annotated[
     str | None,
-    typer.Option("--cuda", help="Only this CUDA line (e.g. 12.9), or 'none' for CPU-only and MPS builds."),
+    typer.Option(
+        "--cuda", metavar="X.Y", help="Only this CUDA line (e.g. 12.9), or 'none' for CPU-only and MPS builds."
+    ),
 ]
 ListGpu = Annotated[
     str | None,
-    typer.Option("--gpu", help="Only this GPU architecture (sm90, 9.0), 'mps', or 'cpu' for CPU-only builds."),
+    typer.Option(
+        "--gpu", metavar="ARCH", help="Only this GPU architecture (sm90, 9.0), 'mps', or 'cpu' for CPU-only builds."
+    ),
 ]
-ListIsa = Annotated[str | None, typer.Option("--isa", help="Only this CPU instruction set (avx2, avx512, armv9, ...).")]
+ListIsa = Annotated[
+    str | None, typer.Option("--isa", metavar="ISA", help="Only this CPU instruction set (avx2, avx512, armv9, ...).")
+]
 ListPlatform = Annotated[
     str | None,
-    typer.Option("--platform", help="Only this Nix system (x86_64-linux, aarch64-linux, aarch64-darwin)."),
+    typer.Option(
+        "--platform", metavar="SYSTEM", help="Only this Nix system (x86_64-linux, aarch64-linux, aarch64-darwin)."
+    ),
 ]
 ListAllRows = Annotated[
     bool, typer.Option("--all", help="Every row, even without a filter (the default text output is a summary).")
@@ -81,7 +91,9 @@ SyncRepos = Annotated[
         metavar="REPO [COMPANION]...",
     ),
 ]
-SyncOutput = Annotated[Path | None, typer.Option("-o", "--output", help="Write the catalog here (default: print it).")]
+SyncOutput = Annotated[
+    Path | None, typer.Option("-o", "--output", metavar="PATH", help="Write the catalog here (default: print it).")
+]
 SyncCheck = Annotated[
     bool, typer.Option("--check", help="Write nothing; exit 1 when --output differs from what REPO gives.")
 ]
@@ -94,7 +106,9 @@ SyncSourceUrl = Annotated[
     ),
 ]
 SyncForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")]
-RecipePackage = Annotated[str | None, typer.Argument(help="The package, e.g. pytorch-python313-cuda13_0-sm90-avx512.")]
+RecipePackage = Annotated[
+    str | None, typer.Argument(metavar="PACKAGE", help="The package, e.g. pytorch-python313-cuda13_0-sm90-avx512.")
+]
 RecipeAllVariants = Annotated[
     bool, typer.Option("--all", help="Generate every variant of a branch (needs -o and --branch).")
 ]
@@ -102,19 +116,28 @@ RecipeBranch = Annotated[
     str | None,
     typer.Option(
         "--branch",
+        metavar="NAME",
         help="The branch: for --all, whose variants; with PACKAGE, the branch it is on (needed when several build it).",
     ),
 ]
-RecipeCuda = Annotated[str | None, typer.Option("--cuda", help="With --all: only this CUDA line of the branch.")]
+RecipeCuda = Annotated[
+    str | None, typer.Option("--cuda", metavar="X.Y", help="With --all: only this CUDA line of the branch.")
+]
 RecipeOutput = Annotated[
     Path | None,
-    typer.Option("-o", "--output", help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/)."),
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/).",
+    ),
 ]
 RecipeForce = Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")]
 InstallPackage = Annotated[
     str | None,
     typer.Option(
         "--package",
+        metavar="PACKAGE",
         help="Install this catalog package instead of the recommendation (with --branch where several branches build it).",
     ),
 ]
@@ -122,16 +145,20 @@ InstallOrg = Annotated[
     str | None,
     typer.Option(
         "--org",
+        metavar="ORG",
         help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).",
     ),
 ]
 InstallDirectory = Annotated[
     Path,
-    typer.Option("--dir", help="The Flox environment to install into, published or built (created if missing)."),
+    typer.Option(
+        "--dir", metavar="DIR", help="The Flox environment to install into, published or built (created if missing)."
+    ),
 ]
 InstallBuild = Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")]
 InstallBuildDir = Annotated[
-    Path | None, typer.Option("--build-dir", help="Where to build (default: under the user's cache directory).")
+    Path | None,
+    typer.Option("--build-dir", metavar="DIR", help="Where to build (default: under the user's cache directory)."),
 ]
 InstallYes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 InstallDryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan and run nothing.")]
@@ -143,7 +170,8 @@ InstallForce = Annotated[
     ),
 ]
 InstallTimeout = Annotated[
-    float | None, typer.Option("--timeout", help="Stop a flox command that runs longer than this many seconds.")
+    float | None,
+    typer.Option("--timeout", metavar="SECONDS", help="Stop a flox command that runs longer than this many seconds."),
 ]
 InstallFormatOpt = Annotated[
     InstallFormat, typer.Option("--format", help="text, or json: the plan of a --dry-run as data.")
@@ -151,13 +179,15 @@ InstallFormatOpt = Annotated[
 PlanInputs = Annotated[
     list[str],
     typer.Argument(
-        help="JSONL files of `detect --format json --compact` lines, directories of JSON files, or - for stdin."
+        metavar="INPUT",
+        help="JSONL files of `detect --format json --compact` lines, directories of JSON files, or - for stdin.",
     ),
 ]
 PlanOrg = Annotated[
     str | None,
     typer.Option(
         "--org",
+        metavar="ORG",
         help="The Flox organisation the builds are published to (used in the printed commands; env PICKVARIANT_FLOX_ORG).",
     ),
 ]
@@ -165,25 +195,33 @@ PlanMaxVariants = Annotated[
     int | None,
     typer.Option(
         "--max-variants",
+        metavar="N",
         help="Use at most this many variants: the best assignment within them, naming who gets less or nothing.",
     ),
 ]
 VerifyPython = Annotated[
     str | None,
-    typer.Option("--python", help="The interpreter to probe (default: the last install's, else this one)."),
+    typer.Option(
+        "--python", metavar="PYTHON", help="The interpreter to probe (default: the last install's, else this one)."
+    ),
 ]
 VerifyQuick = Annotated[
     bool, typer.Option("--quick", help="Small sizes: seconds on a CPU machine (about 4 s on 2 cores).")
 ]
 VerifyPackage = Annotated[
     str | None,
-    typer.Option("--package", help="The variant the interpreter should hold (checks its CPU dispatch level)."),
+    typer.Option(
+        "--package", metavar="PACKAGE", help="The variant the interpreter should hold (checks its CPU dispatch level)."
+    ),
 ]
-VerifyBranch = Annotated[str | None, typer.Option("--branch", help="The branch of --package, where several build it.")]
+VerifyBranch = Annotated[
+    str | None, typer.Option("--branch", metavar="NAME", help="The branch of --package, where several build it.")
+]
 VerifyOrg = Annotated[
     str | None,
     typer.Option(
         "--org",
+        metavar="ORG",
         help="With --package: probe the variant this Flox organisation published, in a throwaway environment (needs a FloxHub login).",
     ),
 ]
@@ -196,7 +234,9 @@ VerifyWith = Annotated[
     ),
 ]
 ReportFormatOpt = Annotated[ReportFormat, typer.Option("--format", help="markdown (default) or json.")]
-ReportPython = Annotated[str | None, typer.Option("--python", help="The interpreter whose PyTorch to report.")]
+ReportPython = Annotated[
+    str | None, typer.Option("--python", metavar="PYTHON", help="The interpreter whose PyTorch to report.")
+]
 GenerateOpt = Annotated[
     bool,
     typer.Option(
@@ -207,6 +247,7 @@ RepoOpt = Annotated[
     str | None,
     typer.Option(
         "--repo",
+        metavar="URL|PATH",
         help="The recipe repository: URL or path of the build repository, a fork, mirror or clone (env PICKVARIANT_RECIPES_REPO; default: the catalog's source).",
     ),
 ]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -525,3 +526,13 @@ def test_the_default_answer_fits_one_screen_and_explain_shows_every_alternative(
     assert kinds["GPU architecture sm61"] == "no_kernels"
     assert kinds["pytorch-python313-cuda13_1-sm90-avx512bf16"] == "ranked_lower"
     assert kinds["branch pytorch-2.9-vllm-0.15.1"] == "aligned_branch"
+
+
+@pytest.mark.parametrize(
+    "command", [["detect"], ["list"], ["recipe"], ["install"], ["plan"], ["verify"], ["report"], ["catalog", "sync"]]
+)
+def test_every_option_shows_a_metavariable_a_person_reads(command) -> None:
+    """`--org ORG`, `--dir DIR`, `--timeout SECONDS`: never the type typer would print (`<str>`, `<path>`, `<float>`)."""
+    shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"}).stdout
+    options = [line for line in shown.splitlines() if line.lstrip().startswith("-")]
+    assert options and not [line for line in options if re.search(r"<(str|path|int|float|list\[str\])>", line)], shown
