@@ -21,7 +21,6 @@ from pickvariant.catalog.model import MPS, HardwareFacts
 from pickvariant.catalog.nixtext import NixText, NotNix, parse
 
 PROJECTS = COMPANION_PROJECTS
-PYTORCH = "pytorch"
 
 _NAME = re.compile(
     r"^(?P<project>torchvision|torchaudio|vllm)-python(?P<py>3\d{1,2})-(?:"

@@ -212,10 +212,6 @@ class Variant:
         }
 
     @property
-    def is_cuda(self) -> bool:
-        return self.cuda is not None
-
-    @property
     def is_mps(self) -> bool:
         return self.gpu_arch == MPS
 
@@ -308,10 +304,6 @@ class Branch:
     aligned_with: str | None  # e.g. "vllm 0.15.1": chosen only when named with --branch
     cuda_lines: tuple[CudaLine, ...]
     variants: tuple[Variant, ...]
-
-    @property
-    def general(self) -> bool:
-        return self.aligned_with is None
 
     def variants_for(self, nix_system: str, gpu_arch: str | None) -> tuple[Variant, ...]:
         """This branch's variants for one Nix system and GPU architecture (None: CPU-only), in catalog order.

@@ -35,11 +35,6 @@ def message_head(key: str) -> str:
     return contract()["messages"][key]["text"].split("{", 1)[0].splitlines()[0].strip()
 
 
-def source_line() -> str:
-    source = contract()["source"]
-    return f"{source['repo']} at {source['commit'][:12]} ({source['describe']})"
-
-
 def has_environment(directory: Path) -> bool:
     """Flox's own test: an environment is a `.flox/env.json` (a `.flox` alone is a corrupt one)."""
     return (directory / contract()["files"]["env_json"]).is_file()

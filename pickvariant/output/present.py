@@ -48,7 +48,7 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
     }
 
 
-def recommendation_json(decision: Decision, catalog: Catalog) -> dict[str, Any] | None:
+def recommendation_json(decision: Decision) -> dict[str, Any] | None:
     variant = decision.variant
     if variant is None:
         return None
@@ -85,7 +85,7 @@ def _decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workl
         "hardware": hardware_json(facts),
         "workload": workload,
         "catalog": {"repo": catalog.source.repo, "commit": catalog.source.commit},
-        "recommendation": recommendation_json(decision, catalog),
+        "recommendation": recommendation_json(decision),
         "reasons": list(decision.reasons),
         "rejected": [{"choice": r.choice, "why": r.why, "kind": r.kind} for r in decision.rejected],
         "hints": list(decision.hints),
@@ -162,7 +162,7 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     repository) escaped, so that it shows as written and makes no link, image, HTML or table cell."""
     md, code = markdown_text, markdown_code
     lines = ["## pickvariant recommendation", ""]
-    rec = recommendation_json(decision, catalog)
+    rec = recommendation_json(decision)
     lines.append(
         f"**Recommendation:** {code(rec['package'])} (branch {code(rec['branch'])}, PyTorch {md(rec['torch'])}, "
         f"Python {md(rec['python'])})"

@@ -42,7 +42,7 @@ def print_decision(
         # Text, not markup: a model name or path holding "[/]" must print, not raise.
         table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
-    rec = recommendation_json(decision, catalog)
+    rec = recommendation_json(decision)
     title = (
         Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green")
         if rec

@@ -50,7 +50,7 @@ def _comment(text: str) -> str:
     return " ".join(text.split())
 
 
-def template_for(variant: Variant, catalog: Catalog) -> str:
+def template_for(variant: Variant) -> str:
     if variant.is_mps:
         raise BadInput(
             f"{variant.package} is an Apple MPS build: pickvariant has no template for it; "
@@ -109,7 +109,7 @@ def _patches(source: TorchSource) -> str:
 
 
 def render(variant: Variant, catalog: Catalog) -> str:
-    template_name = template_for(variant, catalog)
+    template_name = template_for(variant)
     assert variant.cpu_isa is not None
     isa = catalog.isas[variant.cpu_isa]
     arch = catalog.gpu_archs[variant.gpu_arch] if variant.gpu_arch else None
