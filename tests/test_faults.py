@@ -1119,7 +1119,8 @@ def _(ctx: Ctx) -> int:
     missing = ctx.cli("catalog", "sync", str(ctx.tmp / "nowhere"))
     assert "is neither a URL nor an existing directory" in missing.stderr and missing.exit_code == 2
     result = ctx.cli("catalog", "sync", str(plain), "-o", str(ctx.tmp / "catalog.json"))
-    assert "is not a git repository (give a clone of the build repository)" in result.stderr
+    assert "is a directory but no git repository (no .git in it): give a clone of the build repository" in result.stderr
+    assert "does not exist" not in result.stderr  # git's words would say the directory is missing
     assert not (ctx.tmp / "catalog.json").exists()
     return result.exit_code
 

@@ -582,3 +582,11 @@ def test_plan_with_a_companion_covers_the_cluster_with_the_fewest_sets(tmp_path)
     assert not none["variants"] and all(
         "no torchaudio recipe is built on the PyTorch" in node["why"] for node in none["nodes"]
     )
+
+
+def test_an_empty_input_says_it_holds_no_line_and_what_to_give(tmp_path) -> None:
+    empty = tmp_path / "nodes"
+    empty.mkdir()
+    result = runner.invoke(app, ["plan", str(empty)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("pickvariant: no node in the input: it holds no line at all (give the output of")

@@ -109,6 +109,11 @@ def open_repository(repo: str, workdir: Path) -> GitRepository:
         said = str(error).split(" failed: ", 1)[-1]
         if "belongs to another user" in said:
             raise BadInput(f"{repo!r:.200}: {said}") from None
+        if not (path / ".git").exists() and not (path / "HEAD").is_file():
+            # git's own words ("repository … does not exist") would say the directory is missing: it is not.
+            raise BadInput(
+                f"{repo!r:.200} is a directory but no git repository (no .git in it): give a clone of the build repository"
+            ) from None
         raise BadInput(
             f"{repo!r:.200} is not a git repository (give a clone of the build repository); git says: {said}"
         ) from None

@@ -211,6 +211,11 @@ def cost_of(best: Variant, got: Variant) -> str:
 
 
 def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
+    if not inputs.labels and not inputs.bad_count:
+        raise BadInput(
+            "no node in the input: it holds no line at all "
+            "(give the output of `pickvariant detect --compact` from each node: a file, a directory of them, or -)"
+        )
     if not inputs.labels:
         raise BadInput(
             f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
