@@ -13,6 +13,7 @@ from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import parse_compute_capability
 from pickvariant.catalog.model import Catalog
+from pickvariant.rules import wording
 from pickvariant.rules.compat import kernels_run_on, why_not
 from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
@@ -320,7 +321,7 @@ def test_an_avx_only_cpu_with_a_gpu_gets_the_avx_build_of_its_gpu(catalog) -> No
 
 def test_missing_flags_are_named(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-skylake_avx512", gpus=("9.0",)), catalog, Request(workload="int8"))
-    why = {r.choice: r.why for r in decision.rejected}
+    why = {wording.choice(r): wording.why(r) for r in decision.rejected}
     assert "avx512_vnni" in why["CPU instruction set avx512vnni"]
 
 
@@ -542,7 +543,11 @@ def test_a_decision_does_not_depend_on_what_was_decided_before_with_the_same_cat
 def test_every_architecture_whose_kernels_would_run_is_named_with_why_it_lost(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("8.9",), driver="580.95.05"), catalog)
     assert decision.variant.gpu_arch == "sm89"
-    lost = {r.choice: r.why for r in decision.rejected if r.choice.startswith("GPU architecture ")}
+    lost = {
+        wording.choice(r): wording.why(r)
+        for r in decision.rejected
+        if wording.choice(r).startswith("GPU architecture ")
+    }
     assert set(lost) == {f"GPU architecture {name}" for name in catalog.gpu_archs if name != "sm89"}
     for name in ("sm80", "sm86"):
         assert lost[f"GPU architecture {name}"].startswith(
@@ -553,7 +558,7 @@ def test_every_architecture_whose_kernels_would_run_is_named_with_why_it_lost(ca
 def test_a_branch_without_a_build_for_the_gpu_says_so_rather_than_blame_its_pytorch(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("7.0",), driver="580.95.05"), catalog)
     assert decision.variant.gpu_arch == "sm70"
-    main = next(r.why for r in decision.rejected if r.choice == "branch main")
+    main = next(wording.why(r) for r in decision.rejected if wording.choice(r) == "branch main")
     assert main.startswith("no SM70 build") and "older PyTorch" not in main
 
 

@@ -35,7 +35,7 @@ def test_every_import_keeps_the_layers_and_makes_no_cycle() -> None:
 
 def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
     """The contracts are not empty words: a copy of the package in which the CPU facts import the output
-    layer and typer, and explain imports decide back, breaks exactly those contracts."""
+    layer and typer, and the stages import the picker back, breaks exactly those contracts."""
     copy = tmp_path / "repo"
     shutil.copytree(
         REPO / "pickvariant", copy / "pickvariant", ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.nix")
@@ -45,8 +45,8 @@ def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
         cpu.write(
             "\n\ndef _drawn():\n    import typer  # noqa: F401\n    from pickvariant.output import present  # noqa: F401\n"
         )
-    with (copy / "pickvariant" / "rules" / "explain.py").open("a") as explain:
-        explain.write("\nfrom pickvariant.rules import decide as _back  # noqa: E402, F401\n")
+    with (copy / "pickvariant" / "rules" / "stages.py").open("a") as explain:
+        explain.write("\nfrom pickvariant.rules import pick as _back  # noqa: E402, F401\n")
     done = subprocess.run(
         [_lint_imports(), "--no-cache"],
         cwd=copy,
@@ -61,7 +61,7 @@ def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
     assert "The pipeline's layers: each imports only the layers below it BROKEN" in _report(done)
     assert "No module imports one that imports it back, at any depth BROKEN" in _report(done)
     assert "pickvariant.machine.cpu -> typer" in _report(done)
-    assert ".explain -> .decide" in _report(done)
+    assert ".stages -> .pick" in _report(done)
 
 
 def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:

@@ -13,6 +13,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request, projects_from
 from pickvariant.catalog.stack import load_stack
 from pickvariant.cli import app
+from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decide import decide
 
@@ -65,15 +66,19 @@ def test_on_a_570_driver_the_set_falls_back_to_2_9_1_and_says_what_the_companion
         "a driver >= 580.65.06 gives PyTorch 2.10.0 with torchvision (pytorch-python313-cuda13_1-sm90-avx512 (pytorch-2.10-python313))"
         in decision.hints
     )
-    told = {r.choice: r.why for r in decision.rejected}
+    told = {wording.choice(r): wording.why(r) for r in decision.rejected}
     assert told["branch pytorch-2.10-python313"].startswith("fits for PyTorch alone")
 
 
 def test_a_companion_whose_torch_is_unknown_is_not_paired_and_says_what_would_settle_it(catalog) -> None:
     decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("torchaudio"))
     assert decision.variant is None and not decision.companions
-    unknown = [r for r in decision.rejected if r.choice.startswith("torchaudio-") and "unknown torch" in r.why]
-    assert unknown and all("pins nixpkgs" in r.why for r in unknown)
+    unknown = [
+        r
+        for r in decision.rejected
+        if wording.choice(r).startswith("torchaudio-") and "unknown torch" in wording.why(r)
+    ]
+    assert unknown and all("pins nixpkgs" in wording.why(r) for r in unknown)
     assert any(hint.startswith("without --with, PyTorch alone is") for hint in decision.hints)
 
 
@@ -291,7 +296,7 @@ def test_a_variant_the_set_passed_over_is_told_why_never_that_the_workload_prefe
     facts = host(catalog, dump, gpus=(gpu,), driver="580.95.05")
     decision = decide(facts, catalog, with_(project))
     assert decision.variant is not None
-    why = {rejection.choice: rejection.why for rejection in decision.rejected}
+    why = {wording.choice(rejection): wording.why(rejection) for rejection in decision.rejected}
     assert why[passed_over] == f"no {project} recipe is built on its PyTorch for this machine"
     # Every "prefers" reason is true: the variant it names ranks after the chosen one in the workload's order.
     order = [v.package for v in decision.candidates]

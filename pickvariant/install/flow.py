@@ -26,7 +26,7 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
 from pickvariant.recipes.render import recipe_path, render
 from pickvariant.rules.compat import why_not
-from pickvariant.rules.sets import SetShape
+from pickvariant.rules.decision import SetShape
 
 ORG_ENV = settings.FLOX_ORG
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant.catalog.model import Companion, Variant
-from pickvariant.rules.sets import SetShape
+from pickvariant.rules.decision import SetShape
 
 
 def set_packages(

@@ -8,6 +8,7 @@ from pickvariant._base.versions import version_key
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules import wording
 from pickvariant.rules.decide import Decision
 from pickvariant.rules.decision import NEAREST, Kind, Rejection
 
@@ -87,10 +88,22 @@ def _decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workl
         "catalog": {"repo": catalog.source.repo, "commit": catalog.source.commit},
         "recommendation": recommendation_json(decision),
         "reasons": list(decision.reasons),
-        "rejected": [{"choice": r.choice, "why": r.why, "kind": r.kind} for r in decision.rejected],
+        "rejected": [rejection_json(r) for r in decision.rejected],
         "hints": list(decision.hints),
         "sources": dict(facts.sources),
         "notes": list(facts.notes),
+    }
+
+
+def rejection_json(rejection: Rejection) -> dict[str, Any]:
+    """A rejection as data: its kind, what lost and the facts its stage found, with the words text shows."""
+    axis, name = rejection.subject
+    return {
+        "choice": wording.choice(rejection),
+        "why": wording.why(rejection),
+        "kind": rejection.kind,
+        "subject": {"axis": axis, "name": name},
+        "facts": {key: value if isinstance(value, str) else list(value) for key, value in rejection.facts},
     }
 
 
@@ -143,16 +156,18 @@ def nearest_alternatives(decision: Decision, catalog: Catalog) -> list[Rejection
     branches = {branch.name: branch for branch in catalog.branches}
 
     def distance(rejection: Rejection) -> tuple[int, tuple[int, ...], str]:
+        axis, name = rejection.subject
+        said = wording.choice(rejection)
         if rejection.kind == Kind.NO_SET:
-            return (0, (), rejection.choice)
-        if rejection.choice in order:
-            return (1, (order[rejection.choice],), rejection.choice)
-        branch = branches.get(rejection.choice.removeprefix("branch "))
+            return (0, (), said)
+        if axis == "package" and name in order:
+            return (1, (order[name],), said)
+        branch = branches.get(name) if axis == "branch" else None
         if branch is None:
-            return (3, (), rejection.choice)
+            return (3, (), said)
         preferred = catalog.python_preference
         python = preferred.index(branch.python) if branch.python in preferred else len(preferred)
-        return (2, (*(-part for part in version_key(branch.torch)), python), rejection.choice)
+        return (2, (*(-part for part in version_key(branch.torch)), python), said)
 
     return sorted((r for r in decision.rejected if r.kind in NEAREST), key=distance)
 
@@ -179,7 +194,9 @@ def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, wo
     if decision.hints:
         lines += ["", "### What would help", ""] + [f"- {md(hint)}" for hint in decision.hints]
     if decision.rejected:
-        lines += ["", "### Not chosen", ""] + [f"- {code(r.choice)}: {md(r.why)}" for r in decision.rejected]
+        lines += ["", "### Not chosen", ""] + [
+            f"- {code(wording.choice(r))}: {md(wording.why(r))}" for r in decision.rejected
+        ]
     if facts.notes:
         lines += ["", "### Notes", ""] + [f"- {md(note)}" for note in facts.notes]
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
 from pickvariant.output.present import hardware_rows, nearest_alternatives, recommendation_json
+from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
 
 # How many of the nearest alternatives the short answer shows.
@@ -62,7 +63,7 @@ def print_decision(
     if shown:
         others = tree.add("not chosen" if len(shown) == len(decision.rejected) else "nearest alternatives")
         for rejection in shown:
-            others.add(Text(visible(f"{rejection.choice}: {rejection.why}")))
+            others.add(Text(visible(f"{wording.choice(rejection)}: {wording.why(rejection)}")))
     if len(shown) < len(decision.rejected):
         left = len(decision.rejected) - len(shown)
         tree.add(Text(f"{left} more alternatives, each with why it lost: pickvariant detect --explain", style="dim"))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pickvariant._base.records import record
+from collections.abc import Iterable
+
+from pickvariant._base.records import keyword_record, record
 from pickvariant.catalog.model import Branch, Companion, CudaLine, Variant
 from pickvariant.machine.gpu import GpuFacts
 
 TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
 if TYPE_CHECKING:
     from typing import Final, Literal
-
-    from pickvariant.rules.sets import SetShape
 
     KindName = Literal[
         "cpu_lacks_flags",
@@ -48,17 +48,53 @@ NEAREST = frozenset({Kind.RANKED_LOWER, Kind.NO_SET})
 
 @record
 class Rejection:
-    choice: str
-    why: str
+    """An alternative one stage turned down: its kind, what it is and the facts the stage found.
+
+    `subject`: (axis, name), the axis one of branch, cuda_line, cpu_isa, gpu_arch, package, companion. `facts`:
+    (name, value) pairs, sorted by name; where a kind is found in several ways, `cause` says which. Nothing here is
+    prose: rules/wording.py words a rejection, so text, Markdown and JSON say the same."""
+
     kind: KindName
+    subject: tuple[str, str]
+    facts: tuple[tuple[str, str | tuple[str, ...]], ...] = ()
+
+    @property
+    def facts_map(self) -> dict[str, str | tuple[str, ...]]:
+        return dict(self.facts)
+
+
+def rejection(kind: KindName, axis: str, name: str, **facts: str | tuple[str, ...]) -> Rejection:
+    """A Rejection with its facts given by name (kept sorted, so equal findings are equal records)."""
+    return Rejection(kind, (axis, name), tuple(sorted(facts.items())))
 
 
 @record
+class SetRefusal:
+    """Why a set cannot be on a variant: a project has no recipe on its PyTorch (missing), or the set would hold two
+    PyTorch builds (two_torches, with rules/sets.py's account of them)."""
+
+    cause: str
+    projects: tuple[str, ...]
+    detail: str = ""
+
+
+@keyword_record
+class SetShape:
+    """How a set becomes one environment with one PyTorch."""
+
+    installed: tuple[str, ...]  # the packages installed, in order (each one is built and published by plan)
+    torch_from: str  # the package whose torch Python imports
+    companions_alone: bool  # the variant is not installed: the one companion brings its torch
+
+
+@keyword_record
 class Decision:
-    variant: Variant | None
-    branch: Branch | None
-    reasons: tuple[str, ...]
-    rejected: tuple[Rejection, ...]
+    """The one answer: what detect shows, install installs, plan builds and verify checks, none re-deriving it."""
+
+    variant: Variant | None = None
+    branch: Branch | None = None
+    reasons: tuple[str, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
     hints: tuple[str, ...] = ()
     targets: tuple[GpuFacts, ...] = ()
     line: CudaLine | None = None
@@ -70,5 +106,5 @@ class Decision:
     set_shape: SetShape | None = None
 
 
-def dedupe(rejected: list[Rejection]) -> list[Rejection]:
-    return list(dict.fromkeys(rejected))
+def dedupe(rejected: Iterable[Rejection]) -> tuple[Rejection, ...]:
+    return tuple(dict.fromkeys(rejected))

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import record, replace
+from pickvariant._base.records import keyword_record, replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, axes_of
 from pickvariant.catalog.stack import load_stack
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
-from pickvariant.rules.decision import Kind, Rejection
+from pickvariant.rules.decision import Kind, Rejection, SetRefusal, rejection
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 
 TYPE_CHECKING = False
@@ -29,16 +30,18 @@ if TYPE_CHECKING:
     from pickvariant.catalog.model import Axes
 
 
-@record
+@keyword_record
 class SetPick:
+    """The companion stage: the variant the set is on (None: no set), its companions and what was found."""
+
     variant: Variant | None
-    companions: tuple[Companion, ...]
-    reasons: tuple[str, ...]
-    rejected: tuple[Rejection, ...]
+    companions: tuple[Companion, ...] = ()
+    reasons: tuple[str, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
     missing: tuple[str, ...] = ()  # for no set: the projects the best variant lacked
     shape: SetShape | None = None
     # Variants ranked before the one chosen, each with why the set could not be on it.
-    passed_over: tuple[tuple[Variant, str], ...] = ()
+    passed_over: tuple[tuple[Variant, SetRefusal], ...] = ()
 
 
 def _rank(companion: Companion, variant: Variant) -> tuple[int, str, str, str]:
@@ -100,8 +103,7 @@ def pick_set(
     known, unknown = catalog.derive("companion index", lambda: _index(catalog))
     rejected: list[Rejection] = []
     missing: tuple[str, ...] = ()
-    turned_down: set[Companion] = set()
-    passed_over: list[tuple[Variant, str]] = []
+    passed_over: list[tuple[Variant, SetRefusal]] = []
     for position, variant in enumerate(candidates):
         axes = axes_of(variant)
         chosen: list[Companion] = []
@@ -118,38 +120,37 @@ def pick_set(
                 lacking.append(project)
         if position == 0:
             missing = tuple(lacking)
-        for project in lacking:
-            for companion in unknown.get((project, axes), ()):
-                if companion not in turned_down:
-                    turned_down.add(companion)
-                    rejected.append(
-                        Rejection(
-                            companion.label,
-                            (
-                                f"built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds it "
-                                f"with gives, and it cannot be shown to be PyTorch {variant.torch}; a recipe that pins nixpkgs (or imports the "
-                                "pytorch recipe) would settle it"
-                            ),
-                            Kind.COMPANION_TORCH_UNKNOWN,
-                        )
-                    )
+        rejected += [
+            rejection(Kind.COMPANION_TORCH_UNKNOWN, "companion", companion.label, torch=variant.torch)
+            for project in lacking
+            for companion in unknown.get((project, axes), ())
+            if all(earlier.subject[1] != companion.label for earlier in rejected)  # the first variant's torch
+        ]
         if lacking:
-            passed_over.append((variant, f"no {', '.join(lacking)} recipe is built on its PyTorch for this machine"))
+            passed_over.append((variant, SetRefusal("missing", tuple(lacking))))
             continue
         aligned = _aligned(candidates, variant, chosen, catalog)
         found = shape(aligned, chosen)
         if not isinstance(found, SetShape) and aligned is not variant:
             aligned, found = variant, shape(variant, chosen)
         if not isinstance(found, SetShape):
-            passed_over.append((variant, f"with {', '.join(projects)} it would hold two PyTorch builds: {found}"))
+            passed_over.append((variant, SetRefusal("two_torches", tuple(projects), found)))
             continue
         variant = aligned
-        reasons = [
-            f"with {', '.join(projects)}: every piece is on PyTorch {variant.torch} ({', '.join(str(a) for a in axes if a)})"
+        reasons = [wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes if a])]
+        reasons += [
+            wording.companion_reason(c.project, c.package, c.repo, c.branch, relation(c, variant)) for c in chosen
         ]
-        reasons += [f"{c.project}: {c.package} from {c.repo} {c.branch}: {relation(c, variant)}" for c in chosen]
-        return SetPick(variant, tuple(chosen), tuple(reasons), tuple(rejected), missing, found, tuple(passed_over))
-    return SetPick(None, (), (), tuple(rejected), missing, None, tuple(passed_over))
+        return SetPick(
+            variant=variant,
+            companions=tuple(chosen),
+            reasons=tuple(reasons),
+            rejected=tuple(rejected),
+            missing=missing,
+            shape=found,
+            passed_over=tuple(passed_over),
+        )
+    return SetPick(variant=None, rejected=tuple(rejected), missing=missing, passed_over=tuple(passed_over))
 
 
 def _aligned(candidates: Sequence[Variant], variant: Variant, chosen: Sequence[Companion], catalog: Catalog) -> Variant:

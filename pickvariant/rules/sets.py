@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant._base.records import keyword_record
 from pickvariant.catalog.model import Companion, Variant
+from pickvariant.rules import wording
+from pickvariant.rules.decision import SetShape
 
 
 def builds_on(companion: Companion, variant: Variant) -> bool:
@@ -29,15 +30,6 @@ def builds_on(companion: Companion, variant: Variant) -> bool:
         and companion.torch_of == variant.package
         and companion.branch == variant.branch
     )
-
-
-@keyword_record
-class SetShape:
-    """How a set becomes one environment with one PyTorch."""
-
-    installed: tuple[str, ...]  # the packages installed, in order (each one is built and published by plan)
-    torch_from: str  # the package whose torch Python imports
-    companions_alone: bool  # the variant is not installed: the one companion brings its torch
 
 
 def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
@@ -52,21 +44,11 @@ def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
         )
     if len(own) == 1 and not identical:
         return SetShape(installed=(own[0].package,), torch_from=own[0].package, companions_alone=True)
-    beside = f" besides {', '.join(c.package for c in identical)}" if identical else ""
-    return (
-        f"{', '.join(c.package for c in own)} each bring a torch of their own build{beside}: one environment links "
-        "only one of them, and the others' compiled extensions would load against a torch they were not built with"
-    )
+    return wording.two_torches([c.package for c in own], [c.package for c in identical])
 
 
 def relation(companion: Companion, variant: Variant) -> str:
     """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
     if builds_on(companion, variant):
-        return f"identical: it imports {variant.package}'s own recipe (one derivation)"
-    pin = companion.torch_pin or ""
-    where = (
-        "the same nixpkgs pin"
-        if pin == variant.nixpkgs_rev
-        else f"nixpkgs {pin[:7]} (the variant's is {variant.nixpkgs_rev[:7]})"
-    )
-    return f"a separate build of torch {companion.torch} from {where}"
+        return wording.identical_relation(variant.package)
+    return wording.separate_relation(companion.torch, companion.torch_pin or "", variant.nixpkgs_rev)

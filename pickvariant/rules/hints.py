@@ -1,0 +1,191 @@
+"""What would help: a driver, a GPU flag, a pin dropped. A hint that promises a variant decides again with the
+change it proposes (rules/pick.py, called, never called back), so it never promises what the rules would not
+choose."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pickvariant._base import settings
+from pickvariant._base.records import replace
+from pickvariant._base.request import Request
+from pickvariant._base.versions import version_key
+from pickvariant.catalog.model import Catalog, CudaLine, GpuArch, Variant
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant.rules import wording
+from pickvariant.rules.compat import (
+    driver_rejection,
+    for_cuda,
+    judged_by_cuda_version,
+    tegra_cuda_unknown,
+    undriven_gpus,
+)
+from pickvariant.rules.nothing import any_arch_for, own_variants
+from pickvariant.rules.pick import Picked, pick
+
+
+def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked) -> tuple[str, ...]:
+    """With companions: what a driver upgrade would give the set ("a driver >= X gives PyTorch 2.10.0 with
+    torchvision"), decided again, not guessed."""
+    got, alone = picked.decision.variant, picked.alone
+    driver = facts.driver
+    if alone is None or driver is None or facts.driver_assumed or driver.version is None:
+        return ()
+    if got is not None and got.torch == alone.torch:
+        return ()
+    lines = sorted(
+        {
+            (line.min_driver, line.cuda)
+            for branch in catalog.branches
+            for line in branch.cuda_lines
+            if driver.version < line.min_driver
+        },
+        key=lambda pair: (pair[0].parts, version_key(pair[1])),
+    )
+    for min_driver, cuda in lines:
+        upgraded = pick(replace(facts, driver=DriverFacts(min_driver, cuda)), catalog, options).decision.variant
+        if upgraded is not None and (got is None or version_key(upgraded.torch) > version_key(got.torch)):
+            return (wording.driver_gives_set(min_driver, upgraded.torch, options.with_projects, upgraded.label),)
+    return ()
+
+
+def for_nothing(
+    facts: HostFacts, catalog: Catalog, options: Request, picked: Picked
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """No variant: (a finding only deciding again can make, the hints)."""
+    if facts.os == "darwin":
+        pinned = options.torch or options.python or options.branch
+        return (), ((wording.DROP_PINS_MAC,) if pinned else ())
+    gpus = picked.decision.targets
+    found: list[str] = []
+    hints: list[str] = []
+    if not picked.usable_isas and not facts.cpu.flags:
+        hints.append(wording.NO_FLAGS_KNOWN)
+    if gpus:
+        cuda_variants = [v for v in own_variants(facts, catalog, picked.branches) if v.cuda]
+        per_gpu_ok = all(any_arch_for(catalog, cuda_variants, (gpu,)) for gpu in gpus)
+        if len(gpus) > 1 and per_gpu_ok and not any_arch_for(catalog, cuda_variants, gpus):
+            hints.append(wording.TARGET_ONE_GPU)
+        for gpu in gpus:
+            if not any_arch_for(catalog, cuda_variants, (gpu,)):
+                hints += newer_gpu_hints(facts, catalog, gpu)
+        if tegra_cuda_unknown(gpus, facts.driver, catalog) and not facts.driver_assumed:
+            hints.append(wording.state_jetson_cuda(settings.DRIVER_CUDA))
+        upgrade = driver_upgrade(facts, catalog, options, picked)
+        if upgrade is not None:
+            found_line, upgrade_hint = upgrade
+            if not undriven_gpus(facts.driver, gpus, catalog):
+                found.append(found_line)
+            hints.append(upgrade_hint)
+        cpu_only = [v for v in own_variants(facts, catalog, picked.branches) if v.gpu_arch is None]
+        usable = [v for v in cpu_only if v.cpu_isa in picked.usable_isas]
+        if usable:
+            preference = catalog.workloads[options.workload].isa_preference
+            best = min(
+                usable, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or ""))
+            )
+            hints.append(wording.no_gpu_would_give(best.label))
+    if options.torch or options.cuda or options.python or options.branch:
+        hints.append(wording.DROP_PINS)
+    return tuple(found), tuple(dict.fromkeys(hints))
+
+
+def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[str]:
+    """A GPU newer than the catalog, or one that CUDA 12 drivers report under its older number."""
+    hints = []
+    newest = max(arch.compute_capability for arch in catalog.gpu_archs.values())
+    if gpu.compute_capability > newest:
+        hints.append(wording.newer_than_catalog(gpu.compute_capability, newest))
+    for arch in catalog.gpu_archs.values():
+        if arch.reported_before_cuda_13 != gpu.compute_capability:
+            continue
+        builds = [catalog.cuda_line(v) for v in catalog.variants if v.gpu_arch == arch.name]
+        # Lines of one minimum driver (13.0 and 13.1) are ordered by release too: a set's order is the hash seed's.
+        lines = sorted(
+            {line for line in builds if line is not None},
+            key=lambda line: (line.min_driver.parts, version_key(line.cuda)),
+        )
+        if not lines:
+            continue
+        line = lines[0]
+        renamed = wording.renamed_capability(arch.description, gpu.compute_capability, arch.compute_capability)
+        as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
+        if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, line, as_renamed, catalog):
+            driver = (
+                wording.jetson_driver_for(line.cuda)
+                if arch.tegra
+                else wording.driver_for(line.min_driver, for_cuda(catalog, line.cuda, line.min_driver))
+            )
+            hints.append(wording.renamed_needs_driver(renamed, driver, arch.name))
+        else:
+            # The user already has that driver: telling them to get it would send them in circles.
+            shown = facts.driver.version or facts.driver.cuda
+            hints.append(wording.renamed_check_capability(renamed, shown, line.cuda, arch.compute_capability))
+    return hints
+
+
+def driver_upgrade(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked) -> tuple[str, str] | None:
+    """The smallest driver change that gives a variant, worded: (the finding that the driver is too old, the hint
+    naming the driver and the variant the rules would then pick).
+
+    A GPU the driver cannot drive moves the smallest driver up to the first that drives it (or, for a GPU
+    newer branches dropped, down to a branch that still does)."""
+    driver, gpus = facts.driver, picked.decision.targets
+    if driver is None or facts.driver_assumed or tegra_cuda_unknown(gpus, driver, catalog):
+        return None
+    by_cuda = judged_by_cuda_version(gpus, driver, catalog)
+    too_old = {
+        line.cuda: line
+        for b in picked.branches
+        for line in b.cuda_lines
+        if driver_rejection(driver, line, gpus, catalog)
+    }
+    for line in sorted(
+        too_old.values(),
+        key=lambda line: version_key(line.cuda) if by_cuda else (line.min_driver.parts, version_key(line.cuda)),
+    ):
+        if by_cuda:
+            upgraded = DriverFacts(driver.version, line.cuda)
+        else:
+            floors = [line.min_driver] + [
+                arch.drivers.first for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.first
+            ]
+            upgraded = DriverFacts(max(floors), line.cuda)
+        decision = pick(replace(facts, driver=upgraded), catalog, options).decision
+        if decision.variant is not None and decision.line is not None:
+            shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
+            return wording.driver_too_old(str(shown)), _upgrade_hint(
+                facts, catalog, gpus, decision.line, decision.variant, upgraded
+            )
+    return None
+
+
+def _upgrade_hint(
+    facts: HostFacts,
+    catalog: Catalog,
+    gpus: Sequence[GpuFacts],
+    line: CudaLine,
+    variant: Variant,
+    driver: DriverFacts,
+) -> str:
+    given = facts.driver
+    if judged_by_cuda_version(gpus, given, catalog):
+        return wording.jetson_driver_would_allow(line.cuda, variant.label)
+    if given and given.version and driver.version and driver.version < given.version:
+        cuda_words = for_cuda(catalog, line.cuda, driver.version)
+        return wording.older_driver_would_allow(driver.version, cuda_words, variant.label, _last_branch(catalog, gpus))
+    if driver.version is not None and len(driver.version.parts) == 1:  # a branch: any of its releases
+        return wording.branch_driver_would_allow(driver.version, for_cuda(catalog, line.cuda, None), variant.label)
+    return wording.driver_would_allow(driver.version, for_cuda(catalog, line.cuda, driver.version), variant.label)
+
+
+def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:
+    return [arch for gpu in gpus if (arch := catalog.arch_of(gpu.compute_capability)) is not None]
+
+
+def _last_branch(catalog: Catalog, gpus: Sequence[GpuFacts]) -> int | None:
+    return min(
+        (arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch),
+        default=None,
+    )

@@ -1,0 +1,213 @@
+"""The stages run in order: facts, catalog and a request's pins in, one frozen Decision out (without the hints that
+decide again: rules/hints.py adds those).
+
+The order it ranks by, each step among what the step before left (rules/stages.py holds each):
+
+1. the newest PyTorch;
+2. within it, the newest CUDA line the driver can run that has a fitting variant;
+3. the preferred Python (`--python-version` restricts; otherwise 3.13 > 3.12 > 3.11);
+4. the highest GPU architecture whose kernels run on every targeted GPU;
+5. the CPU instruction set the workload ranks first among those the CPU can run;
+6. with --with, the first variant in that order on whose PyTorch every companion makes a set (rules/pairing.py).
+
+Branches aligned with another project (vLLM) are considered only when named with --branch (or --with vllm).
+"""
+
+from __future__ import annotations
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import keyword_record
+from pickvariant._base.request import Request
+from pickvariant.catalog.model import Branch, Catalog, Companion, Variant
+from pickvariant.machine.facts import HostFacts
+from pickvariant.rules import stages, wording
+from pickvariant.rules.decision import Decision, Rejection, SetRefusal, dedupe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.machine.gpu import GpuFacts
+    from pickvariant.rules.decision import SetShape
+    from pickvariant.rules.pairing import SetPick
+
+
+@keyword_record
+class Picked:
+    """A decision and what its stages left, which the hints read rather than work out again."""
+
+    decision: Decision
+    branches: tuple[Branch, ...] = ()
+    usable_isas: frozenset[str] = frozenset()
+    # The variant PyTorch alone would get, where companions were asked for: what a driver hint compares against.
+    alone: Variant | None = None
+    # No variant: the stages' findings on why; `None` where an earlier stage already answered.
+    why_none: tuple[str, ...] | None = None
+
+
+def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
+    if options.workload not in catalog.workloads:
+        raise BadInput(f"unknown workload {options.workload!r}; choose one of {', '.join(catalog.workloads)}")
+    system = catalog.nix_system(facts.os, facts.arch)
+    if system is None or system not in catalog.built_for:
+        reason = wording.unsupported_platform(facts.os, facts.arch, catalog.built_for)
+        return Picked(decision=Decision(reasons=(reason,)))
+    darwin = facts.os == "darwin"
+    if facts.gpu_inconclusive and not darwin:
+        said = (wording.platform_has_builds(facts.os, facts.arch, system), wording.GPU_INCONCLUSIVE)
+        return Picked(decision=Decision(reasons=said, hints=(wording.GPU_INCONCLUSIVE_HINT,)))
+    gpus = () if darwin else stages.targets(facts, options)
+    reasons = list(stages.machine_reasons(facts, catalog, gpus, system))
+    left, pinned_out = stages.branches(catalog, options)
+    lines = stages.cuda_lines(facts, catalog, options, left, gpus)
+    if lines.reason:
+        reasons.append(lines.reason)
+    usable, lacking = stages.isas(facts, catalog)
+    candidates = stages.variants(facts, catalog, options, left, lines, usable, gpus)
+    arch_rejected = stages.gpu_archs(catalog, gpus, candidates[0].gpu_arch if candidates else None) if gpus else ()
+    rejected = (*pinned_out, *lines.rejected, *lacking, *arch_rejected)
+    if not candidates:
+        return _nothing_fits(facts, catalog, options, gpus, left, usable, tuple(reasons), rejected)
+    alone = candidates[0]
+    if options.with_projects:
+        from pickvariant.rules import pairing  # only a decision with companions reads them
+
+        found = pairing.pick_set(catalog, candidates, options.with_projects, facts, gpus)
+        if found.variant is None:
+            decision = Decision(
+                reasons=(*reasons, _why_no_set(found, alone, options)),
+                rejected=dedupe((*rejected, *found.rejected)),
+                hints=(wording.without_with(alone.label),),
+                targets=gpus,
+            )
+            return Picked(decision=decision, branches=left, usable_isas=usable, alone=alone)
+        chosen, set_found = found.variant, found
+    else:
+        chosen, set_found = alone, None
+    return _chosen(facts, catalog, options, gpus, left, usable, candidates, tuple(reasons), rejected, chosen, set_found)
+
+
+def _why_no_set(found: SetPick, alone: Variant, options: Request) -> str:
+    # A variant with every recipe whose set would still hold two PyTorch builds: the cause that stands.
+    two = next(((v, refusal) for v, refusal in found.passed_over if refusal.cause == "two_torches"), None)
+    if two is not None:
+        return wording.no_set_one_torch(two[0].label, wording.set_refusal(two[1]))
+    lacking = ", ".join(found.missing) or ", ".join(options.with_projects)
+    axes = [
+        f"PyTorch {alone.torch}",
+        f"Python {alone.python}",
+        f"CUDA {alone.cuda or 'none'}",
+        alone.gpu_arch or "CPU only",
+        alone.cpu_isa or "",
+    ]
+    return wording.no_set_recipe(lacking, alone.label, [a for a in axes if a])
+
+
+def _chosen(
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    gpus: tuple[GpuFacts, ...],
+    left: tuple[Branch, ...],
+    usable: frozenset[str],
+    candidates: tuple[Variant, ...],
+    reasons: tuple[str, ...],
+    rejected: tuple[Rejection, ...],
+    chosen: Variant,
+    found: SetPick | None,
+) -> Picked:
+    """The decision for a variant chosen (with the set it is in): what each stage found about it and its rivals."""
+    passed_over: dict[Variant, SetRefusal] = dict(found.passed_over) if found else {}
+    companions: tuple[Companion, ...] = found.companions if found else ()
+    shape: SetShape | None = found.shape if found else None
+    alone = candidates[0]
+    said = list(reasons)
+    if found is not None:
+        if chosen is not alone:
+            refusal = wording.set_refusal(passed_over[alone]) if alone in passed_over else "it has no set"
+            said.append(wording.set_moved(alone.label, alone.torch, alone.cuda, refusal))
+        said += found.reasons
+    said += _chosen_reasons(facts, catalog, options, gpus, usable, chosen)
+    rejected = (
+        *rejected,
+        *(found.rejected if found else ()),
+        *stages.other_branches(catalog, chosen, left, candidates, gpus, usable, facts, passed_over),
+        *(stages.other_isas(catalog, chosen, options, usable, candidates, passed_over) if chosen.cpu_isa else ()),
+    )
+    decision = Decision(
+        variant=chosen,
+        branch=catalog.branch(chosen.branch),
+        reasons=tuple(said),
+        rejected=dedupe(rejected),
+        targets=gpus,
+        line=catalog.cuda_line(chosen),
+        candidates=candidates,
+        companions=companions,
+        set_shape=shape,
+    )
+    return Picked(decision=decision, branches=left, usable_isas=usable, alone=alone if found else None)
+
+
+def _chosen_reasons(
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    gpus: tuple[GpuFacts, ...],
+    usable: frozenset[str],
+    chosen: Variant,
+) -> list[str]:
+    """Why the chosen variant's branch, GPU architecture and instruction set: what those stages found."""
+    branch = catalog.branch(chosen.branch)
+    line = catalog.cuda_line(chosen)
+    why = (
+        wording.BRANCH_NAMED
+        if options.branch
+        else wording.BRANCH_MPS
+        if chosen.is_mps
+        else wording.BRANCH_CPU
+        if line is None
+        else wording.BRANCH_CUDA
+    )
+    said = [
+        wording.branch_reason(
+            name=branch.name,
+            torch=chosen.torch,
+            python=chosen.python,
+            cuda=line.cuda if line else None,
+            nixpkgs=line.nixpkgs_rev if line else "",
+            cuda_packages=line.cuda_packages if line else "",
+            why=why,
+        )
+    ]
+    if chosen.is_mps:
+        said.append(wording.mps_reason(catalog.min_macos))
+    elif chosen.gpu_arch:
+        arch = catalog.gpu_archs[chosen.gpu_arch]
+        if all(gpu.compute_capability == arch.compute_capability for gpu in gpus):
+            said.append(wording.arch_exact(arch.name, arch.compute_capability, arch.description))
+        else:
+            said.append(wording.arch_highest(arch.name, [(gpu.index, gpu.compute_capability) for gpu in gpus]))
+        if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
+            said.append(wording.without_cudnn(arch.name))
+    if chosen.cpu_isa is not None:
+        isa = catalog.isas[chosen.cpu_isa]
+        ranked = stages.ranked_isas(catalog, options, usable)
+        said.append(wording.isa_reason(isa.name, isa.requires, options.workload, ranked))
+    return said
+
+
+def _nothing_fits(
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    gpus: tuple[GpuFacts, ...],
+    left: tuple[Branch, ...],
+    usable: frozenset[str],
+    reasons: tuple[str, ...],
+    rejected: tuple[Rejection, ...],
+) -> Picked:
+    """No variant: every branch left with why nothing of it fits, and what the stages found, in words."""
+    from pickvariant.rules import nothing  # only a machine nothing fits reads it
+
+    rejected = (*rejected, *(stages.branch_has_nothing(b, gpus, usable, catalog, facts) for b in left))
+    why = nothing.why_none(facts, catalog, options, gpus, left, usable)
+    decision = Decision(reasons=reasons, rejected=dedupe(rejected), targets=gpus)
+    return Picked(decision=decision, branches=left, usable_isas=usable, why_none=why)

@@ -1,0 +1,436 @@
+"""The decision's stages, each a plain function from what the stage before left to its survivors and its rejections.
+
+platform -> GPUs and driver -> branches -> CUDA lines -> instruction sets -> variants -> GPU architectures ->
+companions (rules/pairing.py) -> the alternatives the ranking passed over. A stage returns what it found; none
+appends to a list another owns, and none words a rejection (rules/wording.py does). rules/pick.py runs them in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import record
+from pickvariant._base.request import Request
+from pickvariant._base.versions import ComputeCapability, release_matches, version_key
+from pickvariant.catalog.model import MPS, Branch, Catalog, Variant
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
+from pickvariant.rules import wording
+from pickvariant.rules.compat import (
+    TEGRA_DRIVER_RULE,
+    driver_rejection,
+    judged_by_cuda_version,
+    kernels_run_on,
+    minor_version_note,
+    missing_flags,
+    runs_on_all,
+    why_not,
+)
+from pickvariant.rules.decision import Kind, Rejection, SetRefusal, rejection
+
+_NO_GPU = ComputeCapability(0, 0)
+
+
+def targets(facts: HostFacts, options: Request) -> tuple[GpuFacts, ...]:
+    """The GPUs the variant must run on: every one, or the one --gpu-index names."""
+    if options.gpu_index is None:
+        return facts.gpus
+    for gpu in facts.gpus:
+        if gpu.index == options.gpu_index:
+            return (gpu,)
+    present = ", ".join(str(gpu.index) for gpu in facts.gpus) or "none"
+    raise BadInput(f"--gpu-index {options.gpu_index}: no such GPU (GPU indices present: {present})")
+
+
+def machine_reasons(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ...], system: str) -> tuple[str, ...]:
+    """What the platform and GPU stages found."""
+    found = [wording.platform_has_builds(facts.os, facts.arch, system)]
+    if facts.os == "darwin":
+        found.append(wording.APPLE_MPS)
+        if facts.gpus:
+            found.append(wording.NVIDIA_ON_MACOS)
+        return tuple(found)
+    found += [
+        wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, catalog.is_tegra(gpu.compute_capability))
+        for gpu in gpus
+    ]
+    if not gpus:
+        found.append(wording.NO_GPU)
+    # A build that covers every GPU stays right when a job is given other GPUs later,
+    # so the variable is explained, not obeyed.
+    value = facts.cuda_visible_devices
+    if value is not None and facts.gpus:
+        visible = cuda_visible_count(value, len(facts.gpus))
+        if visible < len(facts.gpus):
+            found.append(wording.hidden_gpus(value, visible, len(facts.gpus)))
+    return tuple(found)
+
+
+def branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
+    """The branches the pins (--branch, --torch, --python-version) leave, and why each other one is out."""
+    key = ("pinned branches", options.branch, options.torch, options.python, "vllm" in options.with_projects)
+    return catalog.derive(key, lambda: _pinned_branches(catalog, options))
+
+
+def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
+    rejected: list[Rejection] = []
+    if options.branch is not None:
+        named = catalog.branch(options.branch)
+        rejected += [
+            rejection(Kind.PINNED_OUT, "branch", b.name, cause="branch", named=named.name)
+            for b in catalog.branches
+            if b.name != named.name
+        ]
+        considered = [named]
+    else:
+        considered = []
+        for branch in catalog.branches:
+            if branch.aligned_with and not (
+                branch.aligned_with.startswith("vllm ") and "vllm" in options.with_projects
+            ):
+                rejected.append(rejection(Kind.ALIGNED, "branch", branch.name, aligned_with=branch.aligned_with))
+            else:
+                considered.append(branch)
+    left = []
+    for branch in considered:
+        if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
+            rejected.append(
+                rejection(
+                    Kind.PINNED_OUT, "branch", branch.name, cause="torch", shipped=branch.torch, pin=options.torch
+                )
+            )
+        elif options.python and not release_matches(options.python, branch.python, options.python_given_as):
+            rejected.append(
+                rejection(
+                    Kind.PINNED_OUT, "branch", branch.name, cause="python", shipped=branch.python, pin=options.python
+                )
+            )
+        else:
+            left.append(branch)
+    if not left:
+        known = "; ".join(
+            f"{b.name}: PyTorch {b.torch}, Python {b.python}"
+            for b in catalog.branches
+            if b.aligned_with is None or options.branch
+        )
+        pins = ", ".join(
+            f"{flag} {value}"
+            for flag, value in (
+                ("--branch", options.branch),
+                ("--torch", options.torch),
+                (options.python_given_as, options.python),
+            )
+            if value
+        )
+        raise BadInput(f"no branch matches {pins}; the catalog has {known}")
+    return tuple(left), tuple(rejected)
+
+
+@record
+class Lines:
+    """The CUDA line stage: the (branch, CUDA line) pairs the driver can run, and what it found."""
+
+    admissible: frozenset[tuple[str, str]]
+    rejected: tuple[Rejection, ...]
+    reason: str | None
+
+
+def cuda_lines(
+    facts: HostFacts, catalog: Catalog, options: Request, left: Sequence[Branch], gpus: tuple[GpuFacts, ...]
+) -> Lines:
+    """Which CUDA lines of the branches left the pins and the driver admit. Without GPUs to serve only builds
+    without CUDA are looked at, so no line needs judging (a --cuda pin is still checked)."""
+    if not gpus and not options.cuda:
+        return Lines(frozenset(), (), None)
+    admissible: set[tuple[str, str]] = set()
+    too_old: dict[str, str] = {}
+    for branch in left:
+        for line in branch.cuda_lines:
+            if options.cuda and not release_matches(options.cuda, line.cuda, "--cuda"):
+                continue
+            why = driver_rejection(facts.driver, line, gpus, catalog)
+            if why:
+                too_old[line.cuda] = why
+            else:
+                admissible.add((branch.name, line.cuda))
+    if options.cuda:  # a pin that matches nothing is bad input, GPUs or not
+        built = sorted({line.cuda for b in left for line in b.cuda_lines}, key=version_key)
+        if not any(release_matches(options.cuda, cuda, "--cuda") for cuda in built):
+            raise BadInput(
+                f"--cuda {options.cuda}: no branch left by the pins builds it (CUDA lines: {', '.join(built)})"
+            )
+    rejected = tuple(
+        rejection(Kind.DRIVER, "cuda_line", cuda, refusal=too_old[cuda])
+        for cuda in sorted(too_old, key=version_key, reverse=True)
+    )
+    can_run = sorted({cuda for _, cuda in admissible}, key=version_key)
+    return Lines(frozenset(admissible), rejected, _driver_reason(facts, catalog, options, gpus, can_run))
+
+
+def _driver_reason(
+    facts: HostFacts, catalog: Catalog, options: Request, gpus: tuple[GpuFacts, ...], can_run: list[str]
+) -> str | None:
+    if gpus and facts.driver_assumed:
+        return wording.DRIVER_ASSUMED
+    if not gpus or facts.driver is None:
+        return None
+    label = f"driver {facts.driver.version or 'of unknown version'}" + (
+        f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+    )
+    rule = f" ({TEGRA_DRIVER_RULE})" if judged_by_cuda_version(gpus, facts.driver, catalog) else ""
+    if can_run:
+        minor = None if rule else minor_version_note(catalog, can_run, facts.driver.version)
+        return wording.driver_can_run(label, can_run, rule, minor)
+    pinned = bool(options.cuda or options.torch or options.branch or options.python)
+    return wording.driver_runs_none(label, pinned, rule)
+
+
+def isas(facts: HostFacts, catalog: Catalog) -> tuple[frozenset[str], tuple[Rejection, ...]]:
+    """The instruction sets this CPU can run, and those it cannot with the flags it lacks."""
+    usable: set[str] = set()
+    rejected: list[Rejection] = []
+    if facts.os == "darwin":
+        return frozenset(), ()
+    for isa in catalog.isas.values():
+        if isa.platform != facts.arch:
+            continue
+        missing = missing_flags(isa.requires, facts.cpu.flags)
+        if missing:
+            rejected.append(rejection(Kind.CPU_LACKS_FLAGS, "cpu_isa", isa.name, missing=tuple(missing)))
+        else:
+            usable.add(isa.name)
+    return frozenset(usable), tuple(rejected)
+
+
+def variants(
+    facts: HostFacts,
+    catalog: Catalog,
+    options: Request,
+    left: Sequence[Branch],
+    lines: Lines,
+    usable: frozenset[str],
+    gpus: tuple[GpuFacts, ...],
+) -> tuple[Variant, ...]:
+    """Every variant that runs here, best first (compat.why_not has the last word on each)."""
+    system = catalog.nix_system(facts.os, facts.arch)
+    assert system is not None
+    workload = catalog.workloads[options.workload]
+    isa_rank = catalog.derive(
+        ("isa rank", workload.name), lambda: {name: rank for rank, name in enumerate(workload.isa_preference)}
+    )
+    static_ranks: dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]] = catalog.derive(
+        "static ranks", dict
+    )
+
+    def rank(variant: Variant) -> tuple[object, ...]:
+        key = (variant.branch, variant.package)
+        static = static_ranks.get(key)
+        if static is None:  # filled as variants are first ranked: a cold start ranks a handful, not the catalog
+            static = static_ranks[key] = _static_rank(catalog, variant)
+        before, after = static
+        return (before, isa_rank.get(variant.cpu_isa or "", 0), after)
+
+    # A first cut by platform, GPU architecture, instruction set and admissible line; why_not then judges each
+    # survivor, so the cut may only ever let too much through, never too little. With GPUs to serve, a CPU-only
+    # build is never a candidate (why_not: it would leave them unused).
+    darwin = facts.os == "darwin"
+    runnable = {name for name in catalog.gpu_archs if runs_on_all(catalog, name, gpus)} if gpus else set()
+    looked_at: tuple[str | None, ...] = (MPS,) if darwin else tuple(sorted(runnable)) if gpus else (None,)
+    found = (
+        v
+        for branch in left
+        for arch in looked_at
+        for v in branch.variants_for(system, arch)
+        if (v.cpu_isa is None or v.cpu_isa in usable)
+        and (v.cuda is None or (branch.name, v.cuda) in lines.admissible)
+        and not why_not(v, facts, catalog, gpus)
+    )
+    return tuple(sorted(found, key=rank))
+
+
+def _newest_first(release: str) -> tuple[int, ...]:
+    """A release's sort key negated, so that sorted() puts the newest first."""
+    return tuple(-part for part in version_key(release))
+
+
+def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...], tuple[str, str]]:
+    """A variant's rank but for the workload's instruction set order: what comes before it, and after.
+
+    Before: the newest PyTorch, the newest CUDA line, the preferred Python, the highest GPU architecture.
+    After: branch and package names, so that the order is total and the answer cannot depend on
+    the order variants were looked at."""
+    preference = catalog.python_preference
+    arch = catalog.gpu_archs.get(variant.gpu_arch) if variant.gpu_arch else None
+    capability = arch.compute_capability if arch else _NO_GPU
+    before = (
+        _newest_first(variant.torch),
+        _newest_first(variant.cuda) if variant.cuda else (),
+        preference.index(variant.python) if variant.python in preference else len(preference),
+        -capability.major,
+        -capability.minor,
+    )
+    return before, (variant.branch, variant.package)
+
+
+def gpu_archs(catalog: Catalog, gpus: tuple[GpuFacts, ...], chosen: str | None) -> tuple[Rejection, ...]:
+    """Every architecture of the catalog but the chosen one: no kernels for a GPU here, or outranked."""
+    rejected = []
+    for arch in catalog.gpu_archs.values():
+        if arch.name == chosen:
+            continue
+        refusals = ((gpu, kernels_run_on(arch, gpu.compute_capability, catalog)) for gpu in gpus)
+        refused = next(((gpu, why) for gpu, why in refusals if why), None)
+        if refused is not None:
+            gpu, why = refused
+            rejected.append(rejection(Kind.NO_KERNELS, "gpu_arch", arch.name, gpu=str(gpu.index), refusal=why))
+        elif chosen is not None:
+            better = catalog.gpu_archs[chosen]
+            rejected.append(
+                rejection(
+                    Kind.RANKED_LOWER,
+                    "gpu_arch",
+                    arch.name,
+                    cause="arch",
+                    runs_on=", ".join(f"{gpu.compute_capability}" for gpu in dict.fromkeys(gpus)),
+                    better=better.name,
+                    higher="yes" if better.compute_capability > arch.compute_capability else "no",
+                )
+            )
+    return tuple(rejected)
+
+
+def branch_has_nothing(
+    branch: Branch, gpus: tuple[GpuFacts, ...], usable: frozenset[str], catalog: Catalog, facts: HostFacts
+) -> Rejection:
+    """Why nothing of a branch fits: that is the reason, whatever PyTorch it ships."""
+    system = catalog.nix_system(facts.os, facts.arch) or ""
+    own = [v for v in branch.variants if v.platform == system]
+    name = branch.name
+    if not own:
+        return rejection(Kind.NOT_BUILT, "branch", name, cause="platform", system=system)
+    if facts.os == "darwin":
+        return rejection(Kind.NOT_BUILT, "branch", name, cause="mps")
+    if not gpus:
+        return rejection(
+            Kind.NOT_BUILT, "branch", name, cause="cpu_only", isas=tuple(sorted(usable)) or (f"this {facts.arch} CPU",)
+        )
+    compatible = {v.gpu_arch for v in own if runs_on_all(catalog, v.gpu_arch, gpus)}
+    if not compatible:
+        wanted = tuple(sorted({gpu.compute_capability.sm.upper() for gpu in gpus}))
+        capabilities = tuple(f"{g.compute_capability}" for g in gpus)
+        return rejection(Kind.NOT_BUILT, "branch", name, cause="gpu", wanted=wanted, capabilities=capabilities)
+    with_isa = {v.cpu_isa for v in own if v.gpu_arch in compatible and v.cpu_isa}
+    if not with_isa & usable:
+        archs = tuple(sorted(c for c in compatible if c))
+        return rejection(Kind.NOT_BUILT, "branch", name, cause="isa_for_gpu", archs=archs, isas=tuple(sorted(with_isa)))
+    cudas = tuple(sorted({v.cuda for v in own if v.gpu_arch in compatible and v.cuda}, key=version_key))
+    return rejection(Kind.NOT_BUILT, "branch", name, cause="driver", cudas=cudas)
+
+
+def other_branches(
+    catalog: Catalog,
+    chosen: Variant,
+    left: Sequence[Branch],
+    candidates: Sequence[Variant],
+    gpus: tuple[GpuFacts, ...],
+    usable: frozenset[str],
+    facts: HostFacts,
+    passed_over: Mapping[Variant, SetRefusal],
+) -> tuple[Rejection, ...]:
+    """Why each other branch lost: the question users ask first. `passed_over`: the variants a set could not be
+    on, with why (rules/pairing.py found it)."""
+    best_of_branch: dict[str, Variant] = {}
+    for variant in candidates:  # best first, so the first of each branch is its best
+        best_of_branch.setdefault(variant.branch, variant)
+    rejected = []
+    for branch in left:
+        if branch.name == chosen.branch:
+            continue
+        best = best_of_branch.get(branch.name)
+        if best is None:
+            rejected.append(branch_has_nothing(branch, gpus, usable, catalog, facts))
+        elif best in passed_over:  # it ranks first for torch alone: the companions decided
+            refusal = wording.set_refusal(passed_over[best])
+            rejected.append(
+                rejection(Kind.NO_SET, "branch", branch.name, cause="branch", example=best.package, refusal=refusal)
+            )
+        elif version_key(best.torch) < version_key(chosen.torch):
+            rejected.append(
+                rejection(
+                    Kind.RANKED_LOWER, "branch", branch.name, cause="torch", example=best.package, torch=best.torch
+                )
+            )
+        elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
+            rejected.append(rejection(Kind.RANKED_LOWER, "branch", branch.name, cause="cuda", cuda=best.cuda))
+        else:
+            rejected.append(
+                rejection(
+                    Kind.RANKED_LOWER,
+                    "branch",
+                    branch.name,
+                    cause="python",
+                    example=best.package,
+                    python=best.python,
+                    preferred=chosen.python,
+                )
+            )
+    return tuple(rejected)
+
+
+def other_isas(
+    catalog: Catalog,
+    chosen: Variant,
+    options: Request,
+    usable: frozenset[str],
+    candidates: Sequence[Variant],
+    passed_over: Mapping[Variant, SetRefusal],
+) -> tuple[Rejection, ...]:
+    """Each instruction set this CPU can run but the chosen one: the variant of it that the set could not be on,
+    one the workload ranks lower, or none built on the chosen variant's axes."""
+    ranked = ranked_isas(catalog, options, usable)
+    rejected = []
+    for other in ranked:
+        if other == chosen.cpu_isa:
+            continue
+        same = next((v for v in candidates if v.cpu_isa == other and _same_but_isa(v, chosen)), None)
+        if same is not None and same in passed_over:
+            refusal = wording.set_refusal(passed_over[same])
+            rejected.append(rejection(Kind.NO_SET, "package", same.package, cause="variant", refusal=refusal))
+        elif same is not None:
+            rank = ranked.index
+            if rank(other) < rank(chosen.cpu_isa or ""):  # never says a workload prefers what it ranks lower
+                continue
+            rejected.append(
+                rejection(
+                    Kind.RANKED_LOWER,
+                    "package",
+                    same.package,
+                    cause="isa",
+                    workload=options.workload,
+                    preferred=chosen.cpu_isa or "",
+                )
+            )
+        else:
+            rejected.append(
+                rejection(
+                    Kind.NOT_BUILT,
+                    "cpu_isa",
+                    other,
+                    cause="isa",
+                    branch=chosen.branch,
+                    arch=chosen.gpu_arch or "",
+                    cuda=chosen.cuda or "",
+                )
+            )
+    return tuple(rejected)
+
+
+def _same_but_isa(variant: Variant, chosen: Variant) -> bool:
+    return (variant.branch, variant.gpu_arch, variant.cuda) == (chosen.branch, chosen.gpu_arch, chosen.cuda)
+
+
+def ranked_isas(catalog: Catalog, options: Request, usable: Iterable[str]) -> list[str]:
+    """The usable instruction sets in the workload's order."""
+    wanted = set(usable)
+    return [name for name in catalog.workloads[options.workload].isa_preference if name in wanted]

@@ -1,0 +1,346 @@
+"""Every sentence the rules say, in one place: a stage finds facts, this module words them.
+
+A rejection is a kind, a subject and the facts its stage found (rules/decision.py); `why` and `choice` turn it into
+what text, Markdown and JSON show. A stage never writes prose of its own, so a reason can only state what a stage
+found: "workload general prefers avx" is said only where the instruction set stage ranked avx first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pickvariant.rules.decision import Kind, Rejection
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.rules.decision import SetRefusal
+
+_SUBJECTS = {
+    "branch": "branch {}",
+    "cuda_line": "CUDA {} (every branch)",
+    "cpu_isa": "CPU instruction set {}",
+    "gpu_arch": "GPU architecture {}",
+    "package": "{}",
+    "companion": "{}",
+}
+
+
+def choice(rejection: Rejection) -> str:
+    """What lost, as a person names it."""
+    axis, name = rejection.subject
+    return _SUBJECTS[axis].format(name)
+
+
+def _joined(value: str | tuple[str, ...]) -> str:
+    return value if isinstance(value, str) else ", ".join(value)
+
+
+def why(rejection: Rejection) -> str:
+    """Why it lost: the facts its stage found, in words."""
+    facts = rejection.facts_map
+    cause = facts.get("cause", "")
+    wording = _WHY[(rejection.kind, cause if isinstance(cause, str) else "")]
+    return wording({name: _joined(value) for name, value in facts.items()})
+
+
+def set_refusal(refusal: SetRefusal) -> str:
+    """Why a set cannot be on a variant (rules/pairing.py found it)."""
+    if refusal.cause == "missing":
+        return f"no {', '.join(refusal.projects)} recipe is built on its PyTorch for this machine"
+    return f"with {', '.join(refusal.projects)} it would hold two PyTorch builds: {refusal.detail}"
+
+
+def _ranked_arch(f: dict[str, str]) -> str:
+    if f["higher"] == "yes":
+        return (
+            f"its kernels run on {f['runs_on']} too, but {f['better']} is the higher architecture and has a variant "
+            "here (native kernels, newer instructions)"
+        )
+    return f"its kernels run on {f['runs_on']} too, but no variant of it fits as well as {f['better']}'s"
+
+
+def _isa_not_built(f: dict[str, str]) -> str:
+    on_cuda = f" on CUDA {f['cuda']}" if f["cuda"] else ""
+    return f"fits this CPU, but {f['branch']} has no {f['arch'] or 'CPU-only'} variant of it{on_cuda}"
+
+
+def _isa_for_gpu(f: dict[str, str]) -> str:
+    return f"its {f['archs']} variants exist only for {f['isas']}, none of which this CPU can run"
+
+
+def _unknown_torch(f: dict[str, str]) -> str:
+    return (
+        "built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds "
+        f"it with gives, and it cannot be shown to be PyTorch {f['torch']}; a recipe that pins nixpkgs (or imports the "
+        "pytorch recipe) would settle it"
+    )
+
+
+_WHY = {
+    (Kind.CPU_LACKS_FLAGS, ""): lambda f: (
+        f"this CPU lacks {f['missing']}: the build would crash with an illegal instruction"
+    ),
+    (Kind.NO_KERNELS, ""): lambda f: f"GPU {f['gpu']}: {f['refusal']}",
+    (Kind.DRIVER, ""): lambda f: f["refusal"],
+    (Kind.PINNED_OUT, "branch"): lambda f: f"--branch {f['named']} was named",
+    (Kind.PINNED_OUT, "torch"): lambda f: f"ships PyTorch {f['shipped']}, not the pinned --torch {f['pin']}",
+    (Kind.PINNED_OUT, "python"): lambda f: f"builds Python {f['shipped']}, not the requested {f['pin']}",
+    (Kind.ALIGNED, ""): lambda f: (
+        f"aligned with {f['aligned_with']}: chosen only when named with --branch (or --with vllm)"
+    ),
+    (Kind.NOT_BUILT, "isa"): _isa_not_built,
+    (Kind.NOT_BUILT, "platform"): lambda f: f"builds nothing for {f['system']}",
+    (Kind.NOT_BUILT, "mps"): lambda f: "has no MPS build",
+    (Kind.NOT_BUILT, "cpu_only"): lambda f: f"has no CPU-only variant for {f['isas']}",
+    (Kind.NOT_BUILT, "gpu"): lambda f: f"no {f['wanted']} build (nor one whose kernels run on {f['capabilities']})",
+    (Kind.NOT_BUILT, "isa_for_gpu"): _isa_for_gpu,
+    (Kind.NOT_BUILT, "driver"): lambda f: f"its fitting variants are on CUDA {f['cudas']}, which the driver cannot run",
+    (Kind.RANKED_LOWER, "isa"): lambda f: f"fits this machine, but workload {f['workload']} prefers {f['preferred']}",
+    (Kind.RANKED_LOWER, "torch"): lambda f: f"fits (e.g. {f['example']}), but ships the older PyTorch {f['torch']}",
+    (Kind.RANKED_LOWER, "cuda"): lambda f: f"fits, but its newest fitting CUDA line is {f['cuda']}",
+    (Kind.RANKED_LOWER, "python"): lambda f: (
+        f"fits (e.g. {f['example']}), but Python {f['python']} ranks after {f['preferred']}"
+    ),
+    (Kind.RANKED_LOWER, "arch"): _ranked_arch,
+    (Kind.NO_SET, "variant"): lambda f: f["refusal"],
+    (Kind.NO_SET, "branch"): lambda f: f"fits for PyTorch alone (e.g. {f['example']}), but {f['refusal']}",
+    (Kind.COMPANION_TORCH_UNKNOWN, ""): _unknown_torch,
+}
+
+
+# Reasons: what each stage found that decided the answer.
+
+
+def platform_has_builds(os: str, arch: str, system: str) -> str:
+    return f"platform {os}/{arch} ({system}) has builds"
+
+
+def unsupported_platform(os: str, arch: str, built_for: Sequence[str]) -> str:
+    platform = f"{os}/{arch}"
+    if os == "darwin" and arch == "x86_64":
+        return (
+            f"platform {platform} (an Intel Mac) is not supported: macOS builds are for Apple Silicon only "
+            f"(aarch64-darwin, MPS); the catalog builds {', '.join(built_for)}"
+        )
+    return f"platform {platform} is not supported: every variant is built for one of {', '.join(built_for)}"
+
+
+GPU_INCONCLUSIVE = "GPU detection was inconclusive, so no variant can be shown to have kernels for this machine's GPUs"
+GPU_INCONCLUSIVE_HINT = "describe the GPUs with --gpu CC (and --driver VERSION), or pass --no-gpu for a CPU-only build"
+APPLE_MPS = "Apple Silicon: the MPS build runs on the Apple GPU through Metal"
+NVIDIA_ON_MACOS = "the stated NVIDIA GPUs change nothing on macOS: no build there uses CUDA"
+NO_GPU = "no GPU: choosing among CPU-only builds"
+DRIVER_ASSUMED = "driver: none given, assumed new enough for every CUDA line"
+
+
+def gpu_reason(index: int, name: str, capability: object, tegra: bool) -> str:
+    kind = "integrated Tegra" if tegra else "desktop"
+    return f"GPU {index}: {name}, compute capability {capability} ({kind})"
+
+
+def hidden_gpus(value: str, visible: int, total: int) -> str:
+    if total == 1:
+        return (
+            f"CUDA_VISIBLE_DEVICES={value!r} hides the GPU from CUDA programs; the choice still covers it, "
+            "so it stays right when the variable changes"
+        )
+    return (
+        f"CUDA_VISIBLE_DEVICES={value!r} lets CUDA programs see {visible} of the {total} GPUs; "
+        "the choice still covers all of them, so it stays right when the variable changes (--gpu-index N decides for "
+        "one GPU)"
+    )
+
+
+def driver_can_run(label: str, cudas: Sequence[str], rule: str, minor: str | None) -> str:
+    return f"{label} can run CUDA {', '.join(cudas)}{rule}" + (f" ({minor})" if minor else "")
+
+
+def driver_runs_none(label: str, pinned: bool, rule: str) -> str:
+    return f"{label} can run none of the CUDA lines {'the pins leave' if pinned else 'of the catalog'}{rule}"
+
+
+def branch_reason(
+    *, name: str, torch: str, python: str, cuda: str | None, nixpkgs: str, cuda_packages: str, why: str
+) -> str:
+    parts = [f"PyTorch {torch}"]
+    if cuda is not None:
+        parts.append(f"CUDA {cuda} (nixpkgs {nixpkgs[:7]}, {cuda_packages})")
+    parts.append(f"Python {python}")
+    return f"branch {name}: {', '.join(parts)}: {why}"
+
+
+BRANCH_NAMED = "named with --branch"
+BRANCH_MPS = "the newest PyTorch, then the preferred Python, that has an MPS build"
+BRANCH_CPU = "the newest PyTorch, then the preferred Python, that has a CPU-only variant this CPU can run"
+BRANCH_CUDA = (
+    "the newest PyTorch, then the newest CUDA line the driver can run, then the preferred Python, that has a "
+    "variant for this machine"
+)
+
+
+def mps_reason(min_macos: str) -> str:
+    return f"GPU: Apple MPS (needs macOS {min_macos} or newer)"
+
+
+def arch_exact(name: str, capability: object, description: str) -> str:
+    return f"GPU architecture {name}: exact match for compute capability {capability} ({description})"
+
+
+def arch_highest(name: str, gpus: Sequence[tuple[int, object]]) -> str:
+    runs_on = ", ".join(f"GPU {index} ({capability})" for index, capability in gpus)
+    return f"GPU architecture {name}: the highest architecture with a variant whose kernels run on {runs_on}"
+
+
+def without_cudnn(arch: str) -> str:
+    return f"built without cuDNN (cuDNN 9.11+ has no kernels for {arch}): convolutions use PyTorch's own CUDA kernels"
+
+
+def isa_reason(name: str, requires: Sequence[str], workload: str, ranked: Sequence[str]) -> str:
+    return (
+        f"CPU instruction set {name}: every required flag is present ({' '.join(requires)}); "
+        f"workload {workload} ranks {' > '.join(ranked)}"
+    )
+
+
+def set_on_one_torch(projects: Sequence[str], torch: str, axes: Sequence[str]) -> str:
+    return f"with {', '.join(projects)}: every piece is on PyTorch {torch} ({', '.join(axes)})"
+
+
+def companion_reason(project: str, package: str, repo: str, branch: str, relation: str) -> str:
+    return f"{project}: {package} from {repo} {branch}: {relation}"
+
+
+def set_moved(alone: str, torch: str, cuda: str | None, refusal: str) -> str:
+    return (
+        f"PyTorch alone would be {alone} (PyTorch {torch}, CUDA {cuda or 'none'}): {refusal}, so the set takes the "
+        "next that has one"
+    )
+
+
+def no_set_recipe(lacking: str, label: str, axes: Sequence[str]) -> str:
+    return f"no {lacking} recipe is built on the PyTorch of any variant that runs here (the best, {label}: {', '.join(axes)})"
+
+
+def no_set_one_torch(label: str, refusal: str) -> str:
+    return f"no set gives one PyTorch here (the best, {label}: {refusal})"
+
+
+def without_with(label: str) -> str:
+    return f"without --with, PyTorch alone is {label}"
+
+
+def identical_relation(package: str) -> str:
+    return f"identical: it imports {package}'s own recipe (one derivation)"
+
+
+def separate_relation(torch: str | None, pin: str, own_pin: str) -> str:
+    where = "the same nixpkgs pin" if pin == own_pin else f"nixpkgs {pin[:7]} (the variant's is {own_pin[:7]})"
+    return f"a separate build of torch {torch} from {where}"
+
+
+def two_torches(own: Sequence[str], identical: Sequence[str]) -> str:
+    beside = f" besides {', '.join(identical)}" if identical else ""
+    return (
+        f"{', '.join(own)} each bring a torch of their own build{beside}: one environment links "
+        "only one of them, and the others' compiled extensions would load against a torch they were not built with"
+    )
+
+
+# No variant: what the stages found, and what would help.
+
+NO_MPS_BUILD = "no branch left by the pins has an MPS build for {system}"
+DROP_PINS_MAC = "drop --torch/--python-version/--branch to consider every branch"
+DROP_PINS = "drop --torch/--cuda/--python-version/--branch to consider every branch"
+NOTHING_COMBINES = (
+    "no variant combines an admissible branch and CUDA line, a GPU architecture with kernels for this machine and a "
+    "CPU instruction set it can run"
+)
+NO_FLAGS_KNOWN = (
+    "no CPU flags are known (see the notes): describe the CPU with --cpuinfo FILE, a copy of its /proc/cpuinfo"
+)
+TARGET_ONE_GPU = "target one GPU with --gpu-index N"
+
+
+def no_isa_fits(model: str, arch: str) -> str:
+    return f"this CPU ({model}) has the flags of no {arch} instruction set in the catalog"
+
+
+def gpus_conflict(gpus: Sequence[tuple[int, str, object]]) -> str:
+    listing = ", ".join(f"GPU {index} ({name}, {capability})" for index, name, capability in gpus)
+    return f"the GPUs conflict: no variant has kernels for all of {listing}"
+
+
+def no_kernels_for(index: int, name: str, capability: object) -> str:
+    return f"no variant has kernels for GPU {index} ({name}, compute capability {capability})"
+
+
+def gpu_builds_need(gpu_isas: Sequence[str], usable: Sequence[str]) -> str:
+    return (
+        f"the variants with kernels for these GPUs are built for {', '.join(gpu_isas)}, "
+        f"and this CPU can run only {', '.join(usable)}"
+    )
+
+
+def no_cpu_only_variant(usable: Sequence[str]) -> str:
+    return f"there is no CPU-only variant for {', '.join(usable)} on the branches the pins leave"
+
+
+def driver_too_old(shown: str) -> str:
+    return f"driver {shown} is too old for every CUDA line that has a variant for this machine"
+
+
+def state_jetson_cuda(variable: str) -> str:
+    return f"state the CUDA version the Jetson's driver reports with --driver-cuda X.Y (env {variable})"
+
+
+def jetson_driver_would_allow(cuda: str, label: str) -> str:
+    return f"a Jetson driver (JetPack) that supports CUDA {cuda} would allow {label}"
+
+
+def older_driver_would_allow(driver: object, cuda_words: str, label: str, last_branch: int | None) -> str:
+    """A driver older than the one given (a GPU newer branches dropped): within the last branch that drives it."""
+    within = f"of branch R{last_branch} or older, " if last_branch is not None else ""
+    return f"a driver {within}>= {driver} ({cuda_words}), would allow {label}"
+
+
+def driver_would_allow(driver: object, cuda_words: str, label: str) -> str:
+    return f"a driver >= {driver} ({cuda_words}) would allow {label}"
+
+
+def branch_driver_would_allow(branch: object, cuda_words: str, label: str) -> str:
+    return f"an R{branch} driver or newer ({cuda_words}) would allow {label}"
+
+
+def no_gpu_would_give(label: str) -> str:
+    return f"--no-gpu would give {label} (CPU only: the GPU would go unused)"
+
+
+def driver_gives_set(driver: object, torch: str, projects: Sequence[str], label: str) -> str:
+    return f"a driver >= {driver} gives PyTorch {torch} with {', '.join(projects)} ({label})"
+
+
+def newer_than_catalog(capability: object, newest: object) -> str:
+    return (
+        f"compute capability {capability} is newer than every GPU architecture of this catalog (newest {newest}): "
+        "a newer pickvariant, or a site catalog that has it (PICKVARIANT_CATALOG), may offer a variant"
+    )
+
+
+def renamed_capability(description: str, before: object, after: object) -> str:
+    return f"{description} reports {before} under CUDA 12 drivers and {after} under CUDA 13"
+
+
+def renamed_needs_driver(renamed: str, driver_words: str, arch: str) -> str:
+    return f"{renamed}: {driver_words} makes the {arch} variants usable"
+
+
+def renamed_check_capability(renamed: str, driver: object, cuda: str, capability: object) -> str:
+    return f"{renamed}, and driver {driver} already runs CUDA {cuda}: check the stated compute capability (--gpu {capability})"
+
+
+def jetson_driver_for(cuda: str) -> str:
+    return f"a Jetson driver (JetPack) that supports CUDA {cuda}"
+
+
+def driver_for(driver: object, cuda_words: str) -> str:
+    return f"a driver >= {driver} ({cuda_words})"
