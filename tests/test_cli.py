@@ -46,7 +46,11 @@ def test_detect_json_has_the_documented_shape() -> None:
     assert hardware["arch"] == "x86_64" and "avx512_bf16" in hardware["cpu"]["flags"]
     assert hardware["gpus"][0]["compute_capability"] == "9.0"
     assert hardware["driver"]["version"] == "580.95.05"
-    assert all(set(r) == {"choice", "why", "kind"} for r in data["rejected"])
+    assert all(set(r) == {"choice", "why", "kind", "subject", "facts"} for r in data["rejected"])
+    axes = {"branch", "cuda_line", "cpu_isa", "gpu_arch", "package", "companion"}
+    assert all(r["subject"]["axis"] in axes and r["subject"]["name"] in r["choice"] for r in data["rejected"])
+    no_kernels = next(r for r in data["rejected"] if r["kind"] == "no_kernels")
+    assert no_kernels["why"].startswith(f"GPU {no_kernels['facts']['gpu']}: {no_kernels['facts']['refusal']}")
     assert data["sources"]["driver"] == "--driver"
 
 
