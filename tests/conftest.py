@@ -137,6 +137,18 @@ class FloxStandIn:
             [json.loads(line) for line in self.calls_file.read_text().splitlines()] if self.calls_file.exists() else []
         )
 
+    def torch_distribution(self, version: str) -> str:
+        """A site-packages directory whose torch distribution is `version` by its metadata (what importlib.metadata
+        and a Flox environment's Python read), for publishing a torch of a stated release: the environment's torch
+        check reads that, not the kernels (verify runs the real torch)."""
+        root = self.state / f"torch-{version}-site-packages"
+        (root / "torch").mkdir(parents=True, exist_ok=True)
+        (root / "torch" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+        info = root / f"torch-{version}.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
+        return str(root)
+
     def write_catalog(self, entries: dict[str, dict]) -> None:
         (self.state / "catalog.json").write_text(json.dumps(entries))
 

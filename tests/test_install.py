@@ -403,21 +403,21 @@ def publish_companions(fake_flox, extra: dict[str, dict]) -> None:
     fake_flox.write_catalog(entries)
 
 
-def separate_vision(fake_flox) -> dict[str, dict]:
-    """acme's torchvision as build-torchvision builds it: its own torch 2.10.0, propagated."""
+def separate_vision(fake_flox, site_packages: str | None = None, torch: str = "2.10.0") -> dict[str, dict]:
+    """acme's torchvision as build-torchvision builds it: its own torch (2.10.0), propagated."""
     return {
         "acme/torch-for-torchvision": {
             "kind": "site-packages",
-            "versions": ["2.10.0"],
+            "versions": [torch],
             "members": ["tester"],
-            "site_packages": fake_flox.site_packages,
+            "site_packages": site_packages or fake_flox.torch_distribution(torch),
         },
         f"acme/{VISION}": {
             "kind": "companion",
             "module": "torchvision",
             "versions": ["0.25.0"],
             "members": ["tester"],
-            "propagates": ["acme/torch-for-torchvision@2.10.0"],
+            "propagates": [f"acme/torch-for-torchvision@{torch}"],
         },
     }
 
@@ -425,7 +425,6 @@ def separate_vision(fake_flox) -> dict[str, dict]:
 def test_install_with_a_separately_built_companion_installs_it_alone_and_its_torch_is_the_one_linked(
     tmp_path, fake_flox
 ) -> None:
-    require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
     publish_companions(fake_flox, separate_vision(fake_flox))
     target = tmp_path / "env"
     result = runner.invoke(
@@ -449,7 +448,7 @@ def test_two_explicit_torches_fail_as_flox_fails_and_the_variant_beside_a_separa
     """What pickvariant's plans avoid: Flox refuses two installed torches at one priority, and links an installed torch over
     the one a companion propagates without a word (dev mode), leaving the companion's extension with a torch it was not built with."""
     require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
-    publish_companions(fake_flox, separate_vision(fake_flox))
+    publish_companions(fake_flox, separate_vision(fake_flox, fake_flox.site_packages))
     naive = tmp_path / "naive"
     subprocess.run(["flox", "init", "-d", str(naive)], check=True, capture_output=True)
     both = subprocess.run(
@@ -497,11 +496,12 @@ def test_install_with_an_in_repo_companion_installs_both_and_links_one_torch(tmp
         "--torch",
         "2.8",
     ]
-    require(fake_flox.site_packages is not None, "torch is not installed (pip install torch==2.13.0)")
     vision, variant = "torchvision-python313-cuda12_8-sm61-avx", "pytorch-python313-cuda12_8-sm61-avx"
+    published = fake_flox.catalog()[f"acme/{variant}"]
     publish_companions(
         fake_flox,
         {
+            f"acme/{variant}": {**published, "site_packages": fake_flox.torch_distribution("2.8.0")},
             f"acme/{vision}": {
                 "kind": "companion",
                 "module": "torchvision",
@@ -538,6 +538,33 @@ def test_install_with_refuses_what_no_environment_can_hold_and_what_it_cannot_bu
     )
     assert package.exit_code == 2 and "cannot be combined with --package" in package.stderr
     assert fake_flox() == []
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_companion_that_resolves_to_another_torch_fails_the_install_and_the_environment_is_put_back(
+    tmp_path, fake_flox, existing
+) -> None:
+    """torchvision is installed by name (no version of it is known), and acme's newest torchvision of that name was
+    built on PyTorch 2.9.1 while the set is on 2.10.0: with --no-verify too, the install reads the environment's torch
+    before it says Done, fails, and leaves the environment as it was (or none, where it made it)."""
+    publish_companions(fake_flox, separate_vision(fake_flox, torch="2.9.1"))
+    target = tmp_path / "env"
+    before = None
+    if existing:
+        subprocess.run(["flox", "init", "-d", str(target)], check=True, capture_output=True)
+        before = [(target / ".flox/env" / name).read_bytes() for name in ("manifest.toml", "manifest.lock")]
+    result = runner.invoke(
+        app, ["install", *H100, "--with", "torchvision", "--org", "acme", "--dir", str(target), "--yes", "--no-verify"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "the environment's Python finds torch 2.9.1, not PyTorch 2.10.0" in result.stderr
+    assert f"Flox resolved {VISION} (installed by name" in result.stderr and "Done" not in result.stdout
+    if existing:
+        after = [(target / ".flox/env" / name).read_bytes() for name in ("manifest.toml", "manifest.lock")]
+        assert after == before
+    else:
+        assert not (target / ".flox").exists()
+    assert not (tmp_path / "cache/pickvariant/last-install.json").exists()
 
 
 def test_a_set_that_would_add_a_second_torch_to_an_environment_is_refused_naming_what_is_there(

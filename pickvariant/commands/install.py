@@ -164,6 +164,8 @@ def plan_json(prepared: Prepared) -> dict[str, Any]:
         "companions": [companion.package for companion in plan.companions],
         "steps": steps,
         "verify": None if prepared.verify_command is None else list(prepared.verify_command),
+        # A set: the PyTorch release the environment must link before success is declared (put back otherwise).
+        "torch_check": plan.torch_check,
         "recipe_source": None if plan.recipe_source is None else dict(plan.recipe_source),
         "warnings": _warnings(plan),
         "notes": list(plan.notes),

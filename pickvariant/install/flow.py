@@ -20,7 +20,7 @@ from pickvariant._base.files import cache_dir, check_writable, create_new, write
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, capture, run, tail
 from pickvariant._base.records import record, replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
-from pickvariant.install import envlock, existing, floxcontract, published_set
+from pickvariant.install import envlock, existing, floxcontract, linked_torch, published_set
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
@@ -71,6 +71,9 @@ class Plan:
     creates_environment: bool = False
     # With --with: the companions installed with (or, with a torch of their own, instead of) the variant.
     companions: tuple[Companion, ...] = ()
+    # The PyTorch release the environment must link once the commands ran (a set: a companion installed by name
+    # may resolve to a build on another torch); checked before success is declared, the environment put back if not.
+    torch_check: str | None = None
 
 
 def _check_directory(directory: Path, option: str) -> None:
@@ -173,6 +176,7 @@ def plan_install(
             notes=tuple(set_notes + more),
             creates_environment=not floxcontract.has_environment(target_dir),
             companions=tuple(companions),
+            torch_check=variant.torch,
         )
     if org is not None and not build:
         check_org(org, given_as)
@@ -316,6 +320,10 @@ def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
     ]
     for step in steps(plan):
         lines.append(f"write recipe {step}" if isinstance(step, Path) else f"run: {shlex.join(step.argv)}")
+    if plan.torch_check is not None:
+        lines.append(
+            f"check: the environment's Python finds PyTorch {plan.torch_check} (otherwise the environment is put back as it was)"
+        )
     if verify_command:
         lines.append(f"run: {shlex.join(verify_command)}")
     return lines
@@ -341,6 +349,7 @@ def _execute(
     plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None, existed: bool
 ) -> list[str]:
     created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
+    saved = linked_torch.save(plan.directory) if plan.torch_check and not created_here else None
     try:
         if plan.recipe_file is not None and plan.recipe_text is not None:
             assert plan.build_dir is not None
@@ -357,6 +366,13 @@ def _execute(
             incomplete += _run(plan.commands[plan.recipe_after :], log, on_line, timeout_s)
         else:
             incomplete = _run(plan.commands, log, on_line, timeout_s)
+            if plan.torch_check is not None:
+                try:
+                    _check_linked_torch(plan, plan.torch_check, on_line)
+                except BaseException:
+                    if saved is not None:
+                        linked_torch.restore(saved)
+                    raise
     except BaseException:
         if created_here:
             _remove_created_environment(plan.directory, existed)
@@ -364,6 +380,20 @@ def _execute(
     if plan.result is not None and not plan.result.exists():
         raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")
     return list(dict.fromkeys(incomplete))
+
+
+def _check_linked_torch(plan: Plan, expected: str, on_line: Callable[[str], None]) -> None:
+    on_line(f"» check that the environment's Python finds PyTorch {expected}")
+    found = linked_torch.linked_torch(interpreter_for(plan))
+    if not linked_torch.wrong_torch(found, expected):
+        return
+    unpinned = [c.package for c in plan.companions if not c.version]
+    named = f"{', '.join(unpinned)} (installed by name: no version of it is known)" if unpinned else "the set"
+    raise OperationFailed(
+        f"the environment's Python finds torch {found}, not PyTorch {expected}: Flox resolved {named} to a build on "
+        f"another PyTorch; the environment was put back as it was\nwhat to do: have the organisation publish it from "
+        f"the branch with PyTorch {expected}, or install with --torch naming the PyTorch it was published on"
+    )
 
 
 def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
