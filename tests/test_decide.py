@@ -11,7 +11,7 @@ from machines import host
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
-from pickvariant._base.versions import parse_compute_capability
+from pickvariant._base.versions import parse_compute_capability, version_key
 from pickvariant.catalog.model import Catalog
 from pickvariant.rules import wording
 from pickvariant.rules.compat import kernels_run_on, why_not
@@ -591,3 +591,81 @@ def test_a_driver_older_than_a_cuda_releases_own_is_said_to_run_it_by_minor_vers
     new = decide(host(catalog, "linux-unknown-sapphirerapids", gpus=("9.0",), driver="590.48.01"), catalog)
     (said,) = [reason for reason in new.reasons if reason.startswith("driver 590.48.01 can run CUDA")]
     assert "minor-version" not in said
+
+
+def _ranked_lower_is_true(catalog: Catalog, decision: Decision, workload: str) -> list[str]:
+    """Each "ranks lower" reason checked against the facts it names: what would be false, if anything."""
+    chosen = decision.variant
+    assert chosen is not None
+    preference = catalog.workloads[workload].isa_preference
+    pythons = catalog.python_preference
+    variants = {v.package: v for v in catalog.variants}
+    false = []
+    for rejection in decision.rejected:
+        if rejection.kind != "ranked_lower":
+            continue
+        facts, said = rejection.facts_map, wording.why(rejection)
+        cause = facts.get("cause")
+        name = rejection.subject[1]
+        if cause == "isa":
+            other = variants[name].cpu_isa
+            if not preference.index(facts["preferred"]) < preference.index(other):
+                false.append(said)
+        elif cause == "torch":
+            if not version_key(catalog.branch(name).torch) < version_key(chosen.torch):
+                false.append(said)
+        elif cause == "python":
+            if not pythons.index(chosen.python) < pythons.index(facts["python"]):
+                false.append(said)
+        elif cause == "branch_isa":
+            if not preference.index(facts["preferred"]) < preference.index(facts["isa"]):
+                false.append(said)
+        elif cause in ("arch", "branch_arch"):
+            lower = catalog.gpu_archs[name if cause == "arch" else facts["arch"]].compute_capability
+            higher = catalog.gpu_archs[facts["better" if cause == "arch" else "preferred"]].compute_capability
+            if facts.get("higher", "yes") == "yes" and not lower < higher:
+                false.append(said)
+        elif cause == "order":
+            ranked = [v.package for v in decision.candidates]
+            if not ranked.index(facts["example"]) > ranked.index(chosen.package):
+                false.append(said)
+    return false
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        "linux-rhel9-neoverse_v2",
+        "linux-rhel7-haswell",
+        "linux-unknown-sapphirerapids",
+        "linux-rhel7-ivybridge",
+        "linux-rocky8.5-zen4",
+        "linux-amazon-neoverse_n1",
+    ],
+)
+def test_every_ranks_lower_reason_states_what_the_order_found(catalog, dump) -> None:
+    """ "prefers", "older", "ranks after": each is checked against the facts it names, over GPUs, workloads and sets
+    (Grace + H100 --with vllm once said the workload prefers armv8_2 while ranking armv9 first)."""
+    from pickvariant.machine.facts import gather_facts
+
+    checked = 0
+    for gpus in ((), ("9.0",), ("8.6",), ("7.5",), ("6.1",)):
+        for workload in catalog.workloads:
+            for projects in ((), ("torchvision",), ("vllm",), ("torchaudio",)):
+                request = Request(
+                    cpuinfo=cpuinfo_path(dump),
+                    gpus=gpus,
+                    no_gpu=not gpus,
+                    driver="580.95.05" if gpus else None,
+                    workload=workload,
+                    with_projects=projects,
+                )
+                try:
+                    decision = decide(gather_facts(catalog, request, env={}), catalog, request)
+                except BadInput:
+                    continue
+                if decision.variant is None:
+                    continue
+                assert _ranked_lower_is_true(catalog, decision, workload) == []
+                checked += sum(r.kind == "ranked_lower" for r in decision.rejected)
+    assert checked > 0

@@ -508,7 +508,7 @@ def test_install_with_an_in_repo_companion_installs_both_and_links_one_torch(tmp
                 "versions": ["0.23.0"],
                 "members": ["tester"],
                 "propagates": [f"acme/{variant}@2.8.0"],
-            }
+            },
         },
     )
     target = tmp_path / "env"

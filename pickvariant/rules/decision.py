@@ -70,8 +70,9 @@ def rejection(kind: KindName, axis: str, name: str, **facts: str | tuple[str, ..
 
 @record
 class SetRefusal:
-    """Why a set cannot be on a variant: a project has no recipe on its PyTorch (missing), or the set would hold two
-    PyTorch builds (two_torches, with rules/sets.py's account of them)."""
+    """Why a set is not on a variant: a project has no recipe on its PyTorch (missing), the set would hold two
+    PyTorch builds (two_torches, with rules/sets.py's account of them), or it goes on the equal variant of the branch
+    aligned with the vLLM release chosen (aligned, with that branch)."""
 
     cause: str
     projects: tuple[str, ...]

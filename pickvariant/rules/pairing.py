@@ -136,7 +136,9 @@ def pick_set(
         if not isinstance(found, SetShape):
             passed_over.append((variant, SetRefusal("two_torches", tuple(projects), found)))
             continue
-        variant = aligned
+        if aligned is not variant:  # the equal variant on the branch aligned with the vLLM release
+            passed_over.append((variant, SetRefusal("aligned", tuple(projects), aligned.branch)))
+            variant = aligned
         reasons = [wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes if a])]
         reasons += [
             wording.companion_reason(c.project, c.package, c.repo, c.branch, relation(c, variant)) for c in chosen

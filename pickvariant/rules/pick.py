@@ -129,7 +129,7 @@ def _chosen(
     rejected = (
         *rejected,
         *(found.rejected if found else ()),
-        *stages.other_branches(catalog, chosen, left, candidates, gpus, usable, facts, passed_over),
+        *stages.other_branches(catalog, chosen, left, candidates, gpus, usable, facts, options, passed_over),
         *(stages.other_isas(catalog, chosen, options, usable, candidates, passed_over) if chosen.cpu_isa else ()),
     )
     decision = Decision(

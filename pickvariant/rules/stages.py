@@ -13,7 +13,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
-from pickvariant.catalog.model import MPS, Branch, Catalog, Variant
+from pickvariant.catalog.model import MPS, Branch, Catalog, Variant, Workload
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
 from pickvariant.rules import wording
@@ -336,10 +336,12 @@ def other_branches(
     gpus: tuple[GpuFacts, ...],
     usable: frozenset[str],
     facts: HostFacts,
+    options: Request,
     passed_over: Mapping[Variant, SetRefusal],
 ) -> tuple[Rejection, ...]:
     """Why each other branch lost: the question users ask first. `passed_over`: the variants a set could not be
     on, with why (rules/pairing.py found it)."""
+    workload = catalog.workloads[options.workload]
     best_of_branch: dict[str, Variant] = {}
     for variant in candidates:  # best first, so the first of each branch is its best
         best_of_branch.setdefault(variant.branch, variant)
@@ -355,27 +357,58 @@ def other_branches(
             rejected.append(
                 rejection(Kind.NO_SET, "branch", branch.name, cause="branch", example=best.package, refusal=refusal)
             )
-        elif version_key(best.torch) < version_key(chosen.torch):
-            rejected.append(
-                rejection(
-                    Kind.RANKED_LOWER, "branch", branch.name, cause="torch", example=best.package, torch=best.torch
-                )
-            )
-        elif best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
-            rejected.append(rejection(Kind.RANKED_LOWER, "branch", branch.name, cause="cuda", cuda=best.cuda))
         else:
-            rejected.append(
-                rejection(
-                    Kind.RANKED_LOWER,
-                    "branch",
-                    branch.name,
-                    cause="python",
-                    example=best.package,
-                    python=best.python,
-                    preferred=chosen.python,
-                )
-            )
+            rejected.append(_outranked(catalog, branch.name, best, chosen, workload))
     return tuple(rejected)
+
+
+def _outranked(catalog: Catalog, branch: str, best: Variant, chosen: Variant, workload: Workload) -> Rejection:
+    """Why a branch whose best variant runs here lost to the chosen one: the first step of the order where it ranks
+    lower (PyTorch, CUDA line, Python, GPU architecture, instruction set), or else its place in that order."""
+    example = best.package
+    if version_key(best.torch) < version_key(chosen.torch):
+        return rejection(Kind.RANKED_LOWER, "branch", branch, cause="torch", example=example, torch=best.torch)
+    if best.torch == chosen.torch and best.cuda and chosen.cuda and version_key(best.cuda) < version_key(chosen.cuda):
+        return rejection(Kind.RANKED_LOWER, "branch", branch, cause="cuda", cuda=best.cuda)
+    if (best.torch, best.cuda) == (chosen.torch, chosen.cuda) and best.python != chosen.python:
+        return rejection(
+            Kind.RANKED_LOWER,
+            "branch",
+            branch,
+            cause="python",
+            example=example,
+            python=best.python,
+            preferred=chosen.python,
+        )
+    same_line = (best.torch, best.cuda, best.python) == (chosen.torch, chosen.cuda, chosen.python)
+    if same_line and best.gpu_arch != chosen.gpu_arch and best.gpu_arch and chosen.gpu_arch:
+        return rejection(
+            Kind.RANKED_LOWER,
+            "branch",
+            branch,
+            cause="branch_arch",
+            example=example,
+            arch=best.gpu_arch,
+            preferred=chosen.gpu_arch,
+        )
+    if (
+        same_line
+        and best.gpu_arch == chosen.gpu_arch
+        and best.cpu_isa != chosen.cpu_isa
+        and best.cpu_isa
+        and chosen.cpu_isa
+    ):
+        return rejection(
+            Kind.RANKED_LOWER,
+            "branch",
+            branch,
+            cause="branch_isa",
+            example=example,
+            workload=workload.name,
+            isa=best.cpu_isa,
+            preferred=chosen.cpu_isa,
+        )
+    return rejection(Kind.RANKED_LOWER, "branch", branch, cause="order", example=example, preferred=chosen.package)
 
 
 def other_isas(

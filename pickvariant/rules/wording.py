@@ -47,6 +47,8 @@ def set_refusal(refusal: SetRefusal) -> str:
     """Why a set cannot be on a variant (rules/pairing.py found it)."""
     if refusal.cause == "missing":
         return f"no {', '.join(refusal.projects)} recipe is built on its PyTorch for this machine"
+    if refusal.cause == "aligned":
+        return f"the set takes the equal variant of branch {refusal.detail}, aligned with the vLLM release chosen"
     return f"with {', '.join(refusal.projects)} it would hold two PyTorch builds: {refusal.detail}"
 
 
@@ -102,6 +104,17 @@ _WHY = {
         f"fits (e.g. {f['example']}), but Python {f['python']} ranks after {f['preferred']}"
     ),
     (Kind.RANKED_LOWER, "arch"): _ranked_arch,
+    (Kind.RANKED_LOWER, "branch_arch"): lambda f: (
+        f"fits (e.g. {f['example']}), but its highest fitting GPU architecture is {f['arch']}, lower than {f['preferred']}"
+    ),
+    (Kind.RANKED_LOWER, "branch_isa"): lambda f: (
+        f"fits (e.g. {f['example']}), but workload {f['workload']} ranks its instruction set {f['isa']} after "
+        f"{f['preferred']}"
+    ),
+    (Kind.RANKED_LOWER, "order"): lambda f: (
+        f"fits (e.g. {f['example']}), but ranks after {f['preferred']} in the order (PyTorch, CUDA line, Python, GPU "
+        "architecture, instruction set, branch name)"
+    ),
     (Kind.NO_SET, "variant"): lambda f: f["refusal"],
     (Kind.NO_SET, "branch"): lambda f: f"fits for PyTorch alone (e.g. {f['example']}), but {f['refusal']}",
     (Kind.COMPANION_TORCH_UNKNOWN, ""): _unknown_torch,
