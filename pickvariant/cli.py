@@ -26,7 +26,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.text import visible_lines
 
 if TYPE_CHECKING:
-    from pickvariant.catalog.model import Catalog
+    from pickvariant.catalog.model import Catalog, Companion, Variant
     from pickvariant.machine.facts import HostFacts
     from pickvariant.rules.decision import Decision
 
@@ -225,6 +225,7 @@ def recipe(
     generate: opt.GenerateOpt = False,
     repo: opt.RepoOpt = None,
     force: opt.RecipeForce = False,
+    with_: opt.RecipeWith = None,
 ) -> None:
     """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
     from pickvariant.recipes.render import branch_variants, render, write_recipes
@@ -258,11 +259,16 @@ def recipe(
         for note in fetched.notes:
             typer.echo(f"note: {note}", err=True)
         recipes = [(variant, fetched.text)]
+    written_too: list[tuple[Variant | Companion, str]] = list(recipes)
+    if with_:
+        from pickvariant.commands.recipe import companion_recipes
+
+        written_too += companion_recipes(catalog, recipes[0][0], with_, output, all_variants)
     if output is None:
         # A fetched recipe is the repository's text: on a terminal its escapes are shown, not obeyed.
         typer.echo(visible_lines(recipes[0][1]) if sys.stdout.isatty() else recipes[0][1], nl=False)
         return
-    written = write_recipes(output, recipes, force)
+    written = write_recipes(output, written_too, force)
     changed = sum(1 for item in written if item.changed)
     for item in written if len(written) == 1 else ():
         typer.echo(f"{item.path} {'written' if item.changed else 'unchanged'}")

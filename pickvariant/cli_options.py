@@ -133,6 +133,15 @@ RecipeOutput = Annotated[
     ),
 ]
 RecipeForce = Annotated[bool, typer.Option("--force", help="Overwrite existing recipe files that differ.")]
+RecipeWith = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--with",
+        metavar="PROJECT",
+        help="Also write a recipe of each companion (torchvision, torchaudio, vllm) generated on PACKAGE's own "
+        "recipe, beside it: one torch (with -o DIR; repeat or comma-separate).",
+    ),
+]
 InstallPackage = Annotated[
     str | None,
     typer.Option(

@@ -112,6 +112,14 @@ PYTHON = Option(
     "python",
     metavar="X.Y",
 )
+BUILD = Option(
+    "--build",
+    "flag",
+    "With --with: the set as `install --build` builds it, from source, each companion generated on the chosen "
+    "variant's own recipe (default: as published, built from source only where nothing published makes a set).",
+    "build",
+    default=False,
+)
 FORMAT = Option("--format", "choice", "Output format.", choices=OUTPUT_FORMATS, default="text")
 COMPACT = Option(
     "--compact",
@@ -152,6 +160,7 @@ DETECT = {
     "workload": WORKLOAD,
     "format": FORMAT,
     **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
+    "build": BUILD,
     "compact": COMPACT,
     "explain": EXPLAIN,
     "label": LABEL,
@@ -167,7 +176,7 @@ def request_from(values: Mapping[str, Any]) -> Request:
     flag); Request's own checks judge them, so they are passed on as Any."""
     fields: dict[str, Any] = {}
     for name, value in values.items():
-        option = REQUEST.get(name)
+        option = REQUEST.get(name) or (BUILD if name == "build" else None)
         if option is None or option.field is None or value is None:
             continue
         if option is WITH:

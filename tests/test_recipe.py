@@ -397,3 +397,124 @@ def test_packages_not_in_the_catalog_are_refused(tmp_path, name) -> None:
     result = runner.invoke(app, ["recipe", name, "--generate", "-o", str(tmp_path)])
     assert result.exit_code == 2 and "not a package of the catalog" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+COMPANION_CASES = [
+    # (variant, branch, projects): nixpkgs' own torch at the pin; a source-upgraded torch (vLLM cannot be on it);
+    # a CPU-only build (nor on it).
+    ("pytorch-python313-cuda12_9-sm90-avx512", "pytorch-2.9-python313", ("torchvision", "torchaudio", "vllm")),
+    ("pytorch-python313-cuda13_1-sm90-avx512", "pytorch-2.10-python313", ("torchvision", "torchaudio")),
+    ("pytorch-python313-cpu-avx2", "pytorch-2.9-python313", ("torchvision", "torchaudio")),
+]
+
+
+@pytest.mark.parametrize(("package", "branch", "projects"), COMPANION_CASES)
+def test_recipe_with_writes_companions_that_build_on_the_variants_own_torch(
+    tmp_path, catalog, package, branch, projects
+) -> None:
+    """Each generated companion parses with the real nix-instantiate and, evaluated as Flox calls a recipe against
+    the stand-in nixpkgs, takes the very torch derivation of the variant's recipe beside it: one torch."""
+    nix = nix_instantiate()
+    out = tmp_path / "pkgs"
+    done = runner.invoke(
+        app, ["recipe", package, "--branch", branch, "--generate", "--with", ",".join(projects), "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    variant = catalog.variant(package, branch)
+    names = [project + package.removeprefix("pytorch") for project in projects]
+    assert sorted(f.stem for f in out.glob("*.nix")) == sorted([package, *names])
+    parsed = subprocess.run([nix, "--parse", *(str(out / f"{n}.nix") for n in names)], capture_output=True, timeout=120)
+    assert parsed.returncode == 0, parsed.stderr
+    pin_torch = catalog.nixpkgs_torch.get(variant.nixpkgs_rev, "0.0.0")
+    own = nix_eval(NIX / "eval-recipe.nix", recipe=str(out / f"{package}.nix"), torchVersion=f'"{pin_torch}"')
+    isa = catalog.isas[variant.cpu_isa]
+    for name in names:
+        got = nix_eval(NIX / "eval-companion.nix", recipe=str(out / f"{name}.nix"), torchVersion=f'"{pin_torch}"')
+        assert got["pname"] == name and got["pickvariant"]["variant"] == package
+        assert got["torch"] == got["variantTorch"] == {"pname": package, "drvPath": own["drvPath"]}
+        assert got["pickvariant"]["cpuFlags"] == list(isa.compiler_flags)
+        assert got["pickvariant"]["nixpkgsRev"] == variant.nixpkgs_rev and got["platforms"] == [variant.platform]
+        if variant.gpu_arch is None:
+            assert "TORCH_CUDA_ARCH_LIST" not in got["preConfigure"] and got["pickvariant"]["gpuArchSM"] is None
+        else:
+            capability = catalog.gpu_archs[variant.gpu_arch].compute_capability
+            assert f'export TORCH_CUDA_ARCH_LIST="{capability}"' in got["preConfigure"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "refusal"),
+    [
+        ("{ inherit torch; }", "called with unexpected argument 'pytorch'"),
+        ("python313Packages.torchvision.override", "attribute 'torchvison' missing"),
+    ],
+)
+def test_the_nixpkgs_stand_in_refuses_a_companion_nixpkgs_would_refuse(tmp_path, edit, refusal) -> None:
+    """A torch input nixpkgs' expression does not take, or an attribute the Python set does not have, fails the
+    evaluation as it would with nixpkgs: the stand-in holds generated recipes to what nixpkgs accepts."""
+    out = tmp_path / "pkgs"
+    package = "pytorch-python313-cuda12_9-sm90-avx512"
+    done = runner.invoke(
+        app,
+        ["recipe", package, "--branch", "pytorch-2.9-python313", "--generate", "--with", "torchvision", "-o", str(out)],
+    )
+    assert done.exit_code == 0, done.output
+    recipe = out / ("torchvision" + package.removeprefix("pytorch") + ".nix")
+    text = recipe.read_text()
+    assert edit in text
+    wrong = "{ pytorch = torch; }" if edit.startswith("{") else "python313Packages.torchvison.override"
+    recipe.write_text(text.replace(edit, wrong))
+    result = subprocess.run(
+        [
+            nix_instantiate(),
+            "--eval",
+            "--strict",
+            "--json",
+            str(NIX / "eval-companion.nix"),
+            "--arg",
+            "recipe",
+            str(recipe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0 and refusal in result.stderr, result.stderr
+
+
+def test_recipe_with_says_why_a_companion_cannot_be_generated_and_needs_a_directory(tmp_path) -> None:
+    cpu = runner.invoke(
+        app,
+        [
+            "recipe",
+            "pytorch-python313-cpu-avx2",
+            "--branch",
+            "pytorch-2.9-python313",
+            "--generate",
+            "--with",
+            "vllm",
+            "-o",
+            str(tmp_path),
+        ],
+    )
+    assert cpu.exit_code == 2
+    assert cpu.stderr.startswith(
+        "pickvariant: --with: no vllm recipe can be generated on it: vllm is generated only for CUDA builds"
+    )
+    upgraded = runner.invoke(
+        app, ["recipe", "pytorch-python313-cuda13_1-sm90-avx512", "--generate", "--with", "vllm", "-o", str(tmp_path)]
+    )
+    assert upgraded.exit_code == 2 and "upgrades nixpkgs 2017d6d's torch to 2.10.0" in upgraded.stderr
+    nowhere = runner.invoke(
+        app,
+        [
+            "recipe",
+            "pytorch-python313-cpu-avx2",
+            "--branch",
+            "pytorch-2.9-python313",
+            "--generate",
+            "--with",
+            "torchvision",
+        ],
+    )
+    assert nowhere.exit_code == 2 and "give the directory with -o DIR" in nowhere.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written where anything was refused

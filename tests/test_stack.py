@@ -70,16 +70,25 @@ def test_on_a_570_driver_the_set_falls_back_to_2_9_1_and_says_what_the_companion
     assert told["branch pytorch-2.10-python313"].startswith("fits for PyTorch alone")
 
 
-def test_a_companion_whose_torch_is_unknown_is_not_paired_and_says_what_would_settle_it(catalog) -> None:
-    decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("torchaudio"))
-    assert decision.variant is None and not decision.companions
+def test_torchaudio_whose_published_torch_is_unknown_is_generated_on_the_newest_torch_for_an_h100(catalog) -> None:
+    """build-torchaudio's recipes pin no nixpkgs: none of them is paired, each says what would settle it, and the set
+    is the newest PyTorch for the H100 with a torchaudio generated on that variant's own recipe (one torch)."""
+    facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
+    alone = decide(facts, catalog)
+    decision = decide(facts, catalog, with_("torchaudio"))
+    assert decision.variant == alone.variant and decision.variant.torch == "2.10.0"
+    (audio,) = decision.companions
+    assert (audio.torch_relation, audio.torch_of, audio.torch) == ("generated", alone.variant.package, "2.10.0")
+    assert decision.set_shape.installed == (alone.variant.package, audio.package)
+    assert decision.set_shape.generated == (audio.package,)
+    assert any(reason.startswith("no published torchaudio makes a set") for reason in decision.reasons)
+    assert any("20-40 minutes" in reason for reason in decision.reasons)  # what building it costs, with its source
     unknown = [
         r
         for r in decision.rejected
         if wording.choice(r).startswith("torchaudio-") and "unknown torch" in wording.why(r)
     ]
     assert unknown and all("pins nixpkgs" in wording.why(r) for r in unknown)
-    assert any(hint.startswith("without --with, PyTorch alone is") for hint in decision.hints)
 
 
 def test_a_cpu_only_machine_gets_a_cpu_set_or_none(catalog) -> None:

@@ -40,6 +40,9 @@ class Request:
     python_given_as: str = "--python-version"
     # Companions chosen with the torch (--with, PICKVARIANT_WITH): one PyTorch for all of them.
     with_projects: tuple[str, ...] = ()
+    # The set as built from source (install --build, detect --build): each companion generated on the chosen
+    # variant's own recipe, not a published one.
+    build: bool = False
 
     def with_environment(self, env: Mapping[str, str]) -> Request:
         """This request with the pins PICKVARIANT_* states where the request states none (the machine's

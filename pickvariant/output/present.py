@@ -75,6 +75,8 @@ def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, worklo
             document["set"] = {
                 "installed": list(decision.set_shape.installed),
                 "torch_from": decision.set_shape.torch_from,
+                # Built from recipes pickvariant generates on the variant's own: the set is built from source.
+                "generated": list(decision.set_shape.generated),
             }
     return document
 

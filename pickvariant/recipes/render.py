@@ -10,7 +10,8 @@ from pickvariant import __version__
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_output_dir, check_writable, write_atomic
 from pickvariant._base.records import record
-from pickvariant.catalog.model import Catalog, TorchSource, Variant, checked_identifier, checked_package
+from pickvariant.catalog import generated
+from pickvariant.catalog.model import Catalog, Companion, TorchSource, Variant, checked_identifier, checked_package
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
@@ -161,6 +162,10 @@ def render(variant: Variant, catalog: Catalog) -> str:
         "longDescription": nix_string(long_description),
         "torchOverlay": _torch_overlay(variant, catalog, python_attr),
     }
+    return _fill(template_name, values)
+
+
+def _fill(template_name: str, values: dict[str, str]) -> str:
     template = (TEMPLATES_DIR / f"{template_name}.nix").read_text(encoding="utf-8")
 
     def substitute(match: re.Match[str]) -> str:
@@ -170,6 +175,66 @@ def render(variant: Variant, catalog: Catalog) -> str:
         return values[name]
 
     return _PLACEHOLDER.sub(substitute, template)
+
+
+def render_companion(companion: Companion, variant: Variant, catalog: Catalog) -> str:
+    """The recipe of a companion generated on `variant`: nixpkgs' expression of the project at the variant's pin,
+    given the torch of the variant's own recipe (imported from beside it), built for its GPU target and CPU flags."""
+    spec = generated.projects()[companion.project]
+    if companion.torch_relation != "generated" or companion.torch_of != variant.package:
+        raise BadInput(f"{companion.package} is not generated on {variant.package}: only generated companions render")
+    assert variant.cpu_isa is not None or variant.is_mps
+    isa = catalog.isas[variant.cpu_isa] if variant.cpu_isa else None
+    arch = catalog.gpu_archs[variant.gpu_arch] if variant.gpu_arch and not variant.is_mps else None
+    line = catalog.cuda_line(variant)
+    python = checked_identifier(f"python{variant.python.replace('.', '')}", "Python")
+    attribute = checked_identifier(spec.attribute, "nixpkgs attribute")
+    if spec.torch_by == "override":
+        base = f"(pkgs.{python}Packages.{attribute}.override {{ inherit torch; }})"
+        by = f"nixpkgs' {attribute} given the variant's torch through its `torch` argument"
+    else:
+        base = f"(pkgs.{python}.override {{ packageOverrides = self: super: {{ inherit torch; }}; }}).pkgs.{attribute}"
+        by = f"the whole Python set with the variant's torch in place of nixpkgs' (what {attribute} and its dependencies build against)"
+    cuda = arch is not None and line is not None
+    config = (
+        "{ allowUnfree = true; cudaSupport = true; cudaCapabilities = [ gpuArchSM ]; }"
+        if cuda
+        else "{ cudaSupport = false; }"
+    )
+    overlay = (
+        f"      (final: prev: {{ cudaPackages = final.{checked_identifier(line.cuda_packages, 'CUDA package set')}; }})"
+        if cuda and line is not None
+        else "      # no CUDA"
+    )
+    what = f"{arch.description} + {isa.description}" if arch and isa else isa.description if isa else "Apple MPS"
+    values = {
+        "title": _comment(f"{companion.project} on PyTorch {variant.torch} for {what}"),
+        "package": nix_string(companion.package),
+        "packageComment": _comment(companion.package),
+        "variant": nix_string(variant.package),
+        "variantComment": _comment(f"{variant.package} (branch {variant.branch}: PyTorch {variant.torch})"),
+        "variantFile": f"{checked_package(variant.package)}.nix",
+        "variantFileComment": _comment(f"{variant.package}.nix"),
+        "pickvariantVersion": __version__,
+        "catalogComment": _comment(
+            f"the catalog {catalog.path.name} synced from {catalog.source.repo} at {catalog.source.commit[:12]}"
+        ),
+        "nixpkgsRev": nix_string(variant.nixpkgs_rev),
+        "isaDescription": _comment(
+            f"{isa.description}, needs /proc/cpuinfo flags {' '.join(isa.requires)}" if isa else "Apple Silicon"
+        ),
+        "gpuArchSM": nix_string(str(arch.compute_capability)) if arch else "null",
+        "cpuFlags": nix_list(isa.compiler_flags if isa else ()),
+        "cudaEnv": nix_attrs(dict(spec.cuda_env) if cuda else {}),
+        "system": nix_string(variant.platform),
+        "nixpkgsConfig": config,
+        "cudaOverlay": overlay,
+        "torchByComment": _comment(f"{by}; {spec.source}"),
+        "companionBase": base,
+        "pname": nix_string(companion.package),
+        "description": nix_string(f"{companion.project} built on {variant.package} (PyTorch {variant.torch})"),
+    }
+    return _fill("companion", values)
 
 
 @record
@@ -199,13 +264,13 @@ def branch_variants(
     return [v for v in variants if not v.is_mps], skipped
 
 
-def recipe_path(directory: Path, variant: Variant) -> Path:
+def recipe_path(directory: Path, variant: Variant | Companion) -> Path:
     # The package name comes from a catalog, which may be one nobody checked: it is checked here, and
     # write_recipes still checks that the file lands inside `directory`.
     return directory / f"{checked_package(variant.package)}.nix"
 
 
-def write_recipes(directory: Path, recipes: list[tuple[Variant, str]], force: bool) -> list[Written]:
+def write_recipes(directory: Path, recipes: list[tuple[Variant | Companion, str]], force: bool) -> list[Written]:
     """Write every recipe, or none: all clobber checks run before the first write."""
     check_output_dir(directory)
     rendered = [(recipe_path(directory, variant), text) for variant, text in recipes]

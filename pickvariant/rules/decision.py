@@ -46,26 +46,47 @@ class Kind:
 NEAREST = frozenset({Kind.RANKED_LOWER, Kind.NO_SET})
 
 
-@record
-class Rejection:
+class Rejection(tuple):  # (kind, subject, facts), immutable and hashable as a tuple is
     """An alternative one stage turned down: its kind, what it is and the facts the stage found.
 
     `subject`: (axis, name), the axis one of branch, cuda_line, cpu_isa, gpu_arch, package, companion. `facts`:
-    (name, value) pairs, sorted by name; where a kind is found in several ways, `cause` says which. Nothing here is
-    prose: rules/wording.py words a rejection, so text, Markdown and JSON say the same."""
+    (name, value) pairs; where a kind is found in several ways, `cause` says which. Nothing here is prose:
+    rules/wording.py words a rejection, so text, Markdown and JSON say the same.
 
-    kind: KindName
-    subject: tuple[str, str]
-    facts: tuple[tuple[str, str | tuple[str, ...]], ...] = ()
+    A tuple rather than a @record: detect makes a dozen per answer, and a tuple is built, hashed and compared in
+    C (benchmarks/detect_speed.py's warm ratio)."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls, kind: KindName, subject: tuple[str, str], facts: tuple[tuple[str, str | tuple[str, ...]], ...] = ()
+    ) -> Rejection:
+        return tuple.__new__(cls, (kind, subject, facts))
+
+    @property
+    def kind(self) -> KindName:
+        return self[0]
+
+    @property
+    def subject(self) -> tuple[str, str]:
+        return self[1]
+
+    @property
+    def facts(self) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
+        return self[2]
 
     @property
     def facts_map(self) -> dict[str, str | tuple[str, ...]]:
-        return dict(self.facts)
+        return dict(self[2])
+
+    def __repr__(self) -> str:
+        return f"Rejection(kind={self[0]!r}, subject={self[1]!r}, facts={self[2]!r})"
 
 
 def rejection(kind: KindName, axis: str, name: str, **facts: str | tuple[str, ...]) -> Rejection:
-    """A Rejection with its facts given by name (kept sorted, so equal findings are equal records)."""
-    return Rejection(kind, (axis, name), tuple(sorted(facts.items())))
+    """A Rejection with its facts given by name, in the order its stage names them (one order per kind and cause,
+    so equal findings are equal records)."""
+    return Rejection(kind, (axis, name), tuple(facts.items()))
 
 
 @record
@@ -86,6 +107,8 @@ class SetShape:
     installed: tuple[str, ...]  # the packages installed, in order (each one is built and published by plan)
     torch_from: str  # the package whose torch Python imports
     companions_alone: bool  # the variant is not installed: the one companion brings its torch
+    # The companions built from recipes pickvariant generates on the variant's own: the set is built from source.
+    generated: tuple[str, ...] = ()
 
 
 @keyword_record

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
+from pickvariant.catalog import generated
 from pickvariant.catalog.model import Catalog, Companion, Variant, axes_of
 from pickvariant.catalog.stack import load_stack
 from pickvariant.machine.facts import HostFacts
@@ -92,14 +93,72 @@ def pick_set(
     projects: Sequence[str],
     facts: HostFacts,
     targets: tuple[GpuFacts, ...],
+    build: bool = False,
 ) -> SetPick:
-    """The best-ranked candidate for which every project has a companion on its PyTorch, and those companions."""
+    """The set: published (the best-ranked candidate whose companions are published on its PyTorch), or, with
+    `build` or where no published set gives one PyTorch, built from source (the best-ranked candidate on whose own
+    recipe every companion can be generated)."""
     stack = load_stack(catalog)
     for project in projects:
-        if not stack.of_project(project):
+        if not stack.of_project(project) and project not in generated.projects():
             raise BadInput(
                 f"--with {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)"
             )
+    if build:
+        return _built_set(catalog, candidates, projects)
+    published = _published_set(catalog, candidates, projects, facts, targets)
+    if published.variant is not None:
+        return published
+    built = _built_set(catalog, candidates, projects)
+    if built.variant is None:
+        return published
+    said = wording.built_for_want_of_published(projects)
+    return replace(built, reasons=(said, *built.reasons), rejected=published.rejected)
+
+
+def generated_set(catalog: Catalog, variant: Variant, projects: Sequence[str]) -> tuple[Companion, ...] | SetRefusal:
+    """Each project's companion generated on `variant`'s own recipe, or why one cannot be."""
+    pin_torch = catalog.nixpkgs_torch.get(variant.nixpkgs_rev)
+    refusals = {p: w for p in projects if (w := generated.why_not_generated(p, variant, pin_torch))}
+    if refusals:
+        return SetRefusal("not_generated", tuple(refusals), "; ".join(refusals.values()))
+    return tuple(generated.generated_companion(project, variant) for project in projects)
+
+
+def _built_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence[str]) -> SetPick:
+    """The best-ranked candidate whose companions can all be generated on its own recipe: one torch, built once."""
+    passed_over: list[tuple[Variant, SetRefusal]] = []
+    for variant in candidates:
+        found = generated_set(catalog, variant, projects)
+        if isinstance(found, SetRefusal):
+            passed_over.append((variant, found))
+            continue
+        shaped = shape(variant, found)
+        assert isinstance(shaped, SetShape)  # every piece builds on the variant itself
+        reasons = [wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes_of(variant) if a])]
+        pin_torch = catalog.nixpkgs_torch.get(variant.nixpkgs_rev)
+        reasons += [
+            wording.generated_reason(c.project, c.package, variant, generated.projects()[c.project].cost, pin_torch)
+            for c in found
+        ]
+        return SetPick(
+            variant=variant,
+            companions=found,
+            reasons=tuple(reasons),
+            shape=shaped,
+            passed_over=tuple(passed_over),
+        )
+    return SetPick(variant=None, passed_over=tuple(passed_over))
+
+
+def _published_set(
+    catalog: Catalog,
+    candidates: Sequence[Variant],
+    projects: Sequence[str],
+    facts: HostFacts,
+    targets: tuple[GpuFacts, ...],
+) -> SetPick:
+    """The best-ranked candidate for which every project has a published companion on its PyTorch, and those."""
     known, unknown = catalog.derive("companion index", lambda: _index(catalog))
     rejected: list[Rejection] = []
     missing: tuple[str, ...] = ()

@@ -70,7 +70,7 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
     if options.with_projects:
         from pickvariant.rules import pairing  # only a decision with companions reads them
 
-        found = pairing.pick_set(catalog, candidates, options.with_projects, facts, gpus)
+        found = pairing.pick_set(catalog, candidates, options.with_projects, facts, gpus, options.build)
         if found.variant is None:
             decision = Decision(
                 reasons=(*reasons, _why_no_set(found, alone, options)),

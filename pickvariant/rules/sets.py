@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pickvariant.catalog import generated
 from pickvariant.catalog.model import Companion, Variant
 from pickvariant.rules import wording
 from pickvariant.rules.decision import SetShape
@@ -26,7 +27,7 @@ from pickvariant.rules.decision import SetShape
 def builds_on(companion: Companion, variant: Variant) -> bool:
     """The companion imports `variant`'s own recipe on its branch: the torch it builds against is that derivation."""
     return (
-        companion.torch_relation == "identical"
+        companion.torch_relation in ("identical", "generated")
         and companion.torch_of == variant.package
         and companion.branch == variant.branch
     )
@@ -41,6 +42,7 @@ def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
             installed=(variant.package, *(c.package for c in identical)),
             torch_from=variant.package,
             companions_alone=False,
+            generated=tuple(c.package for c in identical if c.torch_relation == "generated"),
         )
     if len(own) == 1 and not identical:
         return SetShape(installed=(own[0].package,), torch_from=own[0].package, companions_alone=True)
@@ -49,6 +51,8 @@ def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
 
 def relation(companion: Companion, variant: Variant) -> str:
     """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
+    if companion.torch_relation == "generated" and builds_on(companion, variant):
+        return wording.generated_relation(variant.package, generated.projects()[companion.project].cost)
     if builds_on(companion, variant):
         return wording.identical_relation(variant.package)
     return wording.separate_relation(companion.torch, companion.torch_pin or "", variant.nixpkgs_rev)

@@ -352,7 +352,7 @@ def other_branches(
         best = best_of_branch.get(branch.name)
         if best is None:
             rejected.append(branch_has_nothing(branch, gpus, usable, catalog, facts))
-        elif best in passed_over:  # it ranks first for torch alone: the companions decided
+        elif passed_over and best in passed_over:  # it ranks first for torch alone: the companions decided
             refusal = wording.set_refusal(passed_over[best])
             rejected.append(
                 rejection(Kind.NO_SET, "branch", branch.name, cause="branch", example=best.package, refusal=refusal)
@@ -422,12 +422,17 @@ def other_isas(
     """Each instruction set this CPU can run but the chosen one: the variant of it that the set could not be on,
     one the workload ranks lower, or none built on the chosen variant's axes."""
     ranked = ranked_isas(catalog, options, usable)
+    same_but_isa: dict[str | None, Variant] = {}
+    branch, arch, cuda = chosen.branch, chosen.gpu_arch, chosen.cuda
+    for variant in candidates:  # best first: the first of each instruction set is its best
+        if variant.branch == branch and variant.gpu_arch == arch and variant.cuda == cuda:
+            same_but_isa.setdefault(variant.cpu_isa, variant)
     rejected = []
     for other in ranked:
         if other == chosen.cpu_isa:
             continue
-        same = next((v for v in candidates if v.cpu_isa == other and _same_but_isa(v, chosen)), None)
-        if same is not None and same in passed_over:
+        same = same_but_isa.get(other)
+        if same is not None and passed_over and same in passed_over:
             refusal = wording.set_refusal(passed_over[same])
             rejected.append(rejection(Kind.NO_SET, "package", same.package, cause="variant", refusal=refusal))
         elif same is not None:
@@ -457,10 +462,6 @@ def other_isas(
                 )
             )
     return tuple(rejected)
-
-
-def _same_but_isa(variant: Variant, chosen: Variant) -> bool:
-    return (variant.branch, variant.gpu_arch, variant.cuda) == (chosen.branch, chosen.gpu_arch, chosen.cuda)
 
 
 def ranked_isas(catalog: Catalog, options: Request, usable: Iterable[str]) -> list[str]:

@@ -13,6 +13,7 @@ from pickvariant.rules.decision import Kind, Rejection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pickvariant.catalog.model import Variant
     from pickvariant.rules.decision import SetRefusal
 
 _SUBJECTS = {
@@ -31,22 +32,18 @@ def choice(rejection: Rejection) -> str:
     return _SUBJECTS[axis].format(name)
 
 
-def _joined(value: str | tuple[str, ...]) -> str:
-    return value if isinstance(value, str) else ", ".join(value)
-
-
 def why(rejection: Rejection) -> str:
     """Why it lost: the facts its stage found, in words."""
-    facts = rejection.facts_map
-    cause = facts.get("cause", "")
-    wording = _WHY[(rejection.kind, cause if isinstance(cause, str) else "")]
-    return wording({name: _joined(value) for name, value in facts.items()})
+    facts = {name: value if value.__class__ is str else ", ".join(value) for name, value in rejection.facts}
+    return _WHY[(rejection.kind, facts.get("cause", ""))](facts)
 
 
 def set_refusal(refusal: SetRefusal) -> str:
     """Why a set cannot be on a variant (rules/pairing.py found it)."""
     if refusal.cause == "missing":
         return f"no {', '.join(refusal.projects)} recipe is built on its PyTorch for this machine"
+    if refusal.cause == "not_generated":
+        return f"no {', '.join(refusal.projects)} recipe can be generated on it: {refusal.detail}"
     if refusal.cause == "aligned":
         return f"the set takes the equal variant of branch {refusal.detail}, aligned with the vLLM release chosen"
     return f"with {', '.join(refusal.projects)} it would hold two PyTorch builds: {refusal.detail}"
@@ -217,6 +214,33 @@ def isa_reason(name: str, requires: Sequence[str], workload: str, ranked: Sequen
 
 def set_on_one_torch(projects: Sequence[str], torch: str, axes: Sequence[str]) -> str:
     return f"with {', '.join(projects)}: every piece is on PyTorch {torch} ({', '.join(axes)})"
+
+
+def built_for_want_of_published(projects: Sequence[str]) -> str:
+    return (
+        f"no published {', '.join(projects)} makes a set on one PyTorch here, so the set is built from source: "
+        "each companion from a recipe pickvariant generates on the variant's own (one torch, built once)"
+    )
+
+
+def generated_reason(project: str, package: str, variant: Variant, cost: str, pin_torch: str | None) -> str:
+    """A companion generated on the variant: what it is built on, what it costs, and, where the variant's torch is
+    a source upgrade over its nixpkgs pin, that the companion is the pin's own release compiled against it."""
+    said = (
+        f"{project}: {package}, generated on {variant.package}'s own recipe (one torch derivation); "
+        f"built from source: {cost}"
+    )
+    if pin_torch != variant.torch:
+        own = f"PyTorch {pin_torch}" if pin_torch else "the pin's own torch"
+        said += (
+            f"; nixpkgs {variant.nixpkgs_rev[:7]}'s {project} is its release for {own}, compiled here against "
+            f"{variant.torch} (as build-torchvision's pytorch-2.10 branch builds torchvision)"
+        )
+    return said
+
+
+def generated_relation(package: str, cost: str) -> str:
+    return f"generated on {package}'s own recipe (one torch derivation); built from source: {cost}"
 
 
 def companion_reason(project: str, package: str, repo: str, branch: str, relation: str) -> str:

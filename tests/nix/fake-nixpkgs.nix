@@ -12,6 +12,7 @@
 { torchVersion ? "2.9.1" }:
 let
   contract = builtins.fromJSON (builtins.readFile ./torch-contract.json);
+  companionContract = builtins.fromJSON (builtins.readFile ./companion-contract.json);
 
   lib = {
     concatStringsSep = builtins.concatStringsSep;
@@ -20,6 +21,7 @@ let
     fakeHash = "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
     fix = f: let x = f x; in x;
     versionAtLeast = a: b: builtins.compareVersions a b >= 0;
+    optionalString = cond: string: if cond then string else "";
   };
 
   refuseFakeHash = fetched:
@@ -85,11 +87,39 @@ let
         else builtins.seq (refuseFakeHash attrs.src) "/nix/store/00000000000000000000000000000000-${attrs.pname}-${attrs.version}.drv";
     };
 
+  # A companion (torchvision, torchaudio, vllm) as callPackage makes it of nixpkgs' expression: a function of its
+  # real arguments (companion-contract.json), overridable, built against the torch it is given (or its set's).
+  mkCompanion = name: setTorch: { args, attrFns }:
+    let
+      spec = companionContract.projects.${name};
+      unexpected = builtins.filter (arg: !(builtins.elem arg spec.arguments)) (builtins.attrNames args);
+      torch = args.torch or setTorch;
+      base = { pname = name; version = spec.version; preConfigure = ""; passthru = { }; meta = { }; inherit torch; };
+      attrs = builtins.foldl' (current: f: current // f current) base attrFns;
+    in
+    if unexpected != [ ] then throw "function 'anonymous lambda' called with unexpected argument '${builtins.head unexpected}'"
+    else attrs // {
+      override = newArgs: mkCompanion name setTorch { args = args // newArgs; inherit attrFns; };
+      overrideAttrs = f: mkCompanion name setTorch { inherit args; attrFns = attrFns ++ [ f ]; };
+      drvPath = builtins.seq torch.drvPath "/nix/store/00000000000000000000000000000000-${attrs.pname}-${attrs.version}.drv";
+    };
+
   mkPythonPackages = final: config: torch: {
     inherit torch;
+    torchvision = mkCompanion "torchvision" torch { args = { }; attrFns = [ ]; };
+    torchaudio = mkCompanion "torchaudio" torch { args = { }; attrFns = [ ]; };
+    vllm = mkCompanion "vllm" torch { args = { }; attrFns = [ ]; };
     override = { overrides }:
       let changed = overrides { } { inherit torch; };
       in mkPythonPackages final config (changed.torch or torch);
+  };
+
+  # An interpreter (python313): `.override { packageOverrides }` gives a Python set whose packages all build
+  # against what the overrides put in it (torch here), as pythonPackages' fixpoint does.
+  mkPython = final: config: torch: {
+    override = { packageOverrides }:
+      let changed = packageOverrides { } { inherit torch; };
+      in { pkgs = mkPythonPackages final config (changed.torch or torch); };
   };
 
   cudaSet = config: version:
@@ -125,8 +155,15 @@ let
         python312Packages = final.python3Packages;
         python313Packages = final.python3Packages;
         python3Packages = mkPythonPackages final config (mkTorch final config { args = { }; attrFns = [ ]; });
+        python311 = mkPython final config final.python3Packages.torch;
+        python312 = mkPython final config final.python3Packages.torch;
+        python313 = mkPython final config final.python3Packages.torch;
       };
       apply = final: builtins.foldl' (prev: overlay: prev // overlay final prev) (base final) (args.overlays or [ ]);
     in lib.fix apply;
+  # What Flox's callPackage gives a recipe: its arguments from this scope, overridden by those passed.
+  callPackage = fn: args:
+    let f = if builtins.isFunction fn then fn else import fn;
+    in f ((builtins.intersectAttrs (builtins.functionArgs f) { inherit lib importNixpkgs callPackage; }) // args);
 in
-{ inherit lib importNixpkgs; }
+{ inherit lib importNixpkgs callPackage; }
