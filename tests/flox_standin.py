@@ -502,19 +502,7 @@ def cmd_build(parsed: dict) -> int:
                 file=sys.stderr,
             )
             raise Refused(say("build_failed"))
-        text = available[target].read_text(encoding="utf-8", errors="replace")
-        version = "0.0.0"
-        for key in ("PYTORCH_BUILD_VERSION", "version"):
-            marker = f'{key} = "'
-            if marker in text:
-                version = text.split(marker, 1)[1].split('"', 1)[0]
-                break
-        tree = store_path(f"python{PYTHON_XY}-{target}-{version}", f"{directory}/{target}/{text}")
-        if not tree.exists():
-            staging = tree.with_name(tree.name + ".partial")
-            shutil.rmtree(staging, ignore_errors=True)
-            site_packages(staging, os.environ.get("FAKE_FLOX_SITE_PACKAGES"))
-            os.replace(staging, tree)
+        tree = built_tree(directory, available, target)
         link = directory / FILES["result_link"].format(name=target)
         temporary = link.with_name(link.name + ".tmp")
         if temporary.is_symlink():
@@ -524,6 +512,41 @@ def cmd_build(parsed: dict) -> int:
         shown = f"./{link.name}" if Path.cwd().resolve() == directory.resolve() else str(link)
         note(say("built_output", link=shown))
     return 0
+
+
+COMPANION_MODULES = {"torchvision": "torchvision", "torchaudio": "torchaudio", "vllm": "vllm"}
+
+
+def built_tree(directory: Path, available: dict[str, Path], target: str) -> Path:
+    """The store tree `flox build` makes of one expression (the same text builds to the same path). A PyTorch
+    recipe's holds site-packages; a companion's (torchvision-, torchaudio-, vllm-) holds its module and, as its
+    propagated build input, the tree of the PyTorch recipe it imports (built first, as Nix builds a dependency)."""
+    text = available[target].read_text(encoding="utf-8", errors="replace")
+    version = "0.0.0"
+    for key in ("PYTORCH_BUILD_VERSION", "version"):
+        marker = f'{key} = "'
+        if marker in text:
+            version = text.split(marker, 1)[1].split('"', 1)[0]
+            break
+    tree = store_path(f"python{PYTHON_XY}-{target}-{version}", f"{directory}/{target}/{text}")
+    if tree.exists():
+        return tree
+    staging = tree.with_name(tree.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    module = COMPANION_MODULES.get(target.split("-", 1)[0])
+    if module is None:
+        site_packages(staging, os.environ.get("FAKE_FLOX_SITE_PACKAGES"))
+    else:
+        words = (word.rstrip(";").removeprefix("./") for word in text.split() if word.startswith("./pytorch-"))
+        imported = [word.removesuffix(".nix") for word in words]
+        torch_trees = [str(built_tree(directory, available, name)) for name in imported if name in available]
+        package = staging / "lib" / f"python{PYTHON_XY}" / "site-packages" / module
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text(f"# stand-in for {target}\n")
+        (staging / "nix-support").mkdir()
+        (staging / "nix-support" / "propagated-build-inputs").write_text(" ".join(torch_trees) + "\n")
+    os.replace(staging, tree)
+    return tree
 
 
 def activation_environment(run_dir: Path) -> dict[str, str]:

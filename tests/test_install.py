@@ -525,14 +525,14 @@ def test_install_with_an_in_repo_companion_installs_both_and_links_one_torch(tmp
 
 
 def test_install_with_refuses_what_no_environment_can_hold_and_what_it_cannot_build(tmp_path, fake_flox) -> None:
-    # torchvision and vLLM each bring a torch of their own build: no environment holds both with one PyTorch.
+    # torchvision and vLLM each bring a torch of their own build: no environment holds both with one PyTorch, so the
+    # set is built from source, which an install from an organisation does not do unasked.
     both = runner.invoke(
         app,
         ["install", *H100, "--with", "torchvision,vllm", "--org", "acme", "--dir", str(tmp_path / "e"), "--dry-run"],
     )
-    assert both.exit_code == 3 and "each bring a torch of their own build" in both.stderr
-    built = runner.invoke(app, ["install", *H100, "--with", "torchvision", "--dir", str(tmp_path / "e"), "--dry-run"])
-    assert built.exit_code == 2 and "--with installs the set as published in a Flox organisation" in built.stderr
+    assert both.exit_code == 2 and "nothing published makes it on one PyTorch here" in both.stderr
+    assert both.stderr.endswith("install it with --build\n")
     package = runner.invoke(
         app, ["install", *H100, "--with", "torchvision", "--package", TORCH_210, "--org", "acme", "--dry-run"]
     )
@@ -604,3 +604,46 @@ def test_a_manifest_that_is_no_regular_file_is_refused_not_waited_on(tmp_path, f
     assert result.stderr.startswith(
         f"pickvariant: cannot read the Flox manifest {target}/.flox/env/manifest.toml: it is not a regular file"
     )
+
+
+def test_install_with_build_builds_one_torch_and_each_companion_on_it_and_installs_them_together(
+    tmp_path, fake_flox
+) -> None:
+    """--with torchaudio --build: one build directory holds the variant's recipe and torchaudio's, generated on it;
+    one `flox build` of both; the environment links one torch, the variant's, which torchaudio propagates."""
+    build, target = tmp_path / "build", tmp_path / "env"
+    args = ["install", *H100, "--with", "torchaudio", "--build", "--generate", "--build-dir", str(build)]
+    args += ["--dir", str(target), "--no-verify"]
+    dry = runner.invoke(app, [*args, "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    result = runner.invoke(app, [*args, "--yes"])
+    assert result.exit_code == 0, result.output
+    audio = "torchaudio" + TORCH_210.removeprefix("pytorch")
+    recorded = [call["argv"] for call in fake_flox()]
+    assert flox_argvs(planned(dry.stdout)) == recorded
+    assert recorded[2:] == [
+        ["build", "-d", str(build), TORCH_210, audio],  # one torch build and one per companion
+        ["init", "-d", str(target), "--no-auto-setup"],
+        ["install", "-d", str(target), str(build / f"result-{TORCH_210}"), str(build / f"result-{audio}"), "python313"],
+    ]
+    tracked = subprocess.run(["git", "ls-files"], cwd=build, capture_output=True, text=True).stdout.split()
+    assert {f".flox/pkgs/{TORCH_210}.nix", f".flox/pkgs/{audio}.nix"} <= set(tracked)
+    assert f"import ./{TORCH_210}.nix;" in (build / ".flox" / "pkgs" / f"{audio}.nix").read_text()
+    winners = json.loads((next((target / ".flox" / "run").iterdir()) / "stand-in-links.json").read_text())
+    linked_torch = {winners[path] for path in winners if path.endswith("/site-packages/torch/__init__.py")}
+    assert linked_torch == {(build / f"result-{TORCH_210}").resolve().name}  # one torch: the variant's
+    propagated = (build / f"result-{audio}").resolve() / "nix-support" / "propagated-build-inputs"
+    assert propagated.read_text().split() == [str((build / f"result-{TORCH_210}").resolve())]
+    assert f"Done: {TORCH_210}, {audio}" in result.stdout
+    record = json.loads((tmp_path / "cache/pickvariant/last-install.json").read_text())
+    assert record["companions"] == [{"project": "torchaudio", "package": audio}]
+
+
+def test_a_set_built_from_source_is_not_installed_from_an_organisation_without_build(tmp_path, fake_flox) -> None:
+    """Nothing published makes a torchaudio set on one PyTorch: with --org alone, install says it must be built."""
+    result = runner.invoke(
+        app, ["install", *H100, "--with", "torchaudio", "--org", "acme", "--dir", str(tmp_path / "e"), "--dry-run"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"pickvariant: the set {TORCH_210}, torchaudio") and "with --build" in result.stderr
+    assert fake_flox() == []

@@ -577,11 +577,16 @@ def test_plan_with_a_companion_covers_the_cluster_with_the_fewest_sets(tmp_path)
         "in a clone of https://github.com/barstoolbluz/build-torchvision: git checkout pytorch-2.9 && flox build torchvision-python313-cuda12_9-sm90-avx512"
         in text
     )
-    # A companion no node can have is each node's reason, as detect gives it.
-    none = run_plan(tmp_path, lines, "--with", "torchaudio")
-    assert not none["variants"] and all(
-        "no torchaudio recipe is built on the PyTorch" in node["why"] for node in none["nodes"]
+    # A companion nothing published pairs with is generated on each set's variant: one torch build and one build
+    # of it per set, with the commands that make its recipe.
+    audio = run_plan(tmp_path, lines, "--with", "torchaudio")
+    assert audio["variants"] and all(
+        [c["torch_relation"] for c in row["companions"]] == ["generated"] for row in audio["variants"]
     )
+    assert all(node["package"] for node in audio["nodes"])
+    text = runner.invoke(app, ["plan", str(tmp_path / "cluster.jsonl"), "--with", "torchaudio"]).stdout
+    first = audio["variants"][0]
+    assert f"pickvariant recipe {first['package']} --branch {first['branch']} --with torchaudio -o .flox/pkgs" in text
 
 
 def test_an_empty_input_says_it_holds_no_line_and_what_to_give(tmp_path) -> None:

@@ -127,23 +127,34 @@ def test_vllm_takes_the_branch_aligned_with_its_release(catalog) -> None:
     assert vllm.torch == decision.variant.torch == "2.9.1" and vllm.torch_pin == decision.variant.nixpkgs_rev
 
 
-def test_a_set_whose_companions_each_bring_their_own_torch_is_no_set_for_detect_install_or_plan(
+def test_a_set_whose_published_companions_each_bring_their_own_torch_is_built_from_source_by_one_rule(
     catalog, tmp_path
 ) -> None:
-    """torchvision and vLLM on an H100 are each built against a torch of their own: no environment holds them
-    with one PyTorch, so detect offers no such set, and install and plan agree with it (one rule, rules/sets.py)."""
+    """torchvision and vLLM on an H100 are each published with a torch of their own: no environment holds them with
+    one PyTorch, so the set is built from source, both generated on one variant (vLLM only on a torch that is its pin's
+    own, so 2.9.1), and detect, install and plan agree with it (one rule, rules/pairing.py)."""
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
     decision = decide(facts, catalog, with_("torchvision", "vllm"))
-    assert decision.variant is None and decision.companions == ()
-    assert decision.reasons[-1].startswith("no set gives one PyTorch here (the best, pytorch-python313-")
-    assert "each bring a torch of their own build" in decision.reasons[-1]
+    assert decision.variant.torch == "2.9.1" and decision.variant.gpu_arch == "sm90"
+    assert decision.set_shape.generated == tuple(c.package for c in decision.companions)
+    assert [c.torch_relation for c in decision.companions] == ["generated", "generated"]
+    (why,) = [reason for reason in decision.reasons if reason.startswith("no published torchvision, vllm")]
+    assert "each bring a torch of their own build" in why and "built from source" in why
     machine = ["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"]
     detected = runner.invoke(app, ["detect", "--format", "json", *machine, "--with", "torchvision,vllm"])
-    installed = runner.invoke(
+    assert detected.exit_code == 0 and json.loads(detected.stdout)["set"]["generated"] == list(
+        decision.set_shape.generated
+    )
+    published = runner.invoke(
         app, ["install", *machine, "--with", "torchvision,vllm", "--org", "acme", "--dry-run", "--dir", str(tmp_path)]
     )
-    assert (detected.exit_code, installed.exit_code) == (3, 3), installed.output
-    assert "each bring a torch of their own build" in installed.stderr
+    assert published.exit_code == 2 and "install it with --build" in published.stderr
+    built = runner.invoke(
+        app, ["install", *machine, "--with", "torchvision,vllm", "--build", "--dry-run", "--dir", str(tmp_path)]
+    )
+    assert built.exit_code == 0, built.output
+    build_line = next(line for line in built.stdout.splitlines() if "run: flox build" in line)
+    assert build_line.split()[-3:] == list(decision.set_shape.installed)
 
 
 def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None:

@@ -6,6 +6,7 @@ runs the plan and hands the facts install decided with to verify, which detects 
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from collections.abc import Callable
@@ -13,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from pickvariant import api
+from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.proc import FLOX_INSTALL_HELP
-from pickvariant._base.records import keyword_record
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import flow as installer
 from pickvariant.machine.facts import HostFacts
+from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
 from pickvariant.verify import judge as verifier
 
@@ -68,6 +71,11 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     """Decide and plan; BadInput or NoVariant where there is nothing to install."""
     if options.timeout_s is not None and not options.timeout_s > 0:
         raise BadInput(f"--timeout {options.timeout_s:g}: give a number of seconds above 0")
+    if request.with_projects and not request.build:
+        # Without an organisation to install from, or with --build, the set is built from source: the decision
+        # makes it of companions generated on the chosen variant (one torch, built once).
+        published = options.org is not None or settings.setting(os.environ, installer.ORG_ENV) is not None
+        request = replace(request, build=options.build or not published)
     choice = api.recommend_request(request, catalog=catalog)
     facts, decision = choice.facts, choice.decision
     from pickvariant.machine.cpu import host_platform
@@ -80,6 +88,11 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
             f"this machine {here[0]}/{here[1]}: install works on the machine it runs on; "
             "`pickvariant detect` and `recipe` serve other machines"
         )
+    shape = decision.set_shape
+    if shape is not None and shape.generated and options.package is None and not request.build:
+        # Nothing published makes the set: building it takes hours, so an install from an organisation asks first.
+        assert decision.variant is not None
+        raise BadInput(wording.install_needs_build(shape, decision.variant.package, request.with_projects))
     variant = _variant(request, options, catalog, facts, decision)
     plan = installer.plan_install(
         variant,

@@ -24,7 +24,7 @@ from pickvariant.install import envlock, existing, floxcontract, linked_torch, p
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.recipes.fetch import fetch_checked
-from pickvariant.recipes.render import recipe_path, render
+from pickvariant.recipes.render import recipe_path, render, render_companion
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import SetShape
 
@@ -74,6 +74,9 @@ class Plan:
     # The PyTorch release the environment must link once the commands ran (a set: a companion installed by name
     # may resolve to a build on another torch); checked before success is declared, the environment put back if not.
     torch_check: str | None = None
+    # A set built from source: each generated companion's recipe, written beside the variant's, and its result.
+    companion_recipes: tuple[tuple[Path, str], ...] = ()
+    companion_results: tuple[Path, ...] = ()
 
 
 def _check_directory(directory: Path, option: str) -> None:
@@ -152,6 +155,10 @@ def plan_install(
     # One PyTorch per environment: nothing that brings a torch goes beside another one already there.
     adding = set_shape.installed if companions and set_shape is not None else (variant.package,)
     existing.check_one_torch(target_dir, adding)
+    if companions and set_shape is not None and set_shape.generated:  # a set built from source (install --build)
+        return _build_plan(
+            variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, tuple(companions)
+        )
     if companions:
         org = published_set.require_published(org, build)
         check_org(org, given_as)
@@ -197,6 +204,25 @@ def plan_install(
             creates_environment=not floxcontract.has_environment(target_dir),
         )
 
+    return _build_plan(variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, ())
+
+
+def _build_plan(
+    variant: Variant,
+    catalog: Catalog,
+    target_dir: Path,
+    build_dir: Path | None,
+    force: bool,
+    env: Mapping[str, str],
+    generate: bool,
+    repo: str | None,
+    dry_run: bool,
+    companions: tuple[Companion, ...],
+) -> Plan:
+    """Build the variant from its recipe (and each generated companion from its own, beside it: one torch) in one
+    build directory, then install the results with a matching Python."""
+    cwd = target_dir if target_dir.is_dir() else Path.cwd()
+    python = floxcontract.python_package(variant.python)
     directory = build_dir or cache_dir(env) / "build" / variant.package
     _check_directory(directory, "--build-dir")
     notes: list[str] = []
@@ -224,10 +250,15 @@ def plan_install(
             ]
             notes += list(fetched.notes)
     recipe = recipe_path(directory / ".flox" / "pkgs", variant)
+    extra = tuple((recipe_path(recipe.parent, c), render_companion(c, variant, catalog)) for c in companions)
     if recipe.parent.exists() and text is not None:
         # Refused before anything runs: a recipe of the user's, or a .flox/pkgs that leads elsewhere.
-        check_writable(recipe, text, force, root=directory)
-    result = directory / floxcontract.contract()["files"]["result_link"].format(name=variant.package)
+        for path, content in ((recipe, text), *extra):
+            check_writable(path, content, force, root=directory)
+    result_link = floxcontract.contract()["files"]["result_link"]
+    result = directory / result_link.format(name=variant.package)
+    companion_results = tuple(directory / result_link.format(name=c.package) for c in companions)
+    names = [variant.package, *(c.package for c in companions)]
     commands = [_login_check(cwd)]
     if not (directory / ".git").exists():
         commands.append(
@@ -246,29 +277,31 @@ def plan_install(
     recipe_after = len(commands)
     commands.append(
         Command(
-            ("git", "add", "--", str(recipe.relative_to(directory))),
+            ("git", "add", "--", *(str(path.relative_to(directory)) for path in (recipe, *(p for p, _ in extra)))),
             directory,
-            "track the recipe in git (staged is enough for flox build)",
+            "track the recipes in git (staged is enough for flox build)"
+            if extra
+            else "track the recipe in git (staged is enough for flox build)",
         )
     )
-    commands.append(
-        Command(("flox", "build", "-d", str(directory), variant.package), directory, f"build {variant.package}")
-    )
+    commands.append(Command(("flox", "build", "-d", str(directory), *names), directory, f"build {', '.join(names)}"))
     creates = not floxcontract.has_environment(target_dir) and target_dir != directory
+    results = [str(result), *(str(r) for r in companion_results)]
+    what = "the build results" if extra else "the build result"
     if target_dir == directory:
         commands.append(
             Command(
-                ("flox", "install", "-d", str(target_dir), str(result), python),
+                ("flox", "install", "-d", str(target_dir), *results, python),
                 cwd,
-                f"install the build result and Python {variant.python}",
+                f"install {what} and Python {variant.python}",
             )
         )
     else:
         install, more = _environment_commands(
             target_dir,
             cwd,
-            [str(result), python],
-            f"install the build result and Python {variant.python} into {target_dir}",
+            [*results, python],
+            f"install {what} and Python {variant.python} into {target_dir}",
         )
         commands += install
         notes += more
@@ -287,20 +320,28 @@ def plan_install(
         "the revision pushed and a clean tree); publish from a clone of the build repository or your fork: "
         f"`{' && '.join(shlex.join(step) for step in steps)}`, then install elsewhere with --org ORG"
     )
+    if companions:
+        notes += [
+            f"{c.package}: generated on {variant.package}'s recipe, beside it in {recipe.parent} (one torch, built once)"
+            for c in companions
+        ]
     return Plan(
-        variant,
-        "build",
-        target_dir,
-        tuple(commands),
-        recipe,
-        text,
-        recipe_after,
-        (warning,),
-        result,
-        tuple(notes),
-        source,
-        directory,
-        creates,
+        variant=variant,
+        method="build",
+        directory=target_dir,
+        commands=tuple(commands),
+        recipe_file=recipe,
+        recipe_text=text,
+        recipe_after=recipe_after,
+        warnings=(warning,),
+        result=result,
+        notes=tuple(notes),
+        recipe_source=source,
+        build_dir=directory,
+        creates_environment=creates,
+        companions=companions,
+        companion_recipes=extra,
+        companion_results=companion_results,
     )
 
 
@@ -309,6 +350,7 @@ def steps(plan: Plan) -> Iterator[Command | Path]:
     for index, command in enumerate(plan.commands):
         if plan.recipe_file and index == plan.recipe_after:
             yield plan.recipe_file
+            yield from (path for path, _ in plan.companion_recipes)
         yield command
 
 
@@ -361,8 +403,9 @@ def _execute(
                 ) from error
             incomplete = _run(plan.commands[: plan.recipe_after], log, on_line, timeout_s)
             # flox init may have made .flox/pkgs: it must still be inside the build directory.
-            if check_writable(plan.recipe_file, plan.recipe_text, force, root=plan.build_dir):
-                write_atomic(plan.recipe_file, plan.recipe_text)
+            for path, content in ((plan.recipe_file, plan.recipe_text), *plan.companion_recipes):
+                if check_writable(path, content, force, root=plan.build_dir):
+                    write_atomic(path, content)
             incomplete += _run(plan.commands[plan.recipe_after :], log, on_line, timeout_s)
         else:
             incomplete = _run(plan.commands, log, on_line, timeout_s)
@@ -377,8 +420,9 @@ def _execute(
         if created_here:
             _remove_created_environment(plan.directory, existed)
         raise
-    if plan.result is not None and not plan.result.exists():
-        raise OperationFailed(f"flox build succeeded but {plan.result} is missing; log: {log}")
+    for result in (plan.result, *plan.companion_results):
+        if result is not None and not result.exists():
+            raise OperationFailed(f"flox build succeeded but {result} is missing; log: {log}")
     return list(dict.fromkeys(incomplete))
 
 

@@ -87,6 +87,16 @@ def companions_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) 
     return tuple(chosen) if isinstance(shape(variant, chosen), SetShape) else None
 
 
+def set_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) -> tuple[Companion, ...] | None:
+    """The companions `variant` would have in a set: published on its PyTorch where they make one (companions_for),
+    else generated on its own recipe; None where neither can be (what plan asks of each candidate)."""
+    published = companions_for(catalog, variant, projects)
+    if published is not None:
+        return published
+    found = generated_set(catalog, variant, projects)
+    return None if isinstance(found, SetRefusal) else found
+
+
 def pick_set(
     catalog: Catalog,
     candidates: Sequence[Variant],
@@ -112,7 +122,10 @@ def pick_set(
     built = _built_set(catalog, candidates, projects)
     if built.variant is None:
         return published
-    said = wording.built_for_want_of_published(projects)
+    refused = published.passed_over
+    best = next(((v, r) for v, r in refused if r.cause == "two_torches"), refused[0] if refused else None)
+    cause = f"the best, {best[0].label}: {wording.set_refusal(best[1])}" if best else ""
+    said = wording.built_for_want_of_published(projects, cause)
     return replace(built, reasons=(said, *built.reasons), rejected=published.rejected)
 
 

@@ -55,8 +55,12 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
         candidates = decision.candidates
         if options.with_projects:
             # A node can be given only a variant whose PyTorch every companion asked for is built on.
-            candidates = tuple(
+            # Sets as published where any is; else built from source, as the decision makes them (pairing.pick_set).
+            published = tuple(
                 v for v in candidates if pairing.companions_for(catalog, v, options.with_projects) is not None
+            )
+            candidates = published or tuple(
+                v for v in candidates if pairing.set_for(catalog, v, options.with_projects) is not None
             )
         why = None
         if not candidates:
@@ -264,10 +268,7 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
         )
     )
     companions = (
-        {
-            (v.branch, v.package): pairing.companions_for(catalog, v, options.with_projects) or ()
-            for v, _, _ in chosen_variants
-        }
+        {(v.branch, v.package): pairing.set_for(catalog, v, options.with_projects) or () for v, _, _ in chosen_variants}
         if options.with_projects
         else {}
     )
@@ -292,7 +293,8 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
 
 def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, str]]:
     """What to build and publish for one chosen variant, (repository or None for the build repository, branch,
-    package): exactly the packages its set installs (sets.shape), or the variant alone without --with."""
+    package): exactly the packages its set installs (sets.shape), or the variant alone without --with. A generated
+    companion's repository is catalog.generated.GENERATED_BY: its recipe is made by `pickvariant recipe --with`."""
     key = (variant.branch, variant.package)
     found = plan.shapes.get(key)
     if found is None:
@@ -300,7 +302,7 @@ def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, s
     by_name = {c.package: c for c in plan.companions.get(key, ())}
     return [
         (None, variant.branch, name)
-        if name == variant.package or builds_on(by_name[name], variant)
+        if name == variant.package or (builds_on(by_name[name], variant) and name not in found.generated)
         else (by_name[name].repo, by_name[name].branch, name)
         for name in found.installed
     ]

@@ -14,7 +14,7 @@ from pickvariant.rules.decision import Kind, Rejection
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pickvariant.catalog.model import Variant
-    from pickvariant.rules.decision import SetRefusal
+    from pickvariant.rules.decision import SetRefusal, SetShape
 
 _SUBJECTS = {
     "branch": "branch {}",
@@ -216,10 +216,19 @@ def set_on_one_torch(projects: Sequence[str], torch: str, axes: Sequence[str]) -
     return f"with {', '.join(projects)}: every piece is on PyTorch {torch} ({', '.join(axes)})"
 
 
-def built_for_want_of_published(projects: Sequence[str]) -> str:
+def built_for_want_of_published(projects: Sequence[str], cause: str) -> str:
     return (
-        f"no published {', '.join(projects)} makes a set on one PyTorch here, so the set is built from source: "
-        "each companion from a recipe pickvariant generates on the variant's own (one torch, built once)"
+        f"no published {', '.join(projects)} makes a set on one PyTorch here{f' ({cause})' if cause else ''}, so the "
+        "set is built from source: each companion from a recipe pickvariant generates on the variant's own (one torch, "
+        "built once)"
+    )
+
+
+def install_needs_build(shape: SetShape, variant: str, projects: Sequence[str]) -> str:
+    return (
+        f"the set {', '.join(shape.installed)} is built from source ({', '.join(shape.generated)} generated on "
+        f"{variant}'s recipe): nothing published makes it on one PyTorch here (`pickvariant detect --with "
+        f"{','.join(projects)}` says why); install it with --build"
     )
 
 
