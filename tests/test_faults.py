@@ -267,12 +267,14 @@ SAPPHIRE_H100 = [
 @row("with-unknown-torch")
 def _(ctx: Ctx) -> int:
     result, data = ctx.detect(*SAPPHIRE_H100, "--with", "torchaudio")
-    assert data["recommendation"] is None and "companions" not in data
+    assert data["recommendation"]["package"] == "pytorch-python313-cuda13_1-sm90-avx512"
+    assert data["set"]["generated"] == ["torchaudio-python313-cuda13_1-sm90-avx512"]
+    assert [c["torch_relation"] for c in data["companions"]] == ["generated"]
     unknown = [r for r in data["rejected"] if r["choice"].startswith("torchaudio-") and "unknown torch" in r["why"]]
     assert unknown and all(
         "a recipe that pins nixpkgs (or imports the pytorch recipe) would settle it" in r["why"] for r in unknown
     )
-    assert "without --with, PyTorch alone is pytorch-python313-cuda13_1-sm90-avx512" in result.stderr
+    assert any("20-40 minutes" in reason for reason in data["reasons"])
     return result.exit_code
 
 
@@ -281,9 +283,13 @@ def _(ctx: Ctx) -> int:
     result = ctx.cli(
         "install", *SAPPHIRE_H100, "--with", "torchvision,vllm", "--org", "acme", "--dir", str(ctx.tmp / "env"), "--yes"
     )
-    assert (
+    assert "nothing published makes it on one PyTorch here" in result.stderr
+    assert result.stderr.endswith("install it with --build\n") and result.stderr.count("\n") == 1
+    told = ctx.detect(*SAPPHIRE_H100, "--with", "torchvision,vllm")[1]
+    assert any(
         "torchvision-python313-cuda12_9-sm90-avx512, vllm-python313-cuda12_9-sm90-avx512 each bring a torch of their own build"
-        in result.stderr
+        in reason
+        for reason in told["reasons"]
     )
     assert ctx.flox_calls() == [] and not (ctx.tmp / "env").exists()
     return result.exit_code

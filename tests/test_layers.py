@@ -66,6 +66,7 @@ def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
 
 def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
     """A wheel holds the package directory and nothing beside it: an installed copy must find the same files a checkout does."""
+    from pickvariant.catalog import generated
     from pickvariant.catalog.load import DATA_DIR, default_catalog_path, hardware_facts_path
     from pickvariant.install.floxcontract import CONTRACT
     from pickvariant.recipes.render import TEMPLATES_DIR
@@ -76,11 +77,12 @@ def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
         default_catalog_path({}),
         hardware_facts_path(),
         DATA_DIR / "catalog.schema.json",
+        generated.DATA,
         CONTRACT,
         PROBE,
         *TEMPLATES_DIR.glob("*.nix"),
     ]
-    assert len(files) == 8
+    assert len(files) == 10  # with the four templates: cpu, cuda12, cuda13, companion
     for path in files:
         assert path.resolve().is_relative_to(package) and path.is_file(), path
     assert "force-include" not in (REPO / "pyproject.toml").read_text()

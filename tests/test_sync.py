@@ -336,3 +336,57 @@ def test_a_companion_is_classified_as_strictly_as_a_pytorch_recipe(build_repo, t
     assert "vllm-python313-cuda12_9-sm90-avx2.nix: the name says avx2, its cpuISA takes the avx512bf16 entry" in err
     assert "vllm-python313-cuda12_9-sm90-avx512.nix: neither a literal cpuFlags nor a cpuISA written" in err
     assert "torchvision-python313-cuda13_1-sm90-avx2.nix: its cpuFlags are not one literal list" in err
+
+
+def test_newer_names_are_read_as_what_they_mean_or_left_out_with_a_reason(build_repo, tmp_path) -> None:
+    """build-torchaudio's `-nomagma` recipes are read (built without MAGMA; the build with MAGMA is preferred where
+    both fit), its `cpu-darwin` (an Intel Mac build) and a fat `all` build are left out with their reasons, and no
+    name fails the sync."""
+    from buildrepo import PIN_NEW, commit_branch, companion_recipe, make_companion_repo, recipe
+
+    audio = make_companion_repo(
+        tmp_path / "build-torchaudio",
+        {
+            "main": {
+                "torchaudio-python313-cuda13_1-sm90-avx512-nomagma.nix": companion_recipe(
+                    "torchaudio", "313", "avx512", "sm90", "13_1", PIN_NEW, torch_version="2.10.0"
+                ),
+                "torchaudio-python313-cpu-darwin.nix": companion_recipe("torchaudio", "313", "avx2"),
+            },
+        },
+    )
+    # The build with MAGMA in a repository whose address sorts after: only the preference for it can choose it.
+    with_magma = make_companion_repo(
+        tmp_path / "zz-torchaudio",
+        {
+            "main": {
+                "torchaudio-python313-cuda13_1-sm90-avx512.nix": companion_recipe(
+                    "torchaudio", "313", "avx512", "sm90", "13_1", PIN_NEW, torch_version="2.10.0"
+                ),
+            },
+        },
+    )
+    commit_branch(
+        build_repo, "fat", {"pytorch-python313-cuda12_8-all-avx2.nix": recipe("313", "avx2", PIN_NEW, "sm90", "12_8")}
+    )
+    out = tmp_path / "catalog.json"
+    result = runner.invoke(app, ["catalog", "sync", str(build_repo), str(audio), str(with_magma), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {c["package"]: c for c in json.loads((tmp_path / "catalog.companions.json").read_text())["companions"]}
+    nomagma = rows["torchaudio-python313-cuda13_1-sm90-avx512-nomagma"]
+    assert (nomagma["build_options"], nomagma["gpu_arch"], nomagma["cpu_isa"], nomagma["torch"]) == (
+        ["nomagma"],
+        "sm90",
+        "avx512",
+        "2.10.0",
+    )
+    assert "build_options" not in rows["torchaudio-python313-cuda13_1-sm90-avx512"]
+    assert "torchaudio-python313-cpu-darwin.nix: an Intel Mac build (x86_64-darwin" in result.stderr
+    assert "pytorch-python313-cuda12_8-all-avx2.nix: a build for every SM its recipe lists ('all')" in result.stderr
+    from pickvariant.catalog.load import load_catalog
+    from pickvariant.rules.pairing import companions_for
+
+    catalog = load_catalog(out)
+    variant = next(v for v in catalog.variants if v.package == "pytorch-python313-cuda13_1-sm90-avx512")
+    (chosen,) = companions_for(catalog, variant, ["torchaudio"]) or ()
+    assert chosen.package == "torchaudio-python313-cuda13_1-sm90-avx512"  # with MAGMA, where both fit

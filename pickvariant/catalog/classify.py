@@ -27,6 +27,22 @@ _PYTHON_SET = re.compile(r"(python3\d*)Packages")  # a name in the code, read wh
 RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
+_FAT = re.compile(r"^pytorch-python3\d{1,2}-cuda\d+_\d+-all-")
+_OPTION = re.compile(r"-(nomagma)$")
+
+
+def _unread_name(package: str) -> str:
+    """Why a recipe's name is left out: a fat build, a build option, or a name of no known shape."""
+    if _FAT.match(package):
+        return (
+            "a build for every SM its recipe lists ('all'): pickvariant decides per GPU architecture, so it is left out"
+        )
+    option = _OPTION.search(package)
+    if option and _NAME.match(package[: option.start()]):
+        return f"a build option ({option[1]}): PyTorch variants are read without options, so it is left out"
+    return "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)"
+
+
 class RecipeClassifier:
     """Reads one recipe's facts against the hardware facts (a synced catalog's, or hardware.json's for sync)."""
 
@@ -46,11 +62,7 @@ class RecipeClassifier:
         notes: list[str] = []
         name = _NAME.match(package)
         if name is None:
-            return (
-                None,
-                "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)",
-                notes,
-            )
+            return None, _unread_name(package), notes
         try:
             recipe = parse(text)
         except NotNix as error:

@@ -24,10 +24,13 @@ PROJECTS = COMPANION_PROJECTS
 
 _NAME = re.compile(
     r"^(?P<project>torchvision|torchaudio|vllm)-python(?P<py>3\d{1,2})-(?:"
-    r"cpu-(?P<cpu_isa>[a-z0-9_.]+)"
-    r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+)(?:-(?P<isa>[a-z0-9_.]+))?"
-    r"|darwin-(?P<mps>mps))$"
+    r"cpu-(?P<cpu_isa>[a-z0-9_.]+?)"
+    r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+|all)(?:-(?P<isa>[a-z0-9_.]+?))?"
+    r"|darwin-(?P<mps>mps))(?:-(?P<option>nomagma))?$"
 )
+# A build option a name may end with (build-torchaudio: `-nomagma`, built without MAGMA). Where a build with and one
+# without fit alike, the one with MAGMA is preferred (rules/pairing.py).
+BUILD_OPTIONS = ("nomagma",)
 _IMPORTED_PYTORCH = re.compile(r"^\./(pytorch-[A-Za-z0-9_.-]+)\.nix$")
 _PROJECT_VERSION = re.compile(r"\b(?:vLLM|vllm|TorchVision|torchvision|TorchAudio|torchaudio)[ -]v?(\d+\.\d+\.\d+)\b")
 # How the recipes spell a GPU target: "9.0", "sm_90" (torchaudio), "90" (CMake's integer).
@@ -82,6 +85,18 @@ class CompanionClassifier:
             )
         if name["cuda"] and not name["isa"]:
             return None, "its name has no CPU instruction set part, so which CPUs it runs on is not certain", notes
+        if name["sm"] == "all":
+            return (
+                None,
+                "a build for every SM its recipe lists ('all'): pickvariant decides per GPU architecture, so it is left out",
+                notes,
+            )
+        if name["cpu_isa"] == "darwin":
+            return (
+                None,
+                "an Intel Mac build (x86_64-darwin, Apple Accelerate): the catalog builds no PyTorch for Intel Macs",
+                notes,
+            )
         try:
             recipe = parse(text)
         except NotNix as error:
@@ -107,6 +122,8 @@ class CompanionClassifier:
             "torch_relation": relation,
             "torch_of": torch_of,
         }
+        if name["option"]:
+            row["build_options"] = [name["option"]]
         if name["mps"]:
             row.update(gpu_arch=MPS, platform=self._system("darwin", "aarch64"))
             return self._checked(row, pytorch_rows, notes)

@@ -243,11 +243,14 @@ class Companion:
     torch_pin: str | None
     torch_relation: str
     torch_of: str | None
+    # Build options its name ends with ("nomagma": built without MAGMA); none for most.
+    build_options: tuple[str, ...] = ()
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Companion:
         companion = object.__new__(cls)
         companion.__dict__.update(row)
+        companion.__dict__["build_options"] = tuple(row.get("build_options", ()))
         return companion
 
     def identity(self) -> dict[str, Any]:
@@ -266,6 +269,7 @@ class Companion:
             "torch_pin": self.torch_pin,
             "torch_relation": self.torch_relation,
             "torch_of": self.torch_of,
+            "build_options": list(self.build_options),
         }
 
     @property

@@ -49,12 +49,12 @@ def run(options: VerifyOptions, catalog: Catalog) -> Verified:
     if options.org is None:
         python = [options.python] if options.python else default_python()
         return Verified(result=verifier.verify(python, catalog, variant, options.quick, companions=companions))
-    from pickvariant.install import flow as installer
+    from pickvariant.install.throwaway import published_interpreter
 
     if variant is None:
         raise BadInput("--org probes a published variant: name it with --package")
     if options.python is not None:
         raise BadInput("--org probes the published --package in a throwaway environment; it takes no --python")
-    with installer.published_interpreter(variant, catalog, options.org) as throwaway:
-        result = verifier.verify(throwaway.python, catalog, variant, options.quick, companions=companions)
-    return Verified(result=result, notes=tuple(throwaway.notes))
+    with published_interpreter(variant, catalog, options.org) as probe:
+        result = verifier.verify(probe.python, catalog, variant, options.quick, companions=companions)
+    return Verified(result=result, notes=tuple(probe.notes))

@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from pickvariant import __version__
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
-from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, capture, run, tail
+from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, run, tail
 from pickvariant._base.records import record, replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
 from pickvariant.install import envlock, existing, floxcontract, linked_torch, published_set
@@ -411,7 +410,7 @@ def _execute(
             incomplete = _run(plan.commands, log, on_line, timeout_s)
             if plan.torch_check is not None:
                 try:
-                    _check_linked_torch(plan, plan.torch_check, on_line)
+                    linked_torch.check(interpreter_for(plan), plan.torch_check, plan.companions, on_line)
                 except BaseException:
                     if saved is not None:
                         linked_torch.restore(saved)
@@ -424,20 +423,6 @@ def _execute(
         if result is not None and not result.exists():
             raise OperationFailed(f"flox build succeeded but {result} is missing; log: {log}")
     return list(dict.fromkeys(incomplete))
-
-
-def _check_linked_torch(plan: Plan, expected: str, on_line: Callable[[str], None]) -> None:
-    on_line(f"» check that the environment's Python finds PyTorch {expected}")
-    found = linked_torch.linked_torch(interpreter_for(plan))
-    if not linked_torch.wrong_torch(found, expected):
-        return
-    unpinned = [c.package for c in plan.companions if not c.version]
-    named = f"{', '.join(unpinned)} (installed by name: no version of it is known)" if unpinned else "the set"
-    raise OperationFailed(
-        f"the environment's Python finds torch {found}, not PyTorch {expected}: Flox resolved {named} to a build on "
-        f"another PyTorch; the environment was put back as it was\nwhat to do: have the organisation publish it from "
-        f"the branch with PyTorch {expected}, or install with --torch naming the PyTorch it was published on"
-    )
 
 
 def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
@@ -505,38 +490,3 @@ def interpreter_for(plan: Plan) -> list[str]:
     A build result holds only lib/pythonX.Y/site-packages; Flox puts it on PYTHONPATH when the
     environment provides bin/python3 (which is why the plan installs python3NN beside torch)."""
     return ["flox", "activate", "-d", str(plan.directory), "--", "python3"]
-
-
-@record
-class ThrowawayProbe:
-    """How `verify --package --org` reached the published variant: the interpreter command and what to say."""
-
-    python: list[str]
-    notes: tuple[str, ...]
-
-
-@contextlib.contextmanager
-def published_interpreter(
-    variant: Variant, catalog: Catalog, org: str, env: Mapping[str, str] | None = None
-) -> Iterator[ThrowawayProbe]:
-    """A Python with the published `org/variant` for the duration of the block, without touching the user's environments.
-
-    `flox run -p` would need no environment, but it takes no @VERSION and finds commands only inside
-    the package (a PyTorch build has no python3): floxcontract.run_can_probe says whether the installed
-    Flox can; until one can, the variant goes into a throwaway environment that is deleted afterwards."""
-    check_org(org)
-    notes = []
-    version = floxcontract.parse_flox_version(capture(["flox", "--version"], 30, 4096, "flox --version").stdout)
-    support = floxcontract.run_can_probe(version)
-    if not support.usable:
-        notes.append(f"flox run cannot probe it ({'; '.join(support.why_not)}): using a throwaway environment")
-    parent = cache_dir(env) / "verify"
-    parent.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix=f"{variant.package}-", dir=parent))
-    try:
-        plan = plan_install(variant, catalog, org, False, directory, None, False, env)
-        log = start_log(plan, env)
-        execute(plan, False, log, lambda line: None, None)
-        yield ThrowawayProbe(interpreter_for(plan), tuple(notes))
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)

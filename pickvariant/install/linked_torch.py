@@ -9,6 +9,7 @@ back as they were: nothing the user had is changed by an install that did not gi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import OperationFailed
@@ -16,6 +17,7 @@ from pickvariant._base.files import write_atomic
 from pickvariant._base.proc import capture
 from pickvariant._base.records import record
 from pickvariant._base.text import visible
+from pickvariant.catalog.model import Companion
 from pickvariant.install import floxcontract
 
 # Reads the distribution's metadata only: no torch import, so no CUDA initialisation and no kernels loaded.
@@ -92,3 +94,18 @@ def linked_torch(python: list[str]) -> str:
 
 def wrong_torch(found: str, expected: str) -> bool:
     return found == "none" or release(found) != release(expected)
+
+
+def check(python: list[str], expected: str, companions: Sequence[Companion], on_line: Callable[[str], None]) -> None:
+    """Raise OperationFailed unless the environment's Python finds PyTorch `expected` (the caller puts it back)."""
+    on_line(f"» check that the environment's Python finds PyTorch {expected}")
+    found = linked_torch(python)
+    if not wrong_torch(found, expected):
+        return
+    unpinned = [c.package for c in companions if not c.version]
+    named = f"{', '.join(unpinned)} (installed by name: no version of it is known)" if unpinned else "the set"
+    raise OperationFailed(
+        f"the environment's Python finds torch {found}, not PyTorch {expected}: Flox resolved {named} to a build on "
+        f"another PyTorch; the environment was put back as it was\nwhat to do: have the organisation publish it from "
+        f"the branch with PyTorch {expected}, or install with --torch naming the PyTorch it was published on"
+    )

@@ -45,11 +45,12 @@ class SetPick:
     passed_over: tuple[tuple[Variant, SetRefusal], ...] = ()
 
 
-def _rank(companion: Companion, variant: Variant) -> tuple[int, str, str, str]:
-    # The variant's own derivation first, then a separate build from the same nixpkgs pin, then any other.
+def _rank(companion: Companion, variant: Variant) -> tuple[int, int, str, str, str]:
+    # The variant's own derivation first, then a separate build from the same nixpkgs pin, then any other; of
+    # those, a build without options (with MAGMA) before one built without a part (-nomagma).
     same_pin = companion.torch_pin == variant.nixpkgs_rev
     kind = 0 if builds_on(companion, variant) else 1 if same_pin else 2
-    return (kind, companion.repo, companion.branch, companion.package)
+    return (kind, len(companion.build_options), companion.repo, companion.branch, companion.package)
 
 
 def _index(
