@@ -292,6 +292,7 @@ def install(
     no_verify: opt.InstallNoVerify = False,
     force: opt.InstallForce = False,
     timeout: opt.InstallTimeout = None,
+    token_file: opt.InstallTokenFile = None,
     format: opt.InstallFormatOpt = opt.InstallFormat.text,
     **values: Any,
 ) -> None:
@@ -310,6 +311,7 @@ def install(
         no_verify=no_verify,
         force=force,
         timeout_s=timeout,
+        token_file=token_file,
         dry_run=dry_run,
     )
     if format is opt.InstallFormat.json and not dry_run:

@@ -164,6 +164,15 @@ InstallDirectory = Annotated[
         "--dir", metavar="DIR", help="The Flox environment to install into, published or built (created if missing)."
     ),
 ]
+InstallTokenFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        metavar="PATH",
+        help="Log in to FloxHub first without a prompt (`flox auth login --token-file PATH`, Flox 1.14.0+): for "
+        "clusters and CI. pickvariant passes the path on and never reads the token.",
+    ),
+]
 InstallBuild = Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")]
 InstallBuildDir = Annotated[
     Path | None,

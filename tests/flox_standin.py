@@ -124,6 +124,25 @@ def identity() -> tuple[str | None, str | None]:
     return json.loads(stored.read_text())["handle"], None
 
 
+def login_with_token_file(path: Path) -> int:
+    """`flox auth login --token-file PATH` (auth.rs login_with_token_file): read, validate, store; no prompt. A token
+    here is `flox_pat_HANDLE`; one listed in FAKE_FLOX_STATE/revoked.json is refused as expired."""
+    try:
+        secret = path.read_text().strip()
+    except OSError:
+        raise Refused(say("token_file_unreadable", path=str(path))) from None
+    if not secret.startswith("flox_pat_") or not secret.removeprefix("flox_pat_"):
+        raise Refused(say("token_file_invalid"))
+    if os.environ.get("FAKE_FLOX_OFFLINE") == "1":
+        raise Refused(say("token_file_unverified"))
+    revoked = json.loads((STATE / "revoked.json").read_text()) if (STATE / "revoked.json").exists() else []
+    if secret in revoked:
+        raise Refused(say("token_file_expired"))
+    (STATE / "auth.json").write_text(json.dumps({"handle": secret.removeprefix("flox_pat_")}))
+    note(say("logged_in", handle=secret.removeprefix("flox_pat_"), url=HUB))
+    return 0
+
+
 def require_login(command: str) -> None:
     if command in CONTRACT["login"]["required_by"] and identity()[0] is None:
         raise Refused(say("auth_required"))
@@ -463,6 +482,10 @@ def git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def cmd_build(parsed: dict) -> int:
     directory = environment_dir(parsed)
     open_environment(directory)
+    _, manifest = read_manifest(directory)
+    systems = manifest.get("options", {}).get("systems", FILES["default_systems"])
+    if SYSTEM not in systems:  # buildenv.rs check_lockfile_has_current_system (the lock follows options.systems)
+        raise Refused(say("lockfile_missing_system", system=SYSTEM, locked=", ".join(systems)))
     targets = parsed["positionals"]
     if targets[:1] == ["update-catalogs"]:
         raise Refused(say("update_catalogs_retired"))
@@ -604,8 +627,10 @@ def cmd_run(parsed: dict) -> int:
 
 
 def cmd_auth(parsed: dict) -> int:
+    if parsed["positionals"] == ["login"] and "path" in parsed["options"]:
+        return login_with_token_file(Path(parsed["options"]["path"]))
     if parsed["positionals"] != ["status"]:
-        raise Refused("the stand-in implements only `flox auth status`")
+        raise Refused("the stand-in implements only `flox auth status` and `flox auth login --token-file PATH`")
     handle, problem = identity()
     if handle is None:
         # FAKE_FLOX_REWORDED: another Flox release that words the same refusal its own way (exit 1 all the same).

@@ -647,3 +647,61 @@ def test_a_set_built_from_source_is_not_installed_from_an_organisation_without_b
     assert result.exit_code == 2
     assert result.stderr.startswith(f"pickvariant: the set {TORCH_210}, torchaudio") and "with --build" in result.stderr
     assert fake_flox() == []
+
+
+def test_a_token_file_logs_in_without_a_prompt_and_the_token_is_never_shown(tmp_path, fake_flox) -> None:
+    """--token-file PATH: the first step is `flox auth login --token-file PATH` (Flox 1.14.0+, no browser, no prompt),
+    then the install as usual; the token itself is in no output, log or record."""
+    fake_flox.logout()
+    token = tmp_path / "floxhub-token"
+    token.write_text("flox_pat_tester\n")
+    target = tmp_path / "env"
+    args = ["install", *HASWELL, "--org", "acme", "--dir", str(target), "--no-verify", "--token-file", str(token)]
+    result = runner.invoke(app, [*args, "--yes"])
+    assert result.exit_code == 0, result.output
+    recorded = [call["argv"] for call in fake_flox()]
+    assert recorded[0] == ["auth", "login", "--token-file", str(token)] and recorded[-1][0] == "install"
+    written = [result.stdout, result.stderr]
+    written += [path.read_text() for path in (tmp_path / "cache" / "pickvariant").rglob("*") if path.is_file()]
+    assert not any("flox_pat_tester" in text for text in written)
+    # A revoked token: Flox's refusal, and what to do about it.
+    (fake_flox.state / "revoked.json").write_text(json.dumps(["flox_pat_tester"]))
+    fake_flox.logout()
+    again = runner.invoke(
+        app, [*args[:-5], "--dir", str(tmp_path / "other"), "--no-verify", "--token-file", str(token), "--yes"]
+    )
+    assert again.exit_code == 1 and "The provided token is expired." in again.stderr
+    assert "write a fresh one" in again.stderr and not (tmp_path / "other" / ".flox").exists()
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "stdin"])
+def test_a_token_file_that_is_no_file_is_refused_before_anything_runs(tmp_path, fake_flox, kind) -> None:
+    path = tmp_path / "token"
+    if kind == "fifo":
+        os.mkfifo(path)  # flox would wait on it forever
+    given = "-" if kind == "stdin" else str(path)
+    result = runner.invoke(
+        app, ["install", *HASWELL, "--org", "acme", "--dir", str(tmp_path / "e"), "--dry-run", "--token-file", given]
+    )
+    assert result.exit_code == 2 and result.stderr.startswith(f"pickvariant: --token-file {given}: ")
+    assert result.stderr.count("\n") == 1 and fake_flox() == []
+
+
+def test_a_build_directory_not_written_out_for_this_system_is_refused_as_flox_build_would(tmp_path, fake_flox) -> None:
+    """A build environment whose options.systems lack this machine's: flox build refuses it (buildenv.rs
+    LockfileMissingCurrentSystem), so install says so, and how to mend it, before anything runs."""
+    build = tmp_path / "build"
+    subprocess.run(["flox", "init", "-d", str(build)], check=True, capture_output=True)
+    manifest_file = build / ".flox" / "env" / "manifest.toml"
+    text = manifest_file.read_text()
+    other = "aarch64-darwin"
+    manifest_file.write_text(re.sub(r"systems = \[[^\]]*\]", f'systems = ["{other}"]', text))
+    direct = subprocess.run(["flox", "build", "-d", str(build)], capture_output=True, text=True, check=False)
+    assert direct.returncode == 1 and "This environment is not locked for your system" in direct.stderr
+    calls = len(fake_flox())
+    result = runner.invoke(
+        app, ["install", *HASWELL, "--generate", "--build-dir", str(build), "--dir", str(tmp_path / "e"), "--dry-run"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"pickvariant: --build-dir {build}: its Flox environment is for {other}, not ")
+    assert "options.systems" in result.stderr and len(fake_flox()) == calls

@@ -42,6 +42,7 @@ class InstallOptions:
     force: bool = False
     timeout_s: float | None = None
     dry_run: bool = False
+    token_file: Path | None = None  # log in with `flox auth login --token-file` first (a cluster, CI)
 
 
 @keyword_record
@@ -107,6 +108,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
         companions=decision.companions if options.package is None else (),
         set_shape=decision.set_shape if options.package is None else None,
         dry_run=options.dry_run,
+        token_file=options.token_file,
     )
     python = tuple(installer.interpreter_for(plan))
     projects = tuple(companion.project for companion in plan.companions)

@@ -27,17 +27,32 @@ _BRINGS_TORCH = re.compile(
 )
 
 
-def installed(target: Path) -> Mapping[str, Mapping[str, Any]]:
-    """The manifest's `[install]` table by install id; empty where there is no environment (or flox will refuse it)."""
+def _manifest(target: Path) -> Mapping[str, Any]:
+    """The environment's manifest as TOML; empty where there is none (or flox will refuse it with its own message)."""
     manifest = target / floxcontract.contract()["files"]["manifest"]
     if not manifest.exists() and not manifest.is_symlink():
         return {}
     raw = read_regular(manifest, MANIFEST_LIMIT, "the Flox manifest")
     try:
-        table = tomllib.loads(raw.decode("utf-8")).get("install", {})
+        return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return {}  # flox itself refuses a manifest it cannot read, with its own message
+        return {}
+
+
+def installed(target: Path) -> Mapping[str, Mapping[str, Any]]:
+    """The manifest's `[install]` table by install id; empty where there is no environment (or flox will refuse it)."""
+    table = _manifest(target).get("install", {})
     return {key: value for key, value in table.items() if isinstance(value, dict)} if isinstance(table, dict) else {}
+
+
+def systems(target: Path) -> tuple[str, ...] | None:
+    """The systems the environment is written out for (`options.systems`, what its lock follows); None where it
+    names none (flox then uses its defaults)."""
+    options = _manifest(target).get("options", {})
+    found = options.get("systems") if isinstance(options, dict) else None
+    if not isinstance(found, list) or not all(isinstance(system, str) for system in found):
+        return None
+    return tuple(found)
 
 
 def package_name(install_id: str, spec: Mapping[str, Any]) -> str:

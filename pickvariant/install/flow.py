@@ -5,43 +5,33 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from pickvariant import __version__
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, run, tail
-from pickvariant._base.records import record, replace
+from pickvariant._base.records import replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
-from pickvariant.install import envlock, existing, floxcontract, linked_torch, published_set
+from pickvariant.install import envlock, existing, floxcontract, from_source, linked_torch, published_set
+from pickvariant.install.plan import (
+    Plan,
+    check_directory,
+    check_org,
+    check_token_file,
+    environment_commands,
+    login_check,
+)
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
-from pickvariant.recipes.fetch import fetch_checked
-from pickvariant.recipes.render import recipe_path, render, render_companion
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import SetShape
 
 ORG_ENV = settings.FLOX_ORG
-
-
-# Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$
-# (flox/flox@6536dac, cli/catalog-api-v1/src/client.rs, CatalogName). A leading '-' would also
-# reach flox's argument parser as an option, so it is refused too.
-FLOX_CATALOG_NAME = re.compile(r"[A-Za-z0-9_-]{3,63}")
-
-
-def check_org(org: str, given_as: str = "--org") -> None:
-    """`given_as` names where the value came from (--org, or PICKVARIANT_FLOX_ORG=…), as the error must."""
-    if not FLOX_CATALOG_NAME.fullmatch(org) or org.startswith("-"):
-        raise BadInput(
-            f"{given_as} {org!r:.80} is not a Flox organisation name: 3 to 63 letters, digits, '-' or '_', not starting with '-'"
-        )
 
 
 def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[str]:
@@ -49,47 +39,7 @@ def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[s
     return list(why_not(variant, facts, catalog))
 
 
-@record
-class Plan:
-    """Everything an install will run, in order: `--dry-run` prints exactly these commands."""
-
-    variant: Variant
-    method: str  # "published" or "build"
-    directory: Path  # the Flox environment the user gets, with torch and a matching Python
-    commands: tuple[Command, ...]
-    recipe_file: Path | None = None
-    recipe_text: str | None = None
-    # The recipe is written after this many commands (the build directory's git and flox init).
-    recipe_after: int = 0
-    warnings: tuple[str, ...] = ()
-    result: Path | None = None
-    notes: tuple[str, ...] = ()
-    # Where the recipe came from: {repo, branch, commit, path} when fetched, {generated: …} when rendered.
-    recipe_source: Mapping[str, str] | None = None
-    build_dir: Path | None = None
-    creates_environment: bool = False
-    # With --with: the companions installed with (or, with a torch of their own, instead of) the variant.
-    companions: tuple[Companion, ...] = ()
-    # The PyTorch release the environment must link once the commands ran (a set: a companion installed by name
-    # may resolve to a build on another torch); checked before success is declared, the environment put back if not.
-    torch_check: str | None = None
-    # A set built from source: each generated companion's recipe, written beside the variant's, and its result.
-    companion_recipes: tuple[tuple[Path, str], ...] = ()
-    companion_results: tuple[Path, ...] = ()
-
-
-def _check_directory(directory: Path, option: str) -> None:
-    """A directory flox can use or create: not a file, and not a `.flox` without an environment in it."""
-    if directory.exists() and not directory.is_dir():
-        raise BadInput(f"{option} {directory}: exists and is not a directory")
-    if (directory / ".flox").exists() and not floxcontract.has_environment(directory):
-        raise BadInput(
-            f"{option} {directory}: {directory / '.flox'} exists but holds no Flox environment (no .flox/env.json); "
-            "flox init refuses it and flox install cannot use it: move it away or choose another directory"
-        )
-
-
-def _check_not_installed_differently(target: Path, install_id: str, wanted: Mapping[str, str]) -> None:
+def check_not_installed_differently(target: Path, install_id: str, wanted: Mapping[str, str]) -> None:
     """flox install keeps an install id that is already there as it is: a different torch under the same id would stay."""
     present = existing.installed(target).get(install_id)
     if isinstance(present, dict) and any(present.get(key) != value for key, value in wanted.items()):
@@ -98,31 +48,6 @@ def _check_not_installed_differently(target: Path, install_id: str, wanted: Mapp
             f"{target} already has {install_id} ({shown}); flox install would keep it: "
             f"run `flox uninstall -d {shlex.quote(str(target))} {shlex.quote(install_id)}` first"
         )
-
-
-def _environment_commands(target: Path, cwd: Path, packages: list[str], what: str) -> tuple[list[Command], list[str]]:
-    """`flox init` where the target has no environment yet, then one transactional `flox install`."""
-    commands, notes = [], []
-    if not target.exists():
-        notes.append(f"{target} does not exist: flox init will create it")
-    if not floxcontract.has_environment(target):
-        # --no-auto-setup: no language prompts or suggestions, the same environment on every machine.
-        commands.append(
-            Command(
-                ("flox", "init", "-d", str(target), "--no-auto-setup"), cwd, f"create a Flox environment in {target}"
-            )
-        )
-        notes.append(f"{target} has no Flox environment: one will be created (and removed again if the install fails)")
-    commands.append(Command(("flox", "install", "-d", str(target), *packages), cwd, what))
-    return commands, notes
-
-
-def _login_check(cwd: Path) -> Command:
-    return Command(
-        ("flox", *floxcontract.contract()["login"]["status_command"]),
-        cwd,
-        "check the FloxHub login (flox init and install need one)",
-    )
 
 
 def plan_install(
@@ -139,15 +64,18 @@ def plan_install(
     companions: Sequence[Companion] = (),
     set_shape: SetShape | None = None,
     dry_run: bool = False,
+    token_file: Path | None = None,
 ) -> Plan:
     env = os.environ if env is None else env
+    if token_file is not None:
+        check_token_file(token_file)
     # Each name goes into a flox command line and a path: checked whatever catalog it came from.
     for name in (variant.package, *(companion.package for companion in companions)):
         checked_package(name)
     given_as = "--org"
     if org is None and (org := settings.setting(env, ORG_ENV)) is not None:
         given_as = ORG_ENV
-    _check_directory(target_dir, "--dir")
+    check_directory(target_dir, "--dir")
     # Every flox command names its directory with -d, so it may run from anywhere that exists.
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
@@ -155,8 +83,8 @@ def plan_install(
     adding = set_shape.installed if companions and set_shape is not None else (variant.package,)
     existing.check_one_torch(target_dir, adding)
     if companions and set_shape is not None and set_shape.generated:  # a set built from source (install --build)
-        return _build_plan(
-            variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, tuple(companions)
+        return from_source.build_plan(
+            variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, tuple(companions), token_file
         )
     if companions:
         org = published_set.require_published(org, build)
@@ -165,10 +93,10 @@ def plan_install(
             raise ValueError("a set to install needs the decision's set shape")
         packages, set_notes = published_set.set_packages(variant, companions, set_shape, org)
         if packages[0].startswith(f"{org}/{variant.package}@"):
-            _check_not_installed_differently(
+            check_not_installed_differently(
                 target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
             )
-        install, more = _environment_commands(
+        install, more = environment_commands(
             target_dir,
             cwd,
             [*packages, python],
@@ -178,7 +106,7 @@ def plan_install(
             variant,
             "published",
             target_dir,
-            (_login_check(cwd), *install),
+            (login_check(cwd, token_file), *install),
             notes=tuple(set_notes + more),
             creates_environment=not floxcontract.has_environment(target_dir),
             companions=tuple(companions),
@@ -188,159 +116,23 @@ def plan_install(
         check_org(org, given_as)
         # @VERSION: several branches publish the same package name with different PyTorch versions.
         package = f"{org}/{variant.package}@{variant.torch}"
-        _check_not_installed_differently(
+        check_not_installed_differently(
             target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
         )
-        install, install_notes = _environment_commands(
+        install, install_notes = environment_commands(
             target_dir, cwd, [package, python], f"install the published {package} and Python {variant.python}"
         )
         return Plan(
             variant,
             "published",
             target_dir,
-            (_login_check(cwd), *install),
+            (login_check(cwd, token_file), *install),
             notes=tuple(install_notes),
             creates_environment=not floxcontract.has_environment(target_dir),
         )
 
-    return _build_plan(variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, ())
-
-
-def _build_plan(
-    variant: Variant,
-    catalog: Catalog,
-    target_dir: Path,
-    build_dir: Path | None,
-    force: bool,
-    env: Mapping[str, str],
-    generate: bool,
-    repo: str | None,
-    dry_run: bool,
-    companions: tuple[Companion, ...],
-) -> Plan:
-    """Build the variant from its recipe (and each generated companion from its own, beside it: one torch) in one
-    build directory, then install the results with a matching Python."""
-    cwd = target_dir if target_dir.is_dir() else Path.cwd()
-    python = floxcontract.python_package(variant.python)
-    directory = build_dir or cache_dir(env) / "build" / variant.package
-    _check_directory(directory, "--build-dir")
-    notes: list[str] = []
-    if generate:
-        text = render(variant, catalog)
-        source: dict[str, str] | None = {
-            "generated": f"pickvariant {__version__} from the catalog synced from {catalog.source.repo} at {catalog.source.commit}"
-        }
-    else:
-        try:
-            fetched = fetch_checked(variant, catalog, repo, cache_dir(env), env)
-        except OperationFailed as error:
-            if not dry_run:
-                raise
-            # A dry run offline (or with the repository unreachable) says what it could not check, and goes on.
-            text, source = None, None
-            notes.append(
-                f"the recipe could not be fetched now, so nothing of it was checked ({error}); "
-                "the install fetches it and checks it against the catalog before it builds"
-            )
-        else:
-            text, source = fetched.text, fetched.provenance()
-            notes += [
-                f"recipe {fetched.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}{' (cached)' if fetched.from_cache else ''}, checked against the catalog"
-            ]
-            notes += list(fetched.notes)
-    recipe = recipe_path(directory / ".flox" / "pkgs", variant)
-    extra = tuple((recipe_path(recipe.parent, c), render_companion(c, variant, catalog)) for c in companions)
-    if recipe.parent.exists() and text is not None:
-        # Refused before anything runs: a recipe of the user's, or a .flox/pkgs that leads elsewhere.
-        for path, content in ((recipe, text), *extra):
-            check_writable(path, content, force, root=directory)
-    result_link = floxcontract.contract()["files"]["result_link"]
-    result = directory / result_link.format(name=variant.package)
-    companion_results = tuple(directory / result_link.format(name=c.package) for c in companions)
-    names = [variant.package, *(c.package for c in companions)]
-    commands = [_login_check(cwd)]
-    if not (directory / ".git").exists():
-        commands.append(
-            Command(
-                ("git", "init", "-q", str(directory)),
-                directory,
-                "make the build directory a git repository (flox build reads tracked files only)",
-            )
-        )
-    if not floxcontract.has_environment(directory):
-        commands.append(
-            Command(
-                ("flox", "init", "-d", str(directory), "--no-auto-setup"), directory, "create the build environment"
-            )
-        )
-    recipe_after = len(commands)
-    commands.append(
-        Command(
-            ("git", "add", "--", *(str(path.relative_to(directory)) for path in (recipe, *(p for p, _ in extra)))),
-            directory,
-            "track the recipes in git (staged is enough for flox build)"
-            if extra
-            else "track the recipe in git (staged is enough for flox build)",
-        )
-    )
-    commands.append(Command(("flox", "build", "-d", str(directory), *names), directory, f"build {', '.join(names)}"))
-    creates = not floxcontract.has_environment(target_dir) and target_dir != directory
-    results = [str(result), *(str(r) for r in companion_results)]
-    what = "the build results" if extra else "the build result"
-    if target_dir == directory:
-        commands.append(
-            Command(
-                ("flox", "install", "-d", str(target_dir), *results, python),
-                cwd,
-                f"install {what} and Python {variant.python}",
-            )
-        )
-    else:
-        install, more = _environment_commands(
-            target_dir,
-            cwd,
-            [*results, python],
-            f"install {what} and Python {variant.python} into {target_dir}",
-        )
-        commands += install
-        notes += more
-    hours, disk, memory = catalog.build_hours, catalog.build_disk_gb, catalog.build_memory_gb
-    warning = f"building PyTorch from source takes {hours} hours, about {disk:g} GB of disk and {memory:g} GB+ of RAM"
-    # Pasted into a shell: the repository's address and name come from a catalog or a clone's config, so each
-    # word is quoted as the shell needs it.
-    clone = catalog.source.repo
-    steps = (
-        ["git", "clone", "-b", variant.branch, clone],
-        ["cd", clone.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")],
-        ["flox", "publish", "-o", "ORG", variant.package],
-    )
-    notes.append(
-        "to publish it for other machines: flox publish refuses this build directory (it needs a git repository with a remote, "
-        "the revision pushed and a clean tree); publish from a clone of the build repository or your fork: "
-        f"`{' && '.join(shlex.join(step) for step in steps)}`, then install elsewhere with --org ORG"
-    )
-    if companions:
-        notes += [
-            f"{c.package}: generated on {variant.package}'s recipe, beside it in {recipe.parent} (one torch, built once)"
-            for c in companions
-        ]
-    return Plan(
-        variant=variant,
-        method="build",
-        directory=target_dir,
-        commands=tuple(commands),
-        recipe_file=recipe,
-        recipe_text=text,
-        recipe_after=recipe_after,
-        warnings=(warning,),
-        result=result,
-        notes=tuple(notes),
-        recipe_source=source,
-        build_dir=directory,
-        creates_environment=creates,
-        companions=companions,
-        companion_recipes=extra,
-        companion_results=companion_results,
+    return from_source.build_plan(
+        variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, (), token_file
     )
 
 
@@ -430,7 +222,6 @@ def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None],
 
     A failed `flox auth status` is a login problem whatever it says (at flox/flox@6536dac every way it
     fails, not logged in, token unverifiable, expired or revoked, exits 1): its text only refines the advice."""
-    login = _login_check(Path(".")).argv
     incomplete: list[str] = []
     for command in commands:
         on_line(f"» {command.description}")
@@ -439,7 +230,9 @@ def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None],
         except OperationFailed as error:
             if str(error) == FLOX_INSTALL_HELP:
                 raise  # no flox at all: logging in to FloxHub would not help
-            advice = floxcontract.remedy(tail(log)) or (floxcontract.login_advice() if command.argv == login else None)
+            advice = floxcontract.remedy(tail(log)) or (
+                floxcontract.login_advice() if command.argv[:2] == ("flox", "auth") else None
+            )
             raise OperationFailed(f"{error}\nwhat to do: {advice}" if advice else str(error)) from None
         if problem is not None and problem not in incomplete:
             incomplete.append(problem)

@@ -85,13 +85,34 @@ def run_can_probe(version: Version | None, package_has_python: bool = False) -> 
 
 def login_advice() -> str:
     login = contract()["login"]
-    return f"log in to FloxHub (`flox auth login`, or {login['token_env']} with Flox ≥ {login['token_env_min_version']}) and run this again"
+    return (
+        f"log in to FloxHub (`flox auth login`, or {login['token_env']} with Flox ≥ {login['token_env_min_version']}; "
+        f"where no one can answer a prompt, `pickvariant install {login['token_file_flag']} PATH`) and run this again"
+    )
 
 
 # Flox's messages that call for the same remedy whatever command printed them: message keys, advice.
 _REMEDIES: tuple[tuple[tuple[str, ...], Callable[[], str]], ...] = (
     (("auth_required", "not_logged_in", "token_expired"), login_advice),
-    (("token_unverified", "base_catalog_unreachable"), lambda: "Flox could not reach FloxHub: it needs the network"),
+    (
+        ("token_unverified", "base_catalog_unreachable", "token_file_unverified"),
+        lambda: "Flox could not reach FloxHub: it needs the network",
+    ),
+    (("token_file_unreadable",), lambda: "Flox could not read the token file: check --token-file and its permissions"),
+    (
+        ("token_file_invalid", "token_file_expired"),
+        lambda: (
+            "the token in --token-file is not a valid, current FloxHub token: write a fresh one (a personal access "
+            "token, or a service account's) into it"
+        ),
+    ),
+    (
+        ("lockfile_missing_system",),
+        lambda: (
+            "the build environment is not locked for this system: re-lock it with `flox upgrade -d DIR`, or add "
+            "this system to its options.systems with `flox edit -d DIR` (DIR: the --build-dir)"
+        ),
+    ),
     (
         ("package_not_found",),
         lambda: "the package is not in that catalog, or this account cannot see it: check --org and `flox search`",
