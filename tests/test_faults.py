@@ -1,6 +1,6 @@
-"""One test per row of README's "What pickvariant does when…" table.
+"""One test per row of the "What pickvariant does when…" table (docs/reference/faults.md).
 
-The table is read from README.md: every row's scenario must exist here, every
+The table is read from docs/reference/faults.md: every row's scenario must exist here, every
 scenario must have a row, and the exit code each scenario observes must be the one
 the README promises. Faults are real where they can be (files, permissions, signals,
 a pty, subprocesses); NVML is the pynvml stand-in of fakenvml.py, put where the real
@@ -46,7 +46,7 @@ SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
 def readme_rows() -> list[tuple[str, int]]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "reference" / "faults.md").read_text(encoding="utf-8")
     section = text.split("## What pickvariant does when", 1)[1].split("\n## ", 1)[0]
     return [
         (key, int(code)) for key, code in re.findall(r"^\| `([a-z0-9-]+)` \|.*\| (\d+) \|\s*$", section, re.MULTILINE)
@@ -105,7 +105,7 @@ def ctx(tmp_path, monkeypatch, fake_flox) -> Ctx:
 
 @pytest.mark.parametrize(("key", "documented_exit"), readme_rows())
 def test_readme_row(ctx: Ctx, key: str, documented_exit: int) -> None:
-    assert key in SCENARIOS, f"README row {key!r} has no scenario in {__file__}"
+    assert key in SCENARIOS, f"faults.md row {key!r} has no scenario in {__file__}"
     assert SCENARIOS[key](ctx) == documented_exit
 
 

@@ -1,0 +1,38 @@
+"""The front door: a README a newcomer reads on a screen or two, and the docs tree it points into, whole."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _links(path):
+    return [target for target in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in target]
+
+
+def test_the_readme_is_short_and_says_the_two_commands_and_what_detect_prints() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    assert "pip install . && pickvariant detect" in text and "pip install -e '.[test]' && python -m pytest" in text
+    assert "Recommendation: pytorch-python313-" in text  # detect's text answer, as a person sees it
+    for heading in ("## Commands", "## Exit codes"):
+        assert heading in text
+
+
+def test_the_docs_are_in_the_four_shapes_and_every_relative_link_resolves() -> None:
+    docs = REPO / "docs"
+    for kind in ("tutorial", "how-to", "reference", "explanation"):
+        assert any((docs / kind).glob("*.md")), kind
+    pages = [REPO / "README.md", REPO / "ARCHITECTURE.md", *docs.rglob("*.md")]
+    broken = [
+        f"{page.relative_to(REPO)} -> {target}"
+        for page in pages
+        for target in _links(page)
+        if not (page.parent / target).exists()
+    ]
+    assert broken == []
+    linked = {(REPO / target).resolve() for target in _links(REPO / "README.md")}
+    assert {page.resolve() for page in docs.rglob("*.md") if page.name != "index.md"} <= linked
