@@ -64,8 +64,11 @@ def test_the_contracts_catch_an_arrow_that_runs_back_up(tmp_path) -> None:
     assert ".stages -> .pick" in _report(done)
 
 
-def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
-    """A wheel holds the package directory and nothing beside it: an installed copy must find the same files a checkout does."""
+def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_into_the_wheel() -> None:
+    """A wheel holds the package directory and what pyproject.toml force-includes into it: every file pickvariant reads
+    at run time is one or the other (the catalog and the recipe templates sit at the top of the checkout)."""
+    import tomllib
+
     from pickvariant.catalog import generated
     from pickvariant.catalog.load import DATA_DIR, default_catalog_path, hardware_facts_path
     from pickvariant.install.floxcontract import CONTRACT
@@ -73,6 +76,8 @@ def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
     from pickvariant.verify.judge import PROBE
 
     package = (REPO / "pickvariant").resolve()
+    carried = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    force_included = {(REPO / source).resolve() for source in carried["force-include"]}
     files = [
         default_catalog_path({}),
         hardware_facts_path(),
@@ -84,8 +89,13 @@ def test_every_file_pickvariant_reads_at_run_time_is_package_data() -> None:
     ]
     assert len(files) == 10  # with the four templates: cpu, cuda12, cuda13, companion
     for path in files:
-        assert path.resolve().is_relative_to(package) and path.is_file(), path
-    assert "force-include" not in (REPO / "pyproject.toml").read_text()
+        resolved = path.resolve()
+        assert path.is_file(), path
+        assert resolved.is_relative_to(package) or any(
+            resolved == source or resolved.is_relative_to(source) for source in force_included
+        ), path
+    assert default_catalog_path({}).resolve() == (REPO / "catalog.json").resolve()  # the design card's top level
+    assert TEMPLATES_DIR.resolve() == (REPO / "recipes").resolve()
 
 
 def test_no_module_is_over_500_lines() -> None:

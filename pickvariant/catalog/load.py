@@ -21,6 +21,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant._base.shipped import shipped
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
     parse_compute_capability,
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
 
 CATALOG_ENV = settings.CATALOG
 DATA_DIR = Path(__file__).resolve().parent / "data"
+# The catalog `catalog sync` writes at the top of the checkout; a wheel carries it in data/ (pyproject.toml).
+SHIPPED_CATALOG = shipped("catalog/data/catalog.json", "catalog.json")
 MAX_CATALOG_BYTES = 16 * 1024 * 1024
 
 
@@ -61,7 +64,7 @@ def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
     stated = settings.setting(env, CATALOG_ENV)
     if stated is not None:
         return Path(stated)
-    return DATA_DIR / "catalog.json"
+    return SHIPPED_CATALOG
 
 
 def hardware_facts_path() -> Path:
@@ -91,7 +94,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
     try:
         # The stamp spares the schema pass only for the catalog shipped inside the package: anyone can recompute
         # a checksum, so a catalog from elsewhere (PICKVARIANT_CATALOG, a site share) is always checked whole.
-        shipped = path.resolve() == (DATA_DIR / "catalog.json").resolve()
+        shipped = path.resolve() == SHIPPED_CATALOG.resolve()
         return parse_catalog(
             _decoded(raw, path, "catalog"), path, schema_checked=shipped and schema_checked_before(raw)
         )

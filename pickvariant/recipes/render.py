@@ -1,4 +1,5 @@
-"""Rendering a variant's Nix recipe from the templates in recipes/: a pure function of variant and catalog."""
+"""Rendering a variant's Nix recipe from the templates (the checkout's recipes/, carried inside a wheel): a pure
+function of variant and catalog."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from pickvariant import __version__
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_output_dir, check_writable, write_atomic
 from pickvariant._base.records import record
+from pickvariant._base.shipped import shipped
 from pickvariant.catalog import generated
 from pickvariant.catalog.model import Catalog, Companion, TorchSource, Variant, checked_identifier, checked_package
 
-TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+TEMPLATES_DIR = shipped("recipes/templates", "recipes")
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
 
 
