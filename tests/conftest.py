@@ -57,7 +57,7 @@ def require(condition: bool, reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return load_catalog(REPO / "pickvariant" / "catalog" / "data" / "catalog.json")
+    return load_catalog(REPO / "catalog.json")
 
 
 def cpuinfo_path(name: str) -> Path:

@@ -12,7 +12,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant.catalog.load import load_catalog, parse_catalog, schema_checked_before
 from pickvariant.catalog.sync_files import render as sync_render
 
-RAW = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
+RAW = json.loads((REPO / "catalog.json").read_text())
 SCHEMA = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.schema.json").read_text())
 
 
@@ -289,7 +289,7 @@ def test_unreadable_or_invalid_catalog_files_are_bad_input(tmp_path) -> None:
 
 
 def test_the_shipped_catalog_carries_a_stamp_that_holds_so_detect_skips_the_schema_pass() -> None:
-    raw = (REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_bytes()
+    raw = (REPO / "catalog.json").read_bytes()
     # Failing here means catalog.json or the schema changed without a re-sync: run
     # `pickvariant catalog sync <build repository> -o catalog.json` (it validates and stamps).
     assert schema_checked_before(raw)
@@ -298,7 +298,7 @@ def test_the_shipped_catalog_carries_a_stamp_that_holds_so_detect_skips_the_sche
 
 def test_a_stamped_catalog_that_was_edited_afterwards_is_validated_again(tmp_path) -> None:
     edited = (
-        (REPO / "pickvariant" / "catalog" / "data" / "catalog.json")
+        (REPO / "catalog.json")
         .read_text(encoding="utf-8")
         .replace('"min_driver": "580.65.06"', '"min_driver": "five hundred"', 1)
     )

@@ -317,7 +317,7 @@ def _(ctx: Ctx) -> int:
         ("variants[9].gpu_arch", lambda d: d["variants"][9].update(gpu_arch="sm99")),
         ("variants[967].package", lambda d: d["variants"].append(dict(d["variants"][0]))),
     ):
-        data = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
+        data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
         mutate(data)
         site = ctx.dump("site-catalog.json", json.dumps(data))
         result = ctx.cli("list", env={"PICKVARIANT_CATALOG": str(site)})
@@ -525,7 +525,7 @@ def _(ctx: Ctx) -> int:
     assert "[/] [bold red]Xeon" in result.stdout and "[bold]dump" in result.stdout
     markdown = ctx.cli("detect", "--cpuinfo", str(ctx.tmp / "[bold]dump"), "--no-gpu", "--format", "markdown")
     assert "| CPU | \\[/\\] \\[bold red\\]Xeon \\| \\`x\\`" in markdown.stdout  # the table keeps its columns
-    data = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
+    data = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
     data["gpu_archs"][0]["description"] = "[/] Pascal | [red]"
     site = ctx.dump("site-catalog.json", json.dumps(data))
     listed = ctx.cli("list", "--gpu", "sm61", env={"PICKVARIANT_CATALOG": str(site), "COLUMNS": "250"})
@@ -1637,7 +1637,7 @@ def _(ctx: Ctx) -> int:
     package named as a path: it is checked whole (the stamp spares only the shipped catalog) and refused."""
     from pickvariant.catalog.sync_files import render as sync_render
 
-    forged = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
+    forged = json.loads((REPO / "catalog.json").read_text())
     forged["branches"][0]["cuda_lines"][0]["cuda_packages"] = (
         'cudaPackages_12_9; pwned = builtins.readFile "/etc/hostname"'
     )

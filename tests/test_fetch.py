@@ -22,7 +22,7 @@ from conftest import REPO, cli_runner, require
 from pickvariant.cli import app
 
 runner = cli_runner()
-SHIPPED = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
+SHIPPED = json.loads((REPO / "catalog.json").read_text())
 BRANCH = "pytorch-2.10-python313"
 GOOD = "pytorch-python313-cuda13_1-sm90-avx512"
 MPS = "pytorch-python313-darwin-mps"

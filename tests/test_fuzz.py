@@ -228,7 +228,7 @@ def test_driver_versions_compare_as_numbers_part_by_part(a: list[int], b: list[i
 
 # Catalog mutations: any change either loads a catalog that still decides and renders,
 # or is rejected as BadInput that names a field.
-RAW_CATALOG = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text(encoding="utf-8"))
+RAW_CATALOG = json.loads((REPO / "catalog.json").read_text(encoding="utf-8"))
 
 
 def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -268,7 +268,7 @@ def _mutated(path: tuple, kind: str, value: Any) -> dict:
     return data
 
 
-CATALOG_BYTES = (REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_bytes()
+CATALOG_BYTES = (REPO / "catalog.json").read_bytes()
 
 
 @given(st.integers(0, len(CATALOG_BYTES) - 1))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pickvariant.cli import app
 
 runner = cli_runner()
-SHIPPED = json.loads((REPO / "pickvariant" / "catalog" / "data" / "catalog.json").read_text())
+SHIPPED = json.loads((REPO / "catalog.json").read_text())
 BRANCH = "pytorch-2.10-python313"
 GOOD = "pytorch-python313-cuda13_1-sm90-avx512"
 SECRET = "glpat-SECRET-0123456789"
