@@ -47,13 +47,13 @@ def main() -> None:
     cpu = read_cpuinfo_dump(FIXTURES / "linux-rocky8.5-zen4")
     cpu = type(cpu)(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source)
     facts = HostFacts(
-        "linux",
-        "x86_64",
-        cpu,
-        (GpuFacts(0, "H100", parse_compute_capability("9.0")),),
-        DriverFacts(parse_driver_version("570.86.10"), None),
-        False,
-        False,
+        os="linux",
+        arch="x86_64",
+        cpu=cpu,
+        gpus=(GpuFacts(index=0, name="H100", compute_capability=parse_compute_capability("9.0")),),
+        driver=DriverFacts(parse_driver_version("570.86.10"), None),
+        driver_assumed=False,
+        gpu_inconclusive=False,
     )
     floor = median_ms(lambda: json.loads(path.read_bytes()))
     load = median_ms(lambda: load_catalog(path))

@@ -160,7 +160,7 @@ def list_variants(
     from pickvariant.output import listing, terminal
 
     catalog = _catalog()
-    filters = listing.Filters(branch, python_version, cuda, gpu, isa, platform)
+    filters = listing.Filters(branch=branch, python=python_version, cuda=cuda, gpu=gpu, isa=isa, platform=platform)
     if project != "pytorch":
         from pickvariant.catalog.companions import PROJECTS
         from pickvariant.catalog.stack import load_stack

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 from pickvariant._base.request import WORKLOADS, Request, projects_from
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 OUTPUT_FORMATS = ("text", "json", "markdown")
 
 
-@record
+@keyword_record
 class Option:
     """One command-line option: its flag, what it takes, its help text, and the Request field it fills."""
 
@@ -42,101 +42,117 @@ class Option:
 
 
 WORKLOAD = Option(
-    "--workload",
-    "choice",
-    "What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.",
-    "workload",
-    WORKLOADS,
-    "general",
+    flag="--workload",
+    kind="choice",
+    help="What the CPU side mostly runs: general (FP32), int8 (VNNI) or bf16.",
+    field="workload",
+    choices=WORKLOADS,
+    default="general",
 )
 CPUINFO = Option(
-    "--cpuinfo",
-    "path",
-    "Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin (env PICKVARIANT_CPUINFO).",
-    "cpuinfo",
+    flag="--cpuinfo",
+    kind="path",
+    help="Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin (env PICKVARIANT_CPUINFO).",
+    field="cpuinfo",
     metavar="FILE",
 )
 GPU = Option(
-    "--gpu",
-    "texts",
-    "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).",
-    "gpus",
+    flag="--gpu",
+    kind="texts",
+    help="Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).",
+    field="gpus",
     metavar="CC",
 )
-NO_GPU = Option("--no-gpu", "flag", "Decide for a machine without GPUs (CPU-only build).", "no_gpu", default=False)
+NO_GPU = Option(
+    flag="--no-gpu",
+    kind="flag",
+    help="Decide for a machine without GPUs (CPU-only build).",
+    field="no_gpu",
+    default=False,
+)
 DRIVER = Option(
-    "--driver",
-    "text",
-    "NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).",
-    "driver",
+    flag="--driver",
+    kind="text",
+    help="NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).",
+    field="driver",
     metavar="VERSION",
 )
 DRIVER_CUDA = Option(
-    "--driver-cuda",
-    "text",
-    'The CUDA version that driver reports (nvidia-smi\'s "CUDA Version", e.g. 13.0): what judges a Jetson driver '
+    flag="--driver-cuda",
+    kind="text",
+    help='The CUDA version that driver reports (nvidia-smi\'s "CUDA Version", e.g. 13.0): what judges a Jetson driver '
     "(env PICKVARIANT_DRIVER_CUDA).",
-    "driver_cuda",
+    field="driver_cuda",
     metavar="X.Y",
 )
 WITH = Option(
-    "--with",
-    "texts",
-    "Choose these companions with the torch, on one PyTorch: torchvision, torchaudio, vllm; repeat or "
+    flag="--with",
+    kind="texts",
+    help="Choose these companions with the torch, on one PyTorch: torchvision, torchaudio, vllm; repeat or "
     "comma-separate (env PICKVARIANT_WITH).",
-    "with_projects",
+    field="with_projects",
     metavar="PROJECT",
 )
 TORCH = Option(
-    "--torch",
-    "text",
-    "Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).",
-    "torch",
+    flag="--torch",
+    kind="text",
+    help="Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).",
+    field="torch",
     metavar="VERSION",
 )
-CUDA = Option("--cuda", "text", "Only consider CUDA builds of this CUDA line (e.g. 12.9).", "cuda", metavar="X.Y")
+CUDA = Option(
+    flag="--cuda",
+    kind="text",
+    help="Only consider CUDA builds of this CUDA line (e.g. 12.9).",
+    field="cuda",
+    metavar="X.Y",
+)
 GPU_INDEX = Option(
-    "--gpu-index", "int", "Target only the GPU with this index (machines with mixed GPUs).", "gpu_index", metavar="N"
+    flag="--gpu-index",
+    kind="int",
+    help="Target only the GPU with this index (machines with mixed GPUs).",
+    field="gpu_index",
+    metavar="N",
 )
 BRANCH = Option(
-    "--branch",
-    "text",
-    "Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).",
-    "branch",
+    flag="--branch",
+    kind="text",
+    help="Only this branch of the build repository (needed for aligned branches such as pytorch-2.9-vllm-0.15.1).",
+    field="branch",
     metavar="NAME",
 )
 PYTHON = Option(
-    "--python-version",
-    "text",
-    "Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).",
-    "python",
+    flag="--python-version",
+    kind="text",
+    help="Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).",
+    field="python",
     metavar="X.Y",
 )
 BUILD = Option(
-    "--build",
-    "flag",
-    "With --with: the set as `install --build` builds it, from source, each companion generated on the chosen "
+    flag="--build",
+    kind="flag",
+    help="With --with: the set as `install --build` builds it, from source, each companion generated on the chosen "
     "variant's own recipe (default: as published, built from source only where nothing published makes a set).",
-    "build",
+    field="build",
     default=False,
 )
-FORMAT = Option("--format", "choice", "Output format.", choices=OUTPUT_FORMATS, default="text")
+FORMAT = Option(flag="--format", kind="choice", help="Output format.", choices=OUTPUT_FORMATS, default="text")
 COMPACT = Option(
-    "--compact",
-    "flag",
-    "The JSON object on one line, one node per line for `plan` (implies --format json).",
+    flag="--compact",
+    kind="flag",
+    help="The JSON object on one line, one node per line for `plan` (implies --format json).",
     default=False,
 )
 EXPLAIN = Option(
-    "--explain",
-    "flag",
-    "Text: every alternative and why it lost (by default only the nearest ones that would run here).",
+    flag="--explain",
+    kind="flag",
+    help="Text: every alternative and why it lost (by default only the nearest ones that would run here).",
     default=False,
 )
 LABEL = Option(
-    "--label",
-    "text",
-    'With --format json or --compact: a top-level "label" naming this node (env PICKVARIANT_LABEL); nothing else names the host.',
+    flag="--label",
+    kind="text",
+    help='With --format json or --compact: a top-level "label" naming this node (env PICKVARIANT_LABEL); nothing else names the host.',
     metavar="NAME",
 )
 

@@ -24,12 +24,24 @@ def host(
     if dump is not None:
         cpu = read_cpuinfo_dump(cpuinfo_path(dump))
     else:
-        cpu = CpuFacts(os_name, arch, "test CPU", frozenset(flags or ()), "test")
-    cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, catalog.canonical_flags(cpu.flags), cpu.source)
-    gpu_facts = tuple(GpuFacts(i, f"GPU {cc}", parse_compute_capability(cc)) for i, cc in enumerate(gpus))
+        cpu = CpuFacts(os=os_name, arch=arch, model="test CPU", flags=frozenset(flags or ()), source="test")
+    cpu = CpuFacts(
+        os=cpu.os, arch=cpu.arch, model=cpu.model, flags=catalog.canonical_flags(cpu.flags), source=cpu.source
+    )
+    gpu_facts = tuple(
+        GpuFacts(index=i, name=f"GPU {cc}", compute_capability=parse_compute_capability(cc))
+        for i, cc in enumerate(gpus)
+    )
     driver_facts = (
         DriverFacts(parse_driver_version(driver) if driver else None, driver_cuda) if driver or driver_cuda else None
     )
     return HostFacts(
-        cpu.os, cpu.arch, cpu, gpu_facts, driver_facts, bool(gpus) and driver_facts is None, False, {"cpu": "test"}
+        os=cpu.os,
+        arch=cpu.arch,
+        cpu=cpu,
+        gpus=gpu_facts,
+        driver=driver_facts,
+        driver_assumed=bool(gpus) and driver_facts is None,
+        gpu_inconclusive=False,
+        sources={"cpu": "test"},
     )

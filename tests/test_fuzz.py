@@ -344,9 +344,19 @@ def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: t
         return
     event("accepted")
     for flags, arch, gpus in SAMPLE_MACHINES:
-        cpu = CpuFacts("linux", arch, "test CPU", catalog.canonical_flags(flags), "test")
-        gpu_facts = tuple(GpuFacts(i, "GPU", parse_compute_capability(cc)) for i, cc in enumerate(gpus))
-        facts = HostFacts("linux", arch, cpu, gpu_facts, None, bool(gpus), False)
+        cpu = CpuFacts(os="linux", arch=arch, model="test CPU", flags=catalog.canonical_flags(flags), source="test")
+        gpu_facts = tuple(
+            GpuFacts(index=i, name="GPU", compute_capability=parse_compute_capability(cc)) for i, cc in enumerate(gpus)
+        )
+        facts = HostFacts(
+            os="linux",
+            arch=arch,
+            cpu=cpu,
+            gpus=gpu_facts,
+            driver=None,
+            driver_assumed=bool(gpus),
+            gpu_inconclusive=False,
+        )
         for workload in catalog.workloads:
             try:
                 decision = decide(facts, catalog, Request(workload=workload))

@@ -316,7 +316,7 @@ def _two_h200s(catalog, visible: str | None = None):
 
     facts = host(catalog, "linux-unknown-sapphirerapids")
     gpus = tuple(
-        GpuFacts(i, "NVIDIA H200", ComputeCapability(9, 0), pci=f"0000:{bus:02x}:00")
+        GpuFacts(index=i, name="NVIDIA H200", compute_capability=ComputeCapability(9, 0), pci=f"0000:{bus:02x}:00")
         for i, bus in enumerate((0x19, 0x3B))
     )
     return replace(facts, gpus=gpus, driver_assumed=False, cuda_visible_devices=visible)

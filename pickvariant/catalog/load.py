@@ -210,14 +210,14 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
     arches = {platform.arch for platform in platforms.values()}
     isas = {
         entry["name"]: CpuIsa(
-            entry["name"],
-            entry["platform"],
-            entry["description"],
-            tuple(entry["requires"]),
-            tuple(entry["compiler_flags"]),
-            _build_env(entry, f"cpu_isas.{entry['name']}"),
-            entry["torch_cpu_capability"],
-            entry["source"],
+            name=entry["name"],
+            platform=entry["platform"],
+            description=entry["description"],
+            requires=tuple(entry["requires"]),
+            compiler_flags=tuple(entry["compiler_flags"]),
+            build_env=_build_env(entry, f"cpu_isas.{entry['name']}"),
+            torch_cpu_capability=entry["torch_cpu_capability"],
+            source=entry["source"],
         )
         for entry in data["cpu_isas"]
     }
@@ -241,20 +241,22 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
             )
         renamed = entry.get("reported_before_cuda_13")
         gpu_archs[entry["name"]] = GpuArch(
-            entry["name"],
-            capability,
-            entry["min_cuda"],
-            entry["max_cuda"],
-            entry["tegra"],
-            tuple(entry["platforms"]),
-            entry["description"],
-            tuple(entry["products"]),
-            _parsed(parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13")
+            name=entry["name"],
+            compute_capability=capability,
+            min_cuda=entry["min_cuda"],
+            max_cuda=entry["max_cuda"],
+            tegra=entry["tegra"],
+            platforms=tuple(entry["platforms"]),
+            description=entry["description"],
+            products=tuple(entry["products"]),
+            reported_before_cuda_13=_parsed(
+                parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13"
+            )
             if renamed
             else None,
-            _build_env(entry, f"gpu_archs[{index}]"),
-            entry["source"],
-            _driver_support(entry.get("drivers"), f"gpu_archs[{index}].drivers"),
+            build_env=_build_env(entry, f"gpu_archs[{index}]"),
+            source=entry["source"],
+            drivers=_driver_support(entry.get("drivers"), f"gpu_archs[{index}].drivers"),
         )
     cuda_releases = {
         entry["cuda"]: CudaRelease(
@@ -281,23 +283,25 @@ def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
         except re.error as error:
             raise SchemaError(f"peak_tflops[{index}].name_pattern", f"not a regular expression: {error}") from None
     return HardwareFacts(
-        platforms,
-        isas,
-        gpu_archs,
-        cuda_releases,
-        compiler_flags,
-        {entry["rev"]: entry["torch"] for entry in data["nixpkgs_pins"]},
-        {
+        platforms=platforms,
+        isas=isas,
+        gpu_archs=gpu_archs,
+        cuda_releases=cuda_releases,
+        compiler_flags=compiler_flags,
+        nixpkgs_torch={entry["rev"]: entry["torch"] for entry in data["nixpkgs_pins"]},
+        torch_sources={
             entry["version"]: TorchSource(
-                entry["version"],
-                entry["owner"],
-                entry["repo"],
-                entry["rev"],
-                entry["fetch_submodules"],
-                entry["hash"],
-                entry["source"],
-                tuple((patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]),
-                entry["nixpkgs_patches_source"],
+                version=entry["version"],
+                owner=entry["owner"],
+                repo=entry["repo"],
+                rev=entry["rev"],
+                fetch_submodules=entry["fetch_submodules"],
+                hash=entry["hash"],
+                source=entry["source"],
+                nixpkgs_patches=tuple(
+                    (patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]
+                ),
+                nixpkgs_patches_source=entry["nixpkgs_patches_source"],
             )
             for entry in data["torch_sources"]
         },
@@ -456,7 +460,12 @@ def _branch(index: int, entry: Mapping[str, Any], hardware: HardwareFacts, varia
             )
         cuda_lines.append(
             CudaLine(
-                entry["name"], line["cuda"], line["cuda_packages"], line["nixpkgs_rev"], min_driver, release.source
+                branch=entry["name"],
+                cuda=line["cuda"],
+                cuda_packages=line["cuda_packages"],
+                nixpkgs_rev=line["nixpkgs_rev"],
+                min_driver=min_driver,
+                min_driver_source=release.source,
             )
         )
     for variant in variants:
@@ -466,11 +475,11 @@ def _branch(index: int, entry: Mapping[str, Any], hardware: HardwareFacts, varia
                 f"variant {variant.package} has PyTorch {variant.torch}/Python {variant.python}, the branch {entry['torch']}/{entry['python']}",
             )
     return Branch(
-        entry["name"],
-        entry["commit"],
-        entry["torch"],
-        entry["python"],
-        entry["aligned_with"],
-        tuple(cuda_lines),
-        variants,
+        name=entry["name"],
+        commit=entry["commit"],
+        torch=entry["torch"],
+        python=entry["python"],
+        aligned_with=entry["aligned_with"],
+        cuda_lines=tuple(cuda_lines),
+        variants=variants,
     )

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record, record
 from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -82,7 +82,7 @@ class Platform:
     arch: str
 
 
-@record
+@keyword_record
 class CpuIsa:
     name: str
     platform: str
@@ -116,7 +116,7 @@ class DriverSupport:
         return None
 
 
-@record
+@keyword_record
 class GpuArch:
     name: str
     compute_capability: ComputeCapability
@@ -154,7 +154,7 @@ class CudaRelease:
     source: str
 
 
-@record
+@keyword_record
 class CudaLine:
     """One CUDA release as a branch builds it: its own nixpkgs pin and CUDA package set."""
 
@@ -170,7 +170,7 @@ class CudaLine:
         return self.cuda.replace(".", "_")
 
 
-@record
+@keyword_record
 class Variant:
     package: str
     branch: str
@@ -220,7 +220,7 @@ class Variant:
         return f"{self.package} ({self.branch})"
 
 
-@record
+@keyword_record
 class Companion:
     """A torchvision, torchaudio or vLLM recipe, with the PyTorch it builds against.
 
@@ -281,7 +281,7 @@ class Companion:
         return f"{self.package} ({self.repo} {self.branch})"
 
 
-@record
+@keyword_record
 class TorchSource:
     version: str
     owner: str
@@ -299,7 +299,7 @@ class TorchSource:
         return tuple(name for name, keep, _ in self.nixpkgs_patches if not keep)
 
 
-@record
+@keyword_record
 class Branch:
     name: str
     commit: str
@@ -343,7 +343,7 @@ class Source:
     date: str
 
 
-@record
+@keyword_record
 class Catalog:
     path: Path
     source: Source
@@ -370,13 +370,13 @@ class Catalog:
     def hardware(self) -> HardwareFacts:
         """The hardware facts this catalog's rows were derived with (what `recipe --repo` classifies a recipe by)."""
         return HardwareFacts(
-            self.platforms,
-            self.isas,
-            self.gpu_archs,
-            self.cuda_releases,
-            self.compiler_flags,
-            self.nixpkgs_torch,
-            self.torch_sources,
+            platforms=self.platforms,
+            isas=self.isas,
+            gpu_archs=self.gpu_archs,
+            cuda_releases=self.cuda_releases,
+            compiler_flags=self.compiler_flags,
+            nixpkgs_torch=self.nixpkgs_torch,
+            torch_sources=self.torch_sources,
         )
 
     @cached_property
@@ -480,7 +480,7 @@ class Catalog:
         return None
 
 
-@record
+@keyword_record
 class HardwareFacts:
     """The part of the catalog that is pickvariant's own (hardware.json), checked for consistency."""
 

@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Iterator
 
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_nix.language()))
 
 
-@record
+@keyword_record
 class NixText:
     """A parsed recipe: its bindings by the last name of their attribute path, its identifiers, its strings."""
 
@@ -175,14 +175,14 @@ def parse(text: str) -> NixText:
             strings.append(body)
             indented.append(body)
     return NixText(
-        tuple(bindings),
-        frozenset(identifiers),
-        tuple(strings),
-        tuple(indented),
-        tuple(paths),
-        tuple(nested),
-        tuple(versions),
-        tuple(entries),
+        bindings=tuple(bindings),
+        identifiers=frozenset(identifiers),
+        strings=tuple(strings),
+        indented_strings=tuple(indented),
+        paths=tuple(paths),
+        nested_lists=tuple(nested),
+        versions=tuple(versions),
+        imported_entries=tuple(entries),
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record, record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import version_key
@@ -54,7 +54,7 @@ class Unclassified:
         return f"{self.branch}:{self.path}: {self.why}"
 
 
-@record
+@keyword_record
 class SyncResult:
     document: dict[str, Any]
     skipped_packages: Counter[str]  # other packages (torchvision, torchaudio) by name prefix
@@ -274,13 +274,13 @@ def _sync(
         except (SchemaError, BadInput) as error:
             raise OperationFailed(f"the synced companions do not validate: {error}") from error
     return SyncResult(
-        document,
-        listing.skipped_packages,
-        tuple(sorted(listing.skipped_branches)),
-        tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
-        tuple(sorted(set(notes))),
-        tuple(listing.refused),
-        stack,
+        document=document,
+        skipped_packages=listing.skipped_packages,
+        skipped_branches=tuple(sorted(listing.skipped_branches)),
+        unclassified=tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
+        notes=tuple(sorted(set(notes))),
+        refused_branches=tuple(listing.refused),
+        companions=stack,
     )
 
 

@@ -103,10 +103,10 @@ def plan_install(
             f"install {', '.join(packages)} and Python {variant.python} in one transaction",
         )
         return Plan(
-            variant,
-            "published",
-            target_dir,
-            (login_check(cwd, token_file), *install),
+            variant=variant,
+            method="published",
+            directory=target_dir,
+            commands=(login_check(cwd, token_file), *install),
             notes=tuple(set_notes + more),
             creates_environment=not floxcontract.has_environment(target_dir),
             companions=tuple(companions),
@@ -123,10 +123,10 @@ def plan_install(
             target_dir, cwd, [package, python], f"install the published {package} and Python {variant.python}"
         )
         return Plan(
-            variant,
-            "published",
-            target_dir,
-            (login_check(cwd, token_file), *install),
+            variant=variant,
+            method="published",
+            directory=target_dir,
+            commands=(login_check(cwd, token_file), *install),
             notes=tuple(install_notes),
             creates_environment=not floxcontract.has_environment(target_dir),
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.proc import Command
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 from pickvariant.catalog.model import Companion, Variant
 from pickvariant.install import floxcontract
 
@@ -27,7 +27,7 @@ def check_org(org: str, given_as: str = "--org") -> None:
         )
 
 
-@record
+@keyword_record
 class Plan:
     """Everything an install will run, in order: `--dry-run` prints exactly these commands."""
 

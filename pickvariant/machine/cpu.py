@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_input, read_regular
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ PROC_CPUINFO = Path("/proc/cpuinfo")
 MAX_CPUINFO_BYTES = 16 * 1024 * 1024
 
 
-@record
+@keyword_record
 class CpuFacts:
     os: str
     arch: str
@@ -104,7 +104,7 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
             )
     first = next((block for block in blocks if len(block) > 1), blocks[0])
     arch = _arch(flag_key, first, s390_keys="\nprocessor " in key_lines)
-    return CpuFacts("linux", arch, _model(first, arch), flags, source, tuple(notes))
+    return CpuFacts(os="linux", arch=arch, model=_model(first, arch), flags=flags, source=source, notes=tuple(notes))
 
 
 def _arch(flag_key: str | None, first: Mapping[str, str], s390_keys: bool) -> str:
@@ -162,7 +162,7 @@ def parse_sysctl(text: str, source: str = "sysctl -a") -> CpuFacts:
     )
     arch = "aarch64" if feats or values.get("hw.optional.arm64") == "1" else "x86_64"
     flags = frozenset(feats) | frozenset(x86.lower().split())
-    return CpuFacts("darwin", arch, values.get("machdep.cpu.brand_string"), flags, source)
+    return CpuFacts(os="darwin", arch=arch, model=values.get("machdep.cpu.brand_string"), flags=flags, source=source)
 
 
 def from_py_cpuinfo(info: Mapping[str, Any], os_name: str) -> CpuFacts:
@@ -170,11 +170,11 @@ def from_py_cpuinfo(info: Mapping[str, Any], os_name: str) -> CpuFacts:
     # PPC_64 is either byte order: the raw string (uname's machine) says which.
     arch = {"X86_64": "x86_64", "ARM_8": "aarch64", "ARM_7": "armv7l", "RISCV_64": "riscv64", "S390X": "s390x"}
     return CpuFacts(
-        os_name,
-        arch.get(str(info.get("arch", "")), str(info.get("arch_string_raw", "unknown")).lower() or "unknown"),
-        info.get("brand_raw") or None,
-        frozenset(str(flag).lower() for flag in info.get("flags", ())),
-        "py-cpuinfo",
+        os=os_name,
+        arch=arch.get(str(info.get("arch", "")), str(info.get("arch_string_raw", "unknown")).lower() or "unknown"),
+        model=info.get("brand_raw") or None,
+        flags=frozenset(str(flag).lower() for flag in info.get("flags", ())),
+        source="py-cpuinfo",
     )
 
 
@@ -198,19 +198,21 @@ def detect_cpu() -> CpuFacts:
             facts = parse_cpuinfo(read_text(PROC_CPUINFO), str(PROC_CPUINFO))
         except BadInput as error:
             return CpuFacts(
-                "linux",
-                _machine(),
-                None,
-                frozenset(),
-                str(PROC_CPUINFO),
-                (f"{error}; pass --cpuinfo to describe the CPU",),
+                os="linux",
+                arch=_machine(),
+                model=None,
+                flags=frozenset(),
+                source=str(PROC_CPUINFO),
+                notes=(f"{error}; pass --cpuinfo to describe the CPU",),
             )
         machine = _machine()
         # The userland decides what runs: a 32-bit userland on a 64-bit kernel is not aarch64.
         return (
             facts
             if facts.arch == machine
-            else CpuFacts(facts.os, machine, facts.model, facts.flags, facts.source, facts.notes)
+            else CpuFacts(
+                os=facts.os, arch=machine, model=facts.model, flags=facts.flags, source=facts.source, notes=facts.notes
+            )
         )
     if sys.platform == "darwin":
         facts = read_sysctl()

@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant._base.versions import parse_compute_capability, parse_cuda_version, parse_driver_version
 from pickvariant.catalog.model import Catalog
@@ -34,7 +34,7 @@ ENV_CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 NO_GPU_WORDS = frozenset({"none", "no", "0", "cpu"})
 
 
-@record
+@keyword_record
 class HostFacts:
     os: str
     arch: str
@@ -92,7 +92,7 @@ def gather_facts(
         )
     canonical = catalog.canonical_flags(cpu.flags)
     if canonical is not cpu.flags:  # canonical_flags hands back the same frozenset when nothing was renamed
-        cpu = CpuFacts(cpu.os, cpu.arch, cpu.model, canonical, cpu.source, cpu.notes)
+        cpu = CpuFacts(os=cpu.os, arch=cpu.arch, model=cpu.model, flags=canonical, source=cpu.source, notes=cpu.notes)
     notes.extend(cpu.notes)
 
     if request.no_gpu and request.gpus:
@@ -129,7 +129,7 @@ def gather_facts(
     else:
         given = sources["gpus"].split("=")[0]
         gpus = tuple(
-            GpuFacts(index, f"stated GPU ({given})", capability)
+            GpuFacts(index=index, name=f"stated GPU ({given})", compute_capability=capability)
             for index, capability in enumerate(
                 _parsed_as(parse_compute_capability, (given, text)) for text in stated_gpus
             )
@@ -157,7 +157,16 @@ def gather_facts(
             notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
 
     return HostFacts(
-        cpu.os, cpu.arch, cpu, gpus, driver, driver_assumed, inconclusive, sources, tuple(notes), cuda_visible
+        os=cpu.os,
+        arch=cpu.arch,
+        cpu=cpu,
+        gpus=gpus,
+        driver=driver,
+        driver_assumed=driver_assumed,
+        gpu_inconclusive=inconclusive,
+        sources=sources,
+        notes=tuple(notes),
+        cuda_visible_devices=cuda_visible,
     )
 
 
@@ -207,7 +216,9 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFac
     if not all(isinstance(flag, str) for flag in flags):
         raise BadInput("hardware.cpu.flags holds something that is not a string")
     model = cpu.get("model") if isinstance(cpu.get("model"), str) else None
-    cpu_facts = CpuFacts(os_name, arch, model, catalog.canonical_flags(frozenset(flags)), "detect JSON")
+    cpu_facts = CpuFacts(
+        os=os_name, arch=arch, model=model, flags=catalog.canonical_flags(frozenset(flags)), source="detect JSON"
+    )
     gpus = []
     for index, gpu in enumerate(need(hardware, "gpus", list, "hardware")):
         where = f"hardware.gpus[{index}]"
@@ -215,7 +226,7 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFac
             raise BadInput(f"{where} is not an object")
         capability = parse_compute_capability(need(gpu, "compute_capability", str, where))
         name = gpu["name"] if isinstance(gpu.get("name"), str) else "GPU"
-        gpus.append(GpuFacts(index, name, capability))
+        gpus.append(GpuFacts(index=index, name=name, compute_capability=capability))
     driver_json = hardware.get("driver")
     driver = None
     if isinstance(driver_json, Mapping):
@@ -226,12 +237,12 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFac
     elif driver_json is not None:
         raise BadInput("hardware.driver is neither an object nor null")
     return HostFacts(
-        os_name,
-        arch,
-        cpu_facts,
-        tuple(gpus),
-        driver,
-        hardware.get("driver_assumed") is True,
-        hardware.get("gpu_detection_inconclusive") is True,
-        {"all": "detect JSON"},
+        os=os_name,
+        arch=arch,
+        cpu=cpu_facts,
+        gpus=tuple(gpus),
+        driver=driver,
+        driver_assumed=hardware.get("driver_assumed") is True,
+        gpu_inconclusive=hardware.get("gpu_detection_inconclusive") is True,
+        sources={"all": "detect JSON"},
     )

@@ -12,7 +12,7 @@ import functools
 import sys
 from types import ModuleType
 
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record, record
 from pickvariant._base.versions import (
     ComputeCapability,
     DriverVersion,
@@ -28,7 +28,7 @@ NVML_TIMEOUT_S = 5.0
 MIB = 1024 * 1024
 
 
-@record
+@keyword_record
 class GpuFacts:
     index: int
     name: str
@@ -47,7 +47,7 @@ class DriverFacts:
     cuda: str | None
 
 
-@record
+@keyword_record
 class GpuReport:
     gpus: tuple[GpuFacts, ...]
     driver: DriverFacts | None
@@ -86,8 +86,8 @@ def query_nvml(nvml: ModuleType) -> GpuReport:
         nvml.nvmlInit()
     except error_type as error:
         if isinstance(error, (nvml.NVMLError_LibraryNotFound, nvml.NVMLError_DriverNotLoaded)):
-            return GpuReport((), None, (f"no NVIDIA GPU: {_describe(error)}",))
-        return GpuReport((), None, (f"NVML failed to start: {_describe(error)}",), inconclusive=True)
+            return GpuReport(gpus=(), driver=None, notes=(f"no NVIDIA GPU: {_describe(error)}",))
+        return GpuReport(gpus=(), driver=None, notes=(f"NVML failed to start: {_describe(error)}",), inconclusive=True)
     try:
         return _query_devices(nvml, error_type)
     finally:
@@ -103,7 +103,9 @@ def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuRepo
         driver_text = _text(nvml.nvmlSystemGetDriverVersion())
         count = nvml.nvmlDeviceGetCount()
     except error_type as error:
-        return GpuReport((), None, (f"NVML could not list devices: {_describe(error)}",), inconclusive=True)
+        return GpuReport(
+            gpus=(), driver=None, notes=(f"NVML could not list devices: {_describe(error)}",), inconclusive=True
+        )
     driver = DriverFacts(parse_driver_version(driver_text), _cuda_version(nvml, error_type, notes))
     gpus: list[GpuFacts] = []
     inconclusive = False
@@ -115,7 +117,7 @@ def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuRepo
             notes.append(f"GPU {index} could not be queried: {_describe(error)}")
     if count == 0:
         notes.append("the NVIDIA driver is loaded but reports no GPU")
-    return GpuReport(tuple(gpus), driver, tuple(notes), inconclusive)
+    return GpuReport(gpus=tuple(gpus), driver=driver, notes=tuple(notes), inconclusive=inconclusive)
 
 
 def _cuda_version(nvml: ModuleType, error_type: type[BaseException], notes: list[str]) -> str | None:
@@ -157,7 +159,15 @@ def _device(nvml: ModuleType, error_type: type[BaseException], index: int) -> Gp
         pci: str | None = f"{int(info.domain):04x}:{int(info.bus):02x}:{int(info.device):02x}"
     except error_type:
         pci = None
-    return GpuFacts(index, name, ComputeCapability(int(major), int(minor)), memory_mib, mig_enabled, mig_instances, pci)
+    return GpuFacts(
+        index=index,
+        name=name,
+        compute_capability=ComputeCapability(int(major), int(minor)),
+        memory_mib=memory_mib,
+        mig_enabled=mig_enabled,
+        mig_instances=mig_instances,
+        pci=pci,
+    )
 
 
 def _mig_present(nvml: ModuleType, error_type: type[BaseException], handle: Any, slot: int) -> bool:
@@ -193,13 +203,18 @@ def read_gpus(timeout_s: float | None = None) -> GpuReport:
     timeout_s = NVML_TIMEOUT_S if timeout_s is None else timeout_s
     if not nvml_library_loads():
         return GpuReport(
-            (), None, ("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",)
+            gpus=(),
+            driver=None,
+            notes=("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",),
         )
     try:
         import pynvml
     except ImportError:
         return GpuReport(
-            (), None, ("GPUs not queried: nvidia-ml-py (the pynvml module) is not installed",), inconclusive=True
+            gpus=(),
+            driver=None,
+            notes=("GPUs not queried: nvidia-ml-py (the pynvml module) is not installed",),
+            inconclusive=True,
         )
     return run_bounded(lambda: query_nvml(pynvml), timeout_s)
 
@@ -220,9 +235,17 @@ def run_bounded(query: Any, timeout_s: float) -> GpuReport:
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
-        return GpuReport((), None, (f"NVML did not answer within {timeout_s:g} s (a hung driver?)",), inconclusive=True)
+        return GpuReport(
+            gpus=(),
+            driver=None,
+            notes=(f"NVML did not answer within {timeout_s:g} s (a hung driver?)",),
+            inconclusive=True,
+        )
     if failure:
         return GpuReport(
-            (), None, (f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",), inconclusive=True
+            gpus=(),
+            driver=None,
+            notes=(f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",),
+            inconclusive=True,
         )
     return result[0]

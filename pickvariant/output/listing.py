@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 from pickvariant._base.text import markdown_text, visible
 from pickvariant._base.versions import (
     parse_compute_capability,
@@ -16,7 +16,7 @@ from pickvariant._base.versions import (
 from pickvariant.catalog.model import MPS, Catalog, Companion, Variant
 
 
-@record
+@keyword_record
 class Filters:
     branch: str | None = None
     python: str | None = None

@@ -31,7 +31,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import write_atomic
 from pickvariant._base.git import GitTimeout, run_git
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record
 from pickvariant._base.urls import public_url
 from pickvariant.catalog.classify import RecipeClassifier
 from pickvariant.catalog.model import Catalog, Variant
@@ -49,7 +49,7 @@ class MissingBranch(OperationFailed):
     """The repository answered, and has no such branch: no cached copy stands in for it."""
 
 
-@record
+@keyword_record
 class FetchedRecipe:
     text: str
     repo: str
@@ -236,13 +236,13 @@ def fetch_checked(
     """Fetch the variant's recipe and check it; the notes of both come with it."""
     fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache, settings.network_timeout(env))
     return FetchedRecipe(
-        fetched.text,
-        fetched.repo,
-        fetched.branch,
-        fetched.commit,
-        fetched.path,
-        fetched.from_cache,
-        check_recipe(fetched, variant, catalog),
+        text=fetched.text,
+        repo=fetched.repo,
+        branch=fetched.branch,
+        commit=fetched.commit,
+        path=fetched.path,
+        from_cache=fetched.from_cache,
+        notes=check_recipe(fetched, variant, catalog),
     )
 
 
@@ -285,20 +285,24 @@ def fetch_recipe(
             )
             if last and isinstance(text, str):
                 return FetchedRecipe(
-                    text,
-                    shown,
-                    variant.branch,
-                    last,
-                    variant.path,
-                    True,
-                    (f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",),
+                    text=text,
+                    repo=shown,
+                    branch=variant.branch,
+                    commit=last,
+                    path=variant.path,
+                    from_cache=True,
+                    notes=(
+                        f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",
+                    ),
                 )
             raise OperationFailed(
                 f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}"
             ) from None
         text = _read_recipe(repo, commit, variant.path, reader)
         if isinstance(text, str):
-            return FetchedRecipe(text, shown, variant.branch, commit, variant.path, True)
+            return FetchedRecipe(
+                text=text, repo=shown, branch=variant.branch, commit=commit, path=variant.path, from_cache=True
+            )
         try:
             if text is _Unread.DAMAGED:
                 # git would trust the damaged object and not fetch it again: the cache starts over.
@@ -326,7 +330,9 @@ def fetch_recipe(
                 f"{shown} {variant.branch} at {commit[:12]} has no {variant.path} that can be read; {GENERATE_HINT}"
             )
         write_atomic(tip_file, commit + "\n")
-        return FetchedRecipe(text, shown, variant.branch, commit, variant.path, False)
+        return FetchedRecipe(
+            text=text, repo=shown, branch=variant.branch, commit=commit, path=variant.path, from_cache=False
+        )
 
 
 def _pname_matches(pname: str, variant: Variant) -> bool:

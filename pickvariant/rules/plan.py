@@ -15,7 +15,7 @@ from typing import Any
 
 from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.native import stdout_silenced
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record, record
 from pickvariant._base.request import Request
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts, facts_from_json
@@ -181,7 +181,7 @@ class NodePlan:
     why: str | None
 
 
-@record
+@keyword_record
 class ClusterPlan:
     variants: tuple[tuple[Variant, int, tuple[str, ...]], ...]  # variant, node count, hardware summaries
     nodes: tuple[NodePlan, ...]
@@ -278,16 +278,16 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
         if isinstance(found, SetShape):  # companions_for admits only sets with a shape
             shapes[(v.branch, v.package)] = found
     return ClusterPlan(
-        chosen_variants,
-        tuple(nodes),
-        solution,
-        len(inputs.labels),
-        tuple(inputs.bad),
-        inputs.bad_count,
-        len(profiles),
-        tuple(inputs.duplicate_labels()),
-        companions,
-        shapes,
+        variants=chosen_variants,
+        nodes=tuple(nodes),
+        solution=solution,
+        node_count=len(inputs.labels),
+        bad=tuple(inputs.bad),
+        bad_count=inputs.bad_count,
+        profile_count=len(profiles),
+        duplicate_labels=tuple(inputs.duplicate_labels()),
+        companions=companions,
+        shapes=shapes,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from pickvariant._base.proc import capture
-from pickvariant._base.records import record, replace
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.versions import ComputeCapability
 from pickvariant.catalog.model import Catalog, Variant
@@ -41,7 +41,7 @@ MAX_PROBE_OUTPUT = 4 * 1024 * 1024
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
 
 
-@record
+@keyword_record
 class VerifyResult:
     passed: bool
     reasons: tuple[str, ...]
@@ -227,7 +227,13 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         if not mismatches:
             reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
     passed = not failures
-    return VerifyResult(passed, tuple(failures + reasons), probe, tuple(findings), speed_verdict(findings))
+    return VerifyResult(
+        passed=passed,
+        reasons=tuple(failures + reasons),
+        probe=probe,
+        findings=tuple(findings),
+        speed=speed_verdict(findings),
+    )
 
 
 def _judge_companions(probe: dict[str, Any], labels: dict[str, str], failures: list[str], reasons: list[str]) -> None:
@@ -399,7 +405,7 @@ def verify(
     with GpuWatch.for_facts(facts) as watch:
         probe, problem = run_probe(python, quick, companions=companions)
     if probe is None:
-        return VerifyResult(False, (problem or "the probe failed",))
+        return VerifyResult(passed=False, reasons=(problem or "the probe failed",))
     result = judge(probe, catalog, facts, variant)
     health = watch.summary()
     speed = result.speed + tuple(line for gpu in health for line in _health_lines(gpu)) if result.speed else ()
