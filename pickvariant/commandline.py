@@ -15,7 +15,9 @@ from pickvariant._base.request import WORKLOADS, Request, projects_from
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import Any, Literal
+
+    OptionKind = Literal["text", "path", "int", "texts", "flag", "choice"]
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
 
@@ -25,7 +27,7 @@ class Option:
     """One command-line option: its flag, what it takes, its help text, and the Request field it fills."""
 
     flag: str
-    kind: str  # "text", "path", "int", "texts" (repeatable), "flag" (takes no value) or "choice"
+    kind: OptionKind  # "texts" is repeatable; a "flag" takes no value
     help: str
     field: str | None = None  # the Request field, for options that describe the machine or pin the choice
     choices: tuple[str, ...] = ()

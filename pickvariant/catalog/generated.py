@@ -17,6 +17,13 @@ from pickvariant._base.records import keyword_record
 from pickvariant.catalog.load import DATA_DIR
 from pickvariant.catalog.model import Companion, Variant, checked_package
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    TorchBy = Literal["override", "package_overrides"]
+    GpuKind = Literal["cuda", "none", "mps"]
+
 DATA = DATA_DIR / "generated-companions.json"
 GENERATED_BY = "pickvariant (generated on the variant's recipe)"
 _GPU_KINDS = frozenset({"cuda", "none", "mps"})
@@ -29,9 +36,9 @@ class GeneratedProject:
 
     project: str
     attribute: str
-    torch_by: str  # "override" (its callPackage arguments) or "package_overrides" (the whole Python set)
+    torch_by: TorchBy  # "override" (its callPackage arguments) or "package_overrides" (the whole Python set)
     arguments: tuple[str, ...]  # the function arguments of nixpkgs' expression (what .override accepts)
-    gpus: frozenset[str]  # "cuda", "none" (CPU-only), "mps"
+    gpus: frozenset[GpuKind]  # "cuda", "none" (CPU-only), "mps"
     cuda_env: Mapping[str, str]
     cost: str
     source: str
@@ -62,7 +69,7 @@ def projects() -> Mapping[str, GeneratedProject]:
     return found
 
 
-def gpu_kind(variant: Variant) -> str:
+def gpu_kind(variant: Variant) -> GpuKind:
     return "mps" if variant.is_mps else "cuda" if variant.cuda else "none"
 
 

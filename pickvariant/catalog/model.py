@@ -20,10 +20,12 @@ from pickvariant._base.versions import ComputeCapability, DriverVersion, version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
-    from typing import Any, TypeVar
+    from typing import Any, Literal, TypeVar
 
     T = TypeVar("T")
     K = TypeVar("K")
+    # How a companion's torch relates to a PyTorch variant (closed: the rules branch on each).
+    TorchRelation = Literal["identical", "separate", "unknown", "generated"]
 
 SCHEMA_VERSION = 2
 
@@ -241,7 +243,7 @@ class Companion:
     platform: str
     torch: str | None
     torch_pin: str | None
-    torch_relation: str
+    torch_relation: TorchRelation
     torch_of: str | None
     # Build options its name ends with ("nomagma": built without MAGMA); none for most.
     build_options: tuple[str, ...] = ()

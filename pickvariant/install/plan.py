@@ -13,6 +13,12 @@ from pickvariant._base.records import keyword_record
 from pickvariant.catalog.model import Companion, Variant
 from pickvariant.install import floxcontract
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Method = Literal["published", "build"]
+
 # Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$
 # (flox/flox@6536dac, cli/catalog-api-v1/src/client.rs, CatalogName). A leading '-' would also
 # reach flox's argument parser as an option, so it is refused too.
@@ -32,7 +38,7 @@ class Plan:
     """Everything an install will run, in order: `--dry-run` prints exactly these commands."""
 
     variant: Variant
-    method: str  # "published" or "build"
+    method: Method
     directory: Path  # the Flox environment the user gets, with torch and a matching Python
     commands: tuple[Command, ...]
     recipe_file: Path | None = None

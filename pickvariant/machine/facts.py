@@ -23,7 +23,10 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal
+
+    # The facts whose source is recorded (closed); "all": every fact from one detect line (plan).
+    FactName = Literal["cpu", "gpus", "driver", "all"]
 
 ENV_CPUINFO = settings.CPUINFO
 ENV_GPU = settings.GPU
@@ -44,7 +47,7 @@ class HostFacts:
     driver_assumed: bool
     gpu_inconclusive: bool
     # Which option, variable or detection each of cpu, gpus and driver came from.
-    sources: Mapping[str, str] = MappingProxyType({})
+    sources: Mapping[FactName, str] = MappingProxyType({})
     notes: tuple[str, ...] = ()
     # The raw value, where set and the GPUs were detected (a stated machine has no environment).
     cuda_visible_devices: str | None = None
@@ -73,7 +76,7 @@ def gather_facts(
     detect_unstated False (a machine described for a report) nothing is detected: GPUs not stated are
     unknown (inconclusive), a CPU not stated is bad input, and no driver is assumed."""
     env = os.environ if env is None else env
-    sources: dict[str, str] = {}
+    sources: dict[FactName, str] = {}
     notes: list[str] = []
 
     if request.cpuinfo is not None:

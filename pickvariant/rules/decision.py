@@ -12,6 +12,8 @@ TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
 if TYPE_CHECKING:
     from typing import Final, Literal
 
+    SetRefusalCause = Literal["missing", "two_torches", "not_generated", "aligned"]
+
     KindName = Literal[
         "cpu_lacks_flags",
         "no_kernels",
@@ -95,7 +97,7 @@ class SetRefusal:
     PyTorch builds (two_torches, with rules/sets.py's account of them), or it goes on the equal variant of the branch
     aligned with the vLLM release chosen (aligned, with that branch)."""
 
-    cause: str
+    cause: SetRefusalCause
     projects: tuple[str, ...]
     detail: str = ""
 
