@@ -30,6 +30,17 @@ if TYPE_CHECKING:
     from pickvariant.machine.facts import HostFacts
     from pickvariant.rules.decision import Decision
 
+
+def _arguments_show_their_metavariable() -> None:
+    """Newer typer prints an argument's Python type beside the metavariable in help (`INPUT <list[str]>`); a person
+    reads the metavariable (`REPO [COMPANION]...`, `INPUT`). Older typer prints none and has no such method."""
+    argument = getattr(typer.core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None
+
+
+_arguments_show_their_metavariable()
+
 app = typer.Typer(
     name="pickvariant",
     help="Pick, build and verify the right custom PyTorch variant for this machine.",

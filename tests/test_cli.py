@@ -540,3 +540,5 @@ def test_every_option_shows_a_metavariable_a_person_reads(command) -> None:
     shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"}).stdout
     options = [line for line in shown.splitlines() if line.lstrip().startswith("-")]
     assert options and not [line for line in options if re.search(r"<(str|path|int|float|list\[str\])>", line)], shown
+    # Arguments too: `REPO [COMPANION]...`, `INPUT`, `PACKAGE`, never `<list[str]>` beside them.
+    assert not re.search(r"<(str|path|list\[str\])>", shown), shown
