@@ -179,14 +179,16 @@ def list_variants(
         if project not in PROJECTS:
             raise BadInput(f"--project {project!r:.40}: choose pytorch, {', '.join(PROJECTS)}")
         rows = listing.select_companions(catalog, load_stack(catalog).companions, project, filters)
-        all_rows = True
     else:
         rows = listing.select(catalog, filters)
+    summarised = not (all_rows or filters.any())  # the text and Markdown views summarise alike; JSON is every row
     if format is opt.Format.json:
         typer.echo(json.dumps(listing.document(catalog, rows, project), indent=2))
+    elif summarised and project != "pytorch":
+        typer.echo(listing.companion_summary(rows, project), nl=False)
     elif format is opt.Format.markdown:
-        typer.echo(listing.markdown(rows), nl=False)
-    elif all_rows or filters.any():
+        typer.echo(listing.summary_markdown(catalog) if summarised else listing.markdown(rows), nl=False)
+    elif not summarised:
         terminal.print_rows(rows)
     else:
         terminal.print_summary(catalog)

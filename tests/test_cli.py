@@ -542,3 +542,40 @@ def test_every_option_shows_a_metavariable_a_person_reads(command) -> None:
     assert options and not [line for line in options if re.search(r"<(str|path|int|float|list\[str\])>", line)], shown
     # Arguments too: `REPO [COMPANION]...`, `INPUT`, `PACKAGE`, never `<list[str]>` beside them.
     assert not re.search(r"<(str|path|list\[str\])>", shown), shown
+
+
+def test_a_narrow_list_drops_what_the_name_says_before_the_cuda_line_and_labels_its_blocks(catalog) -> None:
+    """At 80 columns the CUDA line (whether the driver runs it) outlasts the instruction set the name already shows; a
+    terminal narrower than a package name gets one block per variant, each value with its column's name."""
+    import io
+
+    from rich.console import Console
+
+    from pickvariant.output.listing import select
+    from pickvariant.output.terminal import print_rows
+
+    rows = select(catalog)[:20]
+    out = io.StringIO()
+    print_rows(rows, Console(file=out, width=80, force_terminal=True, color_system=None))
+    caption = next(line for line in out.getvalue().splitlines() if "not shown, for want of width" in line)
+    hidden = caption.split("not shown, for want of width: ", 1)[1]
+    assert "cpu_isa" in hidden and "cuda" not in hidden.replace("cuda_", "")
+    narrow = io.StringIO()
+    print_rows(rows[:2], Console(file=narrow, width=30, force_terminal=True, color_system=None))
+    text = narrow.getvalue()
+    assert f"branch: {rows[0]['branch']}" in text.replace("\n", " ") and "cpu_isa:" in text.replace("\n", " ")
+
+
+def test_markdown_and_a_companion_listing_summarise_as_the_text_view_does() -> None:
+    summary = runner.invoke(app, ["list", "--format", "markdown"])
+    assert summary.exit_code == 0 and "| branch | torch | python | cuda lines | variants | kind |" in summary.stdout
+    assert "pytorch-python313-" not in summary.stdout  # no row of the 967
+    rows = runner.invoke(app, ["list", "--format", "markdown", "--branch", "main"])
+    assert "| package | branch |" in rows.stdout and "pytorch-python313-cuda12_8-sm90-avx512" in rows.stdout
+    vision = runner.invoke(app, ["list", "--project", "torchvision"])
+    assert (
+        vision.stdout.startswith("226 torchvision recipes") and "build-torchvision pytorch-2.10: 111" in vision.stdout
+    )
+    assert "torchvision-python313-" not in vision.stdout
+    every = runner.invoke(app, ["list", "--project", "torchvision", "--all"])
+    assert "torchvision-python313-cuda13_1-sm90-avx512" in every.stdout

@@ -218,6 +218,45 @@ def summary(catalog: Catalog, width: int | None = None) -> str:
 COLUMNS = ("package", "branch", "torch", "python", "cuda", "gpu_arch", "cpu_isa", "platform", "gpus")
 
 
+def summary_markdown(catalog: Catalog) -> str:
+    """`list --format markdown` without --all or a filter: the summary by branch, as the text view gives it."""
+    lines = [
+        f"{len(catalog.variants)} variants on {len(catalog.branches)} branches of {markdown_text(catalog.source.repo)} "
+        f"at {markdown_text(catalog.source.commit[:12])}",
+        "",
+        "| branch | torch | python | cuda lines | variants | kind |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        "| "
+        + " | ".join(
+            markdown_text(cell)
+            for cell in (
+                branch.name,
+                branch.torch,
+                branch.python,
+                " ".join(line.cuda for line in branch.cuda_lines) or "-",
+                str(len(branch.variants)),
+                f"aligned with {branch.aligned_with}" if branch.aligned_with else "general",
+            )
+        )
+        + " |"
+        for branch in catalog.branches
+    ]
+    return "\n".join(lines) + "\n\nRows: `pickvariant list --all --format markdown`, or a filter.\n"
+
+
+def companion_summary(rows: list[dict[str, Any]], project: str) -> str:
+    """`list --project X` without --all or a filter: its recipes counted by repository and branch."""
+    counts: dict[tuple[str, str], int] = {}
+    for row in rows:
+        key = (str(row["repo"]), str(row["branch"]))
+        counts[key] = counts.get(key, 0) + 1
+    lines = [f"{len(rows)} {project} recipes", ""]
+    lines += [f"{visible(repo)} {visible(branch)}: {count}" for (repo, branch), count in sorted(counts.items())]
+    return "\n".join(lines) + f"\n\nRows: pickvariant list --project {project} --all, or a filter.\n"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [
@@ -239,5 +278,7 @@ def plain(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + f"\n\n{len(rows)} {_noun(rows)}\n"
 
 
-# The columns a narrow terminal loses first; the package name is never dropped nor cut.
-DROP_ORDER = ("gpus", "platform", "python", "torch", "cuda", "gpu_arch", "cpu_isa", "branch")
+# The columns a narrow terminal loses first; the package name is never dropped nor cut. What the name itself says
+# (Python, instruction set, GPU architecture, CUDA line) goes before what it does not (platform, PyTorch, branch),
+# and of those the instruction set before the CUDA line, which decides whether the driver can run it.
+DROP_ORDER = ("gpus", "python", "cpu_isa", "gpu_arch", "platform", "cuda", "torch", "branch")

@@ -95,7 +95,7 @@ def print_rows(rows: list[dict[str, Any]], console: Any = None) -> None:
         # Not even the package column fits: a block per variant, the name whole on its own line.
         for row in text:
             console.file.write(visible(row["package"]) + "\n")
-            details = "  ".join(visible(row[c]) for c in COLUMNS if c != "package")
+            details = "  ".join(f"{c}: {visible(row[c])}" for c in COLUMNS if c != "package")
             console.print(Text(details, overflow="fold"), highlight=False)
         return
     shown = list(COLUMNS)
