@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 
@@ -384,22 +384,6 @@ class Catalog:
     @cached_property
     def variants(self) -> tuple[Variant, ...]:
         return tuple(variant for branch in self.branches for variant in branch.variants)
-
-    def derive(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """compute(), an answer that depends only on this catalog and `key`, computed once per catalog.
-
-        decide and compat keep here what they would otherwise work out on every call (the branches
-        the pins leave, static ranks, which GPU architectures run on which compute capability): a
-        catalog never changes, so these never go stale, and a long-lived caller pays for them once."""
-        try:
-            value: T = self._derived[key]
-        except KeyError:
-            value = self._derived[key] = compute()
-        return value
-
-    @cached_property
-    def _derived(self) -> dict[Hashable, Any]:
-        return {}
 
     @cached_property
     def built_for(self) -> tuple[str, ...]:

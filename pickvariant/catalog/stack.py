@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.memo import per_object
 from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
@@ -42,12 +43,9 @@ class Stack:
         return tuple(companion for companion in self.companions if companion.project == project)
 
 
+@per_object
 def load_stack(catalog: Catalog) -> Stack:
     """The companions beside `catalog` (none when it has no companions file), read once per catalog."""
-    return catalog.derive("companions", lambda: _load(catalog))
-
-
-def _load(catalog: Catalog) -> Stack:
     path = companions_path(catalog.path)
     if not path.exists():
         return Stack((), (), None)

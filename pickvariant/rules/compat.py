@@ -6,10 +6,10 @@ instead of re-deriving the rules, so that what one of them admits the others adm
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.memo import per_object
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.catalog.model import Catalog, CpuIsa, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
@@ -201,12 +201,7 @@ def why_not(
         capability = gpu.compute_capability
         kind = (capability.major, capability.minor)
         if kind not in verdicts:
-            # The verdict for an architecture of the catalog and a kind of GPU is the catalog's to
-            # keep: decide asks it of dozens of variants.
-            verdicts[kind] = catalog.derive(
-                ("kernels run on", arch.name, kind),
-                functools.partial(kernels_run_on, arch, capability, catalog),
-            )
+            verdicts[kind] = _kernels_verdict(catalog, arch.name, capability)
         why = verdicts[kind]
         if why:
             problems.append(f"GPU {gpu.index}: {why}")
@@ -214,6 +209,12 @@ def why_not(
     if why_driver:
         problems.append(why_driver)
     return tuple(problems)
+
+
+@per_object
+def _kernels_verdict(catalog: Catalog, arch: str, capability: ComputeCapability) -> str | None:
+    """kernels_run_on, worked out once per catalog, architecture and kind of GPU: decide asks it of dozens of variants."""
+    return kernels_run_on(catalog.gpu_archs[arch], capability, catalog)
 
 
 def runs_on_all(catalog: Catalog, gpu_arch: str | None, gpus: Sequence[GpuFacts]) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.memo import per_object
 from pickvariant._base.records import keyword_record, replace
 from pickvariant.catalog import generated
 from pickvariant.catalog.model import Catalog, Companion, Variant, axes_of
@@ -53,6 +54,7 @@ def _rank(companion: Companion, variant: Variant) -> tuple[int, int, str, str, s
     return (kind, len(companion.build_options), companion.repo, companion.branch, companion.package)
 
 
+@per_object
 def _index(
     catalog: Catalog,
 ) -> tuple[Mapping[tuple[str, Axes, str], tuple[Companion, ...]], Mapping[tuple[str, Axes], tuple[Companion, ...]]]:
@@ -77,7 +79,7 @@ def companions_for(catalog: Catalog, variant: Variant, projects: Sequence[str]) 
     or the set would not give one PyTorch (sets.shape).
 
     Its axes are the variant's, so what the variant runs on, the set runs on (plan asks this of every candidate)."""
-    known, _ = catalog.derive("companion index", lambda: _index(catalog))
+    known, _ = _index(catalog)
     axes = axes_of(variant)
     chosen = []
     for project in projects:
@@ -173,7 +175,7 @@ def _published_set(
     targets: tuple[GpuFacts, ...],
 ) -> SetPick:
     """The best-ranked candidate for which every project has a published companion on its PyTorch, and those."""
-    known, unknown = catalog.derive("companion index", lambda: _index(catalog))
+    known, unknown = _index(catalog)
     rejected: list[Rejection] = []
     missing: tuple[str, ...] = ()
     passed_over: list[tuple[Variant, SetRefusal]] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.memo import per_object
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
@@ -69,14 +70,18 @@ def machine_reasons(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ..
 
 def branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
     """The branches the pins (--branch, --torch, --python-version) leave, and why each other one is out."""
-    key = ("pinned branches", options.branch, options.torch, options.python, "vllm" in options.with_projects)
-    return catalog.derive(key, lambda: _pinned_branches(catalog, options))
+    pins = (options.branch, options.torch, options.python, options.python_given_as, "vllm" in options.with_projects)
+    return _pinned_branches(catalog, *pins)
 
 
-def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
+@per_object
+def _pinned_branches(
+    catalog: Catalog, pinned: str | None, torch: str | None, python: str | None, python_flag: str, vllm: bool
+) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:
+    """Worked out once per catalog and pins: decide asks it of every machine of a cluster."""
     rejected: list[Rejection] = []
-    if options.branch is not None:
-        named = catalog.branch(options.branch)
+    if pinned is not None:
+        named = catalog.branch(pinned)
         rejected += [
             rejection(Kind.PINNED_OUT, "branch", b.name, cause="branch", named=named.name)
             for b in catalog.branches
@@ -86,25 +91,19 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
     else:
         considered = []
         for branch in catalog.branches:
-            if branch.aligned_with and not (
-                branch.aligned_with.startswith("vllm ") and "vllm" in options.with_projects
-            ):
+            if branch.aligned_with and not (branch.aligned_with.startswith("vllm ") and vllm):
                 rejected.append(rejection(Kind.ALIGNED, "branch", branch.name, aligned_with=branch.aligned_with))
             else:
                 considered.append(branch)
     left = []
     for branch in considered:
-        if options.torch and not release_matches(options.torch, branch.torch, "--torch"):
+        if torch and not release_matches(torch, branch.torch, "--torch"):
             rejected.append(
-                rejection(
-                    Kind.PINNED_OUT, "branch", branch.name, cause="torch", shipped=branch.torch, pin=options.torch
-                )
+                rejection(Kind.PINNED_OUT, "branch", branch.name, cause="torch", shipped=branch.torch, pin=torch)
             )
-        elif options.python and not release_matches(options.python, branch.python, options.python_given_as):
+        elif python and not release_matches(python, branch.python, python_flag):
             rejected.append(
-                rejection(
-                    Kind.PINNED_OUT, "branch", branch.name, cause="python", shipped=branch.python, pin=options.python
-                )
+                rejection(Kind.PINNED_OUT, "branch", branch.name, cause="python", shipped=branch.python, pin=python)
             )
         else:
             left.append(branch)
@@ -112,14 +111,14 @@ def _pinned_branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, 
         known = "; ".join(
             f"{b.name}: PyTorch {b.torch}, Python {b.python}"
             for b in catalog.branches
-            if b.aligned_with is None or options.branch
+            if b.aligned_with is None or pinned
         )
         pins = ", ".join(
             f"{flag} {value}"
             for flag, value in (
-                ("--branch", options.branch),
-                ("--torch", options.torch),
-                (options.python_given_as, options.python),
+                ("--branch", pinned),
+                ("--torch", torch),
+                (python_flag, python),
             )
             if value
         )
@@ -216,12 +215,8 @@ def variants(
     system = catalog.nix_system(facts.os, facts.arch)
     assert system is not None
     workload = catalog.workloads[options.workload]
-    isa_rank = catalog.derive(
-        ("isa rank", workload.name), lambda: {name: rank for rank, name in enumerate(workload.isa_preference)}
-    )
-    static_ranks: dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]] = catalog.derive(
-        "static ranks", dict
-    )
+    isa_rank = _isa_ranks(catalog, workload.name)
+    static_ranks = _static_ranks(catalog)
 
     def rank(variant: Variant) -> tuple[object, ...]:
         key = (variant.branch, variant.package)
@@ -252,6 +247,17 @@ def variants(
 def _newest_first(release: str) -> tuple[int, ...]:
     """A release's sort key negated, so that sorted() puts the newest first."""
     return tuple(-part for part in version_key(release))
+
+
+@per_object
+def _isa_ranks(catalog: Catalog, workload: str) -> dict[str, int]:
+    return {name: rank for rank, name in enumerate(catalog.workloads[workload].isa_preference)}
+
+
+@per_object
+def _static_ranks(catalog: Catalog) -> dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]]:
+    """Each variant's rank but for the instruction set, by (branch, package), as decisions first rank it."""
+    return {}
 
 
 def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...], tuple[str, str]]:
