@@ -26,7 +26,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.text import visible_lines
 
 if TYPE_CHECKING:
-    from pickvariant.catalog.model import Catalog, Companion, Variant
+    from pickvariant.catalog.model import Catalog
     from pickvariant.machine.facts import HostFacts
     from pickvariant.rules.decision import Decision
 
@@ -241,47 +241,28 @@ def recipe(
     with_: opt.RecipeWith = None,
 ) -> None:
     """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
-    from pickvariant.recipes.render import branch_variants, render, write_recipes
+    from pickvariant.commands.recipe import RecipeOptions, recipes
+    from pickvariant.recipes.render import write_recipes
 
-    catalog = _catalog()
-    if all_variants == (package is not None):
-        raise BadInput("give either a PACKAGE or --all")
-    if cuda is not None and not all_variants:
-        raise BadInput("--cuda chooses a CUDA line of the branch for --all; a PACKAGE names its own")
-    if all_variants:
-        if repo is not None:
-            raise BadInput("--all generates a branch's recipes from the templates; --repo fetches one PACKAGE")
-        variants, skipped = branch_variants(catalog, branch, cuda, output)
-        for line in skipped:
-            typer.echo(line, err=True)
-        recipes = [(variant, render(variant, catalog)) for variant in variants]
-    elif generate:
-        variant = catalog.variant(package or "", branch)
-        recipes = [(variant, render(variant, catalog))]
-    else:
-        from pickvariant._base.files import cache_dir
-        from pickvariant.recipes.fetch import fetch_checked
-
-        variant = catalog.variant(package or "", branch)
-        fetched = fetch_checked(variant, catalog, repo, cache_dir(), os.environ)
-        typer.echo(
-            f"{variant.package}: {variant.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}"
-            f"{' (cached)' if fetched.from_cache else ''}; checked against the catalog",
-            err=True,
-        )
-        for note in fetched.notes:
-            typer.echo(f"note: {note}", err=True)
-        recipes = [(variant, fetched.text)]
-    written_too: list[tuple[Variant | Companion, str]] = list(recipes)
-    if with_:
-        from pickvariant.commands.recipe import companion_recipes
-
-        written_too += companion_recipes(catalog, recipes[0][0], with_, output, all_variants)
+    options = RecipeOptions(
+        package=package,
+        all_variants=all_variants,
+        branch=branch,
+        cuda=cuda,
+        output=output,
+        generate=generate,
+        repo=repo,
+        with_projects=tuple(with_ or ()),
+    )
+    found = recipes(options, _catalog())
+    for note in found.notes:
+        typer.echo(note, err=True)
     if output is None:
         # A fetched recipe is the repository's text: on a terminal its escapes are shown, not obeyed.
-        typer.echo(visible_lines(recipes[0][1]) if sys.stdout.isatty() else recipes[0][1], nl=False)
+        text = found.recipes[0][1]
+        typer.echo(visible_lines(text) if sys.stdout.isatty() else text, nl=False)
         return
-    written = write_recipes(output, written_too, force)
+    written = write_recipes(output, list(found.recipes), force)
     changed = sum(1 for item in written if item.changed)
     for item in written if len(written) == 1 else ():
         typer.echo(f"{item.path} {'written' if item.changed else 'unchanged'}")
@@ -437,16 +418,10 @@ def report(
 
     With --cpuinfo, --gpu, --driver or --driver-cuda (or their PICKVARIANT_* variables) it describes that
     machine instead: what is not stated is "not stated", never this machine's."""
-    from pickvariant.machine.facts import states_a_machine
+    from pickvariant.commands.report import report as reported
     from pickvariant.output import report as reporter
 
-    request = _request(values)
-    described = states_a_machine(request, os.environ)
-    choice = api.recommend_request(request, catalog=_catalog(), detect_unstated=not described)
-    from pickvariant.commands.verify import default_python
-
-    pythons = [python] if python else ([] if described else default_python())
-    data = reporter.build(choice.catalog, choice.facts, choice.decision, request.workload, pythons, described=described)
+    data = reported(_request(values), python, _catalog())
     typer.echo(
         json.dumps(data, indent=2) if format is opt.ReportFormat.json else reporter.markdown(data),
         nl=format is opt.ReportFormat.json,

@@ -10,6 +10,19 @@ from pathlib import Path
 
 from pickvariant._base.errors import BadInput, OperationFailed
 
+# Where the files pickvariant ships sit: at the top of a checkout (the design card's catalog.json and recipes/), and
+# inside the package in an installed wheel (hatch force-include puts them there: pyproject.toml). Not resolved: a
+# realpath costs detect a tenth of a millisecond, and either location is read through the same path it was found by.
+PACKAGE = Path(__file__).parent.parent
+CHECKOUT = PACKAGE.parent
+
+
+def shipped(in_package: str, at_top: str) -> Path:
+    """A shipped file: the packaged copy where there is one (an installed wheel), else the checkout's at the top.
+    A checkout and a wheel read the same bytes: the wheel's are copies the build made of the checkout's."""
+    packaged = PACKAGE / in_package
+    return packaged if packaged.exists() else CHECKOUT / at_top
+
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where pickvariant keeps what it may lose (recipes, logs, the last install): $XDG_CACHE_HOME/pickvariant or ~/.cache/pickvariant."""

@@ -19,9 +19,8 @@ from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.files import read_regular
+from pickvariant._base.files import read_regular, shipped
 from pickvariant._base.schema import SchemaError, load_schema, validate
-from pickvariant._base.shipped import shipped
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
     parse_compute_capability,

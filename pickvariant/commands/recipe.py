@@ -1,14 +1,18 @@
-"""`recipe PACKAGE --with PROJECT -o DIR`: each companion's recipe generated on the variant's own, beside it."""
+"""`pickvariant recipe`: a variant's recipe (fetched from its build repository and checked, or generated), a branch's
+with --all, and with --with each companion's generated on the variant's own, beside it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.files import cache_dir
+from pickvariant._base.records import keyword_record
 from pickvariant._base.request import projects_from
 from pickvariant.catalog.model import Catalog, Companion, Variant
-from pickvariant.recipes.render import render_companion
+from pickvariant.recipes.render import branch_variants, render, render_companion
 from pickvariant.rules.decision import SetRefusal
 from pickvariant.rules.pairing import generated_set
 from pickvariant.rules.wording import set_refusal
@@ -29,3 +33,59 @@ def companion_recipes(
     if isinstance(found, SetRefusal):
         raise BadInput(f"--with: {set_refusal(found)}")
     return [(companion, render_companion(companion, variant, catalog)) for companion in found]
+
+
+@keyword_record
+class RecipeOptions:
+    """What `recipe` takes: a PACKAGE (or --all of a branch), where it comes from, where it goes."""
+
+    package: str | None = None
+    all_variants: bool = False
+    branch: str | None = None
+    cuda: str | None = None
+    output: Path | None = None
+    generate: bool = False
+    repo: str | None = None
+    with_projects: tuple[str, ...] = ()
+
+
+@keyword_record
+class Recipes:
+    """The recipes to print or write, in order, and what to say of them on stderr first."""
+
+    recipes: tuple[tuple[Variant | Companion, str], ...]
+    notes: tuple[str, ...] = ()
+
+
+def recipes(options: RecipeOptions, catalog: Catalog) -> Recipes:
+    """The recipes `recipe` prints or writes; BadInput for a combination of options that names nothing."""
+    if options.all_variants == (options.package is not None):
+        raise BadInput("give either a PACKAGE or --all")
+    if options.cuda is not None and not options.all_variants:
+        raise BadInput("--cuda chooses a CUDA line of the branch for --all; a PACKAGE names its own")
+    notes: list[str] = []
+    if options.all_variants:
+        if options.repo is not None:
+            raise BadInput("--all generates a branch's recipes from the templates; --repo fetches one PACKAGE")
+        variants, skipped = branch_variants(catalog, options.branch, options.cuda, options.output)
+        notes += skipped
+        found: list[tuple[Variant | Companion, str]] = [(variant, render(variant, catalog)) for variant in variants]
+    elif options.generate:
+        variant = catalog.variant(options.package or "", options.branch)
+        found = [(variant, render(variant, catalog))]
+    else:
+        from pickvariant.recipes.fetch import fetch_checked
+
+        variant = catalog.variant(options.package or "", options.branch)
+        fetched = fetch_checked(variant, catalog, options.repo, cache_dir(), os.environ)
+        notes.append(
+            f"{variant.package}: {variant.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}"
+            f"{' (cached)' if fetched.from_cache else ''}; checked against the catalog"
+        )
+        notes += [f"note: {note}" for note in fetched.notes]
+        found = [(variant, fetched.text)]
+    if options.with_projects:
+        first = found[0][0]
+        assert isinstance(first, Variant)
+        found += companion_recipes(catalog, first, options.with_projects, options.output, options.all_variants)
+    return Recipes(recipes=tuple(found), notes=tuple(notes))

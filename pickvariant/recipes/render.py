@@ -9,9 +9,8 @@ from pathlib import Path
 
 from pickvariant import __version__
 from pickvariant._base.errors import BadInput
-from pickvariant._base.files import check_output_dir, check_writable, write_atomic
+from pickvariant._base.files import check_output_dir, check_writable, shipped, write_atomic
 from pickvariant._base.records import record
-from pickvariant._base.shipped import shipped
 from pickvariant.catalog import generated
 from pickvariant.catalog.model import Catalog, Companion, TorchSource, Variant, checked_identifier, checked_package
 

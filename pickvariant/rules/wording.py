@@ -7,7 +7,7 @@ found: "workload general prefers avx" is said only where the instruction set sta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pickvariant.rules.decision import Kind, Rejection
 
@@ -35,7 +35,8 @@ def choice(rejection: Rejection) -> str:
 def why(rejection: Rejection) -> str:
     """Why it lost: the facts its stage found, in words."""
     facts = {name: value if value.__class__ is str else ", ".join(value) for name, value in rejection.facts}
-    return _WHY[(rejection.kind, facts.get("cause", ""))](facts)
+    said = _WHY[(rejection.kind, facts.get("cause", ""))]
+    return said.format_map(facts) if isinstance(said, str) else said(facts)
 
 
 def set_refusal(refusal: SetRefusal) -> str:
@@ -63,58 +64,46 @@ def _isa_not_built(f: dict[str, str]) -> str:
     return f"fits this CPU, but {f['branch']} has no {f['arch'] or 'CPU-only'} variant of it{on_cuda}"
 
 
-def _isa_for_gpu(f: dict[str, str]) -> str:
-    return f"its {f['archs']} variants exist only for {f['isas']}, none of which this CPU can run"
-
-
-def _unknown_torch(f: dict[str, str]) -> str:
-    return (
-        "built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds "
-        f"it with gives, and it cannot be shown to be PyTorch {f['torch']}; a recipe that pins nixpkgs (or imports the "
-        "pytorch recipe) would settle it"
-    )
-
-
-_WHY = {
-    (Kind.CPU_LACKS_FLAGS, ""): lambda f: (
-        f"this CPU lacks {f['missing']}: the build would crash with an illegal instruction"
-    ),
-    (Kind.NO_KERNELS, ""): lambda f: f"GPU {f['gpu']}: {f['refusal']}",
-    (Kind.DRIVER, ""): lambda f: f["refusal"],
-    (Kind.PINNED_OUT, "branch"): lambda f: f"--branch {f['named']} was named",
-    (Kind.PINNED_OUT, "torch"): lambda f: f"ships PyTorch {f['shipped']}, not the pinned --torch {f['pin']}",
-    (Kind.PINNED_OUT, "python"): lambda f: f"builds Python {f['shipped']}, not the requested {f['pin']}",
-    (Kind.ALIGNED, ""): lambda f: (
-        f"aligned with {f['aligned_with']}: chosen only when named with --branch (or --with vllm)"
-    ),
+# (kind, cause) -> a template over the facts, or a function of them where the words depend on a fact's value.
+# Templates rather than functions: this table is imported on detect's path, and each function is one more code object
+# to load (benchmarks/detect_speed.py, cold).
+_WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
+    (Kind.CPU_LACKS_FLAGS, ""): "this CPU lacks {missing}: the build would crash with an illegal instruction",
+    (Kind.NO_KERNELS, ""): "GPU {gpu}: {refusal}",
+    (Kind.DRIVER, ""): "{refusal}",
+    (Kind.PINNED_OUT, "branch"): "--branch {named} was named",
+    (Kind.PINNED_OUT, "torch"): "ships PyTorch {shipped}, not the pinned --torch {pin}",
+    (Kind.PINNED_OUT, "python"): "builds Python {shipped}, not the requested {pin}",
+    (Kind.ALIGNED, ""): "aligned with {aligned_with}: chosen only when named with --branch (or --with vllm)",
     (Kind.NOT_BUILT, "isa"): _isa_not_built,
-    (Kind.NOT_BUILT, "platform"): lambda f: f"builds nothing for {f['system']}",
-    (Kind.NOT_BUILT, "mps"): lambda f: "has no MPS build",
-    (Kind.NOT_BUILT, "cpu_only"): lambda f: f"has no CPU-only variant for {f['isas']}",
-    (Kind.NOT_BUILT, "gpu"): lambda f: f"no {f['wanted']} build (nor one whose kernels run on {f['capabilities']})",
-    (Kind.NOT_BUILT, "isa_for_gpu"): _isa_for_gpu,
-    (Kind.NOT_BUILT, "driver"): lambda f: f"its fitting variants are on CUDA {f['cudas']}, which the driver cannot run",
-    (Kind.RANKED_LOWER, "isa"): lambda f: f"fits this machine, but workload {f['workload']} prefers {f['preferred']}",
-    (Kind.RANKED_LOWER, "torch"): lambda f: f"fits (e.g. {f['example']}), but ships the older PyTorch {f['torch']}",
-    (Kind.RANKED_LOWER, "cuda"): lambda f: f"fits, but its newest fitting CUDA line is {f['cuda']}",
-    (Kind.RANKED_LOWER, "python"): lambda f: (
-        f"fits (e.g. {f['example']}), but Python {f['python']} ranks after {f['preferred']}"
-    ),
+    (Kind.NOT_BUILT, "platform"): "builds nothing for {system}",
+    (Kind.NOT_BUILT, "mps"): "has no MPS build",
+    (Kind.NOT_BUILT, "cpu_only"): "has no CPU-only variant for {isas}",
+    (Kind.NOT_BUILT, "gpu"): "no {wanted} build (nor one whose kernels run on {capabilities})",
+    (Kind.NOT_BUILT, "isa_for_gpu"): "its {archs} variants exist only for {isas}, none of which this CPU can run",
+    (Kind.NOT_BUILT, "driver"): "its fitting variants are on CUDA {cudas}, which the driver cannot run",
+    (Kind.RANKED_LOWER, "isa"): "fits this machine, but workload {workload} prefers {preferred}",
+    (Kind.RANKED_LOWER, "torch"): "fits (e.g. {example}), but ships the older PyTorch {torch}",
+    (Kind.RANKED_LOWER, "cuda"): "fits, but its newest fitting CUDA line is {cuda}",
+    (Kind.RANKED_LOWER, "python"): "fits (e.g. {example}), but Python {python} ranks after {preferred}",
     (Kind.RANKED_LOWER, "arch"): _ranked_arch,
-    (Kind.RANKED_LOWER, "branch_arch"): lambda f: (
-        f"fits (e.g. {f['example']}), but its highest fitting GPU architecture is {f['arch']}, lower than {f['preferred']}"
+    (Kind.RANKED_LOWER, "branch_arch"): (
+        "fits (e.g. {example}), but its highest fitting GPU architecture is {arch}, lower than {preferred}"
     ),
-    (Kind.RANKED_LOWER, "branch_isa"): lambda f: (
-        f"fits (e.g. {f['example']}), but workload {f['workload']} ranks its instruction set {f['isa']} after "
-        f"{f['preferred']}"
+    (Kind.RANKED_LOWER, "branch_isa"): (
+        "fits (e.g. {example}), but workload {workload} ranks its instruction set {isa} after {preferred}"
     ),
-    (Kind.RANKED_LOWER, "order"): lambda f: (
-        f"fits (e.g. {f['example']}), but ranks after {f['preferred']} in the order (PyTorch, CUDA line, Python, GPU "
+    (Kind.RANKED_LOWER, "order"): (
+        "fits (e.g. {example}), but ranks after {preferred} in the order (PyTorch, CUDA line, Python, GPU "
         "architecture, instruction set, branch name)"
     ),
-    (Kind.NO_SET, "variant"): lambda f: f["refusal"],
-    (Kind.NO_SET, "branch"): lambda f: f"fits for PyTorch alone (e.g. {f['example']}), but {f['refusal']}",
-    (Kind.COMPANION_TORCH_UNKNOWN, ""): _unknown_torch,
+    (Kind.NO_SET, "variant"): "{refusal}",
+    (Kind.NO_SET, "branch"): "fits for PyTorch alone (e.g. {example}), but {refusal}",
+    (Kind.COMPANION_TORCH_UNKNOWN, ""): (
+        "built against an unknown torch: its recipe pins no nixpkgs, so its torch is whatever the nixpkgs Flox builds "
+        "it with gives, and it cannot be shown to be PyTorch {torch}; a recipe that pins nixpkgs (or imports the "
+        "pytorch recipe) would settle it"
+    ),
 }
 
 
