@@ -50,9 +50,16 @@ class Request:
         request = self
         if request.python is None and (python := settings.setting(env, settings.PYTHON)) is not None:
             request = replace(request, python=python, python_given_as=settings.PYTHON)
-        if not request.with_projects and (projects := settings.setting(env, settings.WITH)) is not None:
-            request = replace(request, with_projects=projects_from([projects], settings.WITH + "="))
+        if not request.with_projects:
+            request = replace(request, with_projects=projects_or_environment((), env))
         return request
+
+
+def projects_or_environment(projects: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
+    """The companions asked for: those given, else PICKVARIANT_WITH's (what --with means for every command)."""
+    if projects or (stated := settings.setting(env, settings.WITH)) is None:
+        return projects
+    return projects_from([stated], settings.WITH + "=")
 
 
 def projects_from(values: Sequence[str], given_as: str) -> tuple[str, ...]:

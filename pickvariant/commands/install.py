@@ -21,28 +21,11 @@ from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import flow as installer
+from pickvariant.install.plan import InstallOptions
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
 from pickvariant.verify import judge as verifier
-
-
-@keyword_record
-class InstallOptions:
-    """What `install` takes besides the Request (the machine and the pins)."""
-
-    package: str | None = None
-    org: str | None = None
-    directory: Path = Path(".")
-    build: bool = False
-    build_dir: Path | None = None
-    generate: bool = False
-    repo: str | None = None
-    no_verify: bool = False
-    force: bool = False
-    timeout_s: float | None = None
-    dry_run: bool = False
-    token_file: Path | None = None  # log in with `flox auth login --token-file` first (a cluster, CI)
 
 
 @keyword_record
@@ -98,17 +81,9 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     plan = installer.plan_install(
         variant,
         catalog,
-        options.org,
-        options.build,
-        options.directory.resolve(),
-        options.build_dir.resolve() if options.build_dir else None,
-        options.force,
-        generate=options.generate,
-        repo=options.repo,
+        options,
         companions=decision.companions if options.package is None else (),
         set_shape=decision.set_shape if options.package is None else None,
-        dry_run=options.dry_run,
-        token_file=options.token_file,
     )
     python = tuple(installer.interpreter_for(plan))
     projects = tuple(companion.project for companion in plan.companions)

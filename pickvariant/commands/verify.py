@@ -8,7 +8,7 @@ import sys
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant._base.request import Request, projects_from
+from pickvariant._base.request import projects_from, projects_or_environment
 from pickvariant.catalog.model import Catalog
 from pickvariant.verify import judge as verifier
 
@@ -43,7 +43,7 @@ def run(options: VerifyOptions, catalog: Catalog) -> Verified:
         raise BadInput("--branch names the branch of --package: give the package too")
     variant = catalog.variant(options.package, options.branch) if options.package else None
     stated = projects_from(list(options.with_projects), "--with") if options.with_projects else ()
-    companions = Request(with_projects=stated).with_environment(os.environ).with_projects
+    companions = projects_or_environment(stated, os.environ)
     if not companions and options.python is None and options.org is None:
         companions = last_install_projects()  # the last install's, as its Python
     if options.org is None:

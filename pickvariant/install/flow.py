@@ -19,6 +19,7 @@ from pickvariant._base.records import replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
 from pickvariant.install import envlock, existing, floxcontract, from_source, linked_torch, published_set
 from pickvariant.install.plan import (
+    InstallOptions,
     Plan,
     check_directory,
     check_org,
@@ -53,20 +54,17 @@ def check_not_installed_differently(target: Path, install_id: str, wanted: Mappi
 def plan_install(
     variant: Variant,
     catalog: Catalog,
-    org: str | None,
-    build: bool,
-    target_dir: Path,
-    build_dir: Path | None,
-    force: bool,
-    env: Mapping[str, str] | None = None,
-    generate: bool = False,
-    repo: str | None = None,
+    options: InstallOptions,
+    *,
     companions: Sequence[Companion] = (),
     set_shape: SetShape | None = None,
-    dry_run: bool = False,
-    token_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Plan:
+    """The plan for installing `variant` (with the set's companions, in the set's shape) as `options` ask: from an
+    organisation, or built from the recipe; nothing runs here."""
     env = os.environ if env is None else env
+    org, build, token_file = options.org, options.build, options.token_file
+    target_dir = options.directory.resolve()
     if token_file is not None:
         check_token_file(token_file)
     # Each name goes into a flox command line and a path: checked whatever catalog it came from.
@@ -83,9 +81,7 @@ def plan_install(
     adding = set_shape.installed if companions and set_shape is not None else (variant.package,)
     existing.check_one_torch(target_dir, adding)
     if companions and set_shape is not None and set_shape.generated:  # a set built from source (install --build)
-        return from_source.build_plan(
-            variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, tuple(companions), token_file
-        )
+        return from_source.build_plan(variant, catalog, options, env, tuple(companions))
     if companions:
         org = published_set.require_published(org, build)
         check_org(org, given_as)
@@ -131,9 +127,7 @@ def plan_install(
             creates_environment=not floxcontract.has_environment(target_dir),
         )
 
-    return from_source.build_plan(
-        variant, catalog, target_dir, build_dir, force, env, generate, repo, dry_run, (), token_file
-    )
+    return from_source.build_plan(variant, catalog, options, env, ())
 
 
 def steps(plan: Plan) -> Iterator[Command | Path]:

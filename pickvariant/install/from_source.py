@@ -14,7 +14,7 @@ from pickvariant._base.files import cache_dir, check_writable
 from pickvariant._base.proc import Command
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.install import existing, floxcontract
-from pickvariant.install.plan import Plan, check_directory, environment_commands, login_check
+from pickvariant.install.plan import InstallOptions, Plan, check_directory, environment_commands, login_check
 from pickvariant.recipes.fetch import fetch_checked
 from pickvariant.recipes.render import recipe_path, render, render_companion
 
@@ -22,18 +22,21 @@ from pickvariant.recipes.render import recipe_path, render, render_companion
 def build_plan(
     variant: Variant,
     catalog: Catalog,
-    target_dir: Path,
-    build_dir: Path | None,
-    force: bool,
+    options: InstallOptions,
     env: Mapping[str, str],
-    generate: bool,
-    repo: str | None,
-    dry_run: bool,
     companions: tuple[Companion, ...],
-    token_file: Path | None,
 ) -> Plan:
     """Build the variant from its recipe (and each generated companion from its own, beside it: one torch) in one
     build directory, then install the results with a matching Python."""
+    target_dir = options.directory.resolve()
+    build_dir = options.build_dir.resolve() if options.build_dir else None
+    force, generate, repo, dry_run, token_file = (
+        options.force,
+        options.generate,
+        options.repo,
+        options.dry_run,
+        options.token_file,
+    )
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
     directory = build_dir or cache_dir(env) / "build" / variant.package

@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 
     Method = Literal["published", "build"]
 
+
+@keyword_record
+class InstallOptions:
+    """What `install` takes besides the Request (the machine and the pins)."""
+
+    package: str | None = None
+    org: str | None = None
+    directory: Path = Path(".")
+    build: bool = False
+    build_dir: Path | None = None
+    generate: bool = False
+    repo: str | None = None
+    no_verify: bool = False
+    force: bool = False
+    timeout_s: float | None = None
+    dry_run: bool = False
+    token_file: Path | None = None  # log in with `flox auth login --token-file` first (a cluster, CI)
+
+
 # Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$
 # (flox/flox@6536dac, cli/catalog-api-v1/src/client.rs, CatalogName). A leading '-' would also
 # reach flox's argument parser as an option, so it is refused too.
