@@ -483,9 +483,9 @@ def cmd_build(parsed: dict) -> int:
     directory = environment_dir(parsed)
     open_environment(directory)
     _, manifest = read_manifest(directory)
-    systems = manifest.get("options", {}).get("systems", FILES["default_systems"])
-    if SYSTEM not in systems:  # buildenv.rs check_lockfile_has_current_system (the lock follows options.systems)
-        raise Refused(say("lockfile_missing_system", system=SYSTEM, locked=", ".join(systems)))
+    systems = manifest.get("options", {}).get("systems")
+    if systems is not None and SYSTEM not in systems:  # buildenv.rs: explicit options.systems restrict the environment
+        raise Refused(say("lockfile_incompatible", systems=", ".join(systems)))
     targets = parsed["positionals"]
     if targets[:1] == ["update-catalogs"]:
         raise Refused(say("update_catalogs_retired"))

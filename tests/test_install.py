@@ -689,7 +689,7 @@ def test_a_token_file_that_is_no_file_is_refused_before_anything_runs(tmp_path, 
 
 def test_a_build_directory_not_written_out_for_this_system_is_refused_as_flox_build_would(tmp_path, fake_flox) -> None:
     """A build environment whose options.systems lack this machine's: flox build refuses it (buildenv.rs
-    LockfileMissingCurrentSystem), so install says so, and how to mend it, before anything runs."""
+    LockfileIncompatible), so install says so, and how to mend it, before anything runs."""
     build = tmp_path / "build"
     subprocess.run(["flox", "init", "-d", str(build)], check=True, capture_output=True)
     manifest_file = build / ".flox" / "env" / "manifest.toml"
@@ -697,7 +697,7 @@ def test_a_build_directory_not_written_out_for_this_system_is_refused_as_flox_bu
     other = "aarch64-darwin"
     manifest_file.write_text(re.sub(r"systems = \[[^\]]*\]", f'systems = ["{other}"]', text))
     direct = subprocess.run(["flox", "build", "-d", str(build)], capture_output=True, text=True, check=False)
-    assert direct.returncode == 1 and "This environment is not locked for your system" in direct.stderr
+    assert direct.returncode == 1 and "Lockfile is not compatible with the current system" in direct.stderr
     calls = len(fake_flox())
     result = runner.invoke(
         app, ["install", *HASWELL, "--generate", "--build-dir", str(build), "--dir", str(tmp_path / "e"), "--dry-run"]

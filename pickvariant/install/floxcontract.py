@@ -107,10 +107,10 @@ _REMEDIES: tuple[tuple[tuple[str, ...], Callable[[], str]], ...] = (
         ),
     ),
     (
-        ("lockfile_missing_system",),
+        ("lockfile_missing_system", "lockfile_incompatible"),
         lambda: (
-            "the build environment is not locked for this system: re-lock it with `flox upgrade -d DIR`, or add "
-            "this system to its options.systems with `flox edit -d DIR` (DIR: the --build-dir)"
+            "the environment is not locked for this system: add this system to its options.systems with "
+            "`flox edit -d DIR`, or re-lock it with `flox upgrade -d DIR` (DIR: the --build-dir or --dir)"
         ),
     ),
     (

@@ -43,7 +43,7 @@ def build_plan(
     check_directory(directory, "--build-dir")
     locked = existing.systems(directory)
     if locked is not None and variant.platform not in locked:
-        # flox build refuses an environment not locked for this system (buildenv.rs LockfileMissingCurrentSystem).
+        # flox build refuses an environment whose options.systems lack this system (buildenv.rs LockfileIncompatible).
         raise BadInput(
             f"--build-dir {directory}: its Flox environment is for {', '.join(locked)}, not {variant.platform}, and flox "
             f"build refuses it: add {variant.platform} to its options.systems (`flox edit -d {shlex.quote(str(directory))}`), "
