@@ -14,6 +14,7 @@ from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_d
 from pickvariant.catalog.model import Catalog, CpuIsa, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant.rules import wording
 
 # Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
 # "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.
@@ -21,11 +22,8 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 # version supported by driver". Sources: docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VERSION.html;
 # developer.nvidia.com/blog/simplifying-cuda-upgrades-for-nvidia-jetson-users/ ("the CUDA driver
 # is part of the Jetson Linux BSP").
-TEGRA_DRIVER_RULE = "Jetson drivers are judged by the CUDA version they report, not by desktop driver minimums"
-TEGRA_CUDA_UNKNOWN = (
-    "a Jetson driver is judged by the CUDA version it reports, and none was given "
-    "(--driver-cuda X.Y: the CUDA Version that nvidia-smi prints)"
-)
+TEGRA_DRIVER_RULE = wording.TEGRA_DRIVER_RULE
+TEGRA_CUDA_UNKNOWN = wording.TEGRA_CUDA_UNKNOWN
 
 
 def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
@@ -38,15 +36,14 @@ def machine_code_runs_on(built: ComputeCapability, capability: ComputeCapability
 
     `built` need not be an architecture of the catalog (verify reads a torch's whole arch list)."""
     if built.major != capability.major:
-        return f"kernels for {built} do not run on {capability} (a different major version)"
+        return wording.kernels_other_major(built, capability)
     device_tegra = catalog.is_tegra(capability)
     if catalog.is_tegra(built) or device_tegra:
         if built != capability:
-            kind = "an integrated Tegra GPU" if device_tegra else "a desktop GPU"
-            return f"kernels for {built} do not run on {kind} of {capability} (no binary compatibility across Tegra and desktop, nor between Tegra GPUs)"
+            return wording.kernels_across_tegra(built, capability, device_tegra)
         return None
     if built.minor > capability.minor:
-        return f"kernels for {built} do not run on the older {capability}"
+        return wording.kernels_newer_than(built, capability)
     return None
 
 
@@ -91,9 +88,7 @@ def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog:
             continue
         why = arch.drivers.refuses(driver.version)
         if why:
-            reasons.append(
-                f"driver {driver.version} cannot drive GPU {gpu.index} (compute capability {gpu.compute_capability}): it {why}"
-            )
+            reasons.append(wording.driver_cannot_drive(driver.version, gpu.index, gpu.compute_capability, why))
     return tuple(reasons)
 
 
@@ -110,15 +105,15 @@ def driver_rejection(
         if driver.cuda is None:
             return TEGRA_CUDA_UNKNOWN
         if version_key(driver.cuda) < version_key(line.cuda):
-            return f"the driver supports CUDA {driver.cuda}, older than CUDA {line.cuda} ({TEGRA_DRIVER_RULE})"
+            return wording.tegra_driver_older(driver.cuda, line.cuda)
         return None
     if driver.version is not None:
         if driver.version < line.min_driver:
-            return f"driver {driver.version} is older than {line.min_driver}, the minimum for CUDA {line.cuda}"
+            return wording.driver_below_minimum(driver.version, line.min_driver, line.cuda)
         return None
     if driver.cuda is not None and version_key(driver.cuda)[0] < version_key(line.cuda)[0]:
         # Minor-version compatibility: a desktop driver of a CUDA major release runs every build of it.
-        return f"the driver supports CUDA {driver.cuda}; CUDA {line.cuda} builds need a driver >= {line.min_driver}"
+        return wording.driver_other_major(driver.cuda, line.cuda, line.min_driver)
     return None
 
 
@@ -148,10 +143,7 @@ def minor_version_note(catalog: Catalog, cudas: Sequence[str], driver: DriverVer
     majors = sorted({cuda.split(".", 1)[0] for cuda, _ in named})
     minimums = sorted({str(minimum) for _, (minimum, _) in named})
     shipped = ", ".join(f"{cuda} with {own}" for cuda, (_, own) in named)
-    return (
-        f"CUDA {'/'.join(m + '.x' for m in majors)} minor-version compatibility: builds of a release run on any driver "
-        f">= {', '.join(minimums)}, older than the one its toolkit ships with ({shipped})"
-    )
+    return wording.minor_version_compatibility(majors, minimums, shipped)
 
 
 def for_cuda(catalog: Catalog, cuda: str, driver: DriverVersion | None) -> str:
@@ -159,7 +151,7 @@ def for_cuda(catalog: Catalog, cuda: str, driver: DriverVersion | None) -> str:
     with, the rule by which it runs 12.9's builds."""
     found = _shipped_driver(catalog, cuda)
     compatible = found is not None and (driver is None or driver < found[1])
-    return f"CUDA {cuda}" + (f", by CUDA {cuda.split('.', 1)[0]}.x minor-version compatibility" if compatible else "")
+    return wording.cuda_words(cuda, compatible)
 
 
 def platform_rejection(variant: Variant, facts: HostFacts, catalog: Catalog) -> str | None:
@@ -167,7 +159,7 @@ def platform_rejection(variant: Variant, facts: HostFacts, catalog: Catalog) -> 
     system = catalog.nix_system(facts.os, facts.arch)
     if variant.platform == system:
         return None
-    return f"it is built for {variant.platform}, this machine is {facts.os}/{facts.arch}"
+    return wording.built_for_another_platform(variant.platform, facts.os, facts.arch)
 
 
 def why_not(
@@ -187,13 +179,13 @@ def why_not(
     if not wrong_platform:
         missing = missing_flags(isa.requires, facts.cpu.flags)
         if missing:
-            problems.append(f"this CPU lacks {', '.join(missing)}: it would crash with an illegal instruction")
+            problems.append(wording.crashes_without(missing))
     if variant.gpu_arch is None:
         if gpus:
-            problems.append("it is CPU-only and would leave this machine's GPUs unused")
+            problems.append(wording.CPU_ONLY_UNUSED_GPUS)
         return tuple(problems)
     if not gpus:
-        problems.append(f"it is a CUDA build ({variant.gpu_arch}) and this machine has no NVIDIA GPU")
+        problems.append(wording.cuda_build_without_gpu(variant.gpu_arch))
         return tuple(problems)
     arch = catalog.gpu_archs[variant.gpu_arch]
     verdicts: dict[tuple[int, int], str | None] = {}  # eight GPUs of one kind are judged once
