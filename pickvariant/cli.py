@@ -168,28 +168,22 @@ def list_variants(
     format: Any = commandline.FORMAT,
 ) -> None:
     """List the catalog's variants: a summary by branch, or rows with --all or any filter (--project lists a companion's recipes)."""
+    from pickvariant.commands.listing import ListOptions, listed
     from pickvariant.output import listing, terminal
 
     catalog = _catalog()
     filters = listing.Filters(branch=branch, python=python_version, cuda=cuda, gpu=gpu, isa=isa, platform=platform)
-    if project != "pytorch":
-        from pickvariant.catalog.companions import PROJECTS
-        from pickvariant.catalog.stack import load_stack
-
-        if project not in PROJECTS:
-            raise BadInput(f"--project {project!r:.40}: choose pytorch, {', '.join(PROJECTS)}")
-        rows = listing.select_companions(catalog, load_stack(catalog).companions, project, filters)
-    else:
-        rows = listing.select(catalog, filters)
-    summarised = not (all_rows or filters.any())  # the text and Markdown views summarise alike; JSON is every row
+    found = listed(ListOptions(filters=filters, all_rows=all_rows, project=project), catalog)
     if format is opt.Format.json:
-        typer.echo(json.dumps(listing.document(catalog, rows, project), indent=2))
-    elif summarised and project != "pytorch":
-        typer.echo(listing.companion_summary(rows, project), nl=False)
+        typer.echo(json.dumps(listing.document(catalog, list(found.rows), project), indent=2))
+    elif found.summarised and project != "pytorch":
+        typer.echo(listing.companion_summary(list(found.rows), project), nl=False)
     elif format is opt.Format.markdown:
-        typer.echo(listing.summary_markdown(catalog) if summarised else listing.markdown(rows), nl=False)
-    elif not summarised:
-        terminal.print_rows(rows)
+        typer.echo(
+            listing.summary_markdown(catalog) if found.summarised else listing.markdown(list(found.rows)), nl=False
+        )
+    elif not found.summarised:
+        terminal.print_rows(list(found.rows))
     else:
         terminal.print_summary(catalog)
 
@@ -208,22 +202,14 @@ def catalog_sync(
     force: opt.SyncForce = False,
 ) -> None:
     """Read every branch of REPO (and of each COMPANION) with git: one catalog row per PyTorch recipe, one per torchvision, torchaudio or vLLM recipe."""
-    from pickvariant.catalog import sync as syncer
-    from pickvariant.catalog import sync_files
+    from pickvariant.commands.catalog import SyncOptions, synced
 
-    if check and output is None:
-        raise BadInput("--check compares against a file: give it with -o FILE")
-    recorded = list(source_url or ())
-    if len(recorded) > len(repos):
-        raise BadInput(
-            f"--source-url is given {len(recorded)} times for {len(repos)} repositories: give it at most once per REPO, in their order"
-        )
-    result = syncer.sync(
-        repos[0], recorded[0] if recorded else None, companion_repos=repos[1:], companion_urls=recorded[1:]
+    done = synced(
+        SyncOptions(repos=tuple(repos), output=output, check=check, source_urls=tuple(source_url or ()), force=force)
     )
-    for line in sync_files.summary(result):
+    for line in done.summary:
         typer.echo(line, err=True)
-    for text, to_stderr in sync_files.deliver(result, output, check, force):
+    for text, to_stderr in done.delivered():
         typer.echo(text, err=to_stderr, nl=to_stderr)
 
 

@@ -1,0 +1,50 @@
+"""`pickvariant catalog sync`: the catalog (and its companions) read from the build repository and its companion
+repositories, and what to print, write or check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import keyword_record
+from pickvariant.catalog import sync as syncer
+from pickvariant.catalog import sync_files
+from pickvariant.catalog.sync import SyncResult
+
+
+@keyword_record
+class SyncOptions:
+    repos: tuple[str, ...]
+    output: Path | None = None
+    check: bool = False
+    source_urls: tuple[str, ...] = ()
+    force: bool = False
+
+
+@keyword_record
+class Synced:
+    """What sync found (the summary for stderr), and how to deliver it: printed, written or checked."""
+
+    result: SyncResult
+    options: SyncOptions
+    summary: tuple[str, ...]
+
+    def delivered(self) -> Iterator[tuple[str, bool]]:
+        """(text, for stderr) to show while the catalog is printed, written or checked; writing happens here."""
+        return sync_files.deliver(self.result, self.options.output, self.options.check, self.options.force)
+
+
+def synced(options: SyncOptions) -> Synced:
+    if options.check and options.output is None:
+        raise BadInput("--check compares against a file: give it with -o FILE")
+    if len(options.source_urls) > len(options.repos):
+        raise BadInput(
+            f"--source-url is given {len(options.source_urls)} times for {len(options.repos)} repositories: give it at "
+            "most once per REPO, in their order"
+        )
+    urls = options.source_urls
+    result = syncer.sync(
+        options.repos[0], urls[0] if urls else None, companion_repos=options.repos[1:], companion_urls=urls[1:]
+    )
+    return Synced(result=result, options=options, summary=tuple(sync_files.summary(result)))
