@@ -407,7 +407,7 @@ def report(
     from pickvariant.commands.report import report as reported
     from pickvariant.output import report as reporter
 
-    data = reported(_request(values), python, _catalog())
+    data = reported(_request(values), python, _catalog()).data
     typer.echo(
         json.dumps(data, indent=2) if format is opt.ReportFormat.json else reporter.markdown(data),
         nl=format is opt.ReportFormat.json,
