@@ -194,7 +194,7 @@ def request_from(values: Mapping[str, Any]) -> Request:
     flag); Request's own checks judge them, so they are passed on as Any."""
     fields: dict[str, Any] = {}
     for name, value in values.items():
-        option = REQUEST.get(name) or (BUILD if name == "build" else None)
+        option = REQUEST.get(name) or DETECT.get(name)  # detect's own (--build) fill the Request too
         if option is None or option.field is None or value is None:
             continue
         if option is WITH:

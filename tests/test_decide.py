@@ -604,7 +604,7 @@ def _ranked_lower_is_true(catalog: Catalog, decision: Decision, workload: str) -
     for rejection in decision.rejected:
         if rejection.kind != "ranked_lower":
             continue
-        facts, said = rejection.facts_map, wording.why(rejection)
+        facts, said = dict(rejection.facts), wording.why(rejection)
         cause = facts.get("cause")
         name = rejection.subject[1]
         if cause == "isa":

@@ -125,3 +125,19 @@ def release_matches(pin: str, release: str, flag: str) -> bool:
     have = version_key(release)
     have = have + (0,) * max(0, len(wanted) - len(have))
     return have[: len(wanted)] == wanted
+
+
+def release_numbers(version: str | None) -> tuple[int, ...] | None:
+    """'2.10.0+cu130' -> (2, 10), '13.0' -> (13,): a release's numbers without a local part or trailing zeros, or None
+    for no version or one PEP 440 cannot read (verify compares a probed torch with this; install an environment's)."""
+    if not version:
+        return None
+    from packaging.version import InvalidVersion, Version  # off detect's path
+
+    try:
+        parts = list(Version(version).release)
+    except InvalidVersion:
+        return None
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)

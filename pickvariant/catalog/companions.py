@@ -28,9 +28,8 @@ _NAME = re.compile(
     r"|cuda(?P<cuda>\d+_\d+)-(?P<sm>sm\d+|all)(?:-(?P<isa>[a-z0-9_.]+?))?"
     r"|darwin-(?P<mps>mps))(?:-(?P<option>nomagma))?$"
 )
-# A build option a name may end with (build-torchaudio: `-nomagma`, built without MAGMA). Where a build with and one
-# without fit alike, the one with MAGMA is preferred (rules/pairing.py).
-BUILD_OPTIONS = ("nomagma",)
+# The one build option a name may end with, `-nomagma` (build-torchaudio: built without MAGMA), as companions.schema.json
+# allows it. Where a build with and one without fit alike, the one with MAGMA is preferred (rules/pairing.py).
 _IMPORTED_PYTORCH = re.compile(r"^\./(pytorch-[A-Za-z0-9_.-]+)\.nix$")
 _PROJECT_VERSION = re.compile(r"\b(?:vLLM|vllm|TorchVision|torchvision|TorchAudio|torchaudio)[ -]v?(\d+\.\d+\.\d+)\b")
 # How the recipes spell a GPU target: "9.0", "sm_90" (torchaudio), "90" (CMake's integer).

@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import OperationFailed
-from pickvariant._base.files import write_atomic
+from pickvariant._base.files import read_regular, write_atomic
 from pickvariant._base.proc import capture
 from pickvariant._base.records import record
 from pickvariant._base.text import visible
+from pickvariant._base.versions import release_numbers
 from pickvariant.catalog.model import Companion
-from pickvariant.install import floxcontract
+from pickvariant.install import existing, floxcontract
 
 # Reads the distribution's metadata only: no torch import, so no CUDA initialisation and no kernels loaded.
 _READ_VERSION = (
@@ -50,15 +51,10 @@ def save(directory: Path) -> Saved:
 
 
 def _read(path: Path) -> bytes | None:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(16 * 1024 * 1024)
-    except FileNotFoundError:
+    """The file's bytes, bounded and only from a regular file (a FIFO in its place is refused, never waited on)."""
+    if not path.exists() and not path.is_symlink():
         return None
-    except OSError as error:
-        raise OperationFailed(
-            f"cannot read {path} to keep a copy before the install: {error.strerror or error}"
-        ) from None
+    return read_regular(path, existing.MANIFEST_LIMIT, f"the Flox {path.name}")
 
 
 def restore(saved: Saved) -> None:
@@ -68,18 +64,6 @@ def restore(saved: Saved) -> None:
             path.unlink(missing_ok=True)
         else:
             write_atomic(path, content)
-
-
-def release(version: str) -> tuple[int, ...]:
-    """'2.10.0+cu130' -> (2, 10): the numbers that name a PyTorch release, without a local part or trailing zeros."""
-    numbers = []
-    for part in version.split("+", 1)[0].split("."):
-        if not part.isdigit():
-            break
-        numbers.append(int(part))
-    while numbers and numbers[-1] == 0:
-        numbers.pop()
-    return tuple(numbers)
 
 
 def linked_torch(python: list[str]) -> str:
@@ -93,7 +77,8 @@ def linked_torch(python: list[str]) -> str:
 
 
 def wrong_torch(found: str, expected: str) -> bool:
-    return found == "none" or release(found) != release(expected)
+    found_release = release_numbers(found)
+    return found_release is None or found_release != release_numbers(expected)
 
 
 def check(python: list[str], expected: str, companions: Sequence[Companion], on_line: Callable[[str], None]) -> None:

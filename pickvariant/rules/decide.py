@@ -22,14 +22,14 @@ def decide(facts: HostFacts, catalog: Catalog, options: Request = Request(), wit
     """The variant for these facts, with reasons, rejections and (with_hints) what would help."""
     picked = pick(facts, catalog, options)
     decision = picked.decision
-    if picked.why_none is not None:  # no variant: the findings, then (deciding again) what would help
+    if picked.nothing is not None:  # no variant: the findings, then (deciding again) what would help
         found: tuple[str, ...] = ()
         hints: tuple[str, ...] = ()
         if with_hints:
             from pickvariant.rules import hints as helping  # only a machine nothing fits needs hints
 
-            found, hints = helping.for_nothing(facts, catalog, options, picked)
-        why = (*picked.why_none, *found) or (wording.NOTHING_COMBINES,)
+            found, hints = helping.for_nothing(facts, catalog, options, picked, picked.nothing)
+        why = (*picked.nothing.why, *found) or (wording.NOTHING_COMBINES,)
         return replace(decision, reasons=decision.reasons + why, hints=hints)
     if with_hints and picked.alone is not None:
         from pickvariant.rules import hints as helping

@@ -77,10 +77,6 @@ class Rejection(tuple):  # (kind, subject, facts), immutable and hashable as a t
     def facts(self) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
         return self[2]
 
-    @property
-    def facts_map(self) -> dict[str, str | tuple[str, ...]]:
-        return dict(self[2])
-
     def __repr__(self) -> str:
         return f"Rejection(kind={self[0]!r}, subject={self[1]!r}, facts={self[2]!r})"
 

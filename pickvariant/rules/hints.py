@@ -19,9 +19,8 @@ from pickvariant.rules.compat import (
     for_cuda,
     judged_by_cuda_version,
     tegra_cuda_unknown,
-    undriven_gpus,
 )
-from pickvariant.rules.nothing import any_arch_for, own_variants
+from pickvariant.rules.nothing import NothingFits
 from pickvariant.rules.pick import Picked, pick
 
 
@@ -51,9 +50,9 @@ def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked
 
 
 def for_nothing(
-    facts: HostFacts, catalog: Catalog, options: Request, picked: Picked
+    facts: HostFacts, catalog: Catalog, options: Request, picked: Picked, nothing: NothingFits
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """No variant: (a finding only deciding again can make, the hints)."""
+    """No variant: (a finding only deciding again can make, the hints), from what the stages found (`nothing`)."""
     if facts.os == "darwin":
         pinned = options.torch or options.python or options.branch
         return (), ((wording.DROP_PINS_MAC,) if pinned else ())
@@ -63,27 +62,23 @@ def for_nothing(
     if not picked.usable_isas and not facts.cpu.flags:
         hints.append(wording.NO_FLAGS_KNOWN)
     if gpus:
-        cuda_variants = [v for v in own_variants(facts, catalog, picked.branches) if v.cuda]
-        per_gpu_ok = all(any_arch_for(catalog, cuda_variants, (gpu,)) for gpu in gpus)
-        if len(gpus) > 1 and per_gpu_ok and not any_arch_for(catalog, cuda_variants, gpus):
+        if nothing.gpus_conflict:
             hints.append(wording.TARGET_ONE_GPU)
-        for gpu in gpus:
-            if not any_arch_for(catalog, cuda_variants, (gpu,)):
-                hints += newer_gpu_hints(facts, catalog, gpu)
-        if tegra_cuda_unknown(gpus, facts.driver, catalog) and not facts.driver_assumed:
+        for gpu in nothing.gpus_without_kernels:
+            hints += newer_gpu_hints(facts, catalog, gpu)
+        if nothing.jetson_cuda_unknown:
             hints.append(wording.state_jetson_cuda(settings.DRIVER_CUDA))
         upgrade = driver_upgrade(facts, catalog, options, picked)
         if upgrade is not None:
             found_line, upgrade_hint = upgrade
-            if not undriven_gpus(facts.driver, gpus, catalog):
+            if not nothing.undriven:
                 found.append(found_line)
             hints.append(upgrade_hint)
-        cpu_only = [v for v in own_variants(facts, catalog, picked.branches) if v.gpu_arch is None]
-        usable = [v for v in cpu_only if v.cpu_isa in picked.usable_isas]
-        if usable:
+        if nothing.cpu_only:
             preference = catalog.workloads[options.workload].isa_preference
             best = min(
-                usable, key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or ""))
+                nothing.cpu_only,
+                key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or "")),
             )
             hints.append(wording.no_gpu_would_give(best.label))
     if options.torch or options.cuda or options.python or options.branch:

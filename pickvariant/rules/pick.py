@@ -27,6 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pickvariant.machine.gpu import GpuFacts
     from pickvariant.rules.decision import SetShape
+    from pickvariant.rules.nothing import NothingFits
     from pickvariant.rules.pairing import SetPick
 
 
@@ -39,8 +40,8 @@ class Picked:
     usable_isas: frozenset[str] = frozenset()
     # The variant PyTorch alone would get, where companions were asked for: what a driver hint compares against.
     alone: Variant | None = None
-    # No variant: the stages' findings on why; `None` where an earlier stage already answered.
-    why_none: tuple[str, ...] | None = None
+    # No variant: what the stages found that left none; `None` where an earlier stage already answered.
+    nothing: NothingFits | None = None
 
 
 def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
@@ -90,15 +91,7 @@ def _why_no_set(found: SetPick, alone: Variant, options: Request) -> str:
     two = next(((v, refusal) for v, refusal in found.passed_over if refusal.cause == "two_torches"), None)
     if two is not None:
         return wording.no_set_one_torch(two[0].label, wording.set_refusal(two[1]))
-    lacking = ", ".join(found.missing) or ", ".join(options.with_projects)
-    axes = [
-        f"PyTorch {alone.torch}",
-        f"Python {alone.python}",
-        f"CUDA {alone.cuda or 'none'}",
-        alone.gpu_arch or "CPU only",
-        alone.cpu_isa or "",
-    ]
-    return wording.no_set_recipe(lacking, alone.label, [a for a in axes if a])
+    return wording.no_set_recipe(found.missing or tuple(options.with_projects), alone)
 
 
 def _chosen(
@@ -208,6 +201,6 @@ def _nothing_fits(
     from pickvariant.rules import nothing  # only a machine nothing fits reads it
 
     rejected = (*rejected, *(stages.branch_has_nothing(b, gpus, usable, catalog, facts) for b in left))
-    why = nothing.why_none(facts, catalog, options, gpus, left, usable)
+    found = nothing.find(facts, catalog, gpus, left, usable)
     decision = Decision(reasons=reasons, rejected=dedupe(rejected), targets=gpus)
-    return Picked(decision=decision, branches=left, usable_isas=usable, why_none=why)
+    return Picked(decision=decision, branches=left, usable_isas=usable, nothing=found)

@@ -441,10 +441,7 @@ def other_isas(
         if same is not None and passed_over and same in passed_over:
             refusal = wording.set_refusal(passed_over[same])
             rejected.append(rejection(Kind.NO_SET, "package", same.package, cause="variant", refusal=refusal))
-        elif same is not None:
-            rank = ranked.index
-            if rank(other) < rank(chosen.cpu_isa or ""):  # never says a workload prefers what it ranks lower
-                continue
+        elif same is not None:  # ranked after the chosen one: any ranked before it is in passed_over
             rejected.append(
                 rejection(
                     Kind.RANKED_LOWER,

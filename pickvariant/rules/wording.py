@@ -252,8 +252,18 @@ def set_moved(alone: str, torch: str, cuda: str | None, refusal: str) -> str:
     )
 
 
-def no_set_recipe(lacking: str, label: str, axes: Sequence[str]) -> str:
-    return f"no {lacking} recipe is built on the PyTorch of any variant that runs here (the best, {label}: {', '.join(axes)})"
+def no_set_recipe(lacking: Sequence[str], best: Variant) -> str:
+    axes = [
+        f"PyTorch {best.torch}",
+        f"Python {best.python}",
+        f"CUDA {best.cuda or 'none'}",
+        best.gpu_arch or "CPU only",
+        best.cpu_isa or "",
+    ]
+    return (
+        f"no {', '.join(lacking)} recipe is built on the PyTorch of any variant that runs here (the best, {best.label}: "
+        f"{', '.join(a for a in axes if a)})"
+    )
 
 
 def no_set_one_torch(label: str, refusal: str) -> str:

@@ -9,12 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
-from pickvariant._base.versions import ComputeCapability
+from pickvariant._base.versions import ComputeCapability, release_numbers
 from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import cuda_visible_count
@@ -344,26 +342,13 @@ def rate_text(check: dict[str, Any]) -> str:
     return "-"
 
 
-def _release(version: str | None) -> tuple[int, ...] | None:
-    """'2.10.0+cu130' -> (2, 10), '13.0' -> (13,): the numbers, without trailing zeros, or None."""
-    if not version:
-        return None
-    try:
-        parts = list(Version(version).release)
-    except InvalidVersion:
-        return None
-    while parts and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
-
-
 def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog) -> list[str]:
     """Each field in which the probed torch differs from `variant`'s build: torch version, CUDA version, arch list."""
     problems = []
-    if _release(probe.get("torch")) != _release(variant.torch):
+    if release_numbers(probe.get("torch")) != release_numbers(variant.torch):
         problems.append(f"torch {probe.get('torch')}, the variant ships {variant.torch}")
     expected_cuda = variant.cuda
-    if _release(probe.get("cuda")) != _release(expected_cuda):
+    if release_numbers(probe.get("cuda")) != release_numbers(expected_cuda):
         problems.append(
             f"CUDA {probe.get('cuda') or 'none'}, the variant is built with {expected_cuda or 'no CUDA (CPU-only)'}"
         )
