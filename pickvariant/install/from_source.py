@@ -30,13 +30,6 @@ def build_plan(
     build directory, then install the results with a matching Python."""
     target_dir = options.directory.resolve()
     build_dir = options.build_dir.resolve() if options.build_dir else None
-    force, generate, repo, dry_run, token_file = (
-        options.force,
-        options.generate,
-        options.repo,
-        options.dry_run,
-        options.token_file,
-    )
     cwd = target_dir if target_dir.is_dir() else Path.cwd()
     python = floxcontract.python_package(variant.python)
     directory = build_dir or cache_dir(env) / "build" / variant.package
@@ -50,16 +43,16 @@ def build_plan(
             "or choose another --build-dir"
         )
     notes: list[str] = []
-    if generate:
+    if options.generate:
         text = render(variant, catalog)
         source: dict[str, str] | None = {
             "generated": f"pickvariant {__version__} from the catalog synced from {catalog.source.repo} at {catalog.source.commit}"
         }
     else:
         try:
-            fetched = fetch_checked(variant, catalog, repo, cache_dir(env), env)
+            fetched = fetch_checked(variant, catalog, options.repo, cache_dir(env), env)
         except OperationFailed as error:
-            if not dry_run:
+            if not options.dry_run:
                 raise
             # A dry run offline (or with the repository unreachable) says what it could not check, and goes on.
             text, source = None, None
@@ -78,12 +71,12 @@ def build_plan(
     if recipe.parent.exists() and text is not None:
         # Refused before anything runs: a recipe of the user's, or a .flox/pkgs that leads elsewhere.
         for path, content in ((recipe, text), *extra):
-            check_writable(path, content, force, root=directory)
+            check_writable(path, content, options.force, root=directory)
     result_link = floxcontract.contract()["files"]["result_link"]
     result = directory / result_link.format(name=variant.package)
     companion_results = tuple(directory / result_link.format(name=c.package) for c in companions)
     names = [variant.package, *(c.package for c in companions)]
-    commands = [login_check(cwd, token_file)]
+    commands = [login_check(cwd, options.token_file)]
     if not (directory / ".git").exists():
         commands.append(
             Command(

@@ -43,7 +43,7 @@ def _pin(name: str, variant: Variant, companions: Mapping[str, Companion]) -> st
 def require_published(org: str | None, build: bool) -> str:
     if org is None or build:
         raise BadInput(
-            "--with installs the set as published in a Flox organisation (--org ORG or PICKVARIANT_FLOX_ORG): "
-            "pickvariant does not build companions from source"
+            "a published set installs from a Flox organisation (--org ORG or PICKVARIANT_FLOX_ORG); to build the set "
+            "from source, each companion generated on the variant's recipe, decide it with --build"
         )
     return org

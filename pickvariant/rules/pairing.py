@@ -127,8 +127,7 @@ def pick_set(
         return published
     refused = published.passed_over
     best = next(((v, r) for v, r in refused if r.cause == "two_torches"), refused[0] if refused else None)
-    cause = f"the best, {best[0].label}: {wording.set_refusal(best[1])}" if best else ""
-    said = wording.built_for_want_of_published(projects, cause)
+    said = wording.built_for_want_of_published(projects, best)
     return replace(built, reasons=(said, *built.reasons), rejected=published.rejected)
 
 

@@ -205,7 +205,8 @@ def set_on_one_torch(projects: Sequence[str], torch: str, axes: Sequence[str]) -
     return f"with {', '.join(projects)}: every piece is on PyTorch {torch} ({', '.join(axes)})"
 
 
-def built_for_want_of_published(projects: Sequence[str], cause: str) -> str:
+def built_for_want_of_published(projects: Sequence[str], best: tuple[Variant, SetRefusal] | None) -> str:
+    cause = f"the best, {best[0].label}: {set_refusal(best[1])}" if best else ""
     return (
         f"no published {', '.join(projects)} makes a set on one PyTorch here{f' ({cause})' if cause else ''}, so the "
         "set is built from source: each companion from a recipe pickvariant generates on the variant's own (one torch, "
