@@ -66,7 +66,7 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
     arch_rejected = stages.gpu_archs(catalog, gpus, candidates[0].gpu_arch if candidates else None) if gpus else ()
     rejected = (*pinned_out, *lines.rejected, *lacking, *arch_rejected)
     if not candidates:
-        return _nothing_fits(facts, catalog, options, gpus, left, usable, tuple(reasons), rejected)
+        return _nothing_fits(facts, catalog, gpus, left, usable, tuple(reasons), rejected)
     alone = candidates[0]
     if options.with_projects:
         from pickvariant.rules import pairing  # only a decision with companions reads them
@@ -190,7 +190,6 @@ def _chosen_reasons(
 def _nothing_fits(
     facts: HostFacts,
     catalog: Catalog,
-    options: Request,
     gpus: tuple[GpuFacts, ...],
     left: tuple[Branch, ...],
     usable: frozenset[str],
