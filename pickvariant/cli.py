@@ -95,10 +95,12 @@ def exits_on_error(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
-        except (PickVariantError, KeyboardInterrupt) as error:
-            line, code = console.exit_for(error)  # type: ignore[misc]  # both kinds have an exit
-            typer.echo(line, err=True)
-            raise typer.Exit(code) from None
+        except (PickVariantError, KeyboardInterrupt, OSError) as error:
+            ending = console.exit_for(error)
+            if ending is None:
+                raise
+            typer.echo(ending[0], err=True)
+            raise typer.Exit(ending[1]) from None
 
     return cast(F, wrapper)
 
@@ -182,8 +184,12 @@ def list_variants(
         typer.echo(
             listing.summary_markdown(catalog) if found.summarised else listing.markdown(list(found.rows)), nl=False
         )
+        if all_rows and project == "pytorch":
+            typer.echo(listing.left_out_lines(catalog, markdown=True), nl=False)
     elif not found.summarised:
         terminal.print_rows(list(found.rows))
+        if all_rows and project == "pytorch":
+            typer.echo(listing.left_out_lines(catalog), nl=False)
     else:
         terminal.print_summary(catalog)
 

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from pickvariant import commandline
+from pickvariant._base.files import path_too_long
 from pickvariant._base.request import WORKLOADS
 
 
@@ -36,6 +37,16 @@ KINDS: dict[str, object] = {
     "texts": list[str] | None,
     "flag": bool,
 }
+
+
+def checked_paths(ctx: typer.Context, param: typer.CallbackParam, value: object) -> object:
+    """A path option's value (or each of a list's), refused as a usage error where no system could open it."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if item is not None and "://" not in str(item):
+            why = path_too_long(str(item))
+            if why is not None:
+                raise typer.BadParameter(why)
+    return value
 
 
 class InstallFormat(StrEnum):
@@ -87,12 +98,16 @@ ListProject = Annotated[
 SyncRepos = Annotated[
     list[str],
     typer.Argument(
+        callback=checked_paths,
         help="A clone of the build repository (path) or its URL, a fork's too; then any companion repositories (build-torchvision, build-torchaudio, build-vllm).",
         metavar="REPO [COMPANION]...",
     ),
 ]
 SyncOutput = Annotated[
-    Path | None, typer.Option("-o", "--output", metavar="PATH", help="Write the catalog here (default: print it).")
+    Path | None,
+    typer.Option(
+        "-o", "--output", metavar="PATH", callback=checked_paths, help="Write the catalog here (default: print it)."
+    ),
 ]
 SyncCheck = Annotated[
     bool, typer.Option("--check", help="Write nothing; exit 1 when --output differs from what REPO gives.")
@@ -129,6 +144,7 @@ RecipeOutput = Annotated[
         "-o",
         "--output",
         metavar="PATH",
+        callback=checked_paths,
         help="Write DIR/PACKAGE.nix instead of printing (usable as a Flox .flox/pkgs/).",
     ),
 ]
@@ -161,7 +177,10 @@ InstallOrg = Annotated[
 InstallDirectory = Annotated[
     Path,
     typer.Option(
-        "--dir", metavar="DIR", help="The Flox environment to install into, published or built (created if missing)."
+        "--dir",
+        metavar="DIR",
+        callback=checked_paths,
+        help="The Flox environment to install into, published or built (created if missing).",
     ),
 ]
 InstallTokenFile = Annotated[
@@ -169,6 +188,7 @@ InstallTokenFile = Annotated[
     typer.Option(
         "--token-file",
         metavar="PATH",
+        callback=checked_paths,
         help="Log in to FloxHub first without a prompt (`flox auth login --token-file PATH`, Flox 1.14.0+): for "
         "clusters and CI. pickvariant passes the path on and never reads the token.",
     ),
@@ -176,7 +196,12 @@ InstallTokenFile = Annotated[
 InstallBuild = Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")]
 InstallBuildDir = Annotated[
     Path | None,
-    typer.Option("--build-dir", metavar="DIR", help="Where to build (default: under the user's cache directory)."),
+    typer.Option(
+        "--build-dir",
+        metavar="DIR",
+        callback=checked_paths,
+        help="Where to build (default: under the user's cache directory).",
+    ),
 ]
 InstallYes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 InstallDryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan and run nothing.")]
@@ -266,6 +291,7 @@ RepoOpt = Annotated[
     typer.Option(
         "--repo",
         metavar="URL|PATH",
+        callback=checked_paths,
         help="The recipe repository: URL or path of the build repository, a fork, mirror or clone (env PICKVARIANT_RECIPES_REPO; default: the catalog's source).",
     ),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pickvariant._base.files import check_path_length
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import WORKLOADS, Request, projects_from
 
@@ -202,7 +203,8 @@ def request_from(values: Mapping[str, Any]) -> Request:
             continue
         if option.repeatable:
             fields[option.field] = tuple(value)
-        elif option.kind == "path" and isinstance(value, str):
+        elif option.kind == "path" and isinstance(value, (str, Path)):
+            check_path_length(value, option.flag)
             fields[option.field] = Path(value)
         else:
             fields[option.field] = value

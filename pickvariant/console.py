@@ -38,6 +38,10 @@ def exit_for(error: BaseException) -> tuple[str, int] | None:
         return error_line(error), error.exit_code
     if isinstance(error, KeyboardInterrupt):
         return "pickvariant: interrupted", INTERRUPTED
+    if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:
+        # Every option and variable that names a path is checked where it is read; this is the net beneath them.
+        shown = visible(os.fsdecode(error.filename)) if error.filename is not None else "a path"
+        return f"pickvariant: {shown}: a name in the path is longer than this system allows", 2
     return None
 
 

@@ -38,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         code = console.output_failed(error)
         if code is None:
-            raise
+            ending = console.exit_for(error)
+            if ending is None:
+                raise
+            print(ending[0], file=sys.stderr)
+            return ending[1]
         return code
     if choice.variant is None:
         print(console.error_line(choice.no_variant_error()), file=sys.stderr)

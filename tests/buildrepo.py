@@ -70,9 +70,11 @@ let
   # gpuTargets = [ "9.9" ];  a comment must not count
 in (nixpkgs_pinned.{python_set}.torch.override {override}).overrideAttrs (old: {{
   {f'pname = "{pname}";' if pname else ""}
-  preConfigure = ''
+  preConfigure = (old.preConfigure or "") + ''
     # export USE_CUDNN=0 in a comment changes nothing
     {"export USE_CUDNN=0" if cudnn_off else "echo building"}
+    export CXXFLAGS="${{nixpkgs_pinned.lib.concatStringsSep " " cpuFlags}} $CXXFLAGS"
+    export CFLAGS="${{nixpkgs_pinned.lib.concatStringsSep " " cpuFlags}} $CFLAGS"
   '';
   meta = old.meta // {{ platforms = [ {platforms or '"' + SYSTEM[isa] + '"'} ]; }};
 }})
@@ -82,6 +84,7 @@ in (nixpkgs_pinned.{python_set}.torch.override {override}).overrideAttrs (old: {
 ISA_TABLE = """{
   avx2 = { name = "avx2"; flags = [ "-mavx2" "-mfma" "-mf16c" ]; };
   avx512 = { name = "avx512"; flags = [ "-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mfma" ]; };
+  avx512bf16 = { name = "avx512bf16"; flags = [ "-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mavx512bf16" "-mfma" ]; };
   armv9 = { name = "armv9"; flags = [ "-march=armv9-a+sve2+bf16+i8mm" ]; };
 }
 """
@@ -127,6 +130,12 @@ def companion_recipe(
     flags = (
         "  cpuISA = (import ./lib/cpu-isa.nix)." + isa + ";\n" if shared_isa else f"  cpuFlags = [ {FLAGS[isa]} ];\n"
     )
+    # The flags reach the build as the repositories pass them: exported by the build script.
+    concat = f'${{{"nixpkgs_pinned.lib" if pin else "lib"}.concatStringsSep " " {"cpuISA.flags" if shared_isa else "cpuFlags"}}}'
+    script = (
+        f'preConfigure = (old.preConfigure or "") + \'\'\n    export CXXFLAGS="{concat} $CXXFLAGS"\n'
+        f"    export CFLAGS=\"$CFLAGS {concat}\"\n  '';"
+    )
     target_line = f'  {"smCapability" if shared_isa else "gpuArchSM"} = "{spelled}";\n' if sm else ""
     if imports:
         torch = f"  customPytorch = import ./{imports}.nix {{}};\n"
@@ -136,7 +145,7 @@ def companion_recipe(
             if sm
             else "{ cudaSupport = false; }"
         )
-        torch = f"  customPytorch = {packages}.torch.override {settings};\n"
+        torch = f"  customPytorch = ({packages}.torch.override {settings}).overrideAttrs (old: {{ {script} }});\n"
     arguments = "{ pkgs ? import <nixpkgs> {} }" if pin or imports else "{ lib, python3Packages, cudaPackages }"
     description = f'description = "{project} {own_version} (test build)";' if own_version else ""
     version = f'version = "{own_version}";' if own_version else ""
@@ -147,6 +156,7 @@ let
 {pinned}{target_line}{flags}{torch}in ({packages if pin or not imports else "python3Packages"}.{project}.override {{ torch = customPytorch; }}).overrideAttrs (old: {{
   {version} {inherit}
   pname = "{project}-python{py}";
+  {script}
   meta = old.meta // {{ {description} platforms = [ "{SYSTEM[isa]}" ]; }};
 }})
 """

@@ -340,7 +340,7 @@ def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: t
     except BadInput as error:
         event("rejected")
         assert_one_clear_line(error)
-        assert re.match(r"catalog site\.json: [A-Za-z_(][^:]*: ", str(error)), str(error)
+        assert re.match(r"catalog site\.json: [A-Za-z_($][^:]*: ", str(error)), str(error)  # `$comment` is a field too
         return
     event("accepted")
     for flags, arch, gpus in SAMPLE_MACHINES:
@@ -365,7 +365,10 @@ def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: t
                 continue
             if decision.variant is not None:
                 assert not missing_flags(catalog.isas[decision.variant.cpu_isa].requires, cpu.flags)
-                render(decision.variant, catalog)
+                try:
+                    render(decision.variant, catalog)
+                except BadInput as error:  # a fact the template needs was mutated away (torch_sources emptied)
+                    assert_one_clear_line(error)
 
 
 @pytest.fixture(scope="module")

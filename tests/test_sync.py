@@ -6,6 +6,7 @@ The repositories come from buildrepo.py, in the shapes the build repository uses
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -78,11 +79,11 @@ def test_sync_reads_every_branch_and_derives_each_row_from_the_recipe(build_repo
         ("torchvision-python313-cuda12_8-sm61-avx2", "identical", "pytorch-python313-cuda12_8-sm61-avx2", "2.8.0")
     ]
     assert (
-        "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe's gpuTargets is ['8.9']"
-        in err
+        "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90 (9.0), "
+        "but the recipe sets GPU targets 8.9 (gpuTargets)" in err
     )
     assert (
-        "pytorch-python313-cuda13_1-sm89-avx512.nix: its cpuFlags need avx512_bf16, which the avx512 rule does not require"
+        "pytorch-python313-cuda13_1-sm89-avx512.nix: its compiler flags need avx512_bf16, which the avx512 rule does not require"
         in err
     )
     assert "meta.platforms also lists aarch64-linux, which cannot run avx2" in err
@@ -91,9 +92,13 @@ def test_sync_reads_every_branch_and_derives_each_row_from_the_recipe(build_repo
 def test_the_output_is_sorted_and_the_same_bytes_every_time(build_repo, tmp_path) -> None:
     first, second = sync(str(build_repo)), sync(str(build_repo))
     assert first.exit_code == 0 and first.stdout == second.stdout
-    rows = json.loads(first.stdout)["variants"]
+    document = json.loads(first.stdout)
+    rows, left_out = document["variants"], document["left_out"]
     assert [(r["branch"], r["package"]) for r in rows] == sorted((r["branch"], r["package"]) for r in rows)
-    assert sum(1 for line in first.stdout.splitlines() if line.startswith('  {"branch": ')) == len(rows)
+    assert [(r["branch"], r["path"]) for r in left_out] == sorted((r["branch"], r["path"]) for r in left_out)
+    assert left_out  # the fixture holds two recipes whose data contradict their names
+    # One row a line, left-out recipes too, so that a re-sync's diff shows whole rows.
+    assert sum(1 for line in first.stdout.splitlines() if line.startswith('  {"branch": ')) == len(rows) + len(left_out)
 
 
 def test_check_passes_on_the_written_file_and_fails_when_the_repository_moved(build_repo, tmp_path) -> None:
@@ -277,7 +282,10 @@ def test_companion_repositories_are_read_beside_the_build_repository_with_each_t
     vllm_row = rows["vllm-python313-cuda12_9-sm90-avx512"]
     assert (vllm_row["torch"], vllm_row["version"], vllm_row["torch_relation"]) == ("2.9.1", "0.14.1", "separate")
     err = result.stderr
-    assert "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90, the recipe targets 8.9" in err
+    assert (
+        "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90 (9.0), but the recipe sets GPU targets 8.9 (gpuTargets)"
+        in err
+    )
     assert (
         "vllm-python313-cuda12_9-sm90-armv9.nix: its compiler flags need bf16, i8mm, which the armv9 rule does not require of a CPU"
         in err
@@ -333,9 +341,18 @@ def test_a_companion_is_classified_as_strictly_as_a_pytorch_recipe(build_repo, t
     rows = {c["package"] for c in companions if c["repo"] in (str(vllm), str(vision))}
     assert rows == {"vllm-python313-cuda12_8-sm90-avx2"}  # the honest one alone
     err = result.stderr
-    assert "vllm-python313-cuda12_9-sm90-avx2.nix: the name says avx2, its cpuISA takes the avx512bf16 entry" in err
-    assert "vllm-python313-cuda12_9-sm90-avx512.nix: neither a literal cpuFlags nor a cpuISA written" in err
-    assert "torchvision-python313-cuda13_1-sm90-avx2.nix: its cpuFlags are not one literal list" in err
+    # What each build really gets is evaluated: the table's entry, the joined list; a name bound nowhere is refused.
+    assert (
+        "vllm-python313-cuda12_9-sm90-avx2.nix: its compiler flags need avx512_bf16, avx512bw, avx512dq, avx512f, "
+        "avx512vl, which the avx2 rule does not require of a CPU" in err
+    )
+    assert re.search(
+        r"vllm-python313-cuda12_9-sm90-avx512\.nix: line \d+: it uses isas, which nothing in the recipe binds", err
+    )
+    assert (
+        "torchvision-python313-cuda13_1-sm90-avx2.nix: its compiler flags need avx512f, which the avx2 rule does not "
+        "require of a CPU" in err
+    )
 
 
 def test_newer_names_are_read_as_what_they_mean_or_left_out_with_a_reason(build_repo, tmp_path) -> None:

@@ -17,6 +17,30 @@ PACKAGE = Path(__file__).parent.parent
 CHECKOUT = PACKAGE.parent
 
 
+# What Linux allows (limits.h): one name of a path, and a whole path with its terminating NUL.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def path_too_long(value: str | os.PathLike[str]) -> str | None:
+    """Why the path cannot be one on this system, or None."""
+    raw = os.fsencode(value)
+    if len(raw) >= PATH_MAX:
+        return f"the path is {len(raw)} bytes long; a path may be {PATH_MAX - 1} at most (PATH_MAX)"
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > NAME_MAX:
+        return f"a name in the path is {len(longest)} bytes long; a name may be {NAME_MAX} at most (NAME_MAX)"
+    return None
+
+
+def check_path_length(value: str | os.PathLike[str], what: str) -> None:
+    """BadInput naming `what` (an option or variable) when the path cannot be one on this system: one line, exit 2,
+    before anything tries to open it."""
+    why = path_too_long(value)
+    if why is not None:
+        raise BadInput(f"{what}: {why}")
+
+
 def shipped(in_package: str, at_top: str) -> Path:
     """A shipped file: the packaged copy where there is one (an installed wheel), else the checkout's at the top.
     A checkout and a wheel read the same bytes: the wheel's are copies the build made of the checkout's."""
@@ -28,17 +52,93 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where pickvariant keeps what it may lose (recipes, logs, the last install): $XDG_CACHE_HOME/pickvariant or ~/.cache/pickvariant."""
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    check_path_length(base, "XDG_CACHE_HOME" if env.get("XDG_CACHE_HOME") else "HOME")
     return Path(base) / "pickvariant"
 
 
-def read_regular(path: Path, limit: int, what: str) -> bytes:
+def own_cache(env: Mapping[str, str] | None = None, *parts: str) -> Path:
+    """A folder of the cache (`cache_dir(env) / parts…`), made if missing, that only this user controls.
+
+    Every folder from the cache's root down is checked as git checks a repository (safe.directory): a symbolic
+    link, a folder another user owns, or one that group or others may write is refused (BadInput, naming it and
+    the fix), so that nobody else can plant what pickvariant reads there or point its writes elsewhere. The folder
+    the cache sits in (XDG_CACHE_HOME) may be shared only if it is sticky, as /tmp is: then no other user can
+    rename pickvariant's folder away."""
+    root = cache_dir(env)
+    try:
+        root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        raise OperationFailed(
+            f"cannot create the cache folder {root.parent}: {error.strerror or error}; {_FIX}"
+        ) from None
+    _check_parent(root.parent)
+    return own_folders(root, *parts)
+
+
+def own_folders(root: Path, *parts: str) -> Path:
+    """`root / parts…`, each folder made if missing (0700) and checked by check_own_folder."""
+    path = root
+    for part in ("", *parts):
+        path = path / part if part else path
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise OperationFailed(f"cannot create the cache folder {path}: {error.strerror or error}; {_FIX}") from None
+        check_own_folder(path)
+    return path
+
+
+_FIX = "set XDG_CACHE_HOME to a folder of your own"
+
+
+def check_own_folder(path: Path) -> None:
+    """BadInput unless `path` is a real folder of this user that nobody else may write."""
+    try:
+        status = os.lstat(path)
+    except OSError as error:
+        raise OperationFailed(f"cannot read the cache folder {path}: {error.strerror or error}") from None
+    if stat.S_ISLNK(status.st_mode):
+        raise BadInput(
+            f"the cache folder {path} is a symbolic link, which pickvariant never follows: remove it, or {_FIX}"
+        )
+    if not stat.S_ISDIR(status.st_mode):
+        raise BadInput(f"the cache folder {path} is not a folder: remove it, or {_FIX}")
+    if status.st_uid != os.geteuid():
+        raise BadInput(f"the cache folder {path} belongs to another user (uid {status.st_uid}): remove it, or {_FIX}")
+    if status.st_mode & 0o022:
+        raise BadInput(
+            f"the cache folder {path} may be written by others (mode {stat.S_IMODE(status.st_mode):04o}): "
+            f"run chmod go-w {path}, or {_FIX}"
+        )
+
+
+def _check_parent(parent: Path) -> None:
+    """A parent every user may write (a shared XDG_CACHE_HOME) must be sticky, as /tmp is, or anyone could swap
+    pickvariant's folder there for theirs between a check and a use. A group-writable one (a user's private group,
+    umask 002) is left to the group: pickvariant's own folders below it are checked at every use."""
+    try:
+        status = os.stat(parent)
+    except OSError:
+        return
+    if status.st_mode & 0o002 and not status.st_mode & stat.S_ISVTX:
+        raise BadInput(
+            f"the cache's parent folder {parent} may be written by every user and is not sticky: "
+            f"another user could replace pickvariant's cache there; {_FIX}"
+        )
+
+
+def read_regular(path: Path, limit: int, what: str, follow: bool = True) -> bytes:
     """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before any read can block.
 
     Raises BadInput naming the file (its content is the user's input), also when it is larger than `limit`.
+    `follow=False`: a symbolic link in the file's place is refused, never followed (files of the cache).
     """
     try:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | (0 if follow else os.O_NOFOLLOW)
+        fd = os.open(path, flags)
     except OSError as error:
         raise BadInput(f"cannot read {what} {path}: {error.strerror or error}") from error
     try:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-# C0 controls, DEL, C1 controls, the Unicode line and paragraph separators, and the bidirectional
-# overrides and isolates that reorder what a terminal shows.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 controls, DEL, C1 controls, the Unicode line and paragraph separators, the bidirectional marks, overrides and
+# isolates that reorder what a terminal shows, and the zero-width characters that hide text or join it unseen.
+_CONTROL = "[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"  # compiled by re's own cache on first use: most text has none of them (str.isprintable)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
 
 
@@ -27,7 +27,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def visible(text: str) -> str:
     """`text` on one line, every control character shown as an escape (`\\e`, `\\n`, `\\x07`)."""
-    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+    # Every character the pattern names is one str.isprintable() rejects: printable text needs no regex at all.
+    return text if text.isprintable() else re.sub(_CONTROL, _escape, text)
 
 
 def visible_lines(text: str) -> str:
@@ -36,15 +37,16 @@ def visible_lines(text: str) -> str:
 
 
 # What lets text from outside become markup: a link or image ([text](url), ![…](…)), raw HTML (<img onerror=…>),
-# a code span's end, a table cell's end, an escape. Each is escaped; the text reads the same.
-_MARKUP = r"([\\`\[\]|])"  # compiled by re's own cache on first use: Markdown is never on detect's path
+# a code span's end, a table cell's end, an escape, emphasis (`*`, `~`, and `_` where it can open or close one: not
+# inside a word, where CommonMark reads it as a letter). Each is escaped; the text reads the same.
+_MARKUP = r"([\\`\[\]|*~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))"  # compiled by re's own cache on first use
 # `<` opens a tag; `&` an entity (so that `&lt;` written by a dump stays as written). A lone `>` opens nothing.
 _HTML = {"&": "&amp;", "<": "&lt;"}
 
 
 def markdown_text(text: str) -> str:
     """`text` from outside as Markdown that shows it and makes nothing of it: no link, image, HTML or table cell."""
-    escaped = re.sub(_MARKUP, r"\\\1", visible(text))
+    escaped = re.sub(_MARKUP, lambda match: "\\" + match.group(0), visible(text))
     return "".join(_HTML.get(character, character) for character in escaped)
 
 

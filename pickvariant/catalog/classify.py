@@ -9,11 +9,13 @@ unclassified, with the reason, never guessed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pickvariant._base.errors import BadInput
-from pickvariant.catalog.model import MPS, HardwareFacts
+from pickvariant.catalog.model import MPS, CpuIsa, HardwareFacts
 from pickvariant.catalog.nixtext import NixText, NotNix, parse
+from pickvariant.catalog.proof import NotProven, RecipeProof, prove
 
 _NAME = re.compile(
     r"^pytorch-python(?P<py>3\d{1,2})-(?:"
@@ -67,6 +69,10 @@ class RecipeClassifier:
             recipe = parse(text)
         except NotNix as error:
             return None, f"the recipe cannot be read as Nix reads it: {error}", notes
+        try:
+            proof = prove(text, table_names=self.facts.isas)
+        except NotProven as error:
+            return None, str(error), notes
         python = f"3.{name['py'][1:]}"
         pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
         if len(pins) != 1:
@@ -109,12 +115,14 @@ class RecipeClassifier:
             return None, "meta.platforms is not one literal list of systems", notes
         listed = platforms[0]
         if name["mps"]:
+            if proof.flags or proof.targets:
+                return None, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets", notes
             return self._mps(recipe, pin, torch, python, listed, branch, path, package, notes)
         isa_name = name["cpu_isa"] or name["isa"]
         isa = self.facts.isas.get(isa_name)
         if isa is None:
             return None, f"unknown CPU instruction set {isa_name!r} (not in hardware.json cpu_isas)", notes
-        why = self._check_cpu_flags(recipe, isa)
+        why = isa_disagreement(self.facts, proof, isa)
         if why:
             return None, why, notes
         system = self.system_for("linux", isa.platform)
@@ -142,17 +150,13 @@ class RecipeClassifier:
             stray = sorted(names_matching(CUDA_SET, recipe))
             if stray:
                 return None, f"a CPU-only name, but the recipe uses cudaPackages_{stray[0]}", notes
+            if proof.targets:
+                return None, f"a CPU-only name, but the recipe sets GPU targets ({_targets_shown(proof)})", notes
             return row, None, notes
-        return self._cuda(recipe, row, name["cuda"], name["sm"], isa, notes)
-
-    def _check_cpu_flags(self, recipe: NixText, isa: Any) -> str | None:
-        flag_lists = recipe.list_binding("cpuFlags")
-        if not flag_lists or len(flag_lists) != 1:
-            return "cpuFlags is not one literal list of compiler flags"
-        return flags_beyond(self.facts, flag_lists[0], isa, "cpuFlags")
+        return self._cuda(recipe, proof, row, name["cuda"], name["sm"], isa, notes)
 
     def _cuda(
-        self, recipe: NixText, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]
+        self, recipe: NixText, proof: RecipeProof, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         cuda = tag.replace("_", ".")
         arch = self.facts.gpu_archs.get(sm)
@@ -172,14 +176,9 @@ class RecipeClassifier:
         if len(sets) != 1 or sets[0] not in (tag, tag.split("_")[0]):
             found = ", ".join(f"cudaPackages_{s}" for s in sets) or "none"
             return None, f"the name says CUDA {cuda}, the recipe's CUDA package set is {found}", notes
-        targets = recipe.list_binding("gpuTargets")
-        if not targets or len(targets) != 1 or targets[0] != [arch.sm_dotted]:
-            shown = targets[0] if targets and len(targets) == 1 else "not one literal list"
-            return (
-                None,
-                f"the name says {sm}, the recipe's gpuTargets is {shown} (expected [{arch.sm_dotted!r}])",
-                notes,
-            )
+        why = targets_disagreement(proof, arch.sm_dotted, sm)
+        if why:
+            return None, why, notes
         cudnn_off = "0" in recipe.exports("USE_CUDNN")
         return (
             {**row, "gpu_arch": sm, "cuda": cuda, "cudnn": not cudnn_off, "_cuda_packages": f"cudaPackages_{sets[0]}"},
@@ -223,7 +222,61 @@ class RecipeClassifier:
         )
 
 
-def flags_beyond(facts: HardwareFacts, flags: list[str], isa: Any, called: str) -> str | None:
+def isa_disagreement(facts: HardwareFacts, proof: RecipeProof, isa: CpuIsa) -> str | None:
+    """None when the compiler flags the build gets prove the name's instruction set, either way, else why.
+
+    Beyond it, the build would use instructions the CPUs pickvariant gives it to may lack: SIGILL. Short of it
+    (an avx512 name built with AVX2's flags), the name promises what the build does not do."""
+    flags = proof.flags
+    unknown = next((flag for flag in flags if flag not in facts.compiler_flags), None)
+    if unknown is not None:
+        line = proof.line_of(unknown)
+        return f"{f'line {line} gives the compiler' if line else 'its build gives the compiler'} {unknown}: " + (
+            "it is not in hardware.json compiler_flags, so what CPU it needs is unknown"
+        )
+    beyond = flags_beyond(facts, flags, isa, "compiler flags")
+    if beyond:
+        return beyond
+    needed = {feature for flag in flags for feature in facts.compiler_flags[flag]}
+    lower = sorted(
+        other.name
+        for other in facts.isas.values()
+        if other.platform == isa.platform and needed <= set(other.requires) < set(isa.requires)
+    )
+    if lower:
+        shown = " ".join(flags) or "no instruction-set flag"
+        return (
+            f"the name says {isa.name}, but its build scripts give the compiler {shown}, "
+            f"which the {lower[0]} rule already covers"
+        )
+    return None
+
+
+def targets_disagreement(proof: RecipeProof, dotted: str, sm: str) -> str | None:
+    """None when every GPU target the recipe sets is the name's architecture (and it sets one), else why."""
+    read = {target_capability(target) for target, _ in proof.targets}
+    if read == {dotted}:
+        return None
+    if not proof.targets:
+        return f"the name says {sm}, but the recipe sets no GPU target (gpuTargets), so its kernels are not certain"
+    return f"the name says {sm} ({dotted}), but the recipe sets GPU targets {_targets_shown(proof)}"
+
+
+def target_capability(value: str) -> str | None:
+    """A GPU target as a dotted compute capability ("sm_90", "90", "9.0" -> "9.0"), or None."""
+    digits = value.removeprefix("sm_").removeprefix("sm")
+    if re.fullmatch(r"\d+\.\d", digits):
+        return digits
+    if re.fullmatch(r"\d{2,3}", digits):
+        return f"{digits[:-1]}.{digits[-1]}"
+    return None
+
+
+def _targets_shown(proof: RecipeProof) -> str:
+    return ", ".join(f"{target} ({setting})" for target, setting in dict.fromkeys(proof.targets))
+
+
+def flags_beyond(facts: HardwareFacts, flags: Sequence[str], isa: CpuIsa, called: str) -> str | None:
     """None when compiling with `flags` needs nothing the instruction set's rule does not require of a CPU, else why.
 
     Beyond it, the build would use instructions the CPUs pickvariant gives it to may lack: SIGILL."""

@@ -16,9 +16,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pickvariant._base.request import COMPANION_PROJECTS
-from pickvariant.catalog.classify import CUDA_SET, NIXPKGS_PIN, RELEASE, flags_beyond, names_matching
+from pickvariant.catalog.classify import (
+    CUDA_SET,
+    NIXPKGS_PIN,
+    RELEASE,
+    isa_disagreement,
+    names_matching,
+    targets_disagreement,
+)
 from pickvariant.catalog.model import MPS, HardwareFacts
 from pickvariant.catalog.nixtext import NixText, NotNix, parse
+from pickvariant.catalog.proof import NotProven, RecipeProof, prove
 
 PROJECTS = COMPANION_PROJECTS
 
@@ -32,8 +40,6 @@ _NAME = re.compile(
 # allows it. Where a build with and one without fit alike, the one with MAGMA is preferred (rules/pairing.py).
 _IMPORTED_PYTORCH = re.compile(r"^\./(pytorch-[A-Za-z0-9_.-]+)\.nix$")
 _PROJECT_VERSION = re.compile(r"\b(?:vLLM|vllm|TorchVision|torchvision|TorchAudio|torchaudio)[ -]v?(\d+\.\d+\.\d+)\b")
-# How the recipes spell a GPU target: "9.0", "sm_90" (torchaudio), "90" (CMake's integer).
-_TARGET_BINDINGS = ("gpuArchSM", "smCapability", "gpuTargets")
 # A spelling of an instruction set that names the same one ("armv8.2" in build-torchaudio's GPU recipes).
 ISA_SPELLINGS = {"armv8.2": "armv8_2"}
 
@@ -42,16 +48,6 @@ def project_of(package: str) -> str | None:
     """The companion project a package name belongs to, or None (a PyTorch variant or something else)."""
     head = package.split("-", 1)[0]
     return head if head in PROJECTS else None
-
-
-def _target(value: str) -> str | None:
-    """A GPU target as a dotted compute capability ("sm_90", "90", "9.0" -> "9.0"), or None."""
-    digits = value.removeprefix("sm_").removeprefix("sm")
-    if re.fullmatch(r"\d+\.\d+", digits):
-        return digits
-    if re.fullmatch(r"\d{2,3}", digits):
-        return f"{digits[:-1]}.{digits[-1]}"
-    return None
 
 
 class CompanionClassifier:
@@ -68,12 +64,13 @@ class CompanionClassifier:
         package: str,
         text: str,
         pytorch_rows: Mapping[str, Mapping[str, Any]],
-        isa_flags: Mapping[str, list[str]],
+        lib_files: Mapping[str, str],
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         """(row, None, notes) for a classified companion recipe, else (None, why, notes).
 
         `pytorch_rows`: this branch's PyTorch rows of the same repository, by package (an in-repo companion
-        imports one); `isa_flags`: the branch's shared instruction-set table (build-vllm's lib/cpu-isa.nix)."""
+        imports one, proven on its own); `lib_files`: the branch's shared files (build-vllm's lib/cpu-isa.nix and
+        lib/custom-torch.nix), by path from .flox/pkgs/, read with the recipe as Nix would."""
         notes: list[str] = []
         name = _NAME.match(package)
         if name is None:
@@ -104,6 +101,11 @@ class CompanionClassifier:
         torch, pin, relation, torch_of, why = self._torch(recipe, branch, path, pytorch_rows)
         if why:
             return None, why, notes
+        files: dict[str, str | None] = {**lib_files, **{f"{package}.nix": None for package in pytorch_rows}}
+        try:
+            proof = prove(text, files, table_names=self.facts.isas)
+        except NotProven as error:
+            return None, str(error), notes
         row: dict[str, Any] = {
             "project": name["project"],
             "repo": repo,
@@ -124,6 +126,8 @@ class CompanionClassifier:
         if name["option"]:
             row["build_options"] = [name["option"]]
         if name["mps"]:
+            if proof.flags or proof.targets:
+                return None, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets", notes
             row.update(gpu_arch=MPS, platform=self._system("darwin", "aarch64"))
             return self._checked(row, pytorch_rows, notes)
         spelled = name["cpu_isa"] or name["isa"]
@@ -133,7 +137,7 @@ class CompanionClassifier:
         isa = self.facts.isas.get(isa_name)
         if isa is None:
             return None, f"unknown CPU instruction set {spelled!r} (not in hardware.json cpu_isas)", notes
-        why = self._check_flags(recipe, isa, isa_flags)
+        why = isa_disagreement(self.facts, proof, isa)
         if why:
             return None, why, notes
         row.update(cpu_isa=isa_name, platform=self._system("linux", isa.platform))
@@ -149,19 +153,9 @@ class CompanionClassifier:
                 f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows",
                 notes,
             )
-        targets = {value for binding in _TARGET_BINDINGS for value in (recipe.string_binding(binding) or [])}
-        targets |= {
-            item for binding in _TARGET_BINDINGS for items in (recipe.list_binding(binding) or []) for item in items
-        }
-        read = {_target(value) for value in targets} - {None}
-        if not read and relation != "identical":
-            return (
-                None,
-                f"no literal GPU target ({', '.join(_TARGET_BINDINGS)}), so the name's {sm} is not certain",
-                notes,
-            )
-        if read and read != {arch.sm_dotted}:
-            return None, f"the name says {sm}, the recipe targets {', '.join(sorted(str(t) for t in read))}", notes
+        why = _targets_disagree(proof, arch.sm_dotted, sm, relation)
+        if why:
+            return None, why, notes
         sets = set(names_matching(CUDA_SET, recipe))
         tag = name["cuda"]
         if sets and not sets <= {tag, tag.split("_")[0]}:
@@ -245,31 +239,16 @@ class CompanionClassifier:
         found = {m for value in recipe.string_binding("description") or [] for m in _PROJECT_VERSION.findall(value)}
         return found.pop() if len(found) == 1 else None
 
-    def _check_flags(self, recipe: NixText, isa: Any, isa_flags: Mapping[str, list[str]]) -> str | None:
-        """The recipe's compiler flags need nothing the instruction set's rule does not require of a CPU: what
-        SIGILL would punish. They are read as strictly as a PyTorch recipe's: its own cpuFlags, one literal list
-        (`++`, a call or a name bound to no one literal is not certain); else the entry its cpuISA takes from the
-        branch's shared table, written `(import ./lib/cpu-isa.nix).ENTRY`, and that entry must be the name's."""
-        if any(name == "cpuFlags" for name, _ in recipe.bindings):
-            literal = recipe.list_binding("cpuFlags")
-            if not literal or len(literal) != 1:
-                return "its cpuFlags are not one literal list (`++`, a call or a name), so what CPU it needs is not certain"
-            return flags_beyond(self.facts, literal[0], isa, "compiler flags")
-        entries = recipe.binding_entries("cpuISA")
-        if not entries or len(entries) != 1 or entries[0][0] != f"./{ISA_TABLE}":
-            return (
-                f"neither a literal cpuFlags nor a cpuISA written `(import ./{ISA_TABLE}).ENTRY`, "
-                "so what CPU it needs is not certain"
-            )
-        entry = ISA_SPELLINGS.get(entries[0][1], entries[0][1])
-        if entry != isa.name:
-            return f"the name says {isa.name}, its cpuISA takes the {entries[0][1]} entry of {ISA_TABLE}"
-        if entry not in isa_flags:
-            return f"{ISA_TABLE} on its branch has no literal flags for {entry}, so what CPU it needs is not certain"
-        return flags_beyond(self.facts, isa_flags[entry], isa, "compiler flags")
+
+def _targets_disagree(proof: RecipeProof, dotted: str, sm: str, relation: str) -> str | None:
+    """Why the GPU targets the recipe sets are not the name's; a companion that imports its PyTorch recipe may set
+    none of its own (that recipe's are proven with it)."""
+    if relation == "identical" and not proof.targets:
+        return None
+    return targets_disagreement(proof, dotted, sm)
 
 
-ISA_TABLE = "lib/cpu-isa.nix"  # build-vllm's shared instruction-set table, relative to .flox/pkgs/
+LIB_DIR = "lib/"  # build-vllm's shared files (cpu-isa.nix, custom-torch.nix), relative to .flox/pkgs/
 
 BlobReader = Callable[[Sequence[str]], Iterator[tuple[str, bytes]]]
 
@@ -278,23 +257,17 @@ def read_companions(
     read_blobs: BlobReader,
     repo: str,
     wanted: Mapping[str, list[tuple[str, str, str]]],
-    isa_tables: Mapping[str, str],
+    lib_blobs: Mapping[str, Mapping[str, str]],
     pytorch_rows: Mapping[str, Mapping[str, Mapping[str, Any]]],
     classifier: CompanionClassifier,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]], list[str]]:
     """(rows, (branch, path, why) left out, notes) for companion recipes `wanted` (blob -> (branch, path, package)),
-    each branch's ISA table (branch -> blob) read first, one blob in memory at a time."""
-    tables: dict[str, dict[str, list[str]]] = {}
-    by_blob: dict[str, list[str]] = {}
-    for branch, blob in isa_tables.items():
-        by_blob.setdefault(blob, []).append(branch)
-    for blob, content in read_blobs(sorted(by_blob)):
-        try:
-            table = parse(content.decode("utf-8", "replace")).lists_in("flags")
-        except NotNix:
-            table = {}  # an unreadable table: recipes that need it are left out for want of flags
-        for branch in by_blob[blob]:
-            tables[branch] = table
+    each branch's shared files (branch -> path -> blob) read first, one blob in memory at a time."""
+    texts = dict(read_blobs(sorted({blob for files in lib_blobs.values() for blob in files.values()})))
+    lib_files = {
+        branch: {path: texts[blob].decode("utf-8", "replace") for path, blob in files.items() if blob in texts}
+        for branch, files in lib_blobs.items()
+    }
     rows: list[dict[str, Any]] = []
     left_out: list[tuple[str, str, str]] = []
     notes: list[str] = []
@@ -302,7 +275,7 @@ def read_companions(
         text = content.decode("utf-8", "replace")
         for branch, path, package in wanted[blob]:
             row, why, found = classifier.classify(
-                repo, branch, path, package, text, pytorch_rows.get(branch, {}), tables.get(branch, {})
+                repo, branch, path, package, text, pytorch_rows.get(branch, {}), lib_files.get(branch, {})
             )
             notes.extend(found)
             if row is None:

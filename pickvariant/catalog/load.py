@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.files import read_regular, shipped
+from pickvariant._base.files import check_path_length, read_regular, shipped
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
@@ -43,6 +43,7 @@ from pickvariant.catalog.model import (
     Variant,
     Workload,
 )
+from pickvariant.catalog.own_facts import check_own_hardware_facts
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     stated = settings.setting(env, CATALOG_ENV)
     if stated is not None:
+        check_path_length(stated, CATALOG_ENV)
         return Path(stated)
     return SHIPPED_CATALOG
 
@@ -94,9 +96,10 @@ def load_catalog(path: Path | None = None) -> Catalog:
         # The stamp spares the schema pass only for the catalog shipped inside the package: anyone can recompute
         # a checksum, so a catalog from elsewhere (PICKVARIANT_CATALOG, a site share) is always checked whole.
         shipped = path.resolve() == SHIPPED_CATALOG.resolve()
-        return parse_catalog(
-            _decoded(raw, path, "catalog"), path, schema_checked=shipped and schema_checked_before(raw)
-        )
+        data = _decoded(raw, path, "catalog")
+        if not shipped:
+            check_own_hardware_facts(data, path, load_json(hardware_facts_path(), "hardware facts"))
+        return parse_catalog(data, path, schema_checked=shipped and schema_checked_before(raw))
     finally:
         if collecting:
             gc.enable()
@@ -389,6 +392,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
             for entry in data["peak_tflops"]
         ),
         torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
+        left_out=tuple((entry["branch"], entry["path"], entry["why"]) for entry in data.get("left_out", ())),
     )
 
 

@@ -367,6 +367,8 @@ class Catalog:
     branches: tuple[Branch, ...]
     peaks: tuple[PeakThroughput, ...]
     torch_capability_order: tuple[str, ...]
+    # (branch, path, why) of each of the build repository's recipes sync left out (`list --all` shows them)
+    left_out: tuple[tuple[str, str, str], ...] = ()
 
     @cached_property
     def hardware(self) -> HardwareFacts:

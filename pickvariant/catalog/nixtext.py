@@ -126,14 +126,19 @@ class NixText:
         return [match.group(1).strip("\"'") for line in self.shell_lines() if (match := pattern.match(line))]
 
 
-def parse(text: str) -> NixText:
-    """The recipe's bindings, identifiers and strings; NotNix when Nix could not read it as it stands."""
+def parse_tree(text: str) -> Node:
+    """The recipe's syntax tree; NotNix when Nix could not read it as it stands."""
     if "\0" in text:
         raise NotNix("it holds a NUL byte, after which Nix reads nothing")
-    source = text.encode("utf-8", "surrogatepass")
-    tree = _parser().parse(source)
+    tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
     if tree.root_node.has_error:
         raise NotNix(f"it is not valid Nix (a syntax error near byte {_first_error(tree.root_node)})")
+    return tree.root_node
+
+
+def parse(text: str) -> NixText:
+    """The recipe's bindings, identifiers and strings; NotNix when Nix could not read it as it stands."""
+    root = parse_tree(text)
     bindings: list[tuple[str, object]] = []
     identifiers: set[str] = set()
     strings: list[str] = []
@@ -142,7 +147,7 @@ def parse(text: str) -> NixText:
     nested: list[tuple[str, str, tuple[str, ...]]] = []
     versions: list[tuple[tuple[str, ...], object]] = []
     entries: list[tuple[str, str, str]] = []
-    for node in _walk(tree.root_node):
+    for node in _walk(root):
         kind = node.type
         if kind == "path_expression":
             if node.named_child_count == 1 and node.named_children[0].type == "path_fragment":
@@ -282,23 +287,33 @@ def _literal(node: Node) -> object:
     return NOT_LITERAL
 
 
-def _string_text(node: Node, indented: bool, literal_only: bool) -> str | None:
-    """The characters a string literal stands for; None (with literal_only) when it interpolates."""
-    parts: list[str] = []
+def string_parts(node: Node) -> Iterator[str | Node]:
+    """A string's literal characters (escapes read as Nix reads them) and, for each `${…}`, its expression."""
+    indented = node.type == "indented_string_expression"
     for part in node.named_children:
         kind = part.type
         if kind == "string_fragment":
-            parts.append(_text(part))
+            yield _text(part)
         elif kind == "escape_sequence":
             escaped = _text(part)
             if indented:  # ''\n ''$ '''
-                parts.append(
-                    "''" if escaped == "'''" else "$" if escaped == "''$" else _ESCAPES.get(escaped[3:], escaped[3:])
-                )
+                yield "''" if escaped == "'''" else "$" if escaped == "''$" else _ESCAPES.get(escaped[3:], escaped[3:])
             else:  # \n \" \\ \$
-                parts.append(_ESCAPES.get(escaped[1:], escaped[1:]))
-        elif kind == "dollar_escape":
-            parts.append("$")
-        elif (kind == "interpolation" or kind != "comment") and literal_only:
+                yield _ESCAPES.get(escaped[1:], escaped[1:])
+        elif kind == "dollar_escape":  # `''${`: the grammar gives `''` here and the `$` as text after it
+            yield _text(part).removeprefix("''").removeprefix("\\")
+        elif kind == "interpolation":
+            yield part.child_by_field_name("expression") or part
+        elif kind != "comment":
+            yield part
+
+
+def _string_text(node: Node, indented: bool, literal_only: bool) -> str | None:
+    """The characters a string literal stands for; None (with literal_only) when it interpolates."""
+    parts: list[str] = []
+    for part in string_parts(node):
+        if isinstance(part, str):
+            parts.append(part)
+        elif literal_only:
             return None
     return "".join(parts)

@@ -133,7 +133,7 @@ class _Listing:
     commits: dict[str, str]
     pytorch: dict[str, list[tuple[str, str, str]]]
     companions: dict[str, list[tuple[str, str, str]]]
-    isa_tables: dict[str, str]  # branch -> blob of its lib/cpu-isa.nix
+    lib_files: dict[str, dict[str, str]]  # branch -> path from .flox/pkgs/ -> blob of its lib/*.nix files
     skipped_branches: list[str]
     refused: list[tuple[str, str]]
     skipped_packages: Counter[str]
@@ -155,8 +155,9 @@ def _list(repository: GitRepository, shown: str = "") -> _Listing:
             continue
         listing.commits[branch] = branch_commit
         for path, blob, size in blobs:
-            if path == RECIPE_DIR + companions.ISA_TABLE and size <= MAX_RECIPE_BYTES:
-                listing.isa_tables[branch] = blob
+            shared = path.removeprefix(RECIPE_DIR)
+            if shared.startswith(companions.LIB_DIR) and shared.endswith(".nix") and size <= MAX_RECIPE_BYTES:
+                listing.lib_files.setdefault(branch, {})[shared] = blob
             package = _package_name(path)
             if package is None:
                 continue
@@ -224,7 +225,7 @@ def _sync(
     for row in rows:
         by_branch.setdefault(row["branch"], {})[row["package"]] = row
     companion_rows, left_out, found_notes = companions.read_companions(
-        repository.read_blobs, source_repo, listing.companions, listing.isa_tables, by_branch, companion_classifier
+        repository.read_blobs, source_repo, listing.companions, listing.lib_files, by_branch, companion_classifier
     )
     notes.extend(found_notes)
     unclassified.extend(Unclassified(branch, path, why) for branch, path, why in left_out)
@@ -236,7 +237,7 @@ def _sync(
                 f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository"
             )
         other_rows, left_out, found_notes = companions.read_companions(
-            other.read_blobs, url, other_listing.companions, other_listing.isa_tables, {}, companion_classifier
+            other.read_blobs, url, other_listing.companions, other_listing.lib_files, {}, companion_classifier
         )
         companion_rows.extend(other_rows)
         notes.extend(found_notes)
@@ -254,7 +255,9 @@ def _sync(
             }
         )
     companion_rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
-    document = _document(hardware, source_repo, commit, date, branches, rows)
+    # The build repository's own PyTorch recipes left out, recorded in the catalog (`list --all` shows them).
+    own_left_out = [u for u in unclassified if " " not in u.branch and Path(u.path).name.startswith("pytorch-")]
+    document = _document(hardware, source_repo, commit, date, branches, rows, own_left_out)
     try:
         parse_catalog(document, Path("(synced catalog)"))
     except BadInput as error:
@@ -380,6 +383,7 @@ def _document(
     date: str,
     branches: list[dict[str, Any]],
     rows: list[dict[str, Any]],
+    left_out: Sequence[Unclassified] = (),
 ) -> dict[str, Any]:
     facts = {key: value for key, value in hardware.items() if key != "$comment"}
     return {
@@ -389,5 +393,9 @@ def _document(
         "source": {"repo": source_repo, "commit": commit, "date": date},
         **facts,
         "branches": branches,
+        "left_out": [
+            {"branch": u.branch, "path": u.path, "why": u.why[:2000]}
+            for u in sorted(left_out, key=lambda u: (u.branch, u.path))
+        ],
         "variants": rows,
     }

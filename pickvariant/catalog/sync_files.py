@@ -23,7 +23,7 @@ def render(document: Mapping[str, Any]) -> str:
     stamped as validated (catalog.stamp): render only documents that parse_catalog accepted."""
     # A stamp read back from an older file is not carried over: stamp() writes the one that holds now.
     fields = {key: value for key, value in document.items() if key != "validated"}
-    listed = [key for key in ("variants", "companions") if key in fields]
+    listed = [key for key in ("left_out", "variants", "companions") if key in fields]
     text = json.dumps({**fields, **{key: f"\0{key}\0" for key in listed}}, indent=1, ensure_ascii=False)
     for key in listed:
         lines = ",\n".join("  " + json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) for row in document[key])

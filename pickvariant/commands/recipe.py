@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.files import cache_dir
+from pickvariant._base.files import own_cache
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import projects_from
 from pickvariant.catalog.model import Catalog, Companion, Variant
@@ -77,7 +77,7 @@ def recipes(options: RecipeOptions, catalog: Catalog) -> Recipes:
         from pickvariant.recipes.fetch import fetch_checked
 
         variant = catalog.variant(options.package or "", options.branch)
-        fetched = fetch_checked(variant, catalog, options.repo, cache_dir(), os.environ)
+        fetched = fetch_checked(variant, catalog, options.repo, own_cache(os.environ), os.environ)
         notes.append(
             f"{variant.package}: {variant.path} of {fetched.branch} at {fetched.commit[:12]} from {fetched.repo}"
             f"{' (cached)' if fetched.from_cache else ''}; checked against the catalog"

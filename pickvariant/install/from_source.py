@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pickvariant import __version__
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.files import cache_dir, check_writable
+from pickvariant._base.files import cache_dir, check_writable, own_cache
 from pickvariant._base.proc import Command
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.install import existing, floxcontract
@@ -50,7 +50,7 @@ def build_plan(
         }
     else:
         try:
-            fetched = fetch_checked(variant, catalog, options.repo, cache_dir(env), env)
+            fetched = fetch_checked(variant, catalog, options.repo, own_cache(env), env)
         except OperationFailed as error:
             if not options.dry_run:
                 raise

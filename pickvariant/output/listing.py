@@ -150,12 +150,26 @@ def row(variant: Variant, catalog: Catalog) -> dict[str, Any]:
 
 def document(catalog: Catalog, rows: list[dict[str, Any]], project: str = "pytorch") -> dict[str, Any]:
     """What `list --format json` prints: the catalog's source and the rows (schema_version 2, as detect's recommendation);
-    a companion's rows (`--project`) under "companions", as detect's JSON has them."""
-    return {
-        "schema_version": 2,
-        "source": source_json(catalog),
-        "companions" if project != "pytorch" else "variants": rows,
-    }
+    a companion's rows (`--project`) under "companions", as detect's JSON has them; the recipes sync left out."""
+    if project != "pytorch":
+        return {"schema_version": 2, "source": source_json(catalog), "companions": rows}
+    left_out = [{"branch": branch, "path": path, "why": why} for branch, path, why in catalog.left_out]
+    return {"schema_version": 2, "source": source_json(catalog), "variants": rows, "left_out": left_out}
+
+
+def left_out_lines(catalog: Catalog, markdown: bool = False) -> str:
+    """`list --all`: after the rows, the build repository's recipes sync left out, each with why ('' when none)."""
+    if not catalog.left_out:
+        return ""
+    head = f"{len(catalog.left_out)} recipes of the build repository left out of the catalog, each with why:"
+    if markdown:
+        items = [
+            f"- `{markdown_text(branch)}:{markdown_text(path)}`: {markdown_text(why)}"
+            for branch, path, why in catalog.left_out
+        ]
+        return "\n" + head + "\n\n" + "\n".join(items) + "\n"
+    items = [f"  {visible(branch)}:{visible(path)}: {visible(why)}" for branch, path, why in catalog.left_out]
+    return "\n" + head + "\n" + "\n".join(items) + "\n"
 
 
 def source_json(catalog: Catalog) -> dict[str, str]:

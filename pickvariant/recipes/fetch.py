@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
-from pickvariant._base.files import write_atomic
+from pickvariant._base.files import check_own_folder, check_path_length, own_folders, read_regular, write_atomic
 from pickvariant._base.git import GitTimeout, run_git
 from pickvariant._base.records import keyword_record
 from pickvariant._base.urls import public_url
@@ -59,13 +59,27 @@ class FetchedRecipe:
     from_cache: bool
     notes: tuple[str, ...] = ()
 
+    def with_note(self, note: str) -> FetchedRecipe:
+        return FetchedRecipe(
+            text=self.text,
+            repo=self.repo,
+            branch=self.branch,
+            commit=self.commit,
+            path=self.path,
+            from_cache=self.from_cache,
+            notes=(*self.notes, note),
+        )
+
     def provenance(self) -> dict[str, str]:
         return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "path": self.path}
 
 
 def recipes_repo(catalog: Catalog, repo: str | None, env: Mapping[str, str]) -> str:
     """--repo, else PICKVARIANT_RECIPES_REPO, else the repository the catalog was synced from."""
-    chosen = repo if repo is not None else settings.setting(env, settings.RECIPES_REPO) or catalog.source.repo
+    stated = settings.setting(env, settings.RECIPES_REPO)
+    if repo is None and stated is not None and "://" not in stated:
+        check_path_length(stated, settings.RECIPES_REPO)
+    chosen = repo if repo is not None else stated or catalog.source.repo
     if chosen.startswith("-"):
         raise BadInput(f"recipe repository {chosen!r:.80} starts with '-': give a URL or a path")
     if "://" not in chosen and Path(chosen).exists():
@@ -102,7 +116,11 @@ class _Deadline:
 @contextlib.contextmanager
 def _locked(root: Path, deadline: _Deadline, repo: str) -> Iterator[None]:
     """The cache of one repository, for this process alone: clusters with a shared home fetch at once."""
-    handle = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        # O_NOFOLLOW: a link planted in the cache's place is never followed (the folder is the user's own, checked).
+        handle = os.open(root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as error:
+        raise OperationFailed(f"cannot lock the recipe cache {root}: {error.strerror or error}") from None
     try:
         while True:
             try:
@@ -141,13 +159,18 @@ def _remote_commit(repo: str, branch: str, git_dir: Path, deadline: _Deadline) -
 
 def _bare_repository(path: Path, repo: str, config: tuple[tuple[str, str], ...] = ()) -> None:
     """A bare repository of pickvariant's own at `path`, unless one is there: made beside its place and
-    renamed into it, so that an interrupted init leaves nothing half made."""
-    if (path / "HEAD").is_file():
-        return
+    renamed into it, so that an interrupted init leaves nothing half made. Its folders are the user's alone
+    (0700, whatever the umask): the cache's folders are checked for that before each use."""
+    if os.path.lexists(path):
+        check_own_folder(path)  # never a link to somebody's repository: it would be written into
+        if (path / "HEAD").is_file():
+            return
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     run_git(["init", "--bare", "--quiet", str(staging)], repo, path.parent)
     for key, value in config:
         run_git(["config", key, value], repo, staging)
+    for folder in (staging, staging / "objects", staging / "objects" / "info"):
+        os.chmod(folder, 0o700)
     os.rename(staging, path)
 
 
@@ -165,13 +188,15 @@ def _init(git_dir: Path, repo: str) -> None:
 
 
 def _fetch(repo: str, branch: str, ref: str, git_dir: Path, deadline: _Deadline) -> None:
-    # A local repository's upload-pack is started by this git, and told to honour the size filter (a
-    # server decides that for itself); it is git's own program, which git keeps safe in untrusted repositories.
+    """Fetch `ref` (a branch's ref, or a commit the catalog recorded) one commit deep into the cache."""
+    # A local repository's upload-pack is started by this git, and told to honour the size filter and a want of
+    # any commit it holds (a server decides that for itself); it is git's own program, which git keeps safe in
+    # untrusted repositories.
     local = (
         ()
         if (re.match(r"^[a-z][a-z0-9+.-]*://", repo) and not repo.startswith("file://"))
         or re.match(r"^[\w.-]+@[\w.-]+:", repo)
-        else ("--upload-pack=git -c uploadpack.allowFilter=true upload-pack",)
+        else ("--upload-pack=git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack",)
     )
     try:
         run_git(
@@ -201,7 +226,8 @@ def _reader(root: Path, git_dir: Path, repo: str) -> Path:
     fetch any object it lacks from its partial-clone remote, a 300 MB file included)."""
     reader = root / "read.git"
     _bare_repository(reader, repo)
-    write_atomic(reader / "objects" / "info" / "alternates", str((git_dir / "objects").resolve()) + "\n")
+    info = own_folders(reader, "objects", "info")  # each checked: no link in the way is followed
+    write_atomic(info / "alternates", str((git_dir / "objects").resolve()) + "\n")
     return reader
 
 
@@ -233,8 +259,20 @@ def _read_recipe(repo: str, commit: str, path: str, reader: Path) -> str | _Unre
 def fetch_checked(
     variant: Variant, catalog: Catalog, repo: str | None, cache: Path, env: Mapping[str, str]
 ) -> FetchedRecipe:
-    """Fetch the variant's recipe and check it; the notes of both come with it."""
-    fetched = fetch_recipe(variant, recipes_repo(catalog, repo, env), cache, settings.network_timeout(env))
+    """Fetch the variant's recipe and check it, with the classifier sync uses, on the bytes served; notes of both.
+
+    From the repository the catalog was made from, the recipe is fetched at the commit the catalog recorded for its
+    branch. Another repository (--repo, PICKVARIANT_RECIPES_REPO: a fork, a mirror) has no such commit of its own:
+    its branch's tip is served, said, and checked on its own, never taking the catalog's verdict for other bytes."""
+    chosen = recipes_repo(catalog, repo, env)
+    recorded = catalog.branch(variant.branch).commit
+    own_source = public_url(chosen) == public_url(catalog.source.repo)
+    fetched = fetch_recipe(variant, chosen, cache, settings.network_timeout(env), recorded if own_source else None)
+    if not own_source and fetched.commit != recorded:
+        fetched = fetched.with_note(
+            f"served from {fetched.repo} at {fetched.commit[:12]}, not from {public_url(catalog.source.repo)} at "
+            f"{recorded[:12]} where the catalog was made: checked on its own"
+        )
     return FetchedRecipe(
         text=fetched.text,
         repo=fetched.repo,
@@ -246,93 +284,154 @@ def fetch_checked(
     )
 
 
-def fetch_recipe(
-    variant: Variant, repo: str, cache: Path, timeout_s: float = DEFAULT_NETWORK_TIMEOUT_S
-) -> FetchedRecipe:
-    """The variant's recipe at the tip of its branch in `repo`, from the cache when that commit was fetched before.
+@keyword_record
+class _Cache:
+    """One repository's part of the recipe cache: folders only this user controls."""
 
-    Unreachable repository: the last commit cached for the branch, with a note; none cached: OperationFailed."""
-    shown = public_url(repo)
-    root = cache / "recipes" / _cache_key(repo)
+    root: Path
+    git_dir: Path
+    reader: Path
+
+
+def _open_cache(root: Path, repo: str) -> _Cache:
+    """The cache's repositories, made if missing (under the lock: another process may be making them too)."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise OperationFailed(
-            f"cannot create the recipe cache {root}: {error.strerror or error}; set XDG_CACHE_HOME to a writable directory"
-        ) from None
+        git_dir = root / "git"
+        _init(git_dir, repo)
+        check_own_folder(git_dir)
+        reader = _reader(root, git_dir, repo)
+    except (OperationFailed, OSError) as error:
+        raise OperationFailed(f"cannot set up the recipe cache {root}: {error}") from None
+    return _Cache(root=root, git_dir=git_dir, reader=reader)
+
+
+def fetch_recipe(
+    variant: Variant,
+    repo: str,
+    cache: Path,
+    timeout_s: float = DEFAULT_NETWORK_TIMEOUT_S,
+    pinned: str | None = None,
+) -> FetchedRecipe:
+    """The variant's recipe at `pinned` (the commit the catalog recorded for its branch), else at the branch's tip.
+
+    A branch whose tip moved since is said. Unreachable repository: the cached copy of the pinned commit alone (of the
+    last tip fetched, where nothing is pinned), with a note; none cached: OperationFailed."""
     deadline = _Deadline(timeout_s)
-    git_dir = root / "git"
-    tip_file = root / "branches" / variant.branch
+    root = own_folders(cache, "recipes", _cache_key(repo))
     with _locked(root, deadline, repo):
+        own = _open_cache(root, repo)
         try:
-            _init(git_dir, repo)
-            reader = _reader(root, git_dir, repo)
-        except (OperationFailed, OSError) as error:
-            raise OperationFailed(f"cannot set up the recipe cache {git_dir}: {error}") from None
-        try:
-            commit, ref = _remote_commit(repo, variant.branch, git_dir, deadline)
+            tip, ref = _remote_commit(repo, variant.branch, own.git_dir, deadline)
         except MissingBranch:
             raise
         except OperationFailed as unreachable:
-            try:
-                last: str | None = tip_file.read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                last = None
-            text = (
-                _read_recipe(repo, last, variant.path, reader)
-                if last and re.fullmatch(r"[0-9a-f]{40}", last)
-                else _Unread.ABSENT
-            )
-            if last and isinstance(text, str):
-                return FetchedRecipe(
-                    text=text,
-                    repo=shown,
-                    branch=variant.branch,
-                    commit=last,
-                    path=variant.path,
-                    from_cache=True,
-                    notes=(
-                        f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {last[:12]}",
-                    ),
-                )
-            raise OperationFailed(
-                f"cannot fetch {variant.path} of {variant.branch} from {shown}: {unreachable}; {GENERATE_HINT}"
-            ) from None
-        text = _read_recipe(repo, commit, variant.path, reader)
+            return _offline(variant, repo, own, pinned, unreachable)
+        wanted, notes = _wanted_commit(variant, repo, own, tip, pinned, deadline)
+        text = _read_recipe(repo, wanted, variant.path, own.reader)
         if isinstance(text, str):
-            return FetchedRecipe(
-                text=text, repo=shown, branch=variant.branch, commit=commit, path=variant.path, from_cache=True
-            )
-        try:
-            if text is _Unread.DAMAGED:
-                # git would trust the damaged object and not fetch it again: the cache starts over.
-                raise OperationFailed(f"the cached copy of {variant.path} at {commit[:12]} is damaged")
-            _fetch(repo, variant.branch, ref, git_dir, deadline)
-        except OperationFailed as error:
-            # An interrupted earlier fetch can leave locks or a half-written shallow file: start the
-            # cache's repository over once, within the same time limit, before giving up.
-            shutil.rmtree(git_dir, ignore_errors=True)
-            try:
-                _init(git_dir, repo)
-                _fetch(repo, variant.branch, ref, git_dir, deadline)
-            except OperationFailed:
-                raise OperationFailed(
-                    f"cannot fetch {variant.path} of {variant.branch} from {shown}: {error}; {GENERATE_HINT}"
-                ) from None
-        text = _read_recipe(repo, commit, variant.path, reader)
+            return _fetched(variant, repo, wanted, text, from_cache=True, notes=notes)
+        _fetch_into(own, repo, variant, wanted if wanted != tip else ref, text, deadline)
+        text = _read_recipe(repo, wanted, variant.path, own.reader)
         if text is _Unread.LEFT_OUT:
             # The filter left it out unread: a file over the limit is never downloaded.
             raise OperationFailed(
-                f"{shown} {variant.branch}:{variant.path} at {commit[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe"
+                f"{public_url(repo)} {variant.branch}:{variant.path} at {wanted[:12]} is larger than {MAX_RECIPE_BYTES} bytes: too large to be a recipe"
             )
         if not isinstance(text, str):
             raise OperationFailed(
-                f"{shown} {variant.branch} at {commit[:12]} has no {variant.path} that can be read; {GENERATE_HINT}"
+                f"{public_url(repo)} {variant.branch} at {wanted[:12]} has no {variant.path} that can be read; {GENERATE_HINT}"
             )
-        write_atomic(tip_file, commit + "\n")
-        return FetchedRecipe(
-            text=text, repo=shown, branch=variant.branch, commit=commit, path=variant.path, from_cache=False
-        )
+        write_atomic(_tip_file(own, variant.branch), wanted + "\n")
+        return _fetched(variant, repo, wanted, text, from_cache=False, notes=notes)
+
+
+def _fetched(
+    variant: Variant, repo: str, commit: str, text: str, from_cache: bool, notes: tuple[str, ...]
+) -> FetchedRecipe:
+    return FetchedRecipe(
+        text=text,
+        repo=public_url(repo),
+        branch=variant.branch,
+        commit=commit,
+        path=variant.path,
+        from_cache=from_cache,
+        notes=notes,
+    )
+
+
+def _tip_file(own: _Cache, branch: str) -> Path:
+    return own_folders(own.root, "branches") / branch.replace("/", "%2F")
+
+
+def _wanted_commit(
+    variant: Variant,
+    repo: str,
+    own: _Cache,
+    tip: str,
+    pinned: str | None,
+    deadline: _Deadline,
+) -> tuple[str, tuple[str, ...]]:
+    """The commit to serve and what to say of it: the pinned one, which the repository must still hold."""
+    shown = public_url(repo)
+    if pinned is None or pinned == tip:
+        return tip, ()
+    moved = f"{shown} {variant.branch} moved to {tip[:12]} since the catalog was made from {pinned[:12]}"
+    if isinstance(_read_recipe(repo, pinned, variant.path, own.reader), str):
+        return pinned, (f"{moved}: the recipe is served at {pinned[:12]}",)
+    try:
+        _fetch(repo, variant.branch, pinned, own.git_dir, deadline)
+    except OperationFailed:
+        raise OperationFailed(
+            f"{shown} no longer holds {pinned[:12]}, the commit of {variant.branch} the catalog was made from: "
+            "sync the catalog again (pickvariant catalog sync), or give the repository that holds it with --repo"
+        ) from None
+    return pinned, (f"{moved}: the recipe is fetched at {pinned[:12]}",)
+
+
+def _fetch_into(own: _Cache, repo: str, variant: Variant, wanted: str, unread: _Unread, deadline: _Deadline) -> None:
+    """Fetch `wanted` (a ref or a commit) into the cache; the cache's repository is made anew once if that fails."""
+    try:
+        if unread is _Unread.DAMAGED:
+            # git would trust the damaged object and not fetch it again: the cache starts over.
+            raise OperationFailed(f"the cached copy of {variant.path} is damaged")
+        _fetch(repo, variant.branch, wanted, own.git_dir, deadline)
+    except OperationFailed as error:
+        # An interrupted earlier fetch can leave locks or a half-written shallow file: start the
+        # cache's repository over once, within the same time limit, before giving up.
+        shutil.rmtree(own.git_dir, ignore_errors=True)
+        try:
+            _init(own.git_dir, repo)
+            _fetch(repo, variant.branch, wanted, own.git_dir, deadline)
+        except OperationFailed:
+            raise OperationFailed(
+                f"cannot fetch {variant.path} of {variant.branch} from {public_url(repo)}: {error}; {GENERATE_HINT}"
+            ) from None
+
+
+def _offline(
+    variant: Variant, repo: str, own: _Cache, pinned: str | None, unreachable: OperationFailed
+) -> FetchedRecipe:
+    """The cached recipe of the pinned commit (else of the last tip fetched) when the repository cannot be reached."""
+    shown = public_url(repo)
+    wanted = pinned
+    if wanted is None:
+        try:
+            tip_file = _tip_file(own, variant.branch)
+            wanted = read_regular(tip_file, 64, "the recipe cache's record", follow=False).decode().strip()
+        except (BadInput, UnicodeDecodeError):
+            wanted = None
+    text = (
+        _read_recipe(repo, wanted, variant.path, own.reader)
+        if wanted and re.fullmatch(r"[0-9a-f]{40}", wanted)
+        else _Unread.ABSENT
+    )
+    if wanted and isinstance(text, str):
+        note = f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {wanted[:12]}"
+        return _fetched(variant, repo, wanted, text, from_cache=True, notes=(note,))
+    held = f" at {pinned[:12]}, the commit the catalog was made from" if pinned else ""
+    raise OperationFailed(
+        f"cannot fetch {variant.path} of {variant.branch}{held} from {shown}: {unreachable}; {GENERATE_HINT}"
+    ) from None
 
 
 def _pname_matches(pname: str, variant: Variant) -> bool:
