@@ -116,6 +116,18 @@ def _decided(request: Request) -> tuple[Catalog, HostFacts, Decision]:
     return choice.catalog, choice.facts, choice.decision
 
 
+def _given_on_command_line(parameter: str) -> bool:
+    """Was this option given on the command line (not left at its default)?"""
+    import importlib
+
+    # The click this typer runs on: newer typer carries its own copy (typer._click), older ones use click itself.
+    package = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError").__module__
+    click = importlib.import_module(package.rsplit(".", 1)[0] + ".globals")
+    core = importlib.import_module(package.rsplit(".", 1)[0] + ".core")
+    source = click.get_current_context().get_parameter_source(parameter)
+    return bool(source is core.ParameterSource.COMMANDLINE)
+
+
 def _catalog() -> Catalog:
     from pickvariant.catalog.load import load_catalog
 
@@ -127,17 +139,12 @@ def _catalog() -> Catalog:
 @declared(commandline.DETECT)
 def detect(**values: Any) -> None:
     """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
-    from pickvariant._base import settings
     from pickvariant.output import present, terminal
 
     output, compact = values["format"], values["compact"]
-    if compact and output is opt.Format.markdown:
-        raise BadInput("--compact prints the JSON object on one line: it cannot be --format markdown")
-    if compact:
+    if compact and not _given_on_command_line("format"):
         output = opt.Format.json  # --compact exists to feed plan: it implies JSON
-    if values["label"] is not None and output is not opt.Format.json:
-        raise BadInput("--label names the node in the JSON output: add --format json (or --compact)")
-    label = values["label"] if values["label"] is not None else settings.setting(os.environ, settings.LABEL)
+    label = commandline.detect_label(values, os.environ, output.value)
     request = _request(values)
     if output is opt.Format.json:
         # The same function answers the typer-free path in entry.py.

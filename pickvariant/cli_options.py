@@ -178,6 +178,7 @@ InstallDirectory = Annotated[
     Path,
     typer.Option(
         "--dir",
+        "-d",
         metavar="DIR",
         callback=checked_paths,
         help="The Flox environment to install into, published or built (created if missing).",

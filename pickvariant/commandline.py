@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_path_length
 from pickvariant._base.records import keyword_record
-from pickvariant._base.request import WORKLOADS, Request, projects_from
+from pickvariant._base.request import MAX_LABEL_LENGTH, WORKLOADS, Request, projects_from
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
 if TYPE_CHECKING:
@@ -211,6 +213,35 @@ def request_from(values: Mapping[str, Any]) -> Request:
     return Request(**fields)
 
 
+def detect_label(values: Mapping[str, Any], env: Mapping[str, str], output: str) -> str | None:
+    """detect's label (--label, else PICKVARIANT_LABEL), checked by the rules plan reads it by; None without one.
+
+    Both front ends judge detect's options here, so that one rule holds whichever answers: --compact prints JSON
+    (an explicit other --format is refused, text as markdown); --build builds a set, so it wants companions."""
+    if values.get("compact") and output != "json":
+        raise BadInput(f"--compact prints the JSON object on one line: it cannot be --format {output}")
+    if values.get("build") and not values.get("with_") and settings.setting(env, settings.WITH) is None:
+        raise BadInput(
+            "--build: detect builds a set from source (torch with its companions): give --with PROJECT "
+            "(or PICKVARIANT_WITH); `install --build` builds a variant alone"
+        )
+    label = values.get("label")
+    given = "--label"
+    if label is None and (label := settings.setting(env, settings.LABEL)) is not None:
+        given = settings.LABEL
+    if label is None:
+        return None
+    if values.get("label") is not None and output != "json":
+        raise BadInput("--label names the node in the JSON output: add --format json (or --compact)")
+    if not 0 < len(label) <= MAX_LABEL_LENGTH:
+        raise BadInput(
+            f"{given}: {len(label)} characters; a label is 1 to {MAX_LABEL_LENGTH} (plan reads no longer one)"
+        )
+    if not label.isprintable():
+        raise BadInput(f"{given}: it holds a control character; a label names a node in plain text")
+    return str(label)
+
+
 def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
     """detect's option values (by parameter name) for `detect --format json …` given plainly, else None.
 
@@ -251,4 +282,4 @@ def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
             values[name] = value
     if values["compact"] and "format" not in seen:
         values["format"] = "json"  # --compact implies JSON, as in the typer CLI
-    return values if values["format"] == "json" else None
+    return values if values["format"] == "json" else None  # --compact with another --format: typer refuses it

@@ -13,7 +13,7 @@ import sys
 
 from pickvariant import api
 from pickvariant._base import settings
-from pickvariant._base.errors import PickVariantError
+from pickvariant._base.errors import Interrupted, PickVariantError
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible, visible_lines
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT})
-INTERRUPTED = 130
+INTERRUPTED = Interrupted.exit_code
 
 
 def error_line(error: PickVariantError) -> str:

@@ -9,14 +9,27 @@ built from (commandline.py); every other command line, including every malformed
 
 from __future__ import annotations
 
-import gc
 import sys
 
-from pickvariant import commandline, console
-from pickvariant._base.errors import PickVariantError
+# Only these are imported before main() runs: a Ctrl-C while the rest loads (tens of milliseconds) ends the command
+# as a later one does ("pickvariant: interrupted", 130), never with a traceback.
+from pickvariant._base.errors import Interrupted
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("pickvariant: interrupted", file=sys.stderr)
+        return Interrupted.exit_code
+
+
+def _main(argv: list[str] | None) -> int:
+    import os
+
+    from pickvariant import commandline, console
+    from pickvariant._base.errors import PickVariantError
+
     args = list(sys.argv[1:] if argv is None else argv)
     values = commandline.parse_plain_detect(args)
     if values is None:
@@ -26,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     if not console.prepare_streams():
         return 1
     try:
-        label = values["label"]
+        label = commandline.detect_label(values, os.environ, "json")
         request = commandline.request_from(values)
-        text, choice = console.detect_json(request, bool(values["compact"]), label if isinstance(label, str) else None)
+        text, choice = console.detect_json(request, bool(values["compact"]), label)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except (PickVariantError, KeyboardInterrupt) as error:
@@ -58,5 +71,7 @@ def console_main() -> int:
     2-core VM, more than deciding. Frozen objects are still finalised, just not searched for cycles.
     Not part of main(), which tests and other programs call in a process that goes on."""
     code = main()
+    import gc
+
     gc.freeze()
     return code

@@ -30,6 +30,33 @@ STRICT_ENV = "PICKVARIANT_TESTS_STRICT"
 settings.register_profile("pickvariant", deadline=None, database=None, derandomize=os.environ.get(STRICT_ENV) == "1")
 settings.load_profile("pickvariant")
 
+# No test reads or writes outside its temporary directories: HOME and the XDG folders (pickvariant's cache, git's,
+# Ansible's, pip's) point into one folder of the run's own for the whole run, made before any test module is
+# imported and removed after the last.
+_ISOLATED = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+_RUN_HOME: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="pickvariant-tests-home-")
+    _RUN_HOME.append(root)
+    for name in _ISOLATED:
+        path = os.path.join(root, name.lower())
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.environ[name] = path
+    # hypothesis keeps what it learns of the code (.hypothesis/constants) in the working folder unless told.
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(root, "hypothesis")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    for root in _RUN_HOME:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # How many cases each property test generated, printed at the end of the run.
 GENERATED: Counter[str] = Counter()
 

@@ -241,13 +241,22 @@ def realise(pkg_path: str, version: str, entry: dict) -> Path:
     return tree
 
 
-def site_packages(tree: Path, links_from: str | None) -> None:
+def site_packages(tree: Path, links_from: str | None, torch_version: str | None = None) -> None:
+    """The tree's site-packages: links to a real torch where the tests have one; else, for a built torch recipe
+    (`torch_version`), a module and distribution metadata of its own, as a python3Packages.torch result has them, so
+    that what Flox links and what pickvariant reads back of it do not depend on torch being installed here."""
     target = tree / "lib" / f"python{PYTHON_XY}" / "site-packages"
     target.mkdir(parents=True)
     if links_from:
         for item in sorted(Path(links_from).iterdir()):
             if not item.name.startswith(("_distutils_hack", "distutils-precedence", "__pycache__")):
                 (target / item.name).symlink_to(item)
+    elif torch_version is not None:
+        (target / "torch").mkdir()
+        (target / "torch" / "__init__.py").write_text(f'__version__ = "{torch_version}"  # stand-in\n')
+        metadata = target / f"torch-{torch_version}.dist-info"
+        metadata.mkdir()
+        (metadata / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {torch_version}\n")
 
 
 def merge_into(run_dir: Path, tree: Path) -> None:
@@ -558,7 +567,7 @@ def built_tree(directory: Path, available: dict[str, Path], target: str) -> Path
     shutil.rmtree(staging, ignore_errors=True)
     module = COMPANION_MODULES.get(target.split("-", 1)[0])
     if module is None:
-        site_packages(staging, os.environ.get("FAKE_FLOX_SITE_PACKAGES"))
+        site_packages(staging, os.environ.get("FAKE_FLOX_SITE_PACKAGES"), version)
     else:
         words = (word.rstrip(";").removeprefix("./") for word in text.split() if word.startswith("./pytorch-"))
         imported = [word.removesuffix(".nix") for word in words]

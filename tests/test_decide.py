@@ -13,6 +13,7 @@ from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import parse_compute_capability, version_key
 from pickvariant.catalog.model import Catalog
+from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
 from pickvariant.rules.compat import kernels_run_on, why_not
 from pickvariant.rules.decide import decide
@@ -669,3 +670,60 @@ def test_every_ranks_lower_reason_states_what_the_order_found(catalog, dump) -> 
                 assert _ranked_lower_is_true(catalog, decision, workload) == []
                 checked += sum(r.kind == "ranked_lower" for r in decision.rejected)
     assert checked > 0
+
+
+def _rejection_is_true(catalog: Catalog, facts_of: HostFacts, decision: Decision, rejection) -> str | None:
+    """One rejection of a kind other than ranked_lower checked against the facts it names, with the machine's and
+    the catalog's own data, not the rules' code: the sentence if it is false, else None."""
+    facts, said = dict(rejection.facts), wording.why(rejection)
+    name = rejection.subject[1]
+    if rejection.kind == "cpu_lacks_flags":
+        requires = set(catalog.isas[name].requires)
+        missing = set(facts["missing"])
+        ok = missing and missing <= requires and not missing & set(facts_of.cpu.flags)
+        ok = ok and all(flag in said for flag in missing)
+    elif rejection.kind == "driver" and "Jetson driver" in said:
+        tegra = any(catalog.is_tegra(gpu.compute_capability) for gpu in facts_of.gpus)
+        ok = tegra and facts_of.driver is not None and facts_of.driver.cuda is None
+    elif rejection.kind == "driver":
+        lines = [line for b in catalog.branches for line in b.cuda_lines if line.cuda == name]
+        version = facts_of.driver.version if facts_of.driver else None
+        ok = bool(lines) and version is not None and str(version) in said
+        ok = ok and ("cannot drive" in said or all(version < line.min_driver for line in lines))
+        ok = ok and ("cannot drive" in said or str(lines[0].min_driver) in said)
+    elif rejection.kind == "no_kernels":
+        gpu = next(g for g in facts_of.gpus if str(g.index) == facts["gpu"])
+        built = catalog.gpu_archs[name].compute_capability
+        same_kind = catalog.is_tegra(built) == catalog.is_tegra(gpu.compute_capability)
+        runs = same_kind and built.major == gpu.compute_capability.major and built.minor <= gpu.compute_capability.minor
+        runs = runs and (not catalog.is_tegra(built) or built == gpu.compute_capability)
+        ok = not runs and f"{built}" in said and f"{gpu.compute_capability}" in said
+    elif rejection.kind == "aligned_branch":
+        ok = catalog.branch(name).aligned_with == facts["aligned_with"] and facts["aligned_with"] in said
+    else:
+        return None
+    return None if ok else said
+
+
+@pytest.mark.parametrize(
+    ("dump", "gpus", "driver"),
+    [
+        ("linux-rhel7-haswell", ("9.0",), "550.163.01"),
+        ("linux-rhel7-haswell", ("6.1",), "580.95.05"),
+        ("linux-unknown-sapphirerapids", ("8.0", "8.6"), "580.95.05"),
+        ("linux-unknown-sapphirerapids", ("10.3",), "580.65.06"),
+        ("linux-rhel9-neoverse_v2", ("12.1",), "580.95.05"),
+        ("linux-rhel9-neoverse_v2", ("11.0",), "580.95.05"),
+        ("linux-rhel7-ivybridge", ("7.5",), "525.60.13"),
+    ],
+)
+def test_every_rejection_states_what_its_stage_found(catalog, dump, gpus, driver) -> None:
+    """CPU flags, driver minimums, kernel compatibility, alignment: each rejection's sentence is checked against the
+    facts it names, read back from the machine and the catalog (ranked_lower has its own test above)."""
+    from pickvariant.machine.facts import gather_facts
+
+    request = Request(cpuinfo=cpuinfo_path(dump), gpus=gpus, driver=driver)
+    facts = gather_facts(catalog, request, env={})
+    decision = decide(facts, catalog, request)
+    checked = [r for r in decision.rejected if r.kind != "ranked_lower"]
+    assert checked and [said for r in checked if (said := _rejection_is_true(catalog, facts, decision, r))] == []

@@ -234,8 +234,8 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     codes = set()
     for capability, driver, first in (
-        ("12.0", "535.104.05", "an R570 driver or newer "),
-        ("10.0", "550.54.15", "an R570 driver or newer "),
+        ("12.0", "535.104.05", "an R570 driver ("),
+        ("10.0", "550.54.15", "an R570 driver ("),
         ("10.3", "570.133.20", "a driver >= 580.82.07 "),
     ):
         result, data = ctx.detect("--cpuinfo", str(SKYLAKE), "--gpu", capability, "--driver", driver)
@@ -356,7 +356,8 @@ def _(ctx: Ctx) -> int:
     # The real pynvml, past the cheap library check, reaches the same answer.
     ctx.with_nvml(pynvml)
     _, real = ctx.detect("--cpuinfo", str(HASWELL))
-    assert real["recommendation"] == data["recommendation"] and real["notes"][0].startswith("no NVIDIA GPU")
+    assert real["recommendation"] == data["recommendation"]
+    assert any(note.startswith("no NVIDIA GPU") for note in real["notes"]), real["notes"]
     return result.exit_code
 
 
@@ -1099,9 +1100,11 @@ def _(ctx: Ctx) -> int:
         text=True,
         preexec_fn=_as_from_a_shell,
     )
-    for _ in range(200):
-        if child_pid.exists() and child_pid.read_text().strip():
-            break
+    # The interrupt must come while the probe runs: wait for the probe's own child however loaded the machine is
+    # (bounded), never a fixed guess of how long starting takes.
+    deadline = time.monotonic() + 120
+    while not (child_pid.exists() and child_pid.read_text().strip()):
+        assert process.poll() is None and time.monotonic() < deadline, "the probe never started"
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=90)

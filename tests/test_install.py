@@ -705,3 +705,33 @@ def test_a_build_directory_not_written_out_for_this_system_is_refused_as_flox_bu
     assert result.exit_code == 2
     assert result.stderr.startswith(f"pickvariant: --build-dir {build}: its Flox environment is for {other}, not ")
     assert "options.systems" in result.stderr and len(fake_flox()) == calls
+
+
+@pytest.mark.parametrize("project", ["torchaudio", "torchvision", "vllm"])
+def test_an_environment_holding_a_companion_refuses_a_second_torch_beside_the_one_it_brings(
+    tmp_path, fake_flox, project
+) -> None:
+    """The environment already holds a torchaudio (torchvision, vLLM) build, whose own torch comes with it: installing
+    a PyTorch variant there would be a second torch. Refused, naming what is there; nothing runs."""
+    target = tmp_path / "env"
+    (target / ".flox" / "env").mkdir(parents=True)
+    (target / ".flox" / "env.json").write_text('{"name": "env", "version": 1}')
+    there = f"{project}-python313-cuda13_1-sm90-avx512"
+    (target / ".flox" / "env" / "manifest.toml").write_text(
+        f'version = 1\n\n[install]\n{project}.pkg-path = "acme/{there}"\n'
+    )
+    result = runner.invoke(app, ["install", *H100, "--org", "acme", "--dir", str(target), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"pickvariant: {target} already holds {project} ({there}), which brings a PyTorch")
+    assert fake_flox() == []
+
+
+@pytest.mark.parametrize(
+    ("found", "wrong"),
+    [("2.9.0", True), ("2.9.1", False), ("2.9.1+cu129", False), ("2.9", True), ("2.10.0", True), ("", True)],
+)
+def test_a_linked_torch_of_another_release_is_wrong_to_the_patch(found, wrong) -> None:
+    """2.9.1 was chosen: a torch that reads back as 2.9.0 is another build (its ABI), whatever its major and minor."""
+    from pickvariant.install.linked_torch import wrong_torch
+
+    assert wrong_torch(found, "2.9.1") is wrong

@@ -56,23 +56,64 @@ def _nodes(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "keys", "check"),
     [
-        ["detect", "--format", "json", *H100],
-        ["detect", "--format", "json", "--cpuinfo", HASWELL, "--no-gpu", "--with", "torchvision"],
-        ["report", "--format", "json", "--cpuinfo", HASWELL, "--no-gpu"],
-        ["list", "--format", "json", "--branch", "pytorch-2.10-python313"],
-        ["list", "--format", "json", "--project", "torchvision"],
-        ["install", "--format", "json", "--dry-run", "--cpuinfo", HASWELL, "--no-gpu", "--org", "acme", "--dir", "env"],
-        ["install", "--format", "json", "--dry-run", "--cpuinfo", HASWELL, "--no-gpu", "--generate", "--dir", "env"],
+        (["detect", "--format", "json", *H100], {"schema_version", "recommendation", "rejected"}, "recommendation"),
+        (
+            ["detect", "--format", "json", "--cpuinfo", HASWELL, "--no-gpu", "--with", "torchvision"],
+            {"recommendation", "companions", "set"},
+            "set",
+        ),
+        (["report", "--format", "json", "--cpuinfo", HASWELL, "--no-gpu"], {"recommendation", "hardware"}, None),
+        (
+            ["list", "--format", "json", "--branch", "pytorch-2.10-python313"],
+            {"source", "variants", "left_out"},
+            "variants",
+        ),
+        (["list", "--format", "json", "--project", "torchvision"], {"source", "companions"}, "companions"),
+        (
+            [
+                "install",
+                "--format",
+                "json",
+                "--dry-run",
+                "--cpuinfo",
+                HASWELL,
+                "--no-gpu",
+                "--org",
+                "acme",
+                "--dir",
+                "env",
+            ],
+            {"variant", "steps", "method"},
+            "steps",
+        ),
+        (
+            [
+                "install",
+                "--format",
+                "json",
+                "--dry-run",
+                "--cpuinfo",
+                HASWELL,
+                "--no-gpu",
+                "--generate",
+                "--dir",
+                "env",
+            ],
+            {"variant", "steps", "method"},
+            "steps",
+        ),
     ],
     ids=["detect", "detect-with", "report", "list", "list-project", "install-org", "install-build"],
 )
-def test_a_json_output_is_one_document_on_stdout(args, tmp_path) -> None:
+def test_a_json_output_is_one_document_on_stdout(args, keys, check, tmp_path) -> None:
+    """Each command's whole stdout is one JSON object holding that command's own fields, the answer not empty."""
     if args[0] == "install":
         args = [arg if arg != "env" else str(tmp_path / "env") for arg in args]
     document = _json(args, tmp_path)
-    assert isinstance(document, dict) and document
+    assert isinstance(document, dict) and keys <= set(document), sorted(document)
+    assert check is None or document[check], f"{check} is empty"
 
 
 def test_install_dry_run_json_is_the_plan_it_prints_as_text(tmp_path) -> None:

@@ -595,3 +595,18 @@ def test_an_empty_input_says_it_holds_no_line_and_what_to_give(tmp_path) -> None
     result = runner.invoke(app, ["plan", str(empty)])
     assert result.exit_code == 2
     assert result.stderr.startswith("pickvariant: no node in the input: it holds no line at all (give the output of")
+
+
+def test_a_tie_between_covers_goes_to_fewer_builds_then_to_better_ranks() -> None:
+    """Two nodes: each has its own best build (0, 1) and both run build 2, second best. Without a limit one build
+    serving both beats two best ones (the objective says so: one build, rank 1 each); with room for two, every node
+    gets its best."""
+    from pickvariant.rules import plan as planner
+
+    groups = [(1, [0, 2]), (1, [1, 2])]
+    one = planner.solve(groups, None)
+    assert one.chosen == (2,) and one.assignment == (2, 2)
+    rank_total = 2  # each group's candidates beyond its first
+    assert one.objective == (rank_total + 1) * 1 + 1 + 1  # one build chosen, then each node's rank
+    two = planner.solve(groups, 2)
+    assert sorted(two.chosen) == [0, 1] and two.assignment == (0, 1)

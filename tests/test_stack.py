@@ -333,3 +333,40 @@ def test_a_companion_is_installed_at_the_version_the_decision_chose_where_the_ca
     (vllm,) = detected["companions"]
     flox_install = _flox_install_of_dry_run(machine, "vllm", tmp_path)
     assert f"acme/{vllm['package']}@{vllm['version']}" in flox_install and vllm["version"]
+
+
+def test_one_companion_built_on_the_variant_and_one_with_its_own_torch_are_two_torches(catalog) -> None:
+    """The one set rule (rules/sets.py): a companion that imports the variant's recipe goes beside it; one with a
+    torch of its own goes alone; both together hold two PyTorch builds, and the same name and torch release on
+    another branch is not the variant's own derivation."""
+    from pickvariant.catalog.model import Companion
+    from pickvariant.rules.sets import builds_on, shape
+
+    variant = catalog.variant("pytorch-python313-cuda12_8-sm61-avx", "main")
+
+    def companion(project: str, relation: str, branch: str = "main") -> Companion:
+        return Companion(
+            project=project,
+            repo="r",
+            branch=branch,
+            package=f"{project}-python313-cuda12_8-sm61-avx",
+            path=f".flox/pkgs/{project}.nix",
+            version=None,
+            python="3.13",
+            gpu_arch="sm61",
+            cpu_isa="avx",
+            cuda="12.8",
+            platform="x86_64-linux",
+            torch=variant.torch,
+            torch_pin=variant.nixpkgs_rev,
+            torch_relation=relation,  # type: ignore[arg-type]
+            torch_of=variant.package if relation == "identical" else None,
+        )
+
+    own, separate = companion("torchvision", "identical"), companion("torchaudio", "separate")
+    assert shape(variant, [own]).installed == (variant.package, own.package)
+    assert shape(variant, [separate]).installed == (separate.package,)
+    mixed = shape(variant, [own, separate])
+    assert isinstance(mixed, str) and own.package in mixed and separate.package in mixed
+    elsewhere = companion("torchvision", "identical", branch="pytorch-2.10-python313")
+    assert not builds_on(elsewhere, variant)  # same package and torch release, another branch: not identical

@@ -577,3 +577,61 @@ def test_verify_after_install_with_checks_the_companions_the_install_recorded(tm
     assert not any(
         "torchvision" in line for line in json.loads(named.stdout)["reasons"]
     )  # another interpreter: not the install's
+
+
+def test_two_gpu_models_are_each_judged_against_their_own_peak(catalog) -> None:
+    """An H200 beside an L40S: 300 TFLOP/s bf16 is 30% of the H200's peak (slow) and 83% of the L40S's (healthy). A
+    judge that took one peak for both would call both slow, or neither."""
+    from pickvariant._base.versions import ComputeCapability
+    from pickvariant.machine.gpu import GpuFacts
+
+    names = (("NVIDIA H200", (9, 0), "0000:19:00"), ("NVIDIA L40S", (8, 9), "0000:3b:00"))
+    gpus = tuple(
+        GpuFacts(index=i, name=name, compute_capability=ComputeCapability(*cc), pci=pci)
+        for i, (name, cc, pci) in enumerate(names)
+    )
+    facts = replace(host(catalog, "linux-unknown-sapphirerapids"), gpus=gpus, driver_assumed=False)
+    devices = [
+        {"index": i, "name": name, "capability": list(cc), "kernel_ran": True, "pci": pci}
+        for i, (name, cc, pci) in enumerate(names)
+    ]
+    probe = reported(
+        cuda="13.1",
+        cuda_available=True,
+        arch_list=["sm_89", "sm_90"],
+        cpu_capability="AVX512",
+        devices=devices,
+        checks=[_bf16(300.0), _bf16(300.0, device="cuda:1")],
+    )
+    verdict = judge(probe, catalog, facts, None)
+    assert verdict.passed
+    assert len(verdict.speed) == 1 and "GPU 0 (NVIDIA H200) is slow" in verdict.speed[0]
+    shares = {finding["device"]: round(finding["percent_of_peak"]) for finding in verdict.findings}
+    assert shares == {"cuda:0": 30, "cuda:1": 83}
+
+
+@pytest.mark.parametrize(
+    ("package", "got", "said"),
+    [
+        (
+            "pytorch-python313-cpu-avx2",
+            "AVX512",
+            "CPU dispatch AVX512, above the AVX2 of the variant's instruction set: "
+            "ATen picks its CPU kernels at run time, and this CPU runs AVX512",
+        ),
+        (
+            "pytorch-python313-cpu-avx",
+            "AVX512",
+            "CPU dispatch AVX512, above the DEFAULT of the variant's instruction "
+            "set: ATen picks its CPU kernels at run time, and this CPU runs AVX512",
+        ),
+        ("pytorch-python313-cpu-avx512", "AVX512", "CPU dispatch AVX512, as the variant's instruction set calls for"),
+    ],
+)
+def test_the_cpu_dispatch_level_is_said_as_what_it_is(catalog, package, got, said) -> None:
+    """On a Sapphire Rapids CPU, ATen dispatching above the build's instruction set is what ATen does there: said so,
+    never that AVX512 'matches' AVX2."""
+    variant = catalog.variant(package, "pytorch-2.10-python313")
+    verdict = judge(reported(cpu_capability=got), catalog, host(catalog, "linux-unknown-sapphirerapids"), variant)
+    assert verdict.passed and said in verdict.reasons
+    assert not any("matches the expected" in reason for reason in verdict.reasons)

@@ -15,6 +15,8 @@ from pickvariant._base.records import keyword_record, replace
 
 # The CPU-side workloads, in the order the CLI lists them; the catalog ranks instruction sets for each.
 WORKLOADS = ("general", "int8", "bf16")
+# A node's label in detect's JSON and plan's input: the detect-line schema allows no longer one.
+MAX_LABEL_LENGTH = 256
 # The projects built beside PyTorch, in the same naming (barstoolbluz/build-torchvision, -torchaudio, -vllm).
 COMPANION_PROJECTS = ("torchvision", "torchaudio", "vllm")
 

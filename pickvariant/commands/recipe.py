@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import own_cache
-from pickvariant._base.records import keyword_record
-from pickvariant._base.request import projects_from
+from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.request import Request, projects_from
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.recipes.render import branch_variants, render, render_companion
 from pickvariant.rules.decision import SetRefusal
@@ -49,6 +49,17 @@ class RecipeOptions:
     with_projects: tuple[str, ...] = ()
 
 
+def _recommended(options: RecipeOptions, catalog: Catalog) -> tuple[str, str]:
+    """(package, branch) of this machine's recommendation with the companions asked for; NoVariant where none fits."""
+    from pickvariant import api
+
+    request = Request(with_projects=projects_from(options.with_projects, "--with"), branch=options.branch, build=True)
+    choice = api.recommend_request(request, catalog=catalog)
+    if choice.variant is None:
+        raise choice.no_variant_error()
+    return choice.variant.package, choice.variant.branch
+
+
 @keyword_record
 class Recipes:
     """The recipes to print or write, in order, and what to say of them on stderr first."""
@@ -58,9 +69,16 @@ class Recipes:
 
 
 def recipes(options: RecipeOptions, catalog: Catalog) -> Recipes:
-    """The recipes `recipe` prints or writes; BadInput for a combination of options that names nothing."""
+    """The recipes `recipe` prints or writes; BadInput for a combination of options that names nothing.
+
+    --with and no PACKAGE: this machine's recommendation with those companions, as `detect --with` gives it."""
+    if options.package is None and not options.all_variants and options.with_projects:
+        package, branch = _recommended(options, catalog)
+        chosen = recipes(replace(options, package=package, branch=branch), catalog)
+        said = f"no PACKAGE: this machine's recommendation with {', '.join(options.with_projects)}, as detect gives it"
+        return Recipes(recipes=chosen.recipes, notes=(f"{said}: {package} (branch {branch})", *chosen.notes))
     if options.all_variants == (options.package is not None):
-        raise BadInput("give either a PACKAGE or --all")
+        raise BadInput("give either a PACKAGE or --all (or --with, for this machine's recommendation)")
     if options.cuda is not None and not options.all_variants:
         raise BadInput("--cuda chooses a CUDA line of the branch for --all; a PACKAGE names its own")
     notes: list[str] = []

@@ -8,6 +8,7 @@ says which source won, so that a support ticket shows it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -16,7 +17,13 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
-from pickvariant._base.versions import parse_compute_capability, parse_cuda_version, parse_driver_version
+from pickvariant._base.versions import (
+    DriverVersion,
+    parse_compute_capability,
+    parse_cuda_version,
+    parse_driver_version,
+    version_key,
+)
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
@@ -52,6 +59,13 @@ class HostFacts:
     # The raw value, where set and the GPUs were detected (a stated machine has no environment).
     cuda_visible_devices: str | None = None
 
+    @property
+    def mixes_machines(self) -> bool:
+        """A stated CPU beside this machine's detected GPUs: its first note says so, and views show it first."""
+        return self.sources.get("gpus", "").startswith("detected") and not self.sources.get("cpu", "").startswith(
+            "detected"
+        )
+
 
 NOT_STATED = "not stated"
 
@@ -78,7 +92,41 @@ def gather_facts(
     env = os.environ if env is None else env
     sources: dict[FactName, str] = {}
     notes: list[str] = []
+    cpu = _cpu(catalog, request, env, detect_cpu_fn, detect_unstated, sources)
+    notes.extend(cpu.notes)
+    gpus = _gpus(request, env, cpu, read_gpus_fn, detect_unstated, sources)
+    notes.extend(gpus.notes)
+    if sources.get("gpus", "").startswith("detected") and not sources["cpu"].startswith("detected"):  # mixes_machines
+        # Another machine's CPU beside this one's GPUs answers for neither: said first, wherever the facts go.
+        notes.insert(0, MIXED_MACHINES.format(given=sources["cpu"].split("=")[0].split(" ")[0]))
+    driver, driver_assumed = _driver(catalog, request, env, gpus, detect_unstated, sources, notes)
+    if cpu.os == "darwin" and driver_assumed:
+        driver_assumed = False  # a Mac runs no NVIDIA driver: nothing to assume, nothing to pass
+        notes.remove(ASSUMED_DRIVER_NOTE)
+        sources.pop("driver", None)
+    return HostFacts(
+        os=cpu.os,
+        arch=cpu.arch,
+        cpu=cpu,
+        gpus=gpus.gpus,
+        driver=driver,
+        driver_assumed=driver_assumed,
+        gpu_inconclusive=gpus.inconclusive,
+        sources=sources,
+        notes=tuple(notes),
+        cuda_visible_devices=gpus.cuda_visible,
+    )
 
+
+def _cpu(
+    catalog: Catalog,
+    request: Request,
+    env: Mapping[str, str],
+    detect_cpu_fn: Callable[[], CpuFacts],
+    detect_unstated: bool,
+    sources: dict[FactName, str],
+) -> CpuFacts:
+    """The CPU: a stated dump (--cpuinfo, PICKVARIANT_CPUINFO), else this machine's; its flags canonical."""
     if request.cpuinfo is not None:
         cpu = _dump(request.cpuinfo, "--cpuinfo")
         sources["cpu"] = f"--cpuinfo {request.cpuinfo}"
@@ -96,81 +144,142 @@ def gather_facts(
     canonical = catalog.canonical_flags(cpu.flags)
     if canonical is not cpu.flags:  # canonical_flags hands back the same frozenset when nothing was renamed
         cpu = CpuFacts(os=cpu.os, arch=cpu.arch, model=cpu.model, flags=canonical, source=cpu.source, notes=cpu.notes)
-    notes.extend(cpu.notes)
+    return cpu
 
-    if request.no_gpu and request.gpus:
-        raise BadInput("--gpu and --no-gpu contradict each other: give one of them")
-    stated_gpus: tuple[str, ...] | None = None
-    if request.no_gpu:
-        stated_gpus, sources["gpus"] = (), "--no-gpu"
-    elif request.gpus:
-        stated_gpus, sources["gpus"] = request.gpus, "--gpu"
-    elif (value := settings.setting(env, ENV_GPU)) is not None:
-        stated_gpus = (
-            () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
-        )
-        sources["gpus"] = f"{ENV_GPU}={value}"
 
-    inconclusive = False
+@keyword_record
+class _Gpus:
+    gpus: tuple[GpuFacts, ...]
+    inconclusive: bool = False
     detected_driver: DriverFacts | None = None
     cuda_visible: str | None = None
-    if stated_gpus is None and cpu.os == "darwin":
-        # No Mac has an NVIDIA GPU CUDA can use, and this host's NVML says nothing of a described Mac.
-        stated_gpus, sources["gpus"] = (), "none on macOS: its Apple GPU is used through MPS"
-    if stated_gpus is None and not detect_unstated:
-        gpus: tuple[GpuFacts, ...] = ()
-        inconclusive, sources["gpus"] = True, NOT_STATED
-    elif stated_gpus is None:
-        report = read_gpus_fn()
-        gpus = report.gpus
-        # Only a machine whose GPUs were detected has a CUDA_VISIBLE_DEVICES that means something.
-        cuda_visible = env.get(ENV_CUDA_VISIBLE) if gpus else None
-        detected_driver = report.driver
-        inconclusive = report.inconclusive
-        notes.extend(report.notes)
-        sources["gpus"] = f"detected ({report.source})"
-    else:
-        given = sources["gpus"].split("=")[0]
-        gpus = tuple(
-            GpuFacts(index=index, name=f"stated GPU ({given})", compute_capability=capability)
-            for index, capability in enumerate(
-                _parsed_as(parse_compute_capability, (given, text)) for text in stated_gpus
-            )
-        )
+    notes: tuple[str, ...] = ()
 
-    driver_assumed = False
+
+def _stated_gpus(request: Request, env: Mapping[str, str], sources: dict[FactName, str]) -> tuple[str, ...] | None:
+    """The compute capabilities stated (--gpu, repeatable or comma-separated as PICKVARIANT_GPU; --no-gpu), or None."""
+    if request.no_gpu and request.gpus:
+        raise BadInput("--gpu and --no-gpu contradict each other: give one of them")
+    if request.no_gpu:
+        sources["gpus"] = "--no-gpu"
+        return ()
+    if request.gpus:
+        sources["gpus"] = "--gpu"
+        # Each part is judged, an empty one too ("8.6,", ""): a capability left out is no capability.
+        return tuple(part for text in request.gpus for part in text.split(","))
+    if (value := settings.setting(env, ENV_GPU)) is not None:
+        sources["gpus"] = f"{ENV_GPU}={value}"
+        return () if value.strip().lower() in NO_GPU_WORDS else tuple(part for part in value.split(",") if part.strip())
+    return None
+
+
+def _gpus(
+    request: Request,
+    env: Mapping[str, str],
+    cpu: CpuFacts,
+    read_gpus_fn: Callable[[], GpuReport],
+    detect_unstated: bool,
+    sources: dict[FactName, str],
+) -> _Gpus:
+    """The GPUs: stated, else none on a Mac, else unknown for a described machine, else this machine's (NVML)."""
+    stated = _stated_gpus(request, env, sources)
+    if stated is None and cpu.os == "darwin":
+        # No Mac has an NVIDIA GPU CUDA can use, and this host's NVML says nothing of a described Mac.
+        own = "; its Apple GPU is used through MPS" if cpu.arch == "aarch64" else ""
+        sources["gpus"] = f"none: macOS has no NVIDIA GPU CUDA can use{own}"
+        return _Gpus(gpus=())
+    if stated is None and not detect_unstated:
+        sources["gpus"] = NOT_STATED
+        return _Gpus(gpus=(), inconclusive=True)
+    if stated is None:
+        report = read_gpus_fn()
+        sources["gpus"] = f"detected ({report.source})"
+        return _Gpus(
+            gpus=report.gpus,
+            inconclusive=report.inconclusive,
+            detected_driver=report.driver,
+            # Only a machine whose GPUs were detected has a CUDA_VISIBLE_DEVICES that means something.
+            cuda_visible=env.get(ENV_CUDA_VISIBLE) if report.gpus else None,
+            notes=tuple(report.notes),
+        )
+    given = sources["gpus"].split("=")[0]
+    capabilities = (_parsed_as(parse_compute_capability, (given, text)) for text in stated)
+    return _Gpus(
+        gpus=tuple(
+            GpuFacts(index=index, name=f"stated GPU ({given})", compute_capability=capability)
+            for index, capability in enumerate(capabilities)
+        )
+    )
+
+
+def _driver(
+    catalog: Catalog,
+    request: Request,
+    env: Mapping[str, str],
+    gpus: _Gpus,
+    detect_unstated: bool,
+    sources: dict[FactName, str],
+    notes: list[str],
+) -> tuple[DriverFacts | None, bool]:
+    """The driver and whether it is assumed: stated (--driver, --driver-cuda), else detected, else assumed new enough."""
     stated_version = _stated(request.driver, "--driver", env, ENV_DRIVER)
     stated_cuda = _stated(request.driver_cuda, "--driver-cuda", env, ENV_DRIVER_CUDA)
     if stated_version or stated_cuda:
         # A stated driver replaces the detected one whole: this machine's CUDA version says nothing of another's driver.
-        driver: DriverFacts | None = DriverFacts(
-            _parsed_as(parse_driver_version, stated_version), _parsed_as(parse_cuda_version, stated_cuda)
-        )
+        version = stated_driver_version(catalog, stated_version, notes) if stated_version else None
         sources["driver"] = " ".join(stated[0] for stated in (stated_version, stated_cuda) if stated)
-    elif detected_driver is not None:
-        driver = detected_driver
+        return DriverFacts(version, _parsed_as(parse_cuda_version, stated_cuda)), False
+    if gpus.detected_driver is not None:
         sources["driver"] = "detected (NVML)"
-    else:
-        driver = None
-        if not detect_unstated:
-            sources["driver"] = NOT_STATED
-        if gpus:
-            driver_assumed = True
-            sources["driver"] = "assumed new enough for every branch (no --driver given)"
-            notes.append("no driver version given: assuming one new enough for every branch; pass --driver to check it")
+        return gpus.detected_driver, False
+    if not detect_unstated:
+        sources["driver"] = NOT_STATED
+    if not gpus.gpus:
+        return None, False
+    sources["driver"] = "assumed new enough for every branch (no --driver given)"
+    notes.append(ASSUMED_DRIVER_NOTE)
+    return None, True
 
-    return HostFacts(
-        os=cpu.os,
-        arch=cpu.arch,
-        cpu=cpu,
-        gpus=gpus,
-        driver=driver,
-        driver_assumed=driver_assumed,
-        gpu_inconclusive=inconclusive,
-        sources=sources,
-        notes=tuple(notes),
-        cuda_visible_devices=cuda_visible,
-    )
+
+MIXED_MACHINES = (
+    "the CPU is {given}'s, the GPUs and driver are this machine's (detected): to answer for another machine, state "
+    "its GPUs too (--gpu CC, repeatable or comma-separated, or --no-gpu) and its driver (--driver)"
+)
+ASSUMED_DRIVER_NOTE = "no driver version given: assuming one new enough for every branch; pass --driver to check it"
+_DRIVER_TEXT = r"[Rr]?(\d{3})(\.\d{1,3}){0,2}"  # compiled by re's cache when a driver is stated: never on detect's path
+OLDEST_DRIVER_BRANCH = 300  # no NVIDIA driver older than R300 knows a GPU any catalog builds for
+
+
+def stated_driver_version(catalog: Catalog, stated: tuple[str, str], notes: list[str]) -> DriverVersion:
+    """A stated driver version, as nvidia-smi prints it (580.65.06, 580.65) or a branch alone (580, R580: read as the
+    oldest driver of that branch, and said). Refused where it is not an NVIDIA driver version: 0, 999, 580.65.06.1."""
+    given, text = stated
+    flag = given.split("=")[0]
+    match = re.fullmatch(_DRIVER_TEXT, text.strip())
+    if match is None:
+        raise BadInput(
+            f"{flag}: {text!r:.40} is not an NVIDIA driver version: write it as nvidia-smi prints it (e.g. 580.65.06)"
+        )
+    newest = max(version_key(release.toolkit_driver)[0] for release in catalog.cuda_releases.values())
+    branch = int(match.group(1))
+    if not OLDEST_DRIVER_BRANCH <= branch <= newest + 100:
+        raise BadInput(
+            f"{flag}: {text!r:.40} is not an NVIDIA driver version: the branches pickvariant knows run from "
+            f"R{OLDEST_DRIVER_BRANCH} to R{newest}; write it as nvidia-smi prints it (e.g. 580.65.06)"
+        )
+    version = parse_driver_version(text.strip().lstrip("Rr"))
+    if len(version.parts) == 1:
+        later = sorted(
+            f"CUDA {release.cuda} needs {release.min_driver}"
+            for release in catalog.cuda_releases.values()
+            if release.min_driver.parts[0] == branch and len(release.min_driver.parts) > 1
+        )
+        notes.append(
+            f"{flag} {text.strip()} is read as {branch}.00, the oldest driver of branch R{branch}"
+            + (f" ({'; '.join(later)})" if later else "")
+            + ": give the version nvidia-smi prints to be sure"
+        )
+    return version
 
 
 def _stated(option_value: str | None, flag: str, env: Mapping[str, str], variable: str) -> tuple[str, str] | None:

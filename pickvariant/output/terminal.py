@@ -7,6 +7,7 @@ plainly when its stream is no terminal.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -26,8 +27,22 @@ NEAREST_SHOWN = 5
 def print_decision(
     facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, every_alternative: bool = False
 ) -> None:
-    """The answer, the facts that decided it and why; of the alternatives, the nearest (those that would run here)
-    unless `every_alternative` (--explain), or when nothing fits, where each one is part of the answer."""
+    """The answer (output/answer.py: the answer first, a screen for one GPU); with `every_alternative` (--explain)
+    the whole tree: the facts as a table, why, and every alternative with why it lost."""
+    if not every_alternative:
+        import shutil
+
+        from pickvariant.output.answer import answer_lines
+
+        terminal = sys.stdout.isatty()
+        lines = answer_lines(
+            facts, decision, catalog, workload, shutil.get_terminal_size().columns if terminal else 100
+        )
+        if terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+            # The answer's first line in bold, green or red (SGR, as rich would colour it); a pipe gets plain text.
+            lines[0] = f"\x1b[1;{32 if decision.variant is not None else 31}m{lines[0]}\x1b[0m"
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -44,8 +59,10 @@ def print_decision(
         table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
     rec = recommendation_json(decision)
+    # The title names what is installed: a set may install a companion alone, its torch propagated.
+    installed = ", ".join(decision.set_shape.installed) if decision.set_shape is not None else rec and rec["package"]
     title = (
-        Text(f"Recommendation: {rec['package']} (branch {rec['branch']})", style="bold green")
+        Text(f"Recommendation: {installed} (branch {rec['branch']})", style="bold green")
         if rec
         else Text("No compatible variant", style="bold red")
     )

@@ -428,7 +428,7 @@ def _offline(
     if wanted and isinstance(text, str):
         note = f"{shown} could not be reached ({unreachable}); using the recipe cached from commit {wanted[:12]}"
         return _fetched(variant, repo, wanted, text, from_cache=True, notes=(note,))
-    held = f" at {pinned[:12]}, the commit the catalog was made from" if pinned else ""
+    held = f" at {pinned[:12]} (the commit the catalog was made from)" if pinned else ""
     raise OperationFailed(
         f"cannot fetch {variant.path} of {variant.branch}{held} from {shown}: {unreachable}; {GENERATE_HINT}"
     ) from None

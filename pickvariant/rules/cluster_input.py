@@ -22,12 +22,12 @@ from typing import IO, Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
+from pickvariant._base.request import MAX_LABEL_LENGTH  # the detect-line schema says so too
 from pickvariant._base.schema import SchemaError, load_schema, validate
 
 DETECT_SCHEMA_VERSION = 2
 MAX_LINE_BYTES = 1024 * 1024  # a detect line is ~4 KiB; anything this long is not one
 SHOWN_BAD_LINES = 20
-MAX_LABEL_LENGTH = 256  # the detect-line schema says so too
 FIFO_WAIT_S = 10
 DETECT_LINE_SCHEMA = Path(__file__).resolve().with_name("detect-line.schema.json")
 

@@ -30,7 +30,8 @@ def decide(facts: HostFacts, catalog: Catalog, options: Request = Request(), wit
 
             found, hints = helping.for_nothing(facts, catalog, options, picked, picked.nothing)
         why = (*picked.nothing.why, *found) or (wording.NOTHING_COMBINES,)
-        return replace(decision, reasons=decision.reasons + why, hints=hints)
+        # The driver stage may already have said what left nothing (a GPU it cannot drive): said once.
+        return replace(decision, reasons=tuple(dict.fromkeys(decision.reasons + why)), hints=hints)
     if with_hints and picked.alone is not None:
         from pickvariant.rules import hints as helping
 

@@ -126,6 +126,9 @@ class Decision:
     # and how they make one environment with one PyTorch (what install installs and plan builds).
     companions: tuple[Companion, ...] = ()
     set_shape: SetShape | None = None
+    # How many of the first reasons restate the machine (its platform, its GPUs): the short answer shows those as
+    # facts instead.
+    machine_said: int = 0
 
 
 def dedupe(rejected: Iterable[Rejection]) -> tuple[Rejection, ...]:

@@ -150,10 +150,31 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, options: Request, picked:
         decision = pick(replace(facts, driver=upgraded), catalog, options).decision
         if decision.variant is not None and decision.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
-            return wording.driver_too_old(str(shown)), _upgrade_hint(
-                facts, catalog, gpus, decision.line, decision.variant, upgraded
+            hint = _upgrade_hint(facts, catalog, gpus, decision.line, decision.variant, upgraded)
+            return wording.driver_too_old(str(shown)), hint + _later_in_branch(
+                facts, catalog, options, upgraded, decision.variant
             )
     return None
+
+
+def _later_in_branch(
+    facts: HostFacts, catalog: Catalog, options: Request, upgraded: DriverFacts, first: Variant
+) -> str:
+    """Where the hint names a branch (any R580 driver), what later releases of that branch give instead, each decided
+    again: the branch's first driver may run fewer CUDA lines than most of its drivers do."""
+    floor = upgraded.version
+    if floor is None or len(floor.parts) != 1:
+        return ""
+    said, last = [], first
+    for minimum in sorted({line.min_driver for b in catalog.branches for line in b.cuda_lines}, key=lambda v: v.parts):
+        if minimum.parts[0] != floor.parts[0] or not floor < minimum:
+            continue
+        decision = pick(replace(facts, driver=DriverFacts(minimum, upgraded.cuda)), catalog, options).decision
+        if decision.variant is not None and decision.line is not None and decision.variant != last:
+            cuda_words = for_cuda(catalog, decision.line.cuda, minimum)
+            said.append(wording.later_driver_allows(minimum, cuda_words, decision.variant.label))
+            last = decision.variant
+    return "".join(f"; {part}" for part in said)
 
 
 def _upgrade_hint(

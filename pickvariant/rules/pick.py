@@ -16,11 +16,11 @@ Branches aligned with another project (vLLM) are considered only when named with
 from __future__ import annotations
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import keyword_record
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Branch, Catalog, Companion, Variant
+from pickvariant.catalog.model import Branch, Catalog, Companion, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules import stages, wording
+from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Rejection, SetRefusal, dedupe
 
 TYPE_CHECKING = False
@@ -57,6 +57,7 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
         return Picked(decision=Decision(reasons=said, hints=(wording.GPU_INCONCLUSIVE_HINT,)))
     gpus = () if darwin else stages.targets(facts, options)
     reasons = list(stages.machine_reasons(facts, catalog, gpus, system))
+    machine_said = 1 + len(gpus)  # the platform's and each GPU's: facts the short answer shows as such
     left, pinned_out = stages.branches(catalog, options)
     lines = stages.cuda_lines(facts, catalog, options, left, gpus)
     if lines.reason:
@@ -66,7 +67,8 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
     arch_rejected = stages.gpu_archs(catalog, gpus, candidates[0].gpu_arch if candidates else None) if gpus else ()
     rejected = (*pinned_out, *lines.rejected, *lacking, *arch_rejected)
     if not candidates:
-        return _nothing_fits(facts, catalog, gpus, left, usable, tuple(reasons), rejected)
+        picked = _nothing_fits(facts, catalog, gpus, left, usable, tuple(reasons), rejected)
+        return replace(picked, decision=replace(picked.decision, machine_said=machine_said))
     alone = candidates[0]
     if options.with_projects:
         from pickvariant.rules import pairing  # only a decision with companions reads them
@@ -78,12 +80,16 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
                 rejected=dedupe((*rejected, *found.rejected)),
                 hints=(wording.without_with(alone.label),),
                 targets=gpus,
+                machine_said=machine_said,
             )
             return Picked(decision=decision, branches=left, usable_isas=usable, alone=alone)
         chosen, set_found = found.variant, found
     else:
         chosen, set_found = alone, None
-    return _chosen(facts, catalog, options, gpus, left, usable, candidates, tuple(reasons), rejected, chosen, set_found)
+    picked = _chosen(
+        facts, catalog, options, gpus, left, usable, candidates, tuple(reasons), rejected, chosen, set_found
+    )
+    return replace(picked, decision=replace(picked.decision, machine_said=machine_said))
 
 
 def _why_no_set(found: SetPick, alone: Variant, options: Request) -> str:
@@ -118,7 +124,7 @@ def _chosen(
             refusal = wording.set_refusal(passed_over[alone]) if alone in passed_over else "it has no set"
             said.append(wording.set_moved(alone.label, alone.torch, alone.cuda, refusal))
         said += found.reasons
-    said += _chosen_reasons(facts, catalog, options, gpus, usable, chosen)
+    said += _chosen_reasons(facts, catalog, options, gpus, usable, chosen, moved=chosen is not alone)
     rejected = (
         *rejected,
         *(found.rejected if found else ()),
@@ -146,13 +152,17 @@ def _chosen_reasons(
     gpus: tuple[GpuFacts, ...],
     usable: frozenset[str],
     chosen: Variant,
+    moved: bool = False,
 ) -> list[str]:
-    """Why the chosen variant's branch, GPU architecture and instruction set: what those stages found."""
+    """Why the chosen variant's branch, GPU architecture and instruction set: what those stages found (`moved`: the
+    set took a variant after the one PyTorch alone would get)."""
     branch = catalog.branch(chosen.branch)
     line = catalog.cuda_line(chosen)
     why = (
         wording.BRANCH_NAMED
         if options.branch
+        else wording.branch_for_set(options.with_projects, branch.aligned_with)
+        if moved
         else wording.BRANCH_MPS
         if chosen.is_mps
         else wording.BRANCH_CPU
@@ -178,6 +188,7 @@ def _chosen_reasons(
             said.append(wording.arch_exact(arch.name, arch.compute_capability, arch.description))
         else:
             said.append(wording.arch_highest(arch.name, [(gpu.index, gpu.compute_capability) for gpu in gpus]))
+        said += _unserved(facts, catalog, gpus, arch)
         if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
             said.append(wording.without_cudnn(arch.name))
     if chosen.cpu_isa is not None:
@@ -185,6 +196,25 @@ def _chosen_reasons(
         ranked = stages.ranked_isas(catalog, options, usable)
         said.append(wording.isa_reason(isa.name, isa.requires, options.workload, ranked))
     return said
+
+
+def _unserved(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ...], arch: GpuArch) -> list[str]:
+    """The GPUs of the machine the answer was not chosen for (--gpu-index): whether its kernels run there, and how to
+    keep a process off those they do not."""
+    others = [gpu for gpu in facts.gpus if gpu not in gpus]
+    if not others:
+        return []
+    without = [gpu for gpu in others if compat.kernels_run_on(arch, gpu.compute_capability, catalog) is not None]
+    served = [gpu for gpu in others if gpu not in without]
+    shown = ",".join(str(gpu.index) for gpu in gpus)
+    return [
+        wording.unserved_gpus(
+            arch.name,
+            [(gpu.index, gpu.compute_capability) for gpu in without],
+            [(gpu.index, gpu.compute_capability) for gpu in served],
+            shown,
+        )
+    ]
 
 
 def _nothing_fits(

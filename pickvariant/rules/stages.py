@@ -26,6 +26,8 @@ from pickvariant.rules.compat import (
     minor_version_note,
     missing_flags,
     runs_on_all,
+    tegra_cuda_unknown,
+    undriven_gpus,
     why_not,
 )
 from pickvariant.rules.decision import Kind, Rejection, SetRefusal, rejection
@@ -181,6 +183,11 @@ def _driver_reason(
     if can_run:
         minor = None if rule else minor_version_note(catalog, can_run, facts.driver.version)
         return wording.driver_can_run(label, can_run, rule, minor)
+    undriven = undriven_gpus(facts.driver, gpus, catalog)
+    if undriven:  # it runs no line because it drives no such GPU: the lines are not what stops it
+        return "; ".join(undriven)
+    if tegra_cuda_unknown(gpus, facts.driver, catalog):
+        return wording.jetson_lines_unknown(label)
     pinned = bool(options.cuda or options.torch or options.branch or options.python)
     return wording.driver_runs_none(label, pinned, rule)
 

@@ -133,7 +133,7 @@ DRIVER_ASSUMED = "driver: none given, assumed new enough for every CUDA line"
 
 
 def gpu_reason(index: int, name: str, capability: object, tegra: bool) -> str:
-    kind = "integrated Tegra" if tegra else "desktop"
+    kind = "integrated Tegra" if tegra else "discrete"
     return f"GPU {index}: {name}, compute capability {capability} ({kind})"
 
 
@@ -154,6 +154,10 @@ def driver_can_run(label: str, cudas: Sequence[str], rule: str, minor: str | Non
     return f"{label} can run CUDA {', '.join(cudas)}{rule}" + (f" ({minor})" if minor else "")
 
 
+def jetson_lines_unknown(label: str) -> str:
+    return f"which CUDA lines {label} can run is unknown: {TEGRA_CUDA_UNKNOWN}"
+
+
 def driver_runs_none(label: str, pinned: bool, rule: str) -> str:
     return f"{label} can run none of the CUDA lines {'the pins leave' if pinned else 'of the catalog'}{rule}"
 
@@ -169,6 +173,18 @@ def branch_reason(
 
 
 BRANCH_NAMED = "named with --branch"
+
+
+def branch_for_set(projects: Sequence[str], aligned_with: str | None) -> str:
+    """Why a set's branch, where it is not the one PyTorch alone would get."""
+    aligned = f"; it is aligned with {aligned_with}, the release the set takes" if aligned_with else ""
+    verb = "makes" if len(projects) == 1 else "make"
+    return (
+        f"the first branch, in the order newest PyTorch, newest CUDA line the driver can run, preferred Python, "
+        f"on whose PyTorch {', '.join(projects)} {verb} a set{aligned}"
+    )
+
+
 BRANCH_MPS = "the newest PyTorch, then the preferred Python, that has an MPS build"
 BRANCH_CPU = "the newest PyTorch, then the preferred Python, that has a CPU-only variant this CPU can run"
 BRANCH_CUDA = (
@@ -188,6 +204,24 @@ def arch_exact(name: str, capability: object, description: str) -> str:
 def arch_highest(name: str, gpus: Sequence[tuple[int, object]]) -> str:
     runs_on = ", ".join(f"GPU {index} ({capability})" for index, capability in gpus)
     return f"GPU architecture {name}: the highest architecture with a variant whose kernels run on {runs_on}"
+
+
+def unserved_gpus(
+    arch: str, without: Sequence[tuple[int, object]], served: Sequence[tuple[int, object]], chosen: str
+) -> str:
+    """--gpu-index: what the answer means for the GPUs it was not chosen for."""
+    said = []
+    if without:
+        shown = ", ".join(f"GPU {index} ({capability})" for index, capability in without)
+        said.append(
+            f"{arch} has no kernels for {shown}: a process that touches it fails with 'no kernel image is available'; "
+            # CUDA numbers GPUs fastest first unless told to follow the PCI order NVML's indices follow.
+            f"hide it with CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={chosen}"
+        )
+    if served:
+        shown = ", ".join(f"GPU {index} ({capability})" for index, capability in served)
+        said.append(f"its kernels run on {shown} too")
+    return f"chosen for GPU {chosen} (--gpu-index): " + "; ".join(said)
 
 
 def without_cudnn(arch: str) -> str:
@@ -354,7 +388,11 @@ def driver_would_allow(driver: object, cuda_words: str, label: str) -> str:
 
 
 def branch_driver_would_allow(branch: object, cuda_words: str, label: str) -> str:
-    return f"an R{branch} driver or newer ({cuda_words}) would allow {label}"
+    return f"an R{branch} driver ({cuda_words}) would allow {label}"
+
+
+def later_driver_allows(driver: object, cuda_words: str, label: str) -> str:
+    return f"from {driver} ({cuda_words}), {label}"
 
 
 def no_gpu_would_give(label: str) -> str:
@@ -409,7 +447,7 @@ def kernels_other_major(built: object, capability: object) -> str:
 
 
 def kernels_across_tegra(built: object, capability: object, device_tegra: bool) -> str:
-    kind = "an integrated Tegra GPU" if device_tegra else "a desktop GPU"
+    kind = "an integrated Tegra GPU" if device_tegra else "a discrete GPU"
     return (
         f"kernels for {built} do not run on {kind} of {capability} (no binary compatibility across Tegra and desktop, "
         "nor between Tegra GPUs)"

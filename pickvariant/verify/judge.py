@@ -122,6 +122,21 @@ def expected_capability(catalog: Catalog, facts: HostFacts, variant: Variant | N
     return max(usable, key=order.index) if usable else None
 
 
+def _dispatch_said(got: str | None, expected: str, cpu_best: str | None, of_variant: bool) -> str:
+    """The CPU dispatch level torch picked, at or above the expected one, said as what it is."""
+    whose = "the variant's instruction set" if of_variant else "this CPU"
+    if got == expected:
+        return f"CPU dispatch {got}, as {whose} calls for"
+    if cpu_best is not None and got == cpu_best:
+        # ATen builds kernels for several levels and picks the best the CPU runs, whatever flags the build had.
+        return (
+            f"CPU dispatch {got}, above the {expected} of {whose}: ATen picks its CPU kernels at run time, and this "
+            f"CPU runs {got}"
+        )
+    shown = f"{cpu_best}, the most" if cpu_best else "what"
+    return f"CPU dispatch {got}, above the {expected} of {whose} and above {shown} this CPU's flags show"
+
+
 def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Variant | None) -> VerifyResult:
     reasons: list[str] = []
     failures: list[str] = []
@@ -176,7 +191,7 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
                 f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}"
             )
     elif expected:
-        reasons.append(f"CPU dispatch {got} matches the expected {expected}")
+        reasons.append(_dispatch_said(got, expected, expected_capability(catalog, facts, None), variant is not None))
     gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
     if gpu_build and probe.get("cudnn") is None:
         reasons.append(

@@ -1,0 +1,134 @@
+"""detect's default text answer: the answer first (what to install and the one command that installs it), then the
+facts that decided it, why, and the two or three nearest alternatives that differ on another axis, fitted to the
+terminal's width. `--explain` keeps the whole tree (output/terminal.py); JSON and Markdown say everything."""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+
+from pickvariant._base.text import visible
+from pickvariant.catalog.model import Catalog
+from pickvariant.machine.facts import HostFacts
+from pickvariant.output.present import gpu_extras, nearest_alternatives
+from pickvariant.rules import wording
+from pickvariant.rules.decision import Decision, Rejection
+
+# Of the nearest alternatives, one per axis (another instruction set, architecture, branch…), this many at most.
+ALTERNATIVES_SHOWN = 3
+
+
+def answer_lines(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, width: int) -> list[str]:
+    """The default answer, line by line, no line wider than `width` (at least 40)."""
+    width = max(width, 40)
+    lines = _headline(decision, width)
+    notes = list(facts.notes)
+    if facts.mixes_machines:  # said before anything else: the answer is for neither machine
+        lines[1:1] = _wrapped(visible(f"warning: {notes.pop(0)}"), width, "  ")
+    lines += _section("This machine", _fact_items(facts, catalog), width)
+    # The first reasons restate the platform and each GPU: the facts above show them.
+    reasons = decision.reasons[decision.machine_said :]
+    lines += _section(f"Why (workload {workload})", [visible(reason) for reason in reasons], width)
+    if decision.hints:
+        lines += _section("What would help", [visible(hint) for hint in decision.hints], width)
+    lines += _alternatives(decision, catalog, width)
+    lines += [line for note in notes for line in _wrapped(visible(f"note: {note}"), width, "")]
+    return lines
+
+
+def _headline(decision: Decision, width: int) -> list[str]:
+    variant, branch = decision.variant, decision.branch
+    if variant is None:
+        return ["No compatible variant (why, and what would help, below)"]
+    installed = decision.set_shape.installed if decision.set_shape is not None else (variant.package,)
+    line = decision.line
+    about = (
+        f"PyTorch {variant.torch}"
+        + (f", CUDA {line.cuda}" if line is not None else "")
+        + f", Python {variant.python}"
+        + (f", aligned with {branch.aligned_with}" if branch is not None and branch.aligned_with else "")
+    )
+    # The headline names what is installed: a set may install a companion alone, its torch propagated.
+    lines = _wrapped(f"Recommendation: {visible(', '.join(installed))}", width, "", "  ")
+    lines += _wrapped(f"branch {visible(variant.branch)}: {about}", width, "  ")
+    if tuple(installed) != (variant.package,):
+        shape = decision.set_shape
+        torch_from = shape.torch_from if shape is not None else variant.package
+        lines += _wrapped(f"one torch: {visible(variant.package)}, imported from {visible(torch_from)}", width, "  ")
+    lines += _wrapped(f"install it: {_install_command(decision)}", width, "  ")
+    return lines
+
+
+def _install_command(decision: Decision) -> str:
+    """The one command that installs this answer on the machine it describes: named, so that it installs exactly it."""
+    assert decision.variant is not None
+    variant = decision.variant
+    command = ["pickvariant", "install", "--package", variant.package, "--branch", variant.branch]
+    projects = [companion.project for companion in decision.companions]
+    if projects:
+        command += ["--with", ",".join(projects)]
+    built = decision.set_shape is not None and bool(decision.set_shape.generated)
+    how = " (built from source: companions are generated on it)" if built else " (or --build)"
+    return shlex.join([*command, "--build" if built else "--org"]) + ("" if built else " ORG") + how
+
+
+def _fact_items(facts: HostFacts, catalog: Catalog) -> list[str]:
+    def source(name: str) -> str:
+        given = facts.sources.get(name)  # type: ignore[call-overload]
+        return f" [{given}]" if given else ""
+
+    items = [f"CPU: {facts.cpu.model or 'unknown'} ({facts.os}/{facts.arch}){source('cpu')}"]
+    tegra = {gpu.index: catalog.is_tegra(gpu.compute_capability) for gpu in facts.gpus}
+    items += [
+        f"GPU {gpu.index}: {gpu.name} (cc {gpu.compute_capability}, {'integrated Tegra' if tegra[gpu.index] else 'discrete'}"
+        f"{gpu_extras(gpu)}){source('gpus')}"
+        for gpu in facts.gpus
+    ]
+    if not facts.gpus:
+        items.append(f"GPUs: none{source('gpus')}")
+    if facts.driver is not None and (facts.driver.version or facts.driver.cuda):
+        version = str(facts.driver.version) if facts.driver.version else "version not stated"
+        cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
+        items.append(f"driver: {version}{cuda}{source('driver')}")
+    if facts.cuda_visible_devices is not None:
+        items.append(f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r} [environment]")
+    return [visible(item) for item in items]
+
+
+def _alternatives(decision: Decision, catalog: Catalog, width: int) -> list[str]:
+    """The nearest alternatives, the first of each axis, and how many more --explain shows; when nothing fits,
+    every alternative (each is part of the answer)."""
+    if decision.variant is None:
+        shown = list(decision.rejected)
+        title = "Not chosen"
+    else:
+        shown, axes = [], set()
+        for rejection in nearest_alternatives(decision, catalog):
+            if rejection.subject[0] not in axes and len(shown) < ALTERNATIVES_SHOWN:
+                axes.add(rejection.subject[0])
+                shown.append(rejection)
+        title = "Nearest alternatives (they would run here too)"
+    lines = _section(title, [_said(rejection) for rejection in shown], width) if shown else []
+    left = len(decision.rejected) - len(shown)
+    if left:
+        lines += _wrapped(f"{left} more alternatives, each with why it lost: pickvariant detect --explain", width, "")
+    return lines
+
+
+def _said(rejection: Rejection) -> str:
+    return visible(f"{wording.choice(rejection)}: {wording.why(rejection)}")
+
+
+def _section(title: str, items: list[str], width: int) -> list[str]:
+    return [title] + [line for item in items for line in _wrapped(item, width, "  - ", "    ")]
+
+
+def _wrapped(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest if rest is not None else " " * len(first) + "  ",
+        break_on_hyphens=False,
+        break_long_words=True,
+    ) or [first.rstrip()]
