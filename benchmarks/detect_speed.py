@@ -10,8 +10,10 @@ In process (fresh interpreter per sample, ours and archspec's taking turns): imp
 with both loaded, one more facts + decision against one uncached host(), and the same with this
 machine's GPUs and driver stated (/proc/cpuinfo read again, NVML not asked).
 With --typer VERSION (repeatable) the typer CLI rows are measured again with that typer, installed
-into a scratch directory (needs the package index). On a machine with an NVIDIA driver it also
-times `import pynvml` and the NVML queries detection makes.
+into a scratch directory (needs the package index). With --compare DIR the pickvariant package in DIR
+(another commit's) is timed beside, in the same runs. On a machine with an NVIDIA driver it also
+times `import pynvml` (which detection no longer pays for), the NVML queries detection makes, and the GPU-host
+ratio: detect against archspec's host() plus `nvidia-smi --query-gpu`, with bytecode cached and without.
 """
 
 from __future__ import annotations
@@ -77,9 +79,11 @@ t0 = time.perf_counter()
 import pynvml
 t1 = time.perf_counter()
 from pickvariant.machine.gpu import query_nvml
+from pickvariant.machine.nvml import Nvml
 t2 = time.perf_counter()
-report = query_nvml(pynvml)
+report = query_nvml(Nvml())
 t3 = time.perf_counter()
+assert report == query_nvml(pynvml), "the direct binding and pynvml disagree"
 print(json.dumps({"import_pynvml": t1 - t0, "queries": t3 - t2, "gpus": len(report.gpus)}))
 """
 
@@ -129,6 +133,11 @@ def main() -> int:
     parser.add_argument(
         "--typer", action="append", default=[], help="also measure the typer CLI with this typer version"
     )
+    parser.add_argument(
+        "--compare",
+        metavar="DIR",
+        help="also time the pickvariant package in DIR (another commit's) in the same run",
+    )
     args = parser.parse_args()
     if subprocess.run([PY, "-c", "import archspec.cpu"], capture_output=True).returncode != 0:
         print("archspec is not installed: pip install archspec", file=sys.stderr)
@@ -153,6 +162,9 @@ def main() -> int:
         "python -m pickvariant detect --format json": (as_module, ENV),
         f"same, through the typer {typer.__version__} CLI": (through_typer, ENV),
     }
+    if args.compare:
+        compared = {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [args.compare, ENV.get("PYTHONPATH")]))}
+        commands["python -m pickvariant detect --format json, compared"] = (as_module, compared)
     with tempfile.TemporaryDirectory() as scratch:
         for version in args.typer:
             env = typer_env(version, Path(scratch))
@@ -206,11 +218,84 @@ def main() -> int:
     if shutil.which("nvidia-smi") or Path("/proc/driver/nvidia/version").exists():
         nvml = median_json({"nvml": NVML}, min(args.runs, 10))["nvml"]
         print(
-            f"NVML ({int(nvml['gpus'])} GPU(s)): import pynvml {ms(nvml['import_pynvml'])}, queries {ms(nvml['queries'])}"
+            f"NVML ({int(nvml['gpus'])} GPU(s)): import pynvml {ms(nvml['import_pynvml'])} (what detection no longer "
+            f"imports), the queries through machine/nvml.py {ms(nvml['queries'])}"
         )
+        print_gpu_host(script if script.exists() else None, args.runs, args.compare)
     else:
         print("NVML: no NVIDIA driver here; detection never imports pynvml then (libnvidia-ml.so.1 is checked first)")
     return 0
+
+
+# What detection and archspec import, copied without bytecode for the second state (a container's read-only
+# site-packages installed without it); the standard library keeps its bytecode, as images have it.
+NO_BYTECODE_MODULES = (
+    "pickvariant", "archspec", "pynvml", "typer", "click", "rich", "shellingham", "typing_extensions", "packaging",
+    "markdown_it", "mdurl", "pygments", "annotated_doc",
+)  # fmt: skip
+
+
+def no_bytecode_env(scratch: Path, compare: str | None = None) -> dict[str, str]:
+    import importlib.util
+
+    target = scratch / "site"
+    target.mkdir()
+    if compare:
+        shutil.copytree(  # the package and what it ships beside it (its catalog), without bytecode
+            Path(compare),
+            scratch / "compare",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    for name in NO_BYTECODE_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(origin, target / origin.name)
+    return {**ENV, "PYTHONPATH": str(target), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def print_gpu_host(script: Path | None, runs: int, compare: str | None = None) -> None:
+    """On a GPU host: detect against archspec's host() plus `nvidia-smi --query-gpu` (what a script that answers the
+    same question would run), in the same run, with bytecode cached and without it; with `compare`, another
+    commit's pickvariant (a folder holding its package) beside it."""
+    smi = ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]
+    detect = [PY, "-m", "pickvariant", "detect"] if script is None else [str(script), "detect"]
+    with tempfile.TemporaryDirectory() as scratch:
+        states = (
+            ("bytecode cached", ENV),
+            ("no bytecode (read-only site-packages)", no_bytecode_env(Path(scratch), compare)),
+        )
+        for state, env in states:
+            commands = {
+                "archspec.cpu.host()": ([PY, "-c", "import archspec.cpu; archspec.cpu.host()"], env),
+                "nvidia-smi --query-gpu": (smi, env),
+                "pickvariant detect --format json": ([*detect, "--format", "json"], env),
+                "pickvariant detect (text)": (detect, env),
+            }
+            if state.startswith("no bytecode") or script is None:  # the copies are read through PYTHONPATH
+                commands["pickvariant detect --format json"] = (
+                    [PY, "-m", "pickvariant", "detect", "--format", "json"],
+                    env,
+                )
+                commands["pickvariant detect (text)"] = ([PY, "-m", "pickvariant", "detect"], env)
+            if compare:
+                where = str(Path(scratch) / "compare") if state.startswith("no bytecode") else compare
+                other = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [where, env.get("PYTHONPATH")]))}
+                commands["the compared commit's detect --format json"] = (
+                    [PY, "-m", "pickvariant", "detect", "--format", "json"],
+                    other,
+                )
+            rows = median_wall_s(commands, runs)
+            floor = rows["archspec.cpu.host()"] + rows["nvidia-smi --query-gpu"]
+            print(f"GPU host, {state} (median of {runs}, the commands taking turns):")
+            for name, seconds in rows.items():
+                print(f"  {name:58s} {ms(seconds)}")
+            for name in [name for name in rows if "detect" in name]:
+                print(f"  {name} / (archspec + nvidia-smi): {rows[name] / floor:5.2f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pickvariant._base import settings
 from pickvariant._base.errors import NoVariant
 from pickvariant._base.records import record, replace
 from pickvariant._base.request import Request
@@ -31,7 +32,10 @@ from pickvariant.rules.decision import Decision
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from pickvariant.machine.gpu import GpuReport
 
 __all__ = [
     "Recommendation",
@@ -143,6 +147,15 @@ def recommend(
     return recommend_request(request, facts=facts, catalog=catalog, env=env)
 
 
+def _gpus_pending(request: Request, env: Mapping[str, str]) -> Callable[[], GpuReport] | None:
+    """This machine's GPUs, being read, where the request leaves them to detection (none stated)."""
+    if request.gpus or request.no_gpu or settings.setting(env, settings.GPU) is not None:
+        return None
+    from pickvariant.machine.gpu import take_reading
+
+    return take_reading()
+
+
 def recommend_request(
     request: Request,
     *,
@@ -154,9 +167,15 @@ def recommend_request(
     """recommend() for a Request, as every command line builds one: the machine it states (the rest
     detected unless detect_unstated is False, or `facts` as given) and its pins, with PICKVARIANT_PYTHON
     where it pins no Python."""
-    catalog = catalog or default_catalog()
     environment = os.environ if env is None else env
     if facts is None:
-        facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
+        # NVML first: its library load, init and queries run in C while the catalog and the CPU are read.
+        pending = _gpus_pending(request, environment) if detect_unstated else None
+        catalog = catalog or default_catalog()
+        if pending is not None:
+            facts = gather_facts(catalog, request, environment, read_gpus_fn=pending)
+        else:
+            facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
+    catalog = catalog or default_catalog()
     decision = decide(facts, catalog, request.with_environment(environment))
     return Recommendation(facts, decision, catalog, request.workload)

@@ -15,6 +15,10 @@ import sys
 # as a later one does ("pickvariant: interrupted", 130), never with a traceback.
 from pickvariant._base.errors import Interrupted
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 
 def main(argv: list[str] | None = None) -> int:
     try:
@@ -22,15 +26,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pickvariant: interrupted", file=sys.stderr)
         return Interrupted.exit_code
+    finally:
+        gpu = sys.modules.get("pickvariant.machine.gpu")
+        if gpu is not None:
+            gpu.discard_early()  # a reading no command took is no later call's
 
 
 def _main(argv: list[str] | None) -> int:
     import os
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    if _detects_gpus(args, os.environ):
+        # NVML's library load, init and queries (tens of ms, in C) run while the rest of the program loads.
+        from pickvariant.machine.gpu import start_early
+
+        start_early()
     from pickvariant import commandline, console
     from pickvariant._base.errors import PickVariantError
 
-    args = list(sys.argv[1:] if argv is None else argv)
     values = commandline.parse_plain_detect(args)
     if values is None:
         from pickvariant.cli import main as cli_main
@@ -61,6 +74,13 @@ def _main(argv: list[str] | None) -> int:
         print(console.error_line(choice.no_variant_error()), file=sys.stderr)
         return 3
     return 0
+
+
+def _detects_gpus(args: list[str], env: Mapping[str, str]) -> bool:
+    """`detect` that will ask NVML: no GPU stated by option or variable (a wrong guess costs a worker that finds
+    nothing, or whose answer no one takes)."""
+    stated = any(arg in ("--gpu", "--no-gpu", "--help") or arg.startswith("--gpu=") for arg in args)
+    return bool(args) and args[0] == "detect" and not stated and not env.get("PICKVARIANT_GPU")
 
 
 def console_main() -> int:

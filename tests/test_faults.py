@@ -80,7 +80,7 @@ class Ctx:
     def with_nvml(self, module: Any) -> None:
         """Detection as on a machine whose NVIDIA library loads and whose pynvml is `module`."""
         self.monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
-        self.monkeypatch.setitem(sys.modules, "pynvml", module)
+        self.monkeypatch.setattr(gpu, "nvml_binding", lambda: module)
 
 
 SCENARIOS: dict[str, Callable[[Ctx], int]] = {}

@@ -126,3 +126,96 @@ def test_the_gpu_watch_reports_clocks_reasons_power_sharing_mig_and_ecc() -> Non
         and unknown["throttle_reasons_seen"] == []
         and unknown["other_processes"] == []
     )
+
+
+def test_the_direct_nvml_binding_matches_pynvml_names_layouts_and_words() -> None:
+    """machine/nvml.py calls the driver's library itself (pynvml costs detect tens of ms to import): each function it
+    offers is pynvml's of that name, each structure has pynvml's layout, each error pynvml's class name and text."""
+    import ctypes
+
+    import pynvml
+
+    from pickvariant.machine import nvml
+
+    binding = nvml.Nvml()
+    offered = [name for name in dir(binding) if name.startswith("nvml")]
+    assert offered and [name for name in offered if not hasattr(pynvml, name)] == []
+    for ours, theirs in ((nvml._PciInfo, pynvml.nvmlPciInfo_t), (nvml._Memory, pynvml.c_nvmlMemory_t)):
+        assert ctypes.sizeof(ours) == ctypes.sizeof(theirs)
+        assert [(f[0], getattr(ours, f[0]).offset) for f in ours._fields_] == [
+            (f[0], getattr(theirs, f[0]).offset) for f in theirs._fields_
+        ]
+    for code, (name, _) in nvml._CODES.items():
+        ours_error = getattr(binding, f"NVMLError_{name}")(code)
+        assert isinstance(ours_error, binding.NVMLError) and hasattr(pynvml, f"NVMLError_{name}")
+        assert str(ours_error) == str(pynvml.NVMLError(code))
+
+
+def test_without_the_library_the_binding_says_what_pynvml_says() -> None:
+    import pynvml
+
+    from pickvariant.machine.nvml import Nvml
+
+    missing = Nvml("libnvidia-ml-not-here.so.1")
+    with pytest.raises(missing.NVMLError_LibraryNotFound):
+        missing.nvmlInit()
+    skip_where_the_nvidia_driver_is_installed()
+    assert query_nvml(missing) == query_nvml(pynvml)  # the same note, word for word
+
+
+def test_off_linux_detection_asks_nvml_through_pynvml(monkeypatch) -> None:
+    """The direct binding knows only Linux's libnvidia-ml.so.1; on Windows pynvml finds nvml.dll where the driver puts
+    it, so a Windows machine's GPUs are still read (a Linux-only binding there would report none)."""
+    import sys
+
+    import pynvml
+
+    from pickvariant.machine import gpu
+    from pickvariant.machine.nvml import Nvml
+
+    assert isinstance(gpu.nvml_binding(), Nvml) == sys.platform.startswith("linux")
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert gpu.nvml_binding() is pynvml
+    monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # an install that lost it: said, never a traceback
+    report = gpu.read_gpus()
+    assert report.inconclusive and "nvidia-ml-py (the pynvml module) is not installed" in report.notes[0]
+
+
+def test_gpus_read_in_the_background_are_waited_for_within_the_bound(monkeypatch) -> None:
+    """start_reading returns at once; the answer is the query's, waited for within what is left of the bound."""
+    from pickvariant.machine import gpu
+
+    release = threading.Event()
+    monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
+    monkeypatch.setattr(gpu, "nvml_binding", lambda: fake_nvml([H200], init_blocks_until=release))
+    pending = gpu.start_reading(timeout_s=30)
+    release.set()  # the query was under way while the caller did other work
+    assert [g.name for g in pending().gpus] == ["NVIDIA H200"]
+    monkeypatch.setattr(gpu, "nvml_binding", lambda: fake_nvml([H200], init_blocks_until=threading.Event()))
+    report = gpu.start_reading(timeout_s=0.2)()  # a wedged driver: bounded, never a hang
+    assert report.inconclusive and "did not answer within 0.2 s" in report.notes[0]
+
+
+def test_detect_starts_reading_the_gpus_before_it_loads_the_rest_and_keeps_no_reading_after(
+    monkeypatch, capsys
+) -> None:
+    """The console script's detect starts NVML first (its work in C overlaps the imports and the catalog), takes that
+    reading for its answer, and leaves none behind for a later call; a detect that states its GPUs starts none."""
+    import json
+
+    from conftest import cpuinfo_path
+
+    from pickvariant import entry
+    from pickvariant.machine import gpu
+
+    started = []
+    monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
+    monkeypatch.setattr(gpu, "nvml_binding", lambda: started.append(1) or fake_nvml([H200], driver="580.95.05"))
+    haswell = str(cpuinfo_path("linux-rhel7-haswell"))
+    assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["hardware"]["gpus"][0]["name"] == "NVIDIA H200" and started == [1]
+    assert gpu._EARLY == []
+    assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell, "--no-gpu"]) == 0
+    assert started == [1] and gpu._EARLY == []

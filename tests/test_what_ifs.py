@@ -38,7 +38,7 @@ def test_another_machines_cpu_beside_this_machines_gpus_is_said_first(monkeypatc
     from pickvariant.machine import gpu
 
     monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
-    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([H200], driver="580.95.05"))
+    monkeypatch.setattr(gpu, "nvml_binding", lambda: fake_nvml([H200], driver="580.95.05"))
     text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL], env={"COLUMNS": "100"})
     assert text.stdout.splitlines()[1].startswith("  warning: the CPU is --cpuinfo's, the GPUs and driver are this")
     answer = json.loads(runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", HASWELL]).stdout)

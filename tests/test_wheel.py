@@ -50,7 +50,9 @@ def test_a_wheel_installed_with_no_checkout_beside_it_reads_the_same_bytes_and_a
     own = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env)
     dependencies = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (Path(own.stdout.strip()) / "dependencies.pth").write_text("\n".join(sorted(dependencies)) + "\n")
-    installed = _run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], tmp_path, env)
+    installed = _run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", str(wheel)], tmp_path, env
+    )
     assert installed.returncode == 0, installed.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

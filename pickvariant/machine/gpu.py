@@ -1,4 +1,4 @@
-"""GPU facts through NVML (the `pynvml` module of nvidia-ml-py).
+"""GPU facts through NVML (the driver's library, called directly: machine/nvml.py).
 
 No NVML library, no driver, no devices: that is "no GPU" with a note, not an error.
 A failure that leaves open whether GPUs are present (a hang, a driver/library
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import sys
-from types import ModuleType
 
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.versions import (
@@ -22,7 +21,11 @@ from pickvariant._base.versions import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    # pynvml's module or machine.nvml.Nvml: the same names, checked against each other by tests/test_gpu.py
+    NvmlSurface = Any
 
 NVML_TIMEOUT_S = 5.0
 MIB = 1024 * 1024
@@ -79,8 +82,8 @@ def _text(value: str | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def query_nvml(nvml: ModuleType) -> GpuReport:
-    """Every device's facts through an initialised-on-demand NVML module (real or a test double)."""
+def query_nvml(nvml: NvmlSurface) -> GpuReport:
+    """Every device's facts through an NVML surface initialised on demand (the binding, pynvml, or a test double)."""
     error_type: type[BaseException] = nvml.NVMLError
     try:
         nvml.nvmlInit()
@@ -97,7 +100,7 @@ def query_nvml(nvml: ModuleType) -> GpuReport:
             pass
 
 
-def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuReport:
+def _query_devices(nvml: NvmlSurface, error_type: type[BaseException]) -> GpuReport:
     notes: list[str] = []
     try:
         driver_text = _text(nvml.nvmlSystemGetDriverVersion())
@@ -120,7 +123,7 @@ def _query_devices(nvml: ModuleType, error_type: type[BaseException]) -> GpuRepo
     return GpuReport(gpus=tuple(gpus), driver=driver, notes=tuple(notes), inconclusive=inconclusive)
 
 
-def _cuda_version(nvml: ModuleType, error_type: type[BaseException], notes: list[str]) -> str | None:
+def _cuda_version(nvml: NvmlSurface, error_type: type[BaseException], notes: list[str]) -> str | None:
     # _v2 is what cuDriverGetVersion() reports; v1 may return "a known supported version".
     for getter in ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"):
         function = getattr(nvml, getter, None)
@@ -133,7 +136,7 @@ def _cuda_version(nvml: ModuleType, error_type: type[BaseException], notes: list
     return None
 
 
-def _device(nvml: ModuleType, error_type: type[BaseException], index: int) -> GpuFacts:
+def _device(nvml: NvmlSurface, error_type: type[BaseException], index: int) -> GpuFacts:
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
     name = _text(nvml.nvmlDeviceGetName(handle))
@@ -170,7 +173,7 @@ def _device(nvml: ModuleType, error_type: type[BaseException], index: int) -> Gp
     )
 
 
-def _mig_present(nvml: ModuleType, error_type: type[BaseException], handle: Any, slot: int) -> bool:
+def _mig_present(nvml: NvmlSurface, error_type: type[BaseException], handle: Any, slot: int) -> bool:
     try:
         nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
         return True
@@ -184,7 +187,7 @@ def _describe(error: BaseException) -> str:
 
 @functools.cache
 def nvml_library_loads() -> bool:
-    """Cheap check before importing pynvml (tens of ms): the same dlopen NVML's nvmlInit does.
+    """Cheap check before a worker starts to ask NVML: the same dlopen NVML's nvmlInit does.
 
     Answered once per process, as CUDA answers cuInit: a driver installed later needs a new process."""
     if not sys.platform.startswith("linux"):
@@ -198,28 +201,79 @@ def nvml_library_loads() -> bool:
     return True
 
 
-def read_gpus(timeout_s: float | None = None) -> GpuReport:
-    """This machine's GPUs. NVML runs in a worker thread so that a wedged driver cannot hang the tool."""
+def nvml_binding() -> Any:
+    """What detection asks NVML through: on Linux the driver's libnvidia-ml.so.1 called directly (machine/nvml.py),
+    pynvml's own module being a tenfold import; elsewhere pynvml, which knows where Windows keeps nvml.dll. Tests put
+    a stand-in with pynvml's surface here (tests/fakenvml.py)."""
+    if not sys.platform.startswith("linux"):
+        import pynvml
+
+        return pynvml
+    from pickvariant.machine.nvml import Nvml
+
+    return Nvml()
+
+
+def start_reading(timeout_s: float | None = None) -> Callable[[], GpuReport]:
+    """Start reading this machine's GPUs now, in a worker, and return what waits for the answer (within `timeout_s`
+    of the start, so that a wedged driver cannot hang the tool). NVML's library load, init and queries run in C with
+    the interpreter free: a caller that starts this first and reads the CPU and the catalog meanwhile hides them."""
+    import time
+
     timeout_s = NVML_TIMEOUT_S if timeout_s is None else timeout_s
     if not nvml_library_loads():
-        return GpuReport(
+        report = GpuReport(
             gpus=(),
             driver=None,
             notes=("no NVIDIA GPU: libnvidia-ml.so.1 (the NVIDIA driver's NVML library) is not installed",),
         )
+        return lambda: report
     try:
-        import pynvml
-    except ImportError:
-        return GpuReport(
+        binding = nvml_binding()
+    except ImportError:  # off Linux pynvml is asked, and a broken install may lack it
+        missing = GpuReport(
             gpus=(),
             driver=None,
             notes=("GPUs not queried: nvidia-ml-py (the pynvml module) is not installed",),
             inconclusive=True,
         )
-    return run_bounded(lambda: query_nvml(pynvml), timeout_s)
+        return lambda: missing
+    deadline = time.monotonic() + timeout_s
+    wait = start_bounded(lambda: query_nvml(binding), timeout_s)
+    return lambda: wait(max(deadline - time.monotonic(), 0.0))
+
+
+# The reading a front end started before it loaded anything else (entry.py: `detect` with no GPU stated), taken by
+# the first caller that needs this machine's GPUs; NVML's answer is the process's, as nvml_library_loads is.
+_EARLY: list[Callable[[], GpuReport]] = []
+
+
+def start_early() -> None:
+    """Start reading this machine's GPUs now, before the program's own modules load, for take_reading to collect."""
+    if not _EARLY:
+        _EARLY.append(start_reading())
+
+
+def take_reading() -> Callable[[], GpuReport]:
+    """The reading started early, else one started now."""
+    return _EARLY.pop() if _EARLY else start_reading()
+
+
+def discard_early() -> None:
+    _EARLY.clear()
+
+
+def read_gpus(timeout_s: float | None = None) -> GpuReport:
+    """This machine's GPUs, read now (start_reading, waited for)."""
+    return start_reading(timeout_s)()
 
 
 def run_bounded(query: Any, timeout_s: float) -> GpuReport:
+    return start_bounded(query, timeout_s)(timeout_s)
+
+
+def start_bounded(query: Any, timeout_s: float) -> Callable[[float], GpuReport]:
+    """Run `query` in a worker now; what it returns waits for it at most the seconds it is given."""
     import threading  # only where an NVIDIA driver is installed; detect elsewhere never starts a thread
 
     result: list[GpuReport] = []
@@ -233,19 +287,23 @@ def run_bounded(query: Any, timeout_s: float) -> GpuReport:
 
     worker = threading.Thread(target=work, name="pickvariant-nvml", daemon=True)
     worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        return GpuReport(
-            gpus=(),
-            driver=None,
-            notes=(f"NVML did not answer within {timeout_s:g} s (a hung driver?)",),
-            inconclusive=True,
-        )
-    if failure:
-        return GpuReport(
-            gpus=(),
-            driver=None,
-            notes=(f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",),
-            inconclusive=True,
-        )
-    return result[0]
+
+    def wait(seconds: float) -> GpuReport:
+        worker.join(seconds)
+        if worker.is_alive():
+            return GpuReport(
+                gpus=(),
+                driver=None,
+                notes=(f"NVML did not answer within {timeout_s:g} s (a hung driver?)",),
+                inconclusive=True,
+            )
+        if failure:
+            return GpuReport(
+                gpus=(),
+                driver=None,
+                notes=(f"NVML query failed: {type(failure[0]).__name__}: {failure[0]}",),
+                inconclusive=True,
+            )
+        return result[0]
+
+    return wait
