@@ -152,6 +152,8 @@ def test_the_direct_nvml_binding_matches_pynvml_names_layouts_and_words() -> Non
 
 
 def test_without_the_library_the_binding_says_what_pynvml_says() -> None:
+    import ctypes.util
+
     import pynvml
 
     from pickvariant.machine.nvml import Nvml
@@ -159,6 +161,10 @@ def test_without_the_library_the_binding_says_what_pynvml_says() -> None:
     missing = Nvml("libnvidia-ml-not-here.so.1")
     with pytest.raises(missing.NVMLError_LibraryNotFound):
         missing.nvmlInit()
+    # A library without the function asked for (a driver older than it) is FunctionNotFound, as in pynvml: libc is
+    # a real shared library that has no NVML function at all.
+    with pytest.raises(missing.NVMLError_FunctionNotFound):
+        Nvml(ctypes.util.find_library("c") or "libc.so.6").nvmlInit()
     skip_where_the_nvidia_driver_is_installed()
     assert query_nvml(missing) == query_nvml(pynvml)  # the same note, word for word
 

@@ -77,7 +77,11 @@ class Nvml:
     def _call(self, name: str, *args: object) -> None:
         if self._library is None:
             raise _CLASSES[1](1)
-        result = getattr(self._library, name)(*args)
+        try:
+            function = getattr(self._library, name)
+        except AttributeError:  # a driver older than the function: pynvml's FunctionNotFound, not a crash
+            raise _CLASSES[13](13) from None
+        result = function(*args)
         if result != 0:
             raise _CLASSES.get(result, NVMLError)(result)
 
