@@ -31,7 +31,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import check_own_folder, check_path_length, own_folders, read_regular, write_atomic
 from pickvariant._base.git import GitTimeout, run_git
-from pickvariant._base.records import keyword_record
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.urls import public_url
 from pickvariant.catalog.classify import RecipeClassifier
 from pickvariant.catalog.model import Catalog, Variant
@@ -60,15 +60,7 @@ class FetchedRecipe:
     notes: tuple[str, ...] = ()
 
     def with_note(self, note: str) -> FetchedRecipe:
-        return FetchedRecipe(
-            text=self.text,
-            repo=self.repo,
-            branch=self.branch,
-            commit=self.commit,
-            path=self.path,
-            from_cache=self.from_cache,
-            notes=(*self.notes, note),
-        )
+        return replace(self, notes=(*self.notes, note))
 
     def provenance(self) -> dict[str, str]:
         return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "path": self.path}
@@ -273,15 +265,7 @@ def fetch_checked(
             f"served from {fetched.repo} at {fetched.commit[:12]}, not from {public_url(catalog.source.repo)} at "
             f"{recorded[:12]} where the catalog was made: checked on its own"
         )
-    return FetchedRecipe(
-        text=fetched.text,
-        repo=fetched.repo,
-        branch=fetched.branch,
-        commit=fetched.commit,
-        path=fetched.path,
-        from_cache=fetched.from_cache,
-        notes=check_recipe(fetched, variant, catalog),
-    )
+    return replace(fetched, notes=check_recipe(fetched, variant, catalog))
 
 
 @keyword_record
