@@ -120,6 +120,22 @@ def test_the_default_answer_is_a_screen_and_puts_the_answer_first() -> None:
     assert "pytorch-python313-cuda13_1-sm90-avx2" in explained.stdout
 
 
+def test_the_install_command_shown_pastes_as_one_command() -> None:
+    """However narrow the screen, the command's lines, pasted into a shell, are one command with every word whole."""
+    import shlex
+
+    args = ["detect", "--cpuinfo", SPR, "--gpu", "9.0", "--driver", "580.95.05", "--with", "torchvision"]
+    _, answer = detect(*args[1:])
+    for columns in ("40", "80", "200"):
+        lines = runner.invoke(app, args, env={"COLUMNS": columns}).stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.strip().startswith("install it: "))
+        end = next(i for i in range(start, len(lines)) if not lines[i].endswith("\\"))
+        pasted = "\n".join(lines[start : end + 1]).split("install it: ", 1)[1]
+        words = shlex.split(pasted.replace("\\\n", ""), comments=True)  # the shell drops backslash-newline
+        assert words[:5] == ["pickvariant", "install", "--package", answer["recommendation"]["package"], "--branch"]
+        assert words[5] == answer["recommendation"]["branch"] and "--with" in words
+
+
 # ---------------------------------------------------------------- every hint decided again
 
 HINT_DRIVERS = [

@@ -62,9 +62,11 @@ class HostFacts:
     @property
     def mixes_machines(self) -> bool:
         """A stated CPU beside this machine's detected GPUs: its first note says so, and views show it first."""
-        return self.sources.get("gpus", "").startswith("detected") and not self.sources.get("cpu", "").startswith(
-            "detected"
-        )
+        return _mixes_machines(self.sources)
+
+
+def _mixes_machines(sources: Mapping[FactName, str]) -> bool:
+    return sources.get("gpus", "").startswith("detected") and not sources.get("cpu", "").startswith("detected")
 
 
 NOT_STATED = "not stated"
@@ -96,7 +98,7 @@ def gather_facts(
     notes.extend(cpu.notes)
     gpus = _gpus(request, env, cpu, read_gpus_fn, detect_unstated, sources)
     notes.extend(gpus.notes)
-    if sources.get("gpus", "").startswith("detected") and not sources["cpu"].startswith("detected"):  # mixes_machines
+    if _mixes_machines(sources):
         # Another machine's CPU beside this one's GPUs answers for neither: said first, wherever the facts go.
         notes.insert(0, MIXED_MACHINES.format(given=sources["cpu"].split("=")[0].split(" ")[0]))
     driver, driver_assumed = _driver(catalog, request, env, gpus, detect_unstated, sources, notes)

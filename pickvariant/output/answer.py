@@ -55,21 +55,34 @@ def _headline(decision: Decision, width: int) -> list[str]:
         shape = decision.set_shape
         torch_from = shape.torch_from if shape is not None else variant.package
         lines += _wrapped(f"one torch: {visible(variant.package)}, imported from {visible(torch_from)}", width, "  ")
-    lines += _wrapped(f"install it: {_install_command(decision)}", width, "  ")
+    lines += _command_lines("  install it: ", _install_command(decision), width)
     return lines
 
 
-def _install_command(decision: Decision) -> str:
-    """The one command that installs this answer on the machine it describes: named, so that it installs exactly it."""
+def _install_command(decision: Decision) -> list[str]:
+    """The one command that installs this answer on the machine it describes, named so that it installs exactly it:
+    its words quoted for the shell, then a shell comment."""
     assert decision.variant is not None
     variant = decision.variant
     command = ["pickvariant", "install", "--package", variant.package, "--branch", variant.branch]
     projects = [companion.project for companion in decision.companions]
     if projects:
         command += ["--with", ",".join(projects)]
-    built = decision.set_shape is not None and bool(decision.set_shape.generated)
-    how = " (built from source: companions are generated on it)" if built else " (or --build)"
-    return shlex.join([*command, "--build" if built else "--org"]) + ("" if built else " ORG") + how
+    if decision.set_shape is not None and decision.set_shape.generated:
+        return [*map(shlex.quote, [*command, "--build"]), "# built from source: companions are generated on it"]
+    return [*map(shlex.quote, [*command, "--org"]), "ORG", "# or --build"]
+
+
+def _command_lines(first: str, words: list[str], width: int) -> list[str]:
+    """A command for copying, in lines no wider than `width` joined by the shell's line continuation, never broken
+    inside a word: pasted whole, it runs as one command."""
+    lines, current = [], first.rstrip()
+    for word in words:
+        if len(current) + 1 + len(word) + 2 > width and current.strip() and not current.endswith(":"):
+            lines.append(current + " \\")
+            current = "    "
+        current = f"{current} {word}" if current.strip() else current + word
+    return [*lines, current]
 
 
 def _fact_items(facts: HostFacts, catalog: Catalog) -> list[str]:
