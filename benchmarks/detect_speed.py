@@ -151,7 +151,7 @@ def main() -> int:
     through_typer = [
         PY,
         "-c",
-        "import sys; from pickvariant.cli import main; sys.exit(main(['detect', '--format', 'json']))",
+        "import sys; from pickvariant.cli.main import main; sys.exit(main(['detect', '--format', 'json']))",
     ]
     commands = {
         "python -c pass (interpreter start)": ([PY, "-c", "pass"], ENV),

@@ -80,7 +80,7 @@ def json_floor(path: Path) -> float:
 
 # Runs `pickvariant plan` and then reports its own peak resident memory on the last line of stderr.
 _MEASURED = (
-    "import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
+    "import resource, sys\nfrom pickvariant.cli.entry import main\ncode = main(sys.argv[1:])\n"
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)"
 )
 

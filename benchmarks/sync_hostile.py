@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from buildrepo import PIN_NEW, recipe
 
 _MEASURED = (
-    "import resource, sys\nfrom pickvariant.entry import main\ncode = main(sys.argv[1:])\n"
+    "import resource, sys\nfrom pickvariant.cli.entry import main\ncode = main(sys.argv[1:])\n"
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nraise SystemExit(code)"
 )
 BRANCH = "pytorch-2.10-python313"

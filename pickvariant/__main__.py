@@ -1,3 +1,3 @@
-from pickvariant.entry import console_main
+from pickvariant.cli.entry import console_main
 
 raise SystemExit(console_main())

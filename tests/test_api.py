@@ -15,8 +15,10 @@ from conftest import REPO, cpuinfo_path, generated
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from pickvariant import api, commandline, entry
+from pickvariant import api
 from pickvariant._base.errors import BadInput
+from pickvariant.cli import entry
+from pickvariant.cli import options as commandline
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
 SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")
@@ -129,7 +131,7 @@ def test_the_typer_cli_declares_detect_exactly_as_commandline_does() -> None:
     """One declaration: the typer command's options are commandline.DETECT's flags, kinds and help texts."""
     import typer.main
 
-    from pickvariant.cli import app
+    from pickvariant.cli.main import app
 
     command = typer.main.get_command(app).commands["detect"]  # type: ignore[attr-defined]
     declared = {option.flag: option for option in commandline.DETECT.values()}
@@ -185,7 +187,7 @@ def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(
     options: list, flags: list, junk, with_json: bool
 ) -> None:
     """Whatever the fast path takes, it prints what the CLI prints; whatever it declines, the CLI gets."""
-    from pickvariant.cli import main as cli_main
+    from pickvariant.cli.main import main as cli_main
 
     generated("entry: detect command lines, fast path vs typer CLI")
     argv = ["detect"] + (["--format", "json"] if with_json else [])
@@ -254,7 +256,7 @@ def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
     ],
 )
 def test_fast_path_exits_and_lines_match_the_cli(argv: list[str]) -> None:
-    from pickvariant.cli import main as cli_main
+    from pickvariant.cli.main import main as cli_main
 
     assert commandline.parse_plain_detect(argv) is not None
     fast, typer_cli = _outcome(entry.main, argv), _outcome(cli_main, argv)

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import REPO, cli_runner, cpuinfo_path
 
-from pickvariant.cli import app, main
+from pickvariant.cli.main import app, main
 
 runner = cli_runner()
 
@@ -360,7 +360,7 @@ def test_a_pin_that_matches_nothing_is_bad_input_everywhere(argv, says) -> None:
 def test_a_message_names_where_the_bad_value_came_from(argv, env, says, monkeypatch) -> None:
     for name in ("PICKVARIANT_PYTHON", "PICKVARIANT_FLOX_ORG"):
         monkeypatch.delenv(name, raising=False)
-    from pickvariant.cli import main as cli_main
+    from pickvariant.cli.main import main as cli_main
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)

@@ -34,7 +34,7 @@ from fakenvml import ERROR_TEXT, H200, fake_nvml, skip_where_the_nvidia_driver_i
 from typer.testing import Result
 
 from pickvariant._base import settings
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.machine import cpu, gpu
 
 runner = cli_runner()

@@ -19,7 +19,7 @@ import pytest
 from buildrepo import commit_branch, git, recipe_for_row
 from conftest import REPO, cli_runner, require
 
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 
 runner = cli_runner()
 SHIPPED = json.loads((REPO / "catalog.json").read_text())

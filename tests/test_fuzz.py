@@ -21,7 +21,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
 from pickvariant.catalog.load import hardware_facts_path, parse_catalog
 from pickvariant.catalog.own_facts import check_own_hardware_facts
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.machine.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
@@ -449,7 +449,7 @@ def test_any_command_line_ends_in_a_documented_exit_code(dump_dir: Path, command
     import contextlib
     import io
 
-    from pickvariant.cli import main
+    from pickvariant.cli.main import main
 
     generated("pickvariant command lines: options, values and junk")
     values = _option_values(dump_dir)

@@ -212,7 +212,7 @@ def test_detect_starts_reading_the_gpus_before_it_loads_the_rest_and_keeps_no_re
 
     from conftest import cpuinfo_path
 
-    from pickvariant import entry
+    from pickvariant.cli import entry
     from pickvariant.machine import gpu
 
     started = []

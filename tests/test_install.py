@@ -17,7 +17,7 @@ from conftest import REPO, cli_runner, cpuinfo_path, require, torch_site_package
 
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.proc import Command, run
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.install import floxcontract
 
 runner = cli_runner()

@@ -3,6 +3,7 @@ function-level ones included, so an arrow that runs back up fails the suite (and
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -106,3 +107,21 @@ def test_no_module_is_over_500_lines() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
     }
     assert long == {}
+
+
+def test_no_function_is_over_60_lines() -> None:
+    """A function a newcomer can read at once: split by concept (a stage, a record built from parts, a table)."""
+    long = {}
+    for path in (REPO / "pickvariant").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 60:
+                    long[f"{path.relative_to(REPO)}:{node.name}"] = length
+    assert long == {}
+
+
+def test_the_package_holds_only_packages_and_its_entry_modules() -> None:
+    """The command line, the rules and the sources are found by folder: no top-level module but these."""
+    modules = {path.name for path in (REPO / "pickvariant").glob("*.py")}
+    assert modules == {"__init__.py", "__main__.py", "api.py"}

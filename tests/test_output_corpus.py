@@ -79,7 +79,7 @@ def declared_commands() -> dict[str, Any]:
 
     import typer
 
-    from pickvariant.cli import app
+    from pickvariant.cli.main import app
 
     def described_parameter(parameter: inspect.Parameter) -> dict[str, Any]:
         base, *extras = typing.get_args(parameter.annotation) or (parameter.annotation,)

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pickvariant._base.request import Request
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules import cluster_input
 from pickvariant.rules import plan as planner
@@ -443,8 +443,9 @@ def test_compact_implies_json_in_both_parsers() -> None:
     import contextlib
     import io
 
-    from pickvariant import commandline, entry
-    from pickvariant.cli import main as cli_main
+    from pickvariant.cli import entry
+    from pickvariant.cli import options as commandline
+    from pickvariant.cli.main import main as cli_main
 
     argv = ["detect", "--compact", "--label", "n7", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"]
     assert commandline.parse_plain_detect(argv) is not None

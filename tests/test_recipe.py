@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, cli_runner, require
 
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.recipes.render import nix_string, render
 
 NIX = TESTS / "nix"

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pickvariant import api
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 
 runner = cli_runner()
 BRANCH = "pytorch-2.10-python313"

@@ -12,7 +12,7 @@ from conftest import cli_runner, cpuinfo_path, generated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 
 runner = cli_runner()
 SPR = str(cpuinfo_path("linux-unknown-sapphirerapids"))

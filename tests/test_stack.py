@@ -12,7 +12,7 @@ from machines import host
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request, projects_from
 from pickvariant.catalog.stack import load_stack
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decide import decide

@@ -19,7 +19,7 @@ from machines import host
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
 from pickvariant.catalog.load import parse_catalog
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.rules.decide import decide
 
 runner = cli_runner()

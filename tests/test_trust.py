@@ -17,7 +17,7 @@ from conftest import REPO, cli_runner, generated, require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 
 runner = cli_runner()
 SHIPPED = json.loads((REPO / "catalog.json").read_text())

@@ -15,8 +15,9 @@ import pytest
 from buildrepo import PIN_NEW, commit_branch, git, recipe
 from conftest import REPO, cli_runner, cpuinfo_path, require
 
-from pickvariant import api, entry
-from pickvariant.cli import app
+from pickvariant import api
+from pickvariant.cli import entry
+from pickvariant.cli.main import app
 
 runner = cli_runner()
 BRANCH = "pytorch-2.10-python313"

@@ -14,7 +14,7 @@ from conftest import cli_runner, cpuinfo_path, require
 from machines import host
 
 from pickvariant._base.records import replace
-from pickvariant.cli import app
+from pickvariant.cli.main import app
 from pickvariant.verify.judge import finding_text, judge, run_probe
 
 runner = cli_runner()

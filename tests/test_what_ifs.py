@@ -11,8 +11,8 @@ import textwrap
 import pytest
 from conftest import REPO, cli_runner, cpuinfo_path
 
-from pickvariant import entry
-from pickvariant.cli import app
+from pickvariant.cli import entry
+from pickvariant.cli.main import app
 
 runner = cli_runner()
 HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
@@ -128,10 +128,10 @@ def test_ctrl_c_while_the_program_still_loads_is_one_line_and_130() -> None:
         import sys
         class Interrupt:
             def find_spec(self, name, path=None, target=None):
-                if name == "pickvariant.commandline":
+                if name == "pickvariant.cli.options":
                     raise KeyboardInterrupt
         sys.meta_path.insert(0, Interrupt())
-        from pickvariant.entry import console_main
+        from pickvariant.cli.entry import console_main
         raise SystemExit(console_main())
         """
     )

@@ -5,7 +5,7 @@ refactor changed no behaviour.
     python tools/output_corpus.py record AFTER.jsonl      # on the new code
     python tools/output_corpus.py compare BEFORE.jsonl AFTER.jsonl
 
-Each case is a command line run in this process through the console entry (pickvariant.entry.main),
+Each case is a command line run in this process through the console entry (pickvariant.cli.entry.main),
 with stdout, stderr and the exit code digested. Nothing here depends on a module path inside the
 package, so the same script runs on both sides of a move. GPU detection is never asked: every case
 states its GPUs, or --no-gpu, so the machine it runs on does not matter.
@@ -125,7 +125,10 @@ def cases() -> list[list[str]]:
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
-    from pickvariant.entry import main
+    try:
+        from pickvariant.cli.entry import main
+    except ImportError:  # the layout before issue 44, so one script records both sides of that move
+        from pickvariant.entry import main  # type: ignore[no-redef]
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

@@ -80,24 +80,58 @@ def _is_class_variable(annotation: object) -> bool:
 
 
 def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
+    names, defaults = _fields_of(cls)
+    class_name = cls.__name__
+    values_of: Callable[[Any], tuple[Any, ...]] = (
+        operator.attrgetter(*names) if len(names) > 1 else (lambda self: tuple(getattr(self, name) for name in names))
+    )
+    methods = {
+        "__init__": _init_for(class_name, names, defaults, keyword_only),
+        **_value_methods(class_name, names, values_of),
+    }
+    if order:
+        for method, compare in (
+            ("__lt__", operator.lt),
+            ("__le__", operator.le),
+            ("__gt__", operator.gt),
+            ("__ge__", operator.ge),
+        ):
+            methods[method] = _comparison(compare, values_of)
+    # As dataclasses do, a method the class writes itself stays (DriverVersion compares padded parts);
+    # a __hash__ that Python set to None because the class wrote __eq__ is not one of them.
+    own = vars(cls)
+    for method, function in methods.items():
+        if method in own and not (method == "__hash__" and own[method] is None and "__eq__" in own):
+            continue
+        function.__qualname__ = f"{cls.__qualname__}.{method}"
+        setattr(cls, method, function)
+    # setattr: type checkers know neither attribute of an arbitrary class (and __match_args__ as read-only).
+    setattr(cls, "__record_fields__", names)  # noqa: B010
+    setattr(cls, "__match_args__", names)  # noqa: B010
+
+
+def _fields_of(cls: type) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The class's fields in order and their defaults; refused where a default is mutable or out of order."""
     # vars() rather than getattr: before Python 3.14 a class without annotations of its own would show its base's.
     annotations: dict[str, object] = vars(cls).get("__annotations__") or getattr(cls, "__annotations__", {})
     names = tuple(name for name, annotation in annotations.items() if not _is_class_variable(annotation))
     defaults = {name: cls.__dict__[name] for name in names if name in cls.__dict__}
-    class_name = cls.__name__
     for position, name in enumerate(names):
         if name in defaults and isinstance(defaults[name], (list, dict, set, bytearray)):
             raise TypeError(
-                f"{class_name}.{name}: a mutable default ({type(defaults[name]).__name__}) would be shared by every instance; "
+                f"{cls.__name__}.{name}: a mutable default ({type(defaults[name]).__name__}) would be shared by every instance; "
                 "give an immutable one (a tuple, frozenset or types.MappingProxyType)"
             )
         if name not in defaults and any(earlier in defaults for earlier in names[:position]):
-            raise TypeError(f"{class_name}.{name}: a field without a default follows one with a default")
+            raise TypeError(f"{cls.__name__}.{name}: a field without a default follows one with a default")
+    return names, defaults
+
+
+def _init_for(
+    class_name: str, names: tuple[str, ...], defaults: dict[str, Any], keyword_only: bool
+) -> Callable[..., None]:
     known = frozenset(names)
     count = len(names)
-    values_of: Callable[[Any], tuple[Any, ...]] = (
-        operator.attrgetter(*names) if count > 1 else (lambda self: tuple(getattr(self, name) for name in names))
-    )
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if args and keyword_only:
@@ -121,6 +155,14 @@ def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
                         raise TypeError(f"{class_name}() missing required argument {name!r}")
                     state[name] = defaults[name]
 
+    return __init__
+
+
+def _value_methods(
+    class_name: str, names: tuple[str, ...], values_of: Callable[[Any], tuple[Any, ...]]
+) -> dict[str, Callable[..., Any]]:
+    """repr, equality and hash by the fields' values; assignment and deletion refused."""
+
     def __repr__(self: Any) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__qualname__}({shown})"
@@ -139,33 +181,13 @@ def _make(cls: type, order: bool, keyword_only: bool = False) -> None:
     def __delattr__(self: Any, name: str) -> None:
         raise FrozenRecordError(f"cannot delete field {name!r} of a {class_name}")
 
-    methods: dict[str, Callable[..., Any]] = {
-        "__init__": __init__,
+    return {
         "__repr__": __repr__,
         "__eq__": __eq__,
         "__hash__": __hash__,
         "__setattr__": __setattr__,
         "__delattr__": __delattr__,
     }
-    if order:
-        for method, compare in (
-            ("__lt__", operator.lt),
-            ("__le__", operator.le),
-            ("__gt__", operator.gt),
-            ("__ge__", operator.ge),
-        ):
-            methods[method] = _comparison(compare, values_of)
-    # As dataclasses do, a method the class writes itself stays (DriverVersion compares padded parts);
-    # a __hash__ that Python set to None because the class wrote __eq__ is not one of them.
-    own = vars(cls)
-    for method, function in methods.items():
-        if method in own and not (method == "__hash__" and own[method] is None and "__eq__" in own):
-            continue
-        function.__qualname__ = f"{cls.__qualname__}.{method}"
-        setattr(cls, method, function)
-    # setattr: type checkers know neither attribute of an arbitrary class (and __match_args__ as read-only).
-    setattr(cls, "__record_fields__", names)  # noqa: B010
-    setattr(cls, "__match_args__", names)  # noqa: B010
 
 
 def _comparison(

@@ -74,42 +74,13 @@ class RecipeClassifier:
         except NotProven as error:
             return None, str(error), notes
         python = f"3.{name['py'][1:]}"
-        pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
-        if len(pins) != 1:
-            return (
-                None,
-                (
-                    "no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)"
-                    if not pins
-                    else f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"
-                ),
-                notes,
-            )
-        pin = pins[0]
-        python_sets = names_matching(_PYTHON_SET, recipe)
-        named = {f"python{name['py']}"}
-        if not python_sets or not python_sets <= {"python3"} | named or len(python_sets - {"python3"}) > 1:
-            return (
-                None,
-                f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{name['py']}",
-                notes,
-            )
-        bound_versions = recipe.string_binding("version")
-        if bound_versions is None:
-            return None, "a version binding is not a string literal, so the PyTorch version is not certain", notes
-        versions = sorted({v for v in bound_versions if RELEASE.match(v)})
-        if len(versions) > 1:
-            return None, f"several PyTorch versions: {', '.join(versions)}", notes
-        torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pin)
-        if torch is None:
-            return (
-                None,
-                (
-                    f"PyTorch version unknown: the recipe keeps nixpkgs' torch, and hardware.json's nixpkgs_pins "
-                    f"does not give the torch of nixpkgs {pin[:12]}"
-                ),
-                notes,
-            )
+        pin, why = _nixpkgs_pin(recipe)
+        why = why or _python_set_refusal(recipe, name["py"])
+        if why or pin is None:
+            return None, why, notes
+        torch, why = self._torch_version(recipe, pin)
+        if why or torch is None:
+            return None, why, notes
         platforms = recipe.list_binding("platforms")
         if not platforms or len(platforms) != 1:
             return None, "meta.platforms is not one literal list of systems", notes
@@ -118,6 +89,41 @@ class RecipeClassifier:
             if proof.flags or proof.targets:
                 return None, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets", notes
             return self._mps(recipe, pin, torch, python, listed, branch, path, package, notes)
+        return self._linux(
+            recipe,
+            proof,
+            name,
+            listed,
+            {"branch": branch, "package": package, "path": path, "torch": torch, "python": python, "nixpkgs_rev": pin},
+            notes,
+        )
+
+    def _torch_version(self, recipe: NixText, pin: str) -> tuple[str | None, str | None]:
+        """The PyTorch the recipe builds: its own `version`, else the torch of its nixpkgs pin; or why not known."""
+        bound_versions = recipe.string_binding("version")
+        if bound_versions is None:
+            return None, "a version binding is not a string literal, so the PyTorch version is not certain"
+        versions = sorted({v for v in bound_versions if RELEASE.match(v)})
+        if len(versions) > 1:
+            return None, f"several PyTorch versions: {', '.join(versions)}"
+        torch = versions[0] if versions else self.facts.nixpkgs_torch.get(pin)
+        if torch is None:
+            return None, (
+                f"PyTorch version unknown: the recipe keeps nixpkgs' torch, and hardware.json's nixpkgs_pins "
+                f"does not give the torch of nixpkgs {pin[:12]}"
+            )
+        return torch, None
+
+    def _linux(
+        self,
+        recipe: NixText,
+        proof: RecipeProof,
+        name: re.Match[str],
+        listed: list[str],
+        known: dict[str, Any],
+        notes: list[str],
+    ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+        """A Linux recipe's row: its instruction set proven, its system listed, then CPU-only or its CUDA part."""
         isa_name = name["cpu_isa"] or name["isa"]
         isa = self.facts.isas.get(isa_name)
         if isa is None:
@@ -131,19 +137,19 @@ class RecipeClassifier:
         extra = [s for s in listed if s != system]
         if extra:
             notes.append(
-                f"{branch}:{path}: meta.platforms also lists {', '.join(extra)}, which cannot run {isa_name}; recorded as {system} only"
+                f"{known['branch']}:{known['path']}: meta.platforms also lists {', '.join(extra)}, which cannot run {isa_name}; recorded as {system} only"
             )
         row = {
-            "branch": branch,
-            "package": package,
-            "path": path,
-            "torch": torch,
-            "python": python,
+            "branch": known["branch"],
+            "package": known["package"],
+            "path": known["path"],
+            "torch": known["torch"],
+            "python": known["python"],
             "gpu_arch": None,
             "cpu_isa": isa_name,
             "cuda": None,
             "platform": system,
-            "nixpkgs_rev": pin,
+            "nixpkgs_rev": known["nixpkgs_rev"],
             "cudnn": False,
         }
         if name["cuda"] is None:
@@ -294,3 +300,21 @@ def flags_beyond(facts: HardwareFacts, flags: Sequence[str], isa: CpuIsa, called
 def names_matching(pattern: re.Pattern[str], recipe: NixText) -> set[str]:
     """What `pattern` captures of every name the recipe's code uses that it matches whole (strings and comments are no code)."""
     return {match.group(1) for name in recipe.identifiers if (match := pattern.fullmatch(name))}
+
+
+def _nixpkgs_pin(recipe: NixText) -> tuple[str | None, str | None]:
+    """The recipe's one nixpkgs pin, or why there is not exactly one."""
+    pins = sorted({pin for string in recipe.strings for pin in NIXPKGS_PIN.findall(string)})
+    if not pins:
+        return None, "no nixpkgs pin (github.com/NixOS/nixpkgs/archive/<rev>.tar.gz)"
+    if len(pins) > 1:
+        return None, f"several nixpkgs pins: {', '.join(p[:12] for p in pins)}"
+    return pins[0], None
+
+
+def _python_set_refusal(recipe: NixText, py: str) -> str | None:
+    """Why the recipe's pythonPackages set is not the one its name says (pythonNNN), or None."""
+    python_sets = names_matching(_PYTHON_SET, recipe)
+    if not python_sets or not python_sets <= {"python3", f"python{py}"} or len(python_sets - {"python3"}) > 1:
+        return f"the recipe uses {', '.join(sorted(s + 'Packages' for s in python_sets)) or 'no pythonPackages set'}, the name says python{py}"
+    return None

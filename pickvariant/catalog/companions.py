@@ -24,7 +24,7 @@ from pickvariant.catalog.classify import (
     names_matching,
     targets_disagreement,
 )
-from pickvariant.catalog.model import MPS, HardwareFacts
+from pickvariant.catalog.model import MPS, CpuIsa, HardwareFacts
 from pickvariant.catalog.nixtext import NixText, NotNix, parse
 from pickvariant.catalog.proof import NotProven, RecipeProof, prove
 
@@ -73,31 +73,13 @@ class CompanionClassifier:
         lib/custom-torch.nix), by path from .flox/pkgs/, read with the recipe as Nix would."""
         notes: list[str] = []
         name = _NAME.match(package)
-        if name is None:
-            return (
-                None,
-                "the package name does not read as PROJECT-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)",
-                notes,
-            )
-        if name["cuda"] and not name["isa"]:
-            return None, "its name has no CPU instruction set part, so which CPUs it runs on is not certain", notes
-        if name["sm"] == "all":
-            return (
-                None,
-                "a build for every SM its recipe lists ('all'): pickvariant decides per GPU architecture, so it is left out",
-                notes,
-            )
-        if name["cpu_isa"] == "darwin":
-            return (
-                None,
-                "an Intel Mac build (x86_64-darwin, Apple Accelerate): the catalog builds no PyTorch for Intel Macs",
-                notes,
-            )
+        why = _name_refusal(name)
+        if why or name is None:
+            return None, why, notes
         try:
             recipe = parse(text)
         except NotNix as error:
             return None, f"the recipe cannot be read as Nix reads it: {error}", notes
-        python = f"3.{name['py'][1:]}"
         torch, pin, relation, torch_of, why = self._torch(recipe, branch, path, pytorch_rows)
         if why:
             return None, why, notes
@@ -106,14 +88,14 @@ class CompanionClassifier:
             proof = prove(text, files, table_names=self.facts.isas)
         except NotProven as error:
             return None, str(error), notes
-        row: dict[str, Any] = {
+        row = {
             "project": name["project"],
             "repo": repo,
             "branch": branch,
             "package": package,
             "path": path,
             "version": self._version(recipe, branch),
-            "python": python,
+            "python": f"3.{name['py'][1:]}",
             "gpu_arch": None,
             "cpu_isa": None,
             "cuda": None,
@@ -125,47 +107,60 @@ class CompanionClassifier:
         }
         if name["option"]:
             row["build_options"] = [name["option"]]
+        hardware, why = self._hardware(name, proof, recipe, relation, f"{repo} {branch}:{path}", notes)
+        if why:
+            return None, why, notes
+        row.update(hardware)
+        return self._checked(row, pytorch_rows, notes)
+
+    def _hardware(
+        self, name: re.Match[str], proof: RecipeProof, recipe: NixText, relation: str, where: str, notes: list[str]
+    ) -> tuple[dict[str, Any], str | None]:
+        """The row's platform, instruction set, GPU architecture and CUDA line, each as the recipe proves it."""
         if name["mps"]:
             if proof.flags or proof.targets:
-                return None, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets", notes
-            row.update(gpu_arch=MPS, platform=self._system("darwin", "aarch64"))
-            return self._checked(row, pytorch_rows, notes)
+                return {}, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets"
+            return {"gpu_arch": MPS, "platform": self._system("darwin", "aarch64")}, None
+        isa, why = self._proven_isa(name, proof, where, notes)
+        if why or isa is None:
+            return {}, why
+        hardware = {"cpu_isa": isa.name, "platform": self._system("linux", isa.platform)}
+        if name["cuda"] is None:
+            return hardware, None
+        why = self._cuda_disagreement(name, isa, proof, recipe, relation)
+        return {**hardware, "gpu_arch": name["sm"], "cuda": name["cuda"].replace("_", ".")}, why
+
+    def _proven_isa(
+        self, name: re.Match[str], proof: RecipeProof, where: str, notes: list[str]
+    ) -> tuple[CpuIsa | None, str | None]:
+        """The instruction set the name says (an older spelling read as today's), if the recipe proves it."""
         spelled = name["cpu_isa"] or name["isa"]
         isa_name = ISA_SPELLINGS.get(spelled, spelled)
         if isa_name != spelled:
-            notes.append(f"{repo} {branch}:{path}: instruction set spelled {spelled!r}, read as {isa_name}")
+            notes.append(f"{where}: instruction set spelled {spelled!r}, read as {isa_name}")
         isa = self.facts.isas.get(isa_name)
         if isa is None:
-            return None, f"unknown CPU instruction set {spelled!r} (not in hardware.json cpu_isas)", notes
-        why = isa_disagreement(self.facts, proof, isa)
-        if why:
-            return None, why, notes
-        row.update(cpu_isa=isa_name, platform=self._system("linux", isa.platform))
-        if name["cuda"] is None:
-            return self._checked(row, pytorch_rows, notes)
+            return None, f"unknown CPU instruction set {spelled!r} (not in hardware.json cpu_isas)"
+        return isa, isa_disagreement(self.facts, proof, isa)
+
+    def _cuda_disagreement(
+        self, name: re.Match[str], isa: CpuIsa, proof: RecipeProof, recipe: NixText, relation: str
+    ) -> str | None:
+        """Why the GPU architecture and CUDA line of the name are not what the recipe proves, or None."""
         cuda, sm = name["cuda"].replace("_", "."), name["sm"]
         arch = self.facts.gpu_archs.get(sm)
         if arch is None:
-            return None, f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)", notes
+            return f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)"
         if not arch.builds_with(cuda) or not arch.has_host(isa.platform):
-            return (
-                None,
-                f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows",
-                notes,
-            )
+            return f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows"
         why = _targets_disagree(proof, arch.sm_dotted, sm, relation)
         if why:
-            return None, why, notes
+            return why
         sets = set(names_matching(CUDA_SET, recipe))
         tag = name["cuda"]
         if sets and not sets <= {tag, tag.split("_")[0]}:
-            return (
-                None,
-                f"the name says CUDA {cuda}, the recipe uses {', '.join(sorted('cudaPackages_' + s for s in sets))}",
-                notes,
-            )
-        row.update(gpu_arch=sm, cuda=cuda)
-        return self._checked(row, pytorch_rows, notes)
+            return f"the name says CUDA {cuda}, the recipe uses {', '.join(sorted('cudaPackages_' + s for s in sets))}"
+        return None
 
     @staticmethod
     def _checked(
@@ -284,3 +279,18 @@ def read_companions(
                 rows.append(row)
     rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
     return rows, left_out, notes
+
+
+def _name_refusal(name: re.Match[str] | None) -> str | None:
+    """Why a package name alone leaves the recipe out, or None."""
+    if name is None:
+        return "the package name does not read as PROJECT-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)"
+    if name["cuda"] and not name["isa"]:
+        return "its name has no CPU instruction set part, so which CPUs it runs on is not certain"
+    if name["sm"] == "all":
+        return (
+            "a build for every SM its recipe lists ('all'): pickvariant decides per GPU architecture, so it is left out"
+        )
+    if name["cpu_isa"] == "darwin":
+        return "an Intel Mac build (x86_64-darwin, Apple Accelerate): the catalog builds no PyTorch for Intel Macs"
+    return None

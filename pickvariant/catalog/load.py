@@ -13,7 +13,7 @@ import operator
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -23,23 +23,20 @@ from pickvariant._base.files import check_path_length, read_regular, shipped
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
+    ComputeCapability,
     parse_compute_capability,
     parse_driver_version,
 )
+from pickvariant.catalog.hardware import build_hardware, parsed, unique
 from pickvariant.catalog.model import (
     MPS,
     Branch,
     Catalog,
     CpuIsa,
     CudaLine,
-    CudaRelease,
-    DriverSupport,
-    GpuArch,
     HardwareFacts,
     PeakThroughput,
-    Platform,
     Source,
-    TorchSource,
     Variant,
     Workload,
 )
@@ -159,196 +156,14 @@ def parse_catalog(data: Any, path: Path, schema_checked: bool = False) -> Catalo
         raise BadInput(f"catalog {path} is nested too deeply to be a catalog") from None
 
 
-def _unique(items: Iterable[Mapping[str, Any]], key: str, where: str) -> None:
-    seen: set[Any] = set()
-    for index, item in enumerate(items):
-        if item[key] in seen:
-            raise SchemaError(f"{where}[{index}].{key}", f"duplicate {item[key]!r}")
-        seen.add(item[key])
-
-
-def _build_env(entry: Mapping[str, Any], where: str) -> dict[str, str]:
-    env = dict(entry.get("build_env", {}))
-    for name in env:
-        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
-            raise SchemaError(f"{where}.build_env.{name}", "not an environment variable name")
-    return env
-
-
-def _driver_support(entry: Mapping[str, Any] | None, where: str) -> DriverSupport | None:
-    if entry is None:
-        return None
-    first = entry.get("first")
-    return DriverSupport(
-        _parsed(parse_driver_version, first, f"{where}.first") if first else None,
-        entry.get("last_branch"),
-        entry["source"],
-    )
-
-
-def _parsed(parse: Callable[[str], T], value: str, where: str) -> T:
-    """A catalog value through the same parser as user input, with the field named on failure."""
-    try:
-        return parse(value)
-    except BadInput as error:
-        raise SchemaError(where, str(error)) from None
-
-
-def build_hardware(data: Mapping[str, Any]) -> HardwareFacts:
-    for key, field in (
-        ("cpu_isas", "name"),
-        ("gpu_archs", "name"),
-        ("platforms", "nix_system"),
-        ("flag_aliases", "spelling"),
-        ("cuda_releases", "cuda"),
-        ("compiler_flags", "flag"),
-        ("nixpkgs_pins", "rev"),
-        ("torch_sources", "version"),
-    ):
-        _unique(data[key], field, key)
-    platforms = {
-        entry["nix_system"]: Platform(entry["nix_system"], entry["os"], entry["arch"]) for entry in data["platforms"]
-    }
-    arches = {platform.arch for platform in platforms.values()}
-    isas = {
-        entry["name"]: CpuIsa(
-            name=entry["name"],
-            platform=entry["platform"],
-            description=entry["description"],
-            requires=tuple(entry["requires"]),
-            compiler_flags=tuple(entry["compiler_flags"]),
-            build_env=_build_env(entry, f"cpu_isas.{entry['name']}"),
-            torch_cpu_capability=entry["torch_cpu_capability"],
-            source=entry["source"],
-        )
-        for entry in data["cpu_isas"]
-    }
-    capability_order = data["torch_cpu_capability_order"]["order"]
-    for index, isa in enumerate(isas.values()):
-        if isa.platform not in arches:
-            raise SchemaError(f"cpu_isas[{index}].platform", f"platform {isa.platform!r} is not in platforms")
-        if isa.torch_cpu_capability not in capability_order:
-            raise SchemaError(
-                f"cpu_isas[{index}].torch_cpu_capability",
-                f"{isa.torch_cpu_capability!r} is not in torch_cpu_capability_order.order",
-            )
-    gpu_archs: dict[str, GpuArch] = {}
-    for index, entry in enumerate(data["gpu_archs"]):
-        capability = _parsed(
-            parse_compute_capability, entry["compute_capability"], f"gpu_archs[{index}].compute_capability"
-        )
-        if capability.sm != entry["name"]:
-            raise SchemaError(
-                f"gpu_archs[{index}].name", f"{entry['name']!r} does not match compute capability {capability}"
-            )
-        renamed = entry.get("reported_before_cuda_13")
-        gpu_archs[entry["name"]] = GpuArch(
-            name=entry["name"],
-            compute_capability=capability,
-            min_cuda=entry["min_cuda"],
-            max_cuda=entry["max_cuda"],
-            tegra=entry["tegra"],
-            platforms=tuple(entry["platforms"]),
-            description=entry["description"],
-            products=tuple(entry["products"]),
-            reported_before_cuda_13=_parsed(
-                parse_compute_capability, renamed, f"gpu_archs[{index}].reported_before_cuda_13"
-            )
-            if renamed
-            else None,
-            build_env=_build_env(entry, f"gpu_archs[{index}]"),
-            source=entry["source"],
-            drivers=_driver_support(entry.get("drivers"), f"gpu_archs[{index}].drivers"),
-        )
-    cuda_releases = {
-        entry["cuda"]: CudaRelease(
-            entry["cuda"],
-            _parsed(parse_driver_version, entry["min_driver"], f"cuda_releases[{index}].min_driver"),
-            entry["toolkit_driver"],
-            entry["min_driver_source"],
-        )
-        for index, entry in enumerate(data["cuda_releases"])
-    }
-    compiler_flags = {entry["flag"]: tuple(entry["requires"]) for entry in data["compiler_flags"]}
-    for index, isa in enumerate(isas.values()):
-        for flag in isa.compiler_flags:
-            if flag not in compiler_flags:
-                raise SchemaError(f"cpu_isas[{index}].compiler_flags", f"{flag!r} is not in compiler_flags")
-            if not set(compiler_flags[flag]) <= set(isa.requires):
-                raise SchemaError(
-                    f"cpu_isas[{index}].compiler_flags",
-                    f"{flag} needs {list(compiler_flags[flag])}, more than {isa.name} requires",
-                )
-    for index, entry in enumerate(data["peak_tflops"]):
-        try:
-            re.compile(entry["name_pattern"])
-        except re.error as error:
-            raise SchemaError(f"peak_tflops[{index}].name_pattern", f"not a regular expression: {error}") from None
-    return HardwareFacts(
-        platforms=platforms,
-        isas=isas,
-        gpu_archs=gpu_archs,
-        cuda_releases=cuda_releases,
-        compiler_flags=compiler_flags,
-        nixpkgs_torch={entry["rev"]: entry["torch"] for entry in data["nixpkgs_pins"]},
-        torch_sources={
-            entry["version"]: TorchSource(
-                version=entry["version"],
-                owner=entry["owner"],
-                repo=entry["repo"],
-                rev=entry["rev"],
-                fetch_submodules=entry["fetch_submodules"],
-                hash=entry["hash"],
-                source=entry["source"],
-                nixpkgs_patches=tuple(
-                    (patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]
-                ),
-                nixpkgs_patches_source=entry["nixpkgs_patches_source"],
-            )
-            for entry in data["torch_sources"]
-        },
-    )
-
-
 def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     hardware = build_hardware(data)
     isas = hardware.isas
-    workloads: dict[str, Workload] = {}
-    for name, entry in data["workloads"].items():
-        preference = tuple(entry["isa_preference"])
-        unknown = [isa for isa in preference if isa not in isas]
-        missing = [isa for isa in isas if isa not in preference]
-        if unknown or missing or len(set(preference)) != len(preference):
-            raise SchemaError(
-                f"workloads.{name}.isa_preference",
-                f"must rank every CPU instruction set once (unknown: {unknown}, missing: {missing})",
-            )
-        workloads[name] = Workload(name, entry["description"], preference)
-    _unique(data["branches"], "name", "branches")
+    workloads = {name: _workload(name, entry, isas) for name, entry in data["workloads"].items()}
+    unique(data["branches"], "name", "branches")
     variants_by_branch: dict[str, list[Variant]] = {entry["name"]: [] for entry in data["branches"]}
-    lines = {entry["name"]: {line["cuda"]: line for line in entry["cuda_lines"]} for entry in data["branches"]}
-    rows = data["variants"]
-    # A thousand rows share a few hundred hardware combinations and a few dozen CUDA lines:
-    # each distinct combination is checked once, at the first row that has it, so that an
-    # error names that row.
-    first_rows: dict[tuple[Any, ...], int] = {}
-    for index, key in enumerate(map(HARDWARE_KEY, rows)):
-        first_rows.setdefault(key, index)
-    for index in sorted(first_rows.values()):
-        check_hardware(f"variants[{index}]", rows[index], hardware)
-    first_rows = {}
-    for index, key in enumerate(map(_LINE_KEY, rows)):
-        first_rows.setdefault(key, index)
-    for index in sorted(first_rows.values()):
-        _check_line(f"variants[{index}]", rows[index], lines)
-    identities = list(map(_IDENTITY, rows))
-    if len(set(identities)) != len(identities):
-        seen: set[tuple[str, str]] = set()
-        for index, (branch_name, package) in enumerate(identities):
-            if (branch_name, package) in seen:
-                raise SchemaError(f"variants[{index}].package", f"duplicate {package!r} on branch {branch_name}")
-            seen.add((branch_name, package))
-    for variant in map(Variant.from_row, rows):
+    _check_rows(data, hardware)
+    for variant in map(Variant.from_row, data["variants"]):
         variants_by_branch[variant.branch].append(variant)
     branches = tuple(
         _branch(index, entry, hardware, tuple(variants_by_branch[entry["name"]]))
@@ -363,15 +178,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         build_disk_gb=data["build"]["disk_gb"],
         build_memory_gb=data["build"]["memory_gb"],
         flag_aliases={entry["spelling"]: tuple(entry["canonical"]) for entry in data["flag_aliases"]},
-        tegra_capabilities=frozenset(
-            _parsed(
-                parse_compute_capability,
-                entry["compute_capability"],
-                f"tegra_compute_capabilities[{index}].compute_capability",
-            )
-            for index, entry in enumerate(data["tegra_compute_capabilities"])
-        )
-        | frozenset(arch.compute_capability for arch in hardware.gpu_archs.values() if arch.tegra),
+        tegra_capabilities=_tegra_capabilities(data, hardware),
         isas=isas,
         gpu_archs=hardware.gpu_archs,
         cuda_releases=hardware.cuda_releases,
@@ -394,6 +201,56 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
         left_out=tuple((entry["branch"], entry["path"], entry["why"]) for entry in data.get("left_out", ())),
     )
+
+
+def _workload(name: str, entry: Mapping[str, Any], isas: Mapping[str, CpuIsa]) -> Workload:
+    preference = tuple(entry["isa_preference"])
+    unknown = [isa for isa in preference if isa not in isas]
+    missing = [isa for isa in isas if isa not in preference]
+    if unknown or missing or len(set(preference)) != len(preference):
+        raise SchemaError(
+            f"workloads.{name}.isa_preference",
+            f"must rank every CPU instruction set once (unknown: {unknown}, missing: {missing})",
+        )
+    return Workload(name, entry["description"], preference)
+
+
+def _tegra_capabilities(data: Mapping[str, Any], hardware: HardwareFacts) -> frozenset[ComputeCapability]:
+    listed = frozenset(
+        parsed(
+            parse_compute_capability,
+            entry["compute_capability"],
+            f"tegra_compute_capabilities[{index}].compute_capability",
+        )
+        for index, entry in enumerate(data["tegra_compute_capabilities"])
+    )
+    return listed | frozenset(arch.compute_capability for arch in hardware.gpu_archs.values() if arch.tegra)
+
+
+def _check_rows(data: Mapping[str, Any], hardware: HardwareFacts) -> None:
+    """Every row's hardware and CUDA line, and no package twice on a branch."""
+    lines = {entry["name"]: {line["cuda"]: line for line in entry["cuda_lines"]} for entry in data["branches"]}
+    rows = data["variants"]
+    # A thousand rows share a few hundred hardware combinations and a few dozen CUDA lines:
+    # each distinct combination is checked once, at the first row that has it, so that an
+    # error names that row.
+    first_rows: dict[tuple[Any, ...], int] = {}
+    for index, key in enumerate(map(HARDWARE_KEY, rows)):
+        first_rows.setdefault(key, index)
+    for index in sorted(first_rows.values()):
+        check_hardware(f"variants[{index}]", rows[index], hardware)
+    first_rows = {}
+    for index, key in enumerate(map(_LINE_KEY, rows)):
+        first_rows.setdefault(key, index)
+    for index in sorted(first_rows.values()):
+        _check_line(f"variants[{index}]", rows[index], lines)
+    identities = list(map(_IDENTITY, rows))
+    if len(set(identities)) != len(identities):
+        seen: set[tuple[str, str]] = set()
+        for index, (branch_name, package) in enumerate(identities):
+            if (branch_name, package) in seen:
+                raise SchemaError(f"variants[{index}].package", f"duplicate {package!r} on branch {branch_name}")
+            seen.add((branch_name, package))
 
 
 HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
@@ -455,7 +312,7 @@ def _branch(index: int, entry: Mapping[str, Any], hardware: HardwareFacts, varia
                 f"{where}.cuda_lines[{l_index}].cuda",
                 f"no driver minimum is known for CUDA {line['cuda']} (cuda_releases)",
             )
-        min_driver = _parsed(parse_driver_version, line["min_driver"], f"{where}.cuda_lines[{l_index}].min_driver")
+        min_driver = parsed(parse_driver_version, line["min_driver"], f"{where}.cuda_lines[{l_index}].min_driver")
         if min_driver != release.min_driver:
             raise SchemaError(
                 f"{where}.cuda_lines[{l_index}].min_driver",

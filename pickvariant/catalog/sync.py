@@ -185,6 +185,7 @@ def _sync(
     source_repo: str,
     others: Sequence[tuple[GitRepository, str]] = (),
 ) -> SyncResult:
+    """The catalog of one build repository's PyTorch recipes, and of the companion recipes in it and in `others`."""
     try:
         facts = build_hardware(hardware)
     except SchemaError as error:
@@ -193,6 +194,45 @@ def _sync(
     commit, date = repository.head()
     listing = _list(repository)
     unclassified = listing.unclassified
+    rows, notes = _pytorch_rows(repository, listing, classifier, unclassified)
+    rows, branches = _branches(rows, listing.commits, classifier, unclassified)
+    if not branches:
+        raise BadInput(_nothing_readable(source_repo, listing, unclassified))
+    companion_classifier = companions.CompanionClassifier(facts)
+    by_branch: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        by_branch.setdefault(row["branch"], {})[row["package"]] = row
+    companion_rows, left_out, found_notes = companions.read_companions(
+        repository.read_blobs, source_repo, listing.companions, listing.lib_files, by_branch, companion_classifier
+    )
+    notes.extend(found_notes)
+    unclassified.extend(Unclassified(branch, path, why) for branch, path, why in left_out)
+    sources = [
+        _other_repository(other, url, listing, companion_classifier, companion_rows, notes) for other, url in others
+    ]
+    companion_rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
+    # The build repository's own PyTorch recipes left out, recorded in the catalog (`list --all` shows them).
+    own_left_out = [u for u in unclassified if " " not in u.branch and Path(u.path).name.startswith("pytorch-")]
+    document = _document(hardware, source_repo, commit, date, branches, rows, own_left_out)
+    try:
+        parse_catalog(document, Path("(synced catalog)"))
+    except BadInput as error:
+        raise OperationFailed(f"the synced catalog does not validate: {error}") from error
+    return SyncResult(
+        document=document,
+        skipped_packages=listing.skipped_packages,
+        skipped_branches=tuple(sorted(listing.skipped_branches)),
+        unclassified=tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
+        notes=tuple(sorted(set(notes))),
+        refused_branches=tuple(listing.refused),
+        companions=_companions_document(document, sources, companion_rows) if companion_rows else None,
+    )
+
+
+def _pytorch_rows(
+    repository: GitRepository, listing: _Listing, classifier: RecipeClassifier, unclassified: list[Unclassified]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every PyTorch recipe classified (each blob read once), in branch and path order, and the notes."""
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     for blob, content in repository.read_blobs(sorted(listing.pytorch)):
@@ -205,86 +245,72 @@ def _sync(
             else:
                 rows.append(row)
     rows.sort(key=lambda row: (row["branch"], row["path"]))
-    rows, branches = _branches(rows, listing.commits, classifier, unclassified)
-    if not branches:
-        found = (
-            f"{len(unclassified)} recipe(s) could not be classified, the first {unclassified[0]}"
-            if unclassified
-            else "no branch has .flox/pkgs/pytorch-*.nix recipes"
-        )
-        refused_text = (
-            f"; {len(listing.refused)} branch(es) left out, the first {listing.refused[0][0]}: {listing.refused[0][1]}"
-            if listing.refused
-            else ""
-        )
+    return rows, notes
+
+
+def _nothing_readable(source_repo: str, listing: _Listing, unclassified: list[Unclassified]) -> str:
+    found = (
+        f"{len(unclassified)} recipe(s) could not be classified, the first {unclassified[0]}"
+        if unclassified
+        else "no branch has .flox/pkgs/pytorch-*.nix recipes"
+    )
+    refused_text = (
+        f"; {len(listing.refused)} branch(es) left out, the first {listing.refused[0][0]}: {listing.refused[0][1]}"
+        if listing.refused
+        else ""
+    )
+    return f"{source_repo} has no PyTorch variant pickvariant can read ({found}{refused_text}): give a clone of the build repository or a fork of it"
+
+
+def _other_repository(
+    other: GitRepository,
+    url: str,
+    listing: _Listing,
+    classifier: companions.CompanionClassifier,
+    companion_rows: list[dict[str, Any]],
+    notes: list[str],
+) -> dict[str, Any]:
+    """A companion repository's rows, notes and left-out recipes added to the build repository's; its source."""
+    other_listing = _list(other, f"{url} ")
+    if not other_listing.companions:
         raise BadInput(
-            f"{source_repo} has no PyTorch variant pickvariant can read ({found}{refused_text}): give a clone of the build repository or a fork of it"
+            f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository"
         )
-    companion_classifier = companions.CompanionClassifier(facts)
-    by_branch: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in rows:
-        by_branch.setdefault(row["branch"], {})[row["package"]] = row
-    companion_rows, left_out, found_notes = companions.read_companions(
-        repository.read_blobs, source_repo, listing.companions, listing.lib_files, by_branch, companion_classifier
+    other_rows, left_out, found_notes = companions.read_companions(
+        other.read_blobs, url, other_listing.companions, other_listing.lib_files, {}, classifier
     )
+    companion_rows.extend(other_rows)
     notes.extend(found_notes)
-    unclassified.extend(Unclassified(branch, path, why) for branch, path, why in left_out)
-    sources = []
-    for other, url in others:
-        other_listing = _list(other, f"{url} ")
-        if not other_listing.companions:
-            raise BadInput(
-                f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository"
-            )
-        other_rows, left_out, found_notes = companions.read_companions(
-            other.read_blobs, url, other_listing.companions, other_listing.lib_files, {}, companion_classifier
-        )
-        companion_rows.extend(other_rows)
-        notes.extend(found_notes)
-        unclassified.extend(other_listing.unclassified)
-        unclassified.extend(Unclassified(f"{url} {branch}", path, why) for branch, path, why in left_out)
-        listing.skipped_branches.extend(other_listing.skipped_branches)
-        listing.refused.extend(other_listing.refused)
-        other_commit, other_date = other.head()
-        sources.append(
-            {
-                "repo": url,
-                "commit": other_commit,
-                "date": other_date,
-                "branches": [{"name": name, "commit": value} for name, value in sorted(other_listing.commits.items())],
-            }
-        )
-    companion_rows.sort(key=lambda row: (row["project"], row["repo"], row["branch"], row["package"]))
-    # The build repository's own PyTorch recipes left out, recorded in the catalog (`list --all` shows them).
-    own_left_out = [u for u in unclassified if " " not in u.branch and Path(u.path).name.startswith("pytorch-")]
-    document = _document(hardware, source_repo, commit, date, branches, rows, own_left_out)
+    listing.unclassified.extend(other_listing.unclassified)
+    listing.unclassified.extend(Unclassified(f"{url} {branch}", path, why) for branch, path, why in left_out)
+    listing.skipped_branches.extend(other_listing.skipped_branches)
+    listing.refused.extend(other_listing.refused)
+    other_commit, other_date = other.head()
+    return {
+        "repo": url,
+        "commit": other_commit,
+        "date": other_date,
+        "branches": [{"name": name, "commit": value} for name, value in sorted(other_listing.commits.items())],
+    }
+
+
+def _companions_document(
+    document: dict[str, Any], sources: list[dict[str, Any]], companion_rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """catalog.companions.json beside the catalog, validated with it."""
+    stack = {
+        "$comment": "Generated by `pickvariant catalog sync` beside the catalog synced from `catalog_source`; do not edit.",
+        "schema_version": 1,
+        "catalog_source": document["source"],
+        "companion_sources": sources,
+        "companions": companion_rows,
+    }
     try:
-        parse_catalog(document, Path("(synced catalog)"))
-    except BadInput as error:
-        raise OperationFailed(f"the synced catalog does not validate: {error}") from error
-    stack = None
-    if companion_rows:
-        stack = {
-            "$comment": "Generated by `pickvariant catalog sync` beside the catalog synced from `catalog_source`; do not edit.",
-            "schema_version": 1,
-            "catalog_source": document["source"],
-            "companion_sources": sources,
-            "companions": companion_rows,
-        }
-        try:
-            validate(stack, load_schema(STACK_SCHEMA))
-            checked_rows(companion_rows, parse_catalog(document, Path("(synced catalog)")))
-        except (SchemaError, BadInput) as error:
-            raise OperationFailed(f"the synced companions do not validate: {error}") from error
-    return SyncResult(
-        document=document,
-        skipped_packages=listing.skipped_packages,
-        skipped_branches=tuple(sorted(listing.skipped_branches)),
-        unclassified=tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
-        notes=tuple(sorted(set(notes))),
-        refused_branches=tuple(listing.refused),
-        companions=stack,
-    )
+        validate(stack, load_schema(STACK_SCHEMA))
+        checked_rows(companion_rows, parse_catalog(document, Path("(synced catalog)")))
+    except (SchemaError, BadInput) as error:
+        raise OperationFailed(f"the synced companions do not validate: {error}") from error
+    return stack
 
 
 # A branch name the catalog can record (its schema's pattern): others are left out, with the reason, not written.
@@ -336,29 +362,7 @@ def _branches(
                 )
             else:
                 agreeing.append(row)
-        lines = []
-        for cuda in sorted({row["cuda"] for row in agreeing if row["cuda"]}, key=version_key):
-            members = [row for row in agreeing if row["cuda"] == cuda]
-            pin = _majority(row["nixpkgs_rev"] for row in members)
-            cuda_packages = _majority(row["_cuda_packages"] for row in members)
-            for row in members:
-                if (row["nixpkgs_rev"], row["_cuda_packages"]) != (pin, cuda_packages):
-                    unclassified.append(
-                        Unclassified(
-                            branch,
-                            row["path"],
-                            f"nixpkgs {row['nixpkgs_rev'][:12]} with {row['_cuda_packages']}, the rest of the CUDA {cuda} line uses {pin[:12]} with {cuda_packages}",
-                        )
-                    )
-                    agreeing.remove(row)
-            lines.append(
-                {
-                    "cuda": cuda,
-                    "cuda_packages": cuda_packages,
-                    "nixpkgs_rev": pin,
-                    "min_driver": str(classifier.facts.cuda_releases[cuda].min_driver),
-                }
-            )
+        lines = _cuda_lines(branch, agreeing, classifier, unclassified)
         if not agreeing:
             continue
         branches.append(
@@ -374,6 +378,36 @@ def _branches(
         kept.extend({key: value for key, value in row.items() if not key.startswith("_")} for row in agreeing)
     kept.sort(key=lambda row: (row["branch"], row["package"]))
     return kept, branches
+
+
+def _cuda_lines(
+    branch: str, agreeing: list[dict[str, Any]], classifier: RecipeClassifier, unclassified: list[Unclassified]
+) -> list[dict[str, Any]]:
+    """A branch's CUDA lines, each with its nixpkgs pin; a row that disagrees with its line is taken from `agreeing`."""
+    lines = []
+    for cuda in sorted({row["cuda"] for row in agreeing if row["cuda"]}, key=version_key):
+        members = [row for row in agreeing if row["cuda"] == cuda]
+        pin = _majority(row["nixpkgs_rev"] for row in members)
+        cuda_packages = _majority(row["_cuda_packages"] for row in members)
+        for row in members:
+            if (row["nixpkgs_rev"], row["_cuda_packages"]) != (pin, cuda_packages):
+                unclassified.append(
+                    Unclassified(
+                        branch,
+                        row["path"],
+                        f"nixpkgs {row['nixpkgs_rev'][:12]} with {row['_cuda_packages']}, the rest of the CUDA {cuda} line uses {pin[:12]} with {cuda_packages}",
+                    )
+                )
+                agreeing.remove(row)
+        lines.append(
+            {
+                "cuda": cuda,
+                "cuda_packages": cuda_packages,
+                "nixpkgs_rev": pin,
+                "min_driver": str(classifier.facts.cuda_releases[cuda].min_driver),
+            }
+        )
+    return lines
 
 
 def _document(

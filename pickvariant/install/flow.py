@@ -74,9 +74,6 @@ def plan_install(
     if org is None and (org := settings.setting(env, ORG_ENV)) is not None:
         given_as = ORG_ENV
     check_directory(target_dir, "--dir")
-    # Every flox command names its directory with -d, so it may run from anywhere that exists.
-    cwd = target_dir if target_dir.is_dir() else Path.cwd()
-    python = floxcontract.python_package(variant.python)
     # One PyTorch per environment: nothing that brings a torch goes beside another one already there.
     adding = set_shape.installed if companions and set_shape is not None else (variant.package,)
     existing.check_one_torch(target_dir, adding)
@@ -87,47 +84,68 @@ def plan_install(
         check_org(org, given_as)
         if set_shape is None:
             raise ValueError("a set to install needs the decision's set shape")
-        packages, set_notes = published_set.set_packages(variant, companions, set_shape, org)
-        if packages[0].startswith(f"{org}/{variant.package}@"):
-            check_not_installed_differently(
-                target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
-            )
-        install, more = environment_commands(
-            target_dir,
-            cwd,
-            [*packages, python],
-            f"install {', '.join(packages)} and Python {variant.python} in one transaction",
-        )
-        return Plan(
-            variant=variant,
-            method="published",
-            directory=target_dir,
-            commands=(login_check(cwd, token_file), *install),
-            notes=tuple(set_notes + more),
-            creates_environment=not floxcontract.has_environment(target_dir),
-            companions=tuple(companions),
-            torch_check=variant.torch,
-        )
+        return _published_set_plan(variant, tuple(companions), set_shape, org, target_dir, token_file)
     if org is not None and not build:
         check_org(org, given_as)
-        # @VERSION: several branches publish the same package name with different PyTorch versions.
-        package = f"{org}/{variant.package}@{variant.torch}"
+        return _published_plan(variant, org, target_dir, token_file)
+    return from_source.build_plan(variant, catalog, options, env, ())
+
+
+def _published_set_plan(
+    variant: Variant,
+    companions: tuple[Companion, ...],
+    set_shape: SetShape,
+    org: str,
+    target_dir: Path,
+    token_file: Path | None,
+) -> Plan:
+    """A set installed from the organisation's published packages, in one transaction."""
+    cwd = target_dir if target_dir.is_dir() else Path.cwd()  # every flox command names its directory with -d
+    packages, set_notes = published_set.set_packages(variant, companions, set_shape, org)
+    if packages[0].startswith(f"{org}/{variant.package}@"):
         check_not_installed_differently(
             target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
         )
-        install, install_notes = environment_commands(
-            target_dir, cwd, [package, python], f"install the published {package} and Python {variant.python}"
-        )
-        return Plan(
-            variant=variant,
-            method="published",
-            directory=target_dir,
-            commands=(login_check(cwd, token_file), *install),
-            notes=tuple(install_notes),
-            creates_environment=not floxcontract.has_environment(target_dir),
-        )
+    install, more = environment_commands(
+        target_dir,
+        cwd,
+        [*packages, floxcontract.python_package(variant.python)],
+        f"install {', '.join(packages)} and Python {variant.python} in one transaction",
+    )
+    return Plan(
+        variant=variant,
+        method="published",
+        directory=target_dir,
+        commands=(login_check(cwd, token_file), *install),
+        notes=tuple(set_notes + more),
+        creates_environment=not floxcontract.has_environment(target_dir),
+        companions=companions,
+        torch_check=variant.torch,
+    )
 
-    return from_source.build_plan(variant, catalog, options, env, ())
+
+def _published_plan(variant: Variant, org: str, target_dir: Path, token_file: Path | None) -> Plan:
+    """The variant installed from the organisation's published package."""
+    cwd = target_dir if target_dir.is_dir() else Path.cwd()  # every flox command names its directory with -d
+    # @VERSION: several branches publish the same package name with different PyTorch versions.
+    package = f"{org}/{variant.package}@{variant.torch}"
+    check_not_installed_differently(
+        target_dir, variant.package, {"pkg-path": f"{org}/{variant.package}", "version": variant.torch}
+    )
+    install, install_notes = environment_commands(
+        target_dir,
+        cwd,
+        [package, floxcontract.python_package(variant.python)],
+        f"install the published {package} and Python {variant.python}",
+    )
+    return Plan(
+        variant=variant,
+        method="published",
+        directory=target_dir,
+        commands=(login_check(cwd, token_file), *install),
+        notes=tuple(install_notes),
+        creates_environment=not floxcontract.has_environment(target_dir),
+    )
 
 
 def steps(plan: Plan) -> Iterator[Command | Path]:

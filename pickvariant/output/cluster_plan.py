@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.catalog.generated import GENERATED_BY
+from pickvariant.catalog.model import Variant
 from pickvariant.rules.plan import ClusterPlan, NodePlan, builds
 from pickvariant.rules.sets import relation
 
@@ -68,33 +69,28 @@ _BUILDERS = {
 }
 
 
+class _Style:
+    """How the plan is written: as text (controls shown as escapes) or as Markdown (outside text escaped)."""
+
+    def __init__(self, markdown: bool) -> None:
+        self.heading: Callable[[str], str] = (lambda text: f"## {text}") if markdown else (lambda text: f"{text}:")
+        self.item = "- " if markdown else "  "
+        self.sub_item = "  - " if markdown else "    "  # nested under the item above it
+        self.code: Callable[[str], str] = markdown_code if markdown else visible
+        self.text: Callable[[str], str] = markdown_text if markdown else visible
+
+
 def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands.
 
     Labels, CPU models, reasons and repository names come from the cluster's lines and the catalog: in Markdown
     each is escaped (no link, image or HTML of theirs renders), in text its controls are shown as escapes."""
-    h = (lambda text: f"## {text}") if markdown else (lambda text: f"{text}:")
-    item = "- " if markdown else "  "
-    sub_item = "  - " if markdown else "    "  # nested under the item above it
-    code: Callable[[str], str] = markdown_code if markdown else visible
-    t: Callable[[str], str] = markdown_text if markdown else visible
+    style = _Style(markdown)
+    h, item, t = style.heading, style.item, style.text
     out = [
-        h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")
+        h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"),
+        *_variant_lines(plan, style),
     ]
-    labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for node in plan.nodes:
-        if node.variant is not None:
-            labels_of[(node.variant.branch, node.variant.package)].append(node.label)
-    for variant, count, summaries in plan.variants:
-        out.append(
-            f"{item}{code(variant.package)} (branch {t(variant.branch)}, PyTorch {t(variant.torch)}): {count} node(s)"
-        )
-        out += [
-            f"{sub_item}with {code(c.package)} ({t(c.repo)} {t(c.branch)}): {t(relation(c, variant))}"
-            for c in plan.companions.get((variant.branch, variant.package), ())
-        ]
-        out += [f"{sub_item}covers {t(summary)}" for summary in summaries[:6]]
-        out.append(f"{sub_item}nodes: {t(_labels(labels_of[(variant.branch, variant.package)]))}")
     downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
     if downgraded:
         out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
@@ -108,55 +104,7 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
         out.append(f"{item}{len(labels)} node(s): {t(why)} [{t(_labels(labels))}]")
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
-        # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
-        # Exactly the packages the set installs: a companion with a torch of its own is installed alone, so the
-        # variant itself is then not built.
-        here = [package for repo, _, package in builds(plan, variant) if repo is None]
-        if here:
-            steps = [["git", "checkout", variant.branch]]
-            for package in here:
-                steps += [["flox", "build", package], ["flox", "publish", "-o", org or "ORG", package]]
-            command = " && ".join(shlex.join(step) for step in steps)
-            out.append(f"{item}{code(command)} (on {_BUILDERS.get(variant.platform, variant.platform)})")
-        else:
-            out.append(
-                f"{item}{code(variant.package)}: not built; its nodes install the companion that brings its torch"
-            )
-        for repo, branch, package in builds(plan, variant):
-            if repo is None:
-                continue
-            if repo == GENERATED_BY:
-                project = package.split("-", 1)[0]
-                steps = [
-                    ["git", "checkout", branch],
-                    [
-                        "pickvariant",
-                        "recipe",
-                        variant.package,
-                        "--branch",
-                        branch,
-                        "--with",
-                        project,
-                        "-o",
-                        ".flox/pkgs",
-                    ],
-                    ["git", "add", f".flox/pkgs/{package}.nix"],
-                    ["git", "commit", "-m", f"{package}: generated by pickvariant on {variant.package}"],
-                    ["git", "push"],
-                    ["flox", "build", package],
-                    ["flox", "publish", "-o", org or "ORG", package],
-                ]
-                out.append(
-                    f"{sub_item}generated on it, in a clone of your fork of the build repository (flox publish needs "
-                    f"the recipe pushed): {code(' && '.join(shlex.join(step) for step in steps))}"
-                )
-                continue
-            steps = [
-                ["git", "checkout", branch],
-                ["flox", "build", package],
-                ["flox", "publish", "-o", org or "ORG", package],
-            ]
-            out.append(f"{sub_item}in a clone of {t(repo)}: {code(' && '.join(shlex.join(step) for step in steps))}")
+        out += _build_lines(plan, variant, org or "ORG", style)
     if plan.duplicate_labels:
         out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
         out += [f"{item}{t(said)}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]
@@ -172,3 +120,70 @@ def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     # Every outside string was made safe as it went in: a line break or an escape in one cannot forge or hide a
     # line of the plan (the line is made visible once more, for what this module wrote itself).
     return [visible(line) for line in out]
+
+
+def _variant_lines(plan: ClusterPlan, style: _Style) -> list[str]:
+    """Each chosen build: its companions, what it covers, its nodes."""
+    code, t, item, sub_item = style.code, style.text, style.item, style.sub_item
+    labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for node in plan.nodes:
+        if node.variant is not None:
+            labels_of[(node.variant.branch, node.variant.package)].append(node.label)
+    out = []
+    for variant, count, summaries in plan.variants:
+        out.append(
+            f"{item}{code(variant.package)} (branch {t(variant.branch)}, PyTorch {t(variant.torch)}): {count} node(s)"
+        )
+        out += [
+            f"{sub_item}with {code(c.package)} ({t(c.repo)} {t(c.branch)}): {t(relation(c, variant))}"
+            for c in plan.companions.get((variant.branch, variant.package), ())
+        ]
+        out += [f"{sub_item}covers {t(summary)}" for summary in summaries[:6]]
+        out.append(f"{sub_item}nodes: {t(_labels(labels_of[(variant.branch, variant.package)]))}")
+    return out
+
+
+def _build_lines(plan: ClusterPlan, variant: Variant, org: str, style: _Style) -> list[str]:
+    """The commands that build and publish one chosen build's set: here, in a companion's repository, or generated."""
+    code, item, sub_item = style.code, style.item, style.sub_item
+    # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
+    # Exactly the packages the set installs: a companion with a torch of its own is installed alone, so the
+    # variant itself is then not built.
+    here = [package for repo, _, package in builds(plan, variant) if repo is None]
+    if here:
+        steps = [["git", "checkout", variant.branch]]
+        for package in here:
+            steps += [["flox", "build", package], ["flox", "publish", "-o", org, package]]
+        out = [f"{item}{code(_joined(steps))} (on {_BUILDERS.get(variant.platform, variant.platform)})"]
+    else:
+        out = [f"{item}{code(variant.package)}: not built; its nodes install the companion that brings its torch"]
+    for repo, branch, package in builds(plan, variant):
+        if repo is None:
+            continue
+        if repo == GENERATED_BY:
+            out.append(
+                f"{sub_item}generated on it, in a clone of your fork of the build repository (flox publish needs "
+                f"the recipe pushed): {code(_joined(_generated_steps(variant, branch, package, org)))}"
+            )
+            continue
+        steps = [["git", "checkout", branch], ["flox", "build", package], ["flox", "publish", "-o", org, package]]
+        out.append(f"{sub_item}in a clone of {style.text(repo)}: {code(_joined(steps))}")
+    return out
+
+
+def _generated_steps(variant: Variant, branch: str, package: str, org: str) -> list[list[str]]:
+    """A companion pickvariant generates on the variant's recipe: written, committed, pushed, built, published."""
+    project = package.split("-", 1)[0]
+    return [
+        ["git", "checkout", branch],
+        ["pickvariant", "recipe", variant.package, "--branch", branch, "--with", project, "-o", ".flox/pkgs"],
+        ["git", "add", f".flox/pkgs/{package}.nix"],
+        ["git", "commit", "-m", f"{package}: generated by pickvariant on {variant.package}"],
+        ["git", "push"],
+        ["flox", "build", package],
+        ["flox", "publish", "-o", org, package],
+    ]
+
+
+def _joined(steps: list[list[str]]) -> str:
+    return " && ".join(shlex.join(step) for step in steps)

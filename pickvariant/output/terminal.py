@@ -10,18 +10,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pickvariant._base.text import visible
 from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
-from pickvariant.output.present import hardware_rows, nearest_alternatives, recommendation_json
+from pickvariant.output.present import hardware_rows, recommendation_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
 
-# How many of the nearest alternatives the short answer shows.
-NEAREST_SHOWN = 5
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.tree import Tree
 
 
 def print_decision(
@@ -30,34 +31,47 @@ def print_decision(
     """The answer (output/answer.py: the answer first, a screen for one GPU); with `every_alternative` (--explain)
     the whole tree: the facts as a table, why, and every alternative with why it lost."""
     if not every_alternative:
-        import shutil
-
-        from pickvariant.output.answer import answer_lines
-
-        terminal = sys.stdout.isatty()
-        lines = answer_lines(
-            facts, decision, catalog, workload, shutil.get_terminal_size().columns if terminal else 100
-        )
-        if terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
-            # The answer's first line in bold, green or red (SGR, as rich would colour it); a pipe gets plain text.
-            lines[0] = f"\x1b[1;{32 if decision.variant is not None else 31}m{lines[0]}\x1b[0m"
-        sys.stdout.write("\n".join(lines) + "\n")
+        _print_answer(facts, decision, catalog, workload)
         return
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-    from rich.tree import Tree
 
     console = Console()
+    console.print(_hardware_table(facts, catalog))
+    console.print(_decision_tree(facts, decision, workload))
+
+
+def _print_answer(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
+    import shutil
+
+    from pickvariant.output.answer import answer_lines
+
+    terminal = sys.stdout.isatty()
+    lines = answer_lines(facts, decision, catalog, workload, shutil.get_terminal_size().columns if terminal else 100)
+    if terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        # The answer's first line in bold, green or red (SGR, as rich would colour it); a pipe gets plain text.
+        lines[0] = f"\x1b[1;{32 if decision.variant is not None else 31}m{lines[0]}\x1b[0m"
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _hardware_table(facts: HostFacts, catalog: Catalog) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title="Hardware", show_header=True, header_style="bold")
     table.add_column("fact")
     table.add_column("value")
     table.add_column("source", style="dim")
-
     for cells in hardware_rows(facts, catalog, "cc"):
         # Text, not markup: a model name or path holding "[/]" must print, not raise.
         table.add_row(*(Text(cell) for cell in cells))
-    console.print(table)
+    return table
+
+
+def _decision_tree(facts: HostFacts, decision: Decision, workload: str) -> Tree:
+    """The recommendation, why, what would help, and every alternative with why it lost."""
+    from rich.text import Text
+    from rich.tree import Tree
+
     rec = recommendation_json(decision)
     # The title names what is installed: a set may install a companion alone, its torch propagated.
     installed = ", ".join(decision.set_shape.installed) if decision.set_shape is not None else rec and rec["package"]
@@ -74,19 +88,13 @@ def print_decision(
         helps = tree.add("what would help")
         for hint in decision.hints:
             helps.add(Text(visible(hint)))
-    shown = list(decision.rejected)
-    if decision.variant is not None and not every_alternative:
-        shown = nearest_alternatives(decision, catalog)[:NEAREST_SHOWN]
-    if shown:
-        others = tree.add("not chosen" if len(shown) == len(decision.rejected) else "nearest alternatives")
-        for rejection in shown:
+    if decision.rejected:
+        others = tree.add("not chosen")
+        for rejection in decision.rejected:
             others.add(Text(visible(f"{wording.choice(rejection)}: {wording.why(rejection)}")))
-    if len(shown) < len(decision.rejected):
-        left = len(decision.rejected) - len(shown)
-        tree.add(Text(f"{left} more alternatives, each with why it lost: pickvariant detect --explain", style="dim"))
     for note in facts.notes:
         tree.add(Text(visible(f"note: {note}"), style="dim"))
-    console.print(tree)
+    return tree
 
 
 def print_summary(catalog: Catalog) -> None:

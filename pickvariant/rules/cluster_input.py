@@ -251,16 +251,10 @@ def read_inputs(
             consumed += len(raw)
             if not raw.strip():
                 continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                bad(where, "not UTF-8")
+            text, why = _line_text(raw)
+            if why is not None:
+                bad(where, why)
                 continue
-            if not text.startswith("{") and (ansible := _ANSIBLE_ONELINE.match(text)) is not None:
-                text, why = _from_ansible(ansible)
-                if why is not None:
-                    bad(where, why)
-                    continue
             label, body = _split_label(text)
             known = seen.get(body) if body is not None else None
             if known is not None and label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
@@ -273,25 +267,9 @@ def read_inputs(
                 if len(inputs.labels) % 4096 == 0:
                     on_progress(len(inputs.labels), consumed)
                 continue
-            try:
-                document = json.loads(text)
-            except (ValueError, RecursionError):
-                bad(where, "not JSON")
-                continue
-            if (
-                not isinstance(document, dict)
-                or document.get("schema_version") != DETECT_SCHEMA_VERSION
-                or not isinstance(document.get("hardware"), dict)
-            ):
-                bad(
-                    where,
-                    f'not a `pickvariant detect --format json` object (schema_version {DETECT_SCHEMA_VERSION} with "hardware")',
-                )
-                continue
-            try:
-                validate(document, load_schema(DETECT_LINE_SCHEMA))
-            except SchemaError as error:
-                bad(where, f"not a detect line that can be read: {error}")
+            document, why = _detect_document(text)
+            if why is not None:
+                bad(where, why)
                 continue
             label = document.get("label")
             compact = _compact(document["hardware"])
@@ -307,3 +285,36 @@ def read_inputs(
             if len(inputs.labels) % 4096 == 0:
                 on_progress(len(inputs.labels), consumed)
     return inputs
+
+
+def _line_text(raw: bytes) -> tuple[str, str | None]:
+    """A line's text (a detect object, also as Ansible's one-line output prints it), or why it has none."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "", "not UTF-8"
+    if not text.startswith("{") and (ansible := _ANSIBLE_ONELINE.match(text)) is not None:
+        return _from_ansible(ansible)
+    return text, None
+
+
+def _detect_document(text: str) -> tuple[dict[str, Any], str | None]:
+    """The detect object a line holds, validated against the detect-line schema, or why it is none."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, "not JSON"
+    if (
+        not isinstance(document, dict)
+        or document.get("schema_version") != DETECT_SCHEMA_VERSION
+        or not isinstance(document.get("hardware"), dict)
+    ):
+        return (
+            {},
+            f'not a `pickvariant detect --format json` object (schema_version {DETECT_SCHEMA_VERSION} with "hardware")',
+        )
+    try:
+        validate(document, load_schema(DETECT_LINE_SCHEMA))
+    except SchemaError as error:
+        return {}, f"not a detect line that can be read: {error}"
+    return document, None

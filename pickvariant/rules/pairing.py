@@ -180,18 +180,7 @@ def _published_set(
     passed_over: list[tuple[Variant, SetRefusal]] = []
     for position, variant in enumerate(candidates):
         axes = axes_of(variant)
-        chosen: list[Companion] = []
-        lacking: list[str] = []
-        for project in projects:
-            fitting = [
-                c
-                for c in known.get((project, axes, variant.torch), ())
-                if not why_not(_as_variant(c, variant), facts, catalog, targets)
-            ]
-            if fitting:
-                chosen.append(min(fitting, key=lambda c: _rank(c, variant)))
-            else:
-                lacking.append(project)
+        chosen, lacking = _fitting(variant, projects, known, facts, catalog, targets)
         if position == 0:
             missing = tuple(lacking)
         rejected += [
@@ -227,6 +216,30 @@ def _published_set(
             passed_over=tuple(passed_over),
         )
     return SetPick(variant=None, rejected=tuple(rejected), missing=missing, passed_over=tuple(passed_over))
+
+
+def _fitting(
+    variant: Variant,
+    projects: Sequence[str],
+    known: Mapping[tuple[str, Axes, str], Sequence[Companion]],
+    facts: HostFacts,
+    catalog: Catalog,
+    targets: tuple[GpuFacts, ...],
+) -> tuple[list[Companion], list[str]]:
+    """Each project's best published companion on the variant's PyTorch that runs here, and the projects with none."""
+    chosen: list[Companion] = []
+    lacking: list[str] = []
+    for project in projects:
+        fitting = [
+            c
+            for c in known.get((project, axes_of(variant), variant.torch), ())
+            if not why_not(_as_variant(c, variant), facts, catalog, targets)
+        ]
+        if fitting:
+            chosen.append(min(fitting, key=lambda c: _rank(c, variant)))
+        else:
+            lacking.append(project)
+    return chosen, lacking
 
 
 def _aligned(candidates: Sequence[Variant], variant: Variant, chosen: Sequence[Companion], catalog: Catalog) -> Variant:

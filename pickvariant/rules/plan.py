@@ -9,7 +9,7 @@ set-cover-with-assignment problem, solved exactly as an integer program by HiGHS
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -86,9 +86,29 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
     with the least node-weighted rank. With max_variants K: the most nodes served, then the least
     node-weighted rank, then the fewest variants, using at most K. Weights make each goal dominate
     the next, so one integer program answers all of them."""
-    import highspy
-    import numpy as np
+    program = _program(groups, max_variants)
+    status, solution, objective = _run_highs(program)
+    column_of = {v: i for i, v in enumerate(program.variants)}
+    chosen = tuple(v for v in program.variants if solution[column_of[v]] > 0.5)
+    assignment: list[int | None] = [None] * len(groups)
+    for g, x, y in program.pairs:
+        if solution[y] > 0.5:
+            assignment[g] = program.variants[x]
+    return Solution(chosen, tuple(assignment), status, objective)
 
+
+@record
+class _Program:
+    """The integer program: a 0/1 column per variant (chosen), per (group, candidate) pair (assigned) and, under a
+    limit, per group (left unserved); each row is its columns' coefficients and its bounds."""
+
+    variants: list[int]
+    pairs: list[tuple[int, int, int]]  # (group, variant column, pair column)
+    costs: list[float]
+    rows: list[tuple[list[tuple[int, float]], float, float]]
+
+
+def _program(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None) -> _Program:
     variants = sorted({v for _, candidates in groups for v in candidates})
     column_of = {v: i for i, v in enumerate(variants)}
     rank_total = sum(count * max(len(candidates) - 1, 0) for count, candidates in groups)
@@ -99,7 +119,7 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
         choose_cost = 1.0
         unserved_cost = rank_weight * rank_total + max_variants + 1.0
     costs = [choose_cost] * len(variants)
-    pairs: list[tuple[int, int, int]] = []  # (group, variant column, y column)
+    pairs: list[tuple[int, int, int]] = []
     for g, (count, candidates) in enumerate(groups):
         for rank, v in enumerate(candidates):
             pairs.append((g, column_of[v], len(costs)))
@@ -109,6 +129,27 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
         for g, (count, _) in enumerate(groups):
             slack_of[g] = len(costs)
             costs.append(unserved_cost * count)
+    inf = float("inf")  # no bound; handed to HiGHS as its own -kHighsInf
+    rows: list[tuple[list[tuple[int, float]], float, float]] = [
+        ([(y, 1.0), (x, -1.0)], -inf, 0.0)
+        for _, x, y in pairs  # a group gets only a chosen variant
+    ]
+    by_group: dict[int, list[int]] = defaultdict(list)
+    for g, _, y in pairs:
+        by_group[g].append(y)
+    for g in range(len(groups)):
+        entries = [(y, 1.0) for y in by_group[g]] + ([(slack_of[g], 1.0)] if g in slack_of else [])
+        if entries:
+            rows.append((entries, 1.0, 1.0))  # each group served once, or left unserved
+    if max_variants is not None:
+        rows.append(([(i, 1.0) for i in range(len(variants))], 0.0, float(max_variants)))
+    return _Program(variants=variants, pairs=pairs, costs=costs, rows=rows)
+
+
+def _run_highs(program: _Program) -> tuple[str, Sequence[float], float]:
+    """HiGHS's status, column values and objective for the program; an error unless it is optimal."""
+    import highspy
+    import numpy as np
 
     # HiGHS 1.16 prints its banner to fd 1 from the constructor, before output_flag can be set.
     with stdout_silenced():
@@ -118,59 +159,28 @@ def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None)
     h.setOptionValue("mip_abs_gap", 0.5)  # every cost is an integer: a gap below 1 is optimal
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
-    n = len(costs)
+    n = len(program.costs)
     h.addVars(n, np.zeros(n), np.ones(n))
-    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(costs, dtype=np.float64))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(program.costs, dtype=np.float64))
     h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n))
-    starts: list[int] = []
-    indices: list[int] = []
-    values: list[float] = []
-    lower: list[float] = []
-    upper: list[float] = []
-
-    def row(entries: Iterable[tuple[int, float]], low: float, high: float) -> None:
-        starts.append(len(indices))
-        for column, value in entries:
-            indices.append(column)
-            values.append(value)
-        lower.append(low)
-        upper.append(high)
-
-    for _, x, y in pairs:
-        row(((y, 1.0), (x, -1.0)), -highspy.kHighsInf, 0.0)  # a group gets only a chosen variant
-    by_group: dict[int, list[int]] = defaultdict(list)
-    for g, _, y in pairs:
-        by_group[g].append(y)
-    for g in range(len(groups)):
-        entries = [(y, 1.0) for y in by_group[g]]
-        if g in slack_of:
-            entries.append((slack_of[g], 1.0))
-        if entries:
-            row(entries, 1.0, 1.0)
-    if max_variants is not None:
-        row(((i, 1.0) for i in range(len(variants))), 0.0, float(max_variants))
-    if starts:
+    if program.rows:
+        starts = np.cumsum([0] + [len(entries) for entries, _, _ in program.rows[:-1]], dtype=np.int32)
+        flat = [entry for entries, _, _ in program.rows for entry in entries]
         h.addRows(
-            len(starts),
-            np.array(lower),
-            np.array(upper),
-            len(indices),
-            np.array(starts, dtype=np.int32),
-            np.array(indices, dtype=np.int32),
-            np.array(values, dtype=np.float64),
+            len(program.rows),
+            np.array([max(low, -highspy.kHighsInf) for _, low, _ in program.rows]),
+            np.array([high for _, _, high in program.rows]),
+            len(flat),
+            starts,
+            np.array([column for column, _ in flat], dtype=np.int32),
+            np.array([value for _, value in flat], dtype=np.float64),
         )
     with stdout_silenced():  # and whatever a version prints while solving, should output_flag not cover it
         h.run()
     status = h.modelStatusToString(h.getModelStatus())
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise PickVariantError(f"the solver found no optimal plan (HiGHS: {status})")
-    solution = h.getSolution().col_value
-    chosen = tuple(v for v in variants if solution[column_of[v]] > 0.5)
-    assignment: list[int | None] = [None] * len(groups)
-    for g, x, y in pairs:
-        if solution[y] > 0.5:
-            assignment[g] = variants[x]
-    return Solution(chosen, tuple(assignment), status, float(h.getInfo().objective_function_value))
+    return status, h.getSolution().col_value, float(h.getInfo().objective_function_value)
 
 
 @record
@@ -215,35 +225,10 @@ def cost_of(best: Variant, got: Variant) -> str:
 
 
 def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
-    if not inputs.labels and not inputs.bad_count:
-        raise BadInput(
-            "no node in the input: it holds no line at all "
-            "(give the output of `pickvariant detect --compact` from each node: a file, a directory of them, or -)"
-        )
-    if not inputs.labels:
-        raise BadInput(
-            f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
-            + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else "")
-        )
-    if max_variants is not None and max_variants < 1:
-        raise BadInput(f"--max-variants {max_variants}: give 1 or more")
+    """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
+    _check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
-    counts = Counter(inputs.profile_of)
-    index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
-    # Profiles with the same ranked candidates are interchangeable: one group, their counts added.
-    group_of_profile: dict[int, int] = {}
-    groups: list[tuple[int, tuple[int, ...]]] = []
-    group_index: dict[tuple[int, ...], int] = {}
-    for p, profile in enumerate(profiles):
-        if not profile.candidates:
-            continue
-        key = tuple(index_of[id(v)] for v in profile.candidates)
-        if key not in group_index:
-            group_index[key] = len(groups)
-            groups.append((0, key))
-        g = group_index[key]
-        groups[g] = (groups[g][0] + counts[p], key)
-        group_of_profile[p] = g
+    group_of_profile, groups = _groups(inputs, profiles, catalog)
     solution = solve(groups, max_variants) if groups else Solution((), (), "Optimal (nothing to serve)", 0.0)
     nodes = []
     served: Counter[int] = Counter()
@@ -267,16 +252,7 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
             solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package)
         )
     )
-    companions = (
-        {(v.branch, v.package): pairing.set_for(catalog, v, options.with_projects) or () for v, _, _ in chosen_variants}
-        if options.with_projects
-        else {}
-    )
-    shapes = {}
-    for v, _, _ in chosen_variants:
-        found = shape(v, companions[(v.branch, v.package)]) if options.with_projects else None
-        if isinstance(found, SetShape):  # companions_for admits only sets with a shape
-            shapes[(v.branch, v.package)] = found
+    companions, shapes = _sets(chosen_variants, catalog, options)
     return ClusterPlan(
         variants=chosen_variants,
         nodes=tuple(nodes),
@@ -289,6 +265,60 @@ def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: 
         companions=companions,
         shapes=shapes,
     )
+
+
+def _check_inputs(inputs: Inputs, max_variants: int | None) -> None:
+    if not inputs.labels and not inputs.bad_count:
+        raise BadInput(
+            "no node in the input: it holds no line at all "
+            "(give the output of `pickvariant detect --compact` from each node: a file, a directory of them, or -)"
+        )
+    if not inputs.labels:
+        raise BadInput(
+            f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
+            + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else "")
+        )
+    if max_variants is not None and max_variants < 1:
+        raise BadInput(f"--max-variants {max_variants}: give 1 or more")
+
+
+def _groups(
+    inputs: Inputs, profiles: Sequence[Profile], catalog: Catalog
+) -> tuple[dict[int, int], list[tuple[int, tuple[int, ...]]]]:
+    """Profiles with the same ranked candidates are interchangeable: one group each, their node counts added."""
+    counts = Counter(inputs.profile_of)
+    index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
+    group_of_profile: dict[int, int] = {}
+    groups: list[tuple[int, tuple[int, ...]]] = []
+    group_index: dict[tuple[int, ...], int] = {}
+    for p, profile in enumerate(profiles):
+        if not profile.candidates:
+            continue
+        key = tuple(index_of[id(v)] for v in profile.candidates)
+        if key not in group_index:
+            group_index[key] = len(groups)
+            groups.append((0, key))
+        g = group_index[key]
+        groups[g] = (groups[g][0] + counts[p], key)
+        group_of_profile[p] = g
+    return group_of_profile, groups
+
+
+def _sets(
+    chosen_variants: Sequence[tuple[Variant, int, tuple[str, ...]]], catalog: Catalog, options: Request
+) -> tuple[dict[tuple[str, str], tuple[Companion, ...]], dict[tuple[str, str], SetShape]]:
+    """With --with: each chosen build's companions and the shape of its set."""
+    if not options.with_projects:
+        return {}, {}
+    companions = {
+        (v.branch, v.package): pairing.set_for(catalog, v, options.with_projects) or () for v, _, _ in chosen_variants
+    }
+    shapes = {}
+    for v, _, _ in chosen_variants:
+        found = shape(v, companions[(v.branch, v.package)])
+        if isinstance(found, SetShape):  # companions_for admits only sets with a shape
+            shapes[(v.branch, v.package)] = found
+    return companions, shapes
 
 
 def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, str]]:

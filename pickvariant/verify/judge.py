@@ -138,11 +138,41 @@ def _dispatch_said(got: str | None, expected: str, cpu_best: str | None, of_vari
 
 
 def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Variant | None) -> VerifyResult:
-    reasons: list[str] = []
+    """What the probe's output shows of this torch here: each stage adds its failures and its reasons."""
     failures: list[str] = []
-    findings: list[dict[str, Any]] = []
-    reasons.append(f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}")
-    kernels = _arch_capabilities(probe.get("arch_list", []))
+    reasons = [f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}"]
+    _judge_visibility(probe, facts, failures, reasons)
+    labels = gpu_labels(probe, facts)
+    _judge_devices(probe, catalog, labels, failures, reasons)
+    _judge_dispatch(probe, catalog, facts, variant, failures, reasons)
+    gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
+    if gpu_build and probe.get("cudnn") is None:
+        reasons.append(
+            "this torch has no cuDNN (as the build repository's SM61 recipes build it, USE_CUDNN=0): convolutions "
+            "ran on PyTorch's own CUDA kernels, correct but slower; their speed is not judged"
+        )
+    findings = [_judge_check(check, probe, catalog, labels, gpu_build, failures) for check in probe.get("checks", [])]
+    if not probe.get("checks"):
+        # Importing torch proves nothing about its kernels: a verdict needs at least one computation that ran.
+        failures.append("the probe ran no check: nothing was computed with this torch, so nothing is known to run here")
+    if "companions" in probe:
+        _judge_companions(probe, labels, failures, reasons)
+    if variant is not None:
+        mismatches = variant_mismatches(probe, variant, catalog)
+        failures.extend(f"this torch is not {variant.package}: {mismatch}" for mismatch in mismatches)
+        if not mismatches:
+            reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
+    return VerifyResult(
+        passed=not failures,
+        reasons=tuple(failures + reasons),
+        probe=probe,
+        findings=tuple(findings),
+        speed=speed_verdict(findings),
+    )
+
+
+def _judge_visibility(probe: dict[str, Any], facts: HostFacts, failures: list[str], reasons: list[str]) -> None:
+    """Could the probe see the GPUs at all: CUDA_VISIBLE_DEVICES, a torch without CUDA, a Mac without MPS."""
     visible = (
         len(facts.gpus)
         if facts.cuda_visible_devices is None
@@ -161,11 +191,17 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
         reasons.append(
             f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked"
         )
-    labels = gpu_labels(probe, facts)
+
+
+def _judge_devices(
+    probe: dict[str, Any], catalog: Catalog, labels: dict[str, str], failures: list[str], reasons: list[str]
+) -> None:
+    """Each GPU the probe saw: does the build carry machine code that runs there, and did a kernel run."""
+    kernels = _arch_capabilities(probe.get("arch_list", []))
+    cubins = [cap for kind, cap in kernels if kind == "sm"]
     for device in probe.get("devices", []):
         capability = ComputeCapability(*device["capability"])
         label = labels[f"cuda:{device['index']}"]
-        cubins = [cap for kind, cap in kernels if kind == "sm"]
         runnable = [cap for cap in cubins if machine_code_runs_on(cap, capability, catalog) is None]
         if not runnable:
             failures.append(
@@ -175,78 +211,76 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
             failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
         else:
             reasons.append(f"{label}, {capability}: kernels for {', '.join(str(c) for c in runnable)} run there")
+
+
+def _judge_dispatch(
+    probe: dict[str, Any],
+    catalog: Catalog,
+    facts: HostFacts,
+    variant: Variant | None,
+    failures: list[str],
+    reasons: list[str],
+) -> None:
+    """The CPU kernels torch dispatches against those the variant (or this CPU) calls for."""
     expected = expected_capability(catalog, facts, variant)
+    if not expected:
+        return
     order = catalog.torch_capability_order
     got = probe.get("cpu_capability")
     capped = probe.get("aten_cpu_capability")
-    if expected and got in order and order.index(got) < order.index(expected):
+    calls_for = "the variant" if variant else "this CPU"
+    if got in order and order.index(got) < order.index(expected):
         if capped:
             # The interpreter's environment asked torch for less (ATEN_CPU_CAPABILITY): a choice, not a wrong build.
             reasons.append(
-                f"torch dispatches CPU kernels at {got}, below the {expected} {'the variant' if variant else 'this CPU'} "
+                f"torch dispatches CPU kernels at {got}, below the {expected} {calls_for} "
                 f"calls for, because ATEN_CPU_CAPABILITY={capped} asks it to"
             )
         else:
-            failures.append(
-                f"torch dispatches CPU kernels at {got}, but {'the variant' if variant else 'this CPU'} calls for {expected}"
-            )
-    elif expected:
+            failures.append(f"torch dispatches CPU kernels at {got}, but {calls_for} calls for {expected}")
+    else:
         reasons.append(_dispatch_said(got, expected, expected_capability(catalog, facts, None), variant is not None))
-    gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
-    if gpu_build and probe.get("cudnn") is None:
-        reasons.append(
-            "this torch has no cuDNN (as the build repository's SM61 recipes build it, USE_CUDNN=0): convolutions "
-            "ran on PyTorch's own CUDA kernels, correct but slower; their speed is not judged"
+
+
+def _judge_check(
+    check: dict[str, Any],
+    probe: dict[str, Any],
+    catalog: Catalog,
+    labels: dict[str, str],
+    gpu_build: bool,
+    failures: list[str],
+) -> dict[str, Any]:
+    """One check's finding: where it ran, its speed against the peak and the bare loop where it can be timed."""
+    finding = dict(check)
+    where = labels.get(check["device"], check["device"])
+    finding["gpu"] = where if where != check["device"] else None
+    # What one timed sample spanned: a call, or a batch of calls between two events.
+    span = check.get("span_seconds", check.get("seconds"))
+    too_short = span is not None and span < MIN_TIMED_S
+    peak = None if too_short else _peak(catalog, probe, check)
+    if check.get("speed_note"):  # the probe did not time it, and says why
+        finding["throughput_note"] = check["speed_note"]
+    elif span is not None and too_short:
+        finding["throughput_note"] = f"{span * 1e6:.0f} us per timed sample: too short to time, no speed shown"
+    if peak:
+        finding["percent_of_peak"] = 100.0 * check["tflops"] / peak
+    if not too_short and check.get("bare_loop_tflops"):
+        finding["percent_of_bare_loop"] = 100.0 * check["tflops"] / check["bare_loop_tflops"]
+    if check.get("layer") and gpu_build and probe.get("cudnn") is None:
+        peak = None  # PyTorch's own convolution kernels: no tensor-core figure to hold them to
+        finding.pop("percent_of_peak", None)
+    if check.get("ok") is False:
+        failures.append(
+            f"{check['name']} on {where}: "
+            + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}")
         )
-    for check in probe.get("checks", []):
-        finding = dict(check)
-        where = labels.get(check["device"], check["device"])
-        finding["gpu"] = where if where != check["device"] else None
-        # What one timed sample spanned: a call, or a batch of calls between two events.
-        span = check.get("span_seconds", check.get("seconds"))
-        too_short = span is not None and span < MIN_TIMED_S
-        peak = None if too_short else _peak(catalog, probe, check)
-        if check.get("speed_note"):  # the probe did not time it, and says why
-            finding["throughput_note"] = check["speed_note"]
-        elif too_short:
-            finding["throughput_note"] = f"{span * 1e6:.0f} us per timed sample: too short to time, no speed shown"
-        if peak:
-            finding["percent_of_peak"] = 100.0 * check["tflops"] / peak
-        if not too_short and check.get("bare_loop_tflops"):
-            finding["percent_of_bare_loop"] = 100.0 * check["tflops"] / check["bare_loop_tflops"]
-        if check.get("layer") and gpu_build and probe.get("cudnn") is None:
-            peak = None  # PyTorch's own convolution kernels: no tensor-core figure to hold them to
-            finding.pop("percent_of_peak", None)
-        findings.append(finding)
-        if check.get("ok") is False:
-            failures.append(
-                f"{check['name']} on {where}: "
-                + (check.get("error") or f"relative error {check.get('rel_error'):.2e} above {check.get('tolerance')}")
-            )
-        elif peak and finding["percent_of_peak"] > 100.0 + PEAK_TOLERANCE_PERCENT:
-            finding["ok"] = False
-            failures.append(
-                f"{check['name']} on {where}: {rate_text(check)} is {finding['percent_of_peak']:.0f}% of the GPU's peak {peak:g} TFLOP/s, "
-                f"more than it can do: a measurement error (the timing did not cover the work), so the figure is not trusted"
-            )
-    if not probe.get("checks"):
-        # Importing torch proves nothing about its kernels: a verdict needs at least one computation that ran.
-        failures.append("the probe ran no check: nothing was computed with this torch, so nothing is known to run here")
-    if "companions" in probe:
-        _judge_companions(probe, labels, failures, reasons)
-    if variant is not None:
-        mismatches = variant_mismatches(probe, variant, catalog)
-        failures.extend(f"this torch is not {variant.package}: {mismatch}" for mismatch in mismatches)
-        if not mismatches:
-            reasons.append(f"torch version, CUDA version and arch list are those of {variant.package}")
-    passed = not failures
-    return VerifyResult(
-        passed=passed,
-        reasons=tuple(failures + reasons),
-        probe=probe,
-        findings=tuple(findings),
-        speed=speed_verdict(findings),
-    )
+    elif peak and finding["percent_of_peak"] > 100.0 + PEAK_TOLERANCE_PERCENT:
+        finding["ok"] = False
+        failures.append(
+            f"{check['name']} on {where}: {rate_text(check)} is {finding['percent_of_peak']:.0f}% of the GPU's peak {peak:g} TFLOP/s, "
+            f"more than it can do: a measurement error (the timing did not cover the work), so the figure is not trusted"
+        )
+    return finding
 
 
 def _judge_companions(probe: dict[str, Any], labels: dict[str, str], failures: list[str], reasons: list[str]) -> None:

@@ -342,7 +342,28 @@ def main(argv: list[str]) -> int:
     ]
     import torch
 
-    report: dict[str, Any] = {
+    report = _facts(torch)
+    if torch.cuda.is_available():
+        report["devices"] = [_device(torch, index, info_only) for index in range(torch.cuda.device_count())]
+    if companions:
+        if __package__:
+            from pickvariant.verify.companion_probe import check_companions, loaded_libtorch
+        else:  # run as a script in the target interpreter: the module beside this file
+            # Not a module of the package here: mypy resolves only the import above.
+            from companion_probe import check_companions, loaded_libtorch  # type: ignore[import-not-found,no-redef]
+        ready = [f"cuda:{device['index']}" for device in report["devices"] if device.get("kernel_ran")]
+        report["companions"] = check_companions(companions, ready or ["cpu"], torch)
+        report["libtorch"] = loaded_libtorch()
+    if not info_only:
+        torch.manual_seed(0)
+        _run_checks(report, quick)
+    print(json.dumps(report))
+    return 0
+
+
+def _facts(torch: Any) -> dict[str, Any]:
+    """What this torch says of itself, before any check runs."""
+    return {
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "torch": torch.__version__,
@@ -358,36 +379,29 @@ def main(argv: list[str]) -> int:
         "devices": [],
         "checks": [],
     }
-    if torch.cuda.is_available():
-        for index in range(torch.cuda.device_count()):
-            props = torch.cuda.get_device_properties(index)
-            device = {
-                "index": index,
-                "name": props.name,
-                "capability": [props.major, props.minor],
-                "pci": pci_location(props),
-            }
-            if not info_only:
-                try:
-                    x = torch.arange(1024, device=f"cuda:{index}", dtype=torch.float32)
-                    device["kernel_ran"] = bool((x * 2).sum().item() == 1023 * 1024)
-                except Exception as error:  # "no kernel image is available" lands here
-                    device["kernel_ran"] = False
-                    device["error"] = f"{type(error).__name__}: {error}"[:300]
-            report["devices"].append(device)
-    if companions:
-        if __package__:
-            from pickvariant.verify.companion_probe import check_companions, loaded_libtorch
-        else:  # run as a script in the target interpreter: the module beside this file
-            # Not a module of the package here: mypy resolves only the import above.
-            from companion_probe import check_companions, loaded_libtorch  # type: ignore[import-not-found,no-redef]
-        ready = [f"cuda:{device['index']}" for device in report["devices"] if device.get("kernel_ran")]
-        report["companions"] = check_companions(companions, ready or ["cpu"], torch)
-        report["libtorch"] = loaded_libtorch()
-    if info_only:
-        print(json.dumps(report))
-        return 0
-    torch.manual_seed(0)
+
+
+def _device(torch: Any, index: int, info_only: bool) -> dict[str, Any]:
+    """One CUDA device: what it is and, unless only facts are asked, whether a kernel runs there."""
+    props = torch.cuda.get_device_properties(index)
+    device: dict[str, Any] = {
+        "index": index,
+        "name": props.name,
+        "capability": [props.major, props.minor],
+        "pci": pci_location(props),
+    }
+    if not info_only:
+        try:
+            x = torch.arange(1024, device=f"cuda:{index}", dtype=torch.float32)
+            device["kernel_ran"] = bool((x * 2).sum().item() == 1023 * 1024)
+        except Exception as error:  # "no kernel image is available" lands here
+            device["kernel_ran"] = False
+            device["error"] = f"{type(error).__name__}: {error}"[:300]
+    return device
+
+
+def _run_checks(report: dict[str, Any], quick: bool) -> None:
+    """The CPU's checks, then the Apple GPU's, then each CUDA device's where a kernel ran."""
     results = report["checks"]
     # 512: a few ms per fp32 product on 2 cores, long enough for a steady median within --quick's 20 s.
     cpu_n = 512 if quick else 1024
@@ -414,8 +428,6 @@ def main(argv: list[str]) -> int:
             if not quick:
                 check_conv_layers(results, name)
                 device["bare_loop_bf16_tflops"] = bare_loop_bf16(name, 8192, 20)
-    print(json.dumps(report))
-    return 0
 
 
 if __name__ == "__main__":

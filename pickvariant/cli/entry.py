@@ -3,8 +3,8 @@
 `pickvariant detect --format json` with well-formed options is answered through pickvariant.api
 without importing typer, click or rich: importing them costs more than detecting and deciding
 (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
-built from (commandline.py); every other command line, including every malformed one and every
---help, goes to the typer CLI (cli.py), which alone owns usage errors and help text.
+built from (options.py); every other command line, including every malformed one and every
+--help, goes to the typer app (main.py), which alone owns usage errors and help text.
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ def _main(argv: list[str] | None) -> int:
         from pickvariant.machine.gpu import start_early
 
         start_early()
-    from pickvariant import commandline, console
     from pickvariant._base.errors import PickVariantError
+    from pickvariant.cli import console
+    from pickvariant.cli import options as commandline
 
     values = commandline.parse_plain_detect(args)
     if values is None:
-        from pickvariant.cli import main as cli_main
+        from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
     if not console.prepare_streams():

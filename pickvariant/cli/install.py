@@ -1,0 +1,185 @@
+"""`pickvariant install`: decide, show the steps, ask, install or build, verify; its options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pickvariant._base.errors import BadInput
+from pickvariant.cli import options as commandline
+from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
+from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from pickvariant.commands.install import InstallOptions, Prepared
+
+
+class InstallFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+InstallPackage = Annotated[
+    str | None,
+    typer.Option(
+        "--package",
+        metavar="PACKAGE",
+        help="Install this catalog package instead of the recommendation (with --branch where several branches build it).",
+    ),
+]
+
+InstallOrg = Annotated[
+    str | None,
+    typer.Option(
+        "--org",
+        metavar="ORG",
+        help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).",
+    ),
+]
+
+InstallDirectory = Annotated[
+    Path,
+    typer.Option(
+        "--dir",
+        "-d",
+        metavar="DIR",
+        callback=checked_paths,
+        help="The Flox environment to install into, published or built (created if missing).",
+    ),
+]
+
+InstallTokenFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        metavar="PATH",
+        callback=checked_paths,
+        help="Log in to FloxHub first without a prompt (`flox auth login --token-file PATH`, Flox 1.14.0+): for "
+        "clusters and CI. pickvariant passes the path on and never reads the token.",
+    ),
+]
+
+InstallBuild = Annotated[bool, typer.Option("--build", help="Build from the recipe even when --org is given.")]
+
+InstallBuildDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--build-dir",
+        metavar="DIR",
+        callback=checked_paths,
+        help="Where to build (default: under the user's cache directory).",
+    ),
+]
+
+InstallYes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+InstallDryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan and run nothing.")]
+
+InstallNoVerify = Annotated[bool, typer.Option("--no-verify", help="Skip `pickvariant verify` after installing.")]
+
+InstallForce = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Install a --package that does not fit this machine; overwrite a different recipe file."
+    ),
+]
+
+InstallTimeout = Annotated[
+    float | None,
+    typer.Option("--timeout", metavar="SECONDS", help="Stop a flox command that runs longer than this many seconds."),
+]
+
+InstallFormatOpt = Annotated[
+    InstallFormat, typer.Option("--format", help="text, or json: the plan of a --dry-run as data.")
+]
+
+
+@exits_on_error
+@declared(commandline.REQUEST)
+def install(
+    package: InstallPackage = None,
+    org: InstallOrg = None,
+    directory: InstallDirectory = Path("."),
+    build: InstallBuild = False,
+    build_dir: InstallBuildDir = None,
+    generate: GenerateOpt = False,
+    repo: RepoOpt = None,
+    yes: InstallYes = False,
+    dry_run: InstallDryRun = False,
+    no_verify: InstallNoVerify = False,
+    force: InstallForce = False,
+    timeout: InstallTimeout = None,
+    token_file: InstallTokenFile = None,
+    format: InstallFormatOpt = InstallFormat.text,
+    **values: Any,
+) -> None:
+    """Detect, decide, explain, ask, then install (or build) the variant through Flox and verify it."""
+    from pickvariant.commands import install as command
+
+    options = command.InstallOptions(
+        package=package,
+        org=org,
+        directory=directory,
+        build=build,
+        build_dir=build_dir,
+        generate=generate,
+        repo=repo,
+        no_verify=no_verify,
+        force=force,
+        timeout_s=timeout,
+        token_file=token_file,
+        dry_run=dry_run,
+    )
+    if format is InstallFormat.json and not dry_run:
+        raise BadInput(
+            "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
+        )
+    prepared = command.prepare(request_of(values), options, load_catalog())
+    if format is InstallFormat.json:
+        typer.echo(json.dumps(command.plan_json(prepared), indent=2))
+        return
+    typer.echo("\n".join(command.plan_lines(prepared)))
+    if dry_run:
+        typer.echo("Dry run: nothing was run.")
+        return
+    if not yes and not _confirmed():
+        typer.echo("Nothing was done.")
+        raise typer.Exit(0)
+    _carry_out(command, prepared, options)
+
+
+def _confirmed() -> bool:
+    if not sys.stdin.isatty():
+        raise BadInput("no terminal to ask for confirmation: pass --yes to proceed (or --dry-run to only see the plan)")
+    return typer.confirm("Proceed?", default=False)
+
+
+def _carry_out(command: ModuleType, prepared: Prepared, options: InstallOptions) -> None:
+    """Install with Flox's progress on stderr, then verify: exit 1 when the installed torch fails."""
+    from pickvariant.output.terminal import flox_progress
+
+    with flox_progress(prepared.variant.package, lambda line: typer.echo(line, err=True)) as on_line:
+        installed = command.carry_out(prepared, options, on_line)
+    for problem in installed.log_problems:
+        typer.echo(f"warning: {problem}", err=True)
+    if installed.remember_error is not None:
+        typer.echo(
+            "warning: the install worked, but it could not be remembered for `pickvariant verify` "
+            f"({installed.remember_error})",
+            err=True,
+        )
+    typer.echo("\n".join(command.done_lines(prepared, installed)))
+    verdict = command.verify_installed(prepared)
+    if verdict is None:
+        typer.echo("Verify: skipped (--no-verify)")
+        return
+    typer.echo(f"Verify: {'PASS' if verdict.passed else 'FAIL'} — {'; '.join(verdict.reasons[:3])}")
+    if not verdict.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,91 @@
+"""The typer app: every command registered, in the order `--help` lists them, and how a parsed command line ends.
+
+Each command's options and handler live in its own module (detect.py, listing.py, catalog.py, recipe.py,
+install.py, plan.py, verify.py, report.py); the options that describe a machine or pin a choice are declared
+once, in options.py (the typer-free answer to `detect --format json` parses with them too); how a command
+ends, its stderr line and exit code, is decided in console.exit_for.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from pickvariant import __version__
+from pickvariant.cli import catalog, console, detect, install, listing, plan, recipe, report, verify
+
+
+def _arguments_show_their_metavariable() -> None:
+    """Newer typer prints an argument's Python type beside the metavariable in help (`INPUT <list[str]>`); a person
+    reads the metavariable (`REPO [COMPANION]...`, `INPUT`). Older typer prints none and has no such method."""
+    argument = getattr(typer.core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None
+
+
+_arguments_show_their_metavariable()
+
+app = typer.Typer(
+    name="pickvariant",
+    help="Pick, build and verify the right custom PyTorch variant for this machine.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.command()(detect.detect)
+app.command("list")(listing.list_variants)
+app.command()(recipe.recipe)
+app.command()(install.install)
+app.command()(plan.plan)
+app.command()(verify.verify)
+app.command()(report.report)
+catalog_app = typer.Typer(help="Build and check catalog.json from the build repository.", no_args_is_help=True)
+catalog_app.command("sync")(catalog.catalog_sync)
+app.add_typer(catalog_app, name="catalog")
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"pickvariant {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Pick, build and verify the right custom PyTorch variant for this machine."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: click's usage errors become one line on stderr and exit 2."""
+    # click's UsageError from wherever this typer takes click: newer typer (0.27, 0.29) carries its own copy,
+    # and `import click` would name a class it never raises.
+    # Any: the class is found at run time in whichever click this typer carries.
+    usage_error: Any = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
+    if not console.prepare_streams():
+        return 1
+    try:
+        result = app(args=argv, prog_name="pickvariant", standalone_mode=False)
+        sys.stdout.flush()
+    except usage_error as error:
+        if type(error).__name__ == "NoArgsIsHelpError":
+            # `pickvariant` alone: the help itself, as click shows it, not squeezed into one line.
+            error.show()
+            return error.exit_code
+        print(console.usage_line(error), file=sys.stderr)
+        return 2
+    except typer.Abort:
+        print("pickvariant: aborted", file=sys.stderr)
+        return console.INTERRUPTED
+    except OSError as error:
+        code = console.output_failed(error)
+        if code is None:
+            raise
+        return code
+    return result if isinstance(result, int) else 0

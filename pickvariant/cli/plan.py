@@ -1,0 +1,66 @@
+"""`pickvariant plan`: the fewest builds for a cluster, from its nodes' detect lines; its options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from pickvariant.cli import options as commandline
+from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
+from pickvariant.cli.typer_options import Format
+
+PlanInputs = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="INPUT",
+        help="JSONL files of `detect --format json --compact` lines, directories of JSON files, or - for stdin.",
+    ),
+]
+
+PlanOrg = Annotated[
+    str | None,
+    typer.Option(
+        "--org",
+        metavar="ORG",
+        help="The Flox organisation the builds are published to (used in the printed commands; env PICKVARIANT_FLOX_ORG).",
+    ),
+]
+
+PlanMaxVariants = Annotated[
+    int | None,
+    typer.Option(
+        "--max-variants",
+        metavar="N",
+        help="Use at most this many variants: the best assignment within them, naming who gets less or nothing.",
+    ),
+]
+
+
+@exits_on_error
+@declared()
+def plan(
+    inputs: PlanInputs,
+    org: PlanOrg = None,
+    max_variants: PlanMaxVariants = None,
+    workload: Any = commandline.WORKLOAD,
+    python_version: Any = commandline.PYTHON,
+    with_: Any = commandline.WITH,
+    format: Any = commandline.FORMAT,
+) -> None:
+    """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
+    from pickvariant.commands import plan as command
+    from pickvariant.output.terminal import reading_progress
+    from pickvariant.rules import plan as planner
+
+    request = request_of({"workload": workload, "python_version": python_version, "with_": with_})
+    options = command.PlanOptions(inputs=tuple(inputs), org=org, max_variants=max_variants)
+    planned = command.run(options, request, load_catalog(), sys.stdin.buffer, reading_progress)
+    if format is Format.json:
+        typer.echo(json.dumps(planner.plan_json(planned.result), indent=2))
+    else:
+        from pickvariant.output.cluster_plan import plan_lines
+
+        typer.echo("\n".join(plan_lines(planned.result, planned.org, markdown=format is Format.markdown)))

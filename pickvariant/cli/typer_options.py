@@ -1,0 +1,70 @@
+"""What several commands' typer options share: the choices' enums (their values declared as data in options.py and
+request.py), the kinds of the declared options, a path's check, and the options of more than one command. Each
+command's own options are declared in its module."""
+
+from __future__ import annotations
+
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pickvariant._base.files import path_too_long
+from pickvariant._base.request import WORKLOADS
+from pickvariant.cli import options as commandline
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class Workload(StrEnum):
+    general = "general"
+    int8 = "int8"
+    bf16 = "bf16"
+
+
+# The choices are declared as data (commandline.py, request.py); these classes spell them for typer and mypy.
+if tuple(Format) != commandline.OUTPUT_FORMATS or tuple(Workload) != WORKLOADS:
+    raise ImportError("typer_options.Format/Workload differ from commandline.OUTPUT_FORMATS/request.WORKLOADS")
+
+CHOICES: dict[tuple[str, ...], type[Enum]] = {commandline.OUTPUT_FORMATS: Format, WORKLOADS: Workload}
+
+KINDS: dict[str, object] = {
+    "text": str | None,
+    "path": Path | None,
+    "int": int | None,
+    "texts": list[str] | None,
+    "flag": bool,
+}
+
+
+def checked_paths(ctx: typer.Context, param: typer.CallbackParam, value: object) -> object:
+    """A path option's value (or each of a list's), refused as a usage error where no system could open it."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if item is not None and "://" not in str(item):
+            why = path_too_long(str(item))
+            if why is not None:
+                raise typer.BadParameter(why)
+    return value
+
+
+GenerateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--generate", help="Render the recipe from pickvariant's templates instead of fetching the build repository's."
+    ),
+]
+
+RepoOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--repo",
+        metavar="URL|PATH",
+        callback=checked_paths,
+        help="The recipe repository: URL or path of the build repository, a fork, mirror or clone (env PICKVARIANT_RECIPES_REPO; default: the catalog's source).",
+    ),
+]

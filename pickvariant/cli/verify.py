@@ -1,0 +1,81 @@
+"""`pickvariant verify`: the probe in the installed PyTorch; its options."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from pickvariant.cli import options as commandline
+from pickvariant.cli.common import declared, exits_on_error, load_catalog
+from pickvariant.cli.typer_options import Format
+
+VerifyPython = Annotated[
+    str | None,
+    typer.Option(
+        "--python", metavar="PYTHON", help="The interpreter to probe (default: the last install's, else this one)."
+    ),
+]
+
+VerifyQuick = Annotated[
+    bool, typer.Option("--quick", help="Small sizes: seconds on a CPU machine (about 4 s on 2 cores).")
+]
+
+VerifyPackage = Annotated[
+    str | None,
+    typer.Option(
+        "--package", metavar="PACKAGE", help="The variant the interpreter should hold (checks its CPU dispatch level)."
+    ),
+]
+
+VerifyBranch = Annotated[
+    str | None, typer.Option("--branch", metavar="NAME", help="The branch of --package, where several build it.")
+]
+
+VerifyOrg = Annotated[
+    str | None,
+    typer.Option(
+        "--org",
+        metavar="ORG",
+        help="With --package: probe the variant this Flox organisation published, in a throwaway environment (needs a FloxHub login).",
+    ),
+]
+
+VerifyWith = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--with",
+        help="Also import these companions, run one operation of each on every GPU and check one libtorch is loaded (env PICKVARIANT_WITH).",
+        metavar="PROJECT",
+    ),
+]
+
+
+@exits_on_error
+@declared()
+def verify(
+    python: VerifyPython = None,
+    quick: VerifyQuick = False,
+    package: VerifyPackage = None,
+    branch: VerifyBranch = None,
+    org: VerifyOrg = None,
+    with_: VerifyWith = None,
+    format: Any = commandline.FORMAT,
+) -> None:
+    """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
+    from pickvariant.commands import verify as command
+    from pickvariant.output import verdict
+
+    options = command.VerifyOptions(
+        python=python, quick=quick, package=package, branch=branch, org=org, with_projects=tuple(with_ or ())
+    )
+    verified = command.run(options, load_catalog())
+    for line in verified.notes:
+        typer.echo(f"note: {line}")
+    if format is Format.json:
+        typer.echo(json.dumps(verdict.verify_json(verified.result), indent=2))
+    else:
+        typer.echo("\n".join(verdict.verify_lines(verified.result)))
+    if not verified.result.passed:
+        raise typer.Exit(1)
