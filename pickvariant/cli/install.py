@@ -143,9 +143,9 @@ def install(
         )
     prepared = command.prepare(request_of(values), options, load_catalog())
     if format is InstallFormat.json:
-        typer.echo(json.dumps(command.plan_json(prepared), indent=2))
+        typer.echo(json.dumps(command.install_plan_json(prepared), indent=2))
         return
-    typer.echo("\n".join(command.plan_lines(prepared)))
+    typer.echo("\n".join(command.install_plan_lines(prepared)))
     if dry_run:
         typer.echo("Dry run: nothing was run.")
         return

@@ -51,16 +51,16 @@ def plan(
     format: Any = commandline.FORMAT,
 ) -> None:
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
-    from pickvariant.commands import plan as command
+    from pickvariant.commands import cluster_plan as command
     from pickvariant.output.terminal import reading_progress
-    from pickvariant.rules import plan as planner
+    from pickvariant.rules import cluster_plan as planner
 
     request = request_of({"workload": workload, "python_version": python_version, "with_": with_})
-    options = command.PlanOptions(inputs=tuple(inputs), org=org, max_variants=max_variants)
+    options = command.ClusterPlanOptions(inputs=tuple(inputs), org=org, max_variants=max_variants)
     planned = command.run(options, request, load_catalog(), sys.stdin.buffer, reading_progress)
     if format is Format.json:
-        typer.echo(json.dumps(planner.plan_json(planned.result), indent=2))
+        typer.echo(json.dumps(planner.cluster_plan_json(planned.result), indent=2))
     else:
-        from pickvariant.output.cluster_plan import plan_lines
+        from pickvariant.output.cluster_plan import cluster_plan_lines
 
-        typer.echo("\n".join(plan_lines(planned.result, planned.org, markdown=format is Format.markdown)))
+        typer.echo("\n".join(cluster_plan_lines(planned.result, planned.org, markdown=format is Format.markdown)))

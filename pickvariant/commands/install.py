@@ -21,7 +21,7 @@ from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import flow as installer
-from pickvariant.install.plan import InstallOptions
+from pickvariant.install.install_plan import InstallOptions
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
@@ -36,7 +36,7 @@ class Prepared:
     facts: HostFacts
     decision: Decision
     variant: Variant
-    plan: installer.Plan
+    plan: installer.InstallPlan
     python: tuple[str, ...]
     verify_command: tuple[str, ...] | None
     why: tuple[str, ...]
@@ -78,7 +78,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
         assert decision.variant is not None
         raise BadInput(wording.install_needs_build(shape, decision.variant.package, request.with_projects))
     variant = _variant(request, options, catalog, facts, decision)
-    plan = installer.plan_install(
+    plan = installer.make_install_plan(
         variant,
         catalog,
         options,
@@ -120,7 +120,7 @@ def _variant(
     return variant
 
 
-def plan_lines(prepared: Prepared) -> list[str]:
+def install_plan_lines(prepared: Prepared) -> list[str]:
     """The plan as `install` prints it before it asks: the variant, why, every command in order."""
     variant, plan = prepared.variant, prepared.plan
     lines = [f"Variant: {variant.package} (branch {variant.branch}, PyTorch {variant.torch}, Python {variant.python})"]
@@ -131,7 +131,7 @@ def plan_lines(prepared: Prepared) -> list[str]:
     return lines
 
 
-def plan_json(prepared: Prepared) -> dict[str, Any]:
+def install_plan_json(prepared: Prepared) -> dict[str, Any]:
     """`install --dry-run --format json`: the same plan as data, each command as its argument list."""
     plan, variant = prepared.plan, prepared.variant
     steps = [
@@ -162,7 +162,7 @@ def plan_json(prepared: Prepared) -> dict[str, Any]:
     }
 
 
-def _warnings(plan: installer.Plan) -> list[str]:
+def _warnings(plan: installer.InstallPlan) -> list[str]:
     """The plan's own warnings, and whether this machine can run it at all (a dry run says so before anyone tries)."""
     missing = [] if shutil.which("flox") else [FLOX_INSTALL_HELP]
     return [*plan.warnings, *missing]

@@ -18,9 +18,9 @@ from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, run, tail
 from pickvariant._base.records import replace
 from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
 from pickvariant.install import envlock, existing, floxcontract, from_source, linked_torch, published_set
-from pickvariant.install.plan import (
+from pickvariant.install.install_plan import (
     InstallOptions,
-    Plan,
+    InstallPlan,
     check_directory,
     check_org,
     check_token_file,
@@ -51,7 +51,7 @@ def check_not_installed_differently(target: Path, install_id: str, wanted: Mappi
         )
 
 
-def plan_install(
+def make_install_plan(
     variant: Variant,
     catalog: Catalog,
     options: InstallOptions,
@@ -59,7 +59,7 @@ def plan_install(
     companions: Sequence[Companion] = (),
     set_shape: SetShape | None = None,
     env: Mapping[str, str] | None = None,
-) -> Plan:
+) -> InstallPlan:
     """The plan for installing `variant` (with the set's companions, in the set's shape) as `options` ask: from an
     organisation, or built from the recipe; nothing runs here."""
     env = os.environ if env is None else env
@@ -78,7 +78,7 @@ def plan_install(
     adding = set_shape.installed if companions and set_shape is not None else (variant.package,)
     existing.check_one_torch(target_dir, adding)
     if companions and set_shape is not None and set_shape.generated:  # a set built from source (install --build)
-        return from_source.build_plan(variant, catalog, options, env, tuple(companions))
+        return from_source.build_install_plan(variant, catalog, options, env, tuple(companions))
     if companions:
         org = published_set.require_published(org, build)
         check_org(org, given_as)
@@ -88,7 +88,7 @@ def plan_install(
     if org is not None and not build:
         check_org(org, given_as)
         return _published_plan(variant, org, target_dir, token_file)
-    return from_source.build_plan(variant, catalog, options, env, ())
+    return from_source.build_install_plan(variant, catalog, options, env, ())
 
 
 def _published_set_plan(
@@ -98,7 +98,7 @@ def _published_set_plan(
     org: str,
     target_dir: Path,
     token_file: Path | None,
-) -> Plan:
+) -> InstallPlan:
     """A set installed from the organisation's published packages, in one transaction."""
     cwd = target_dir if target_dir.is_dir() else Path.cwd()  # every flox command names its directory with -d
     packages, set_notes = published_set.set_packages(variant, companions, set_shape, org)
@@ -112,7 +112,7 @@ def _published_set_plan(
         [*packages, floxcontract.python_package(variant.python)],
         f"install {', '.join(packages)} and Python {variant.python} in one transaction",
     )
-    return Plan(
+    return InstallPlan(
         variant=variant,
         method="published",
         directory=target_dir,
@@ -124,7 +124,7 @@ def _published_set_plan(
     )
 
 
-def _published_plan(variant: Variant, org: str, target_dir: Path, token_file: Path | None) -> Plan:
+def _published_plan(variant: Variant, org: str, target_dir: Path, token_file: Path | None) -> InstallPlan:
     """The variant installed from the organisation's published package."""
     cwd = target_dir if target_dir.is_dir() else Path.cwd()  # every flox command names its directory with -d
     # @VERSION: several branches publish the same package name with different PyTorch versions.
@@ -138,7 +138,7 @@ def _published_plan(variant: Variant, org: str, target_dir: Path, token_file: Pa
         [package, floxcontract.python_package(variant.python)],
         f"install the published {package} and Python {variant.python}",
     )
-    return Plan(
+    return InstallPlan(
         variant=variant,
         method="published",
         directory=target_dir,
@@ -148,7 +148,7 @@ def _published_plan(variant: Variant, org: str, target_dir: Path, token_file: Pa
     )
 
 
-def steps(plan: Plan) -> Iterator[Command | Path]:
+def steps(plan: InstallPlan) -> Iterator[Command | Path]:
     """What the plan does, in order: each command, and the recipe file where it is written between them."""
     for index, command in enumerate(plan.commands):
         if plan.recipe_file and index == plan.recipe_after:
@@ -157,7 +157,7 @@ def steps(plan: Plan) -> Iterator[Command | Path]:
         yield command
 
 
-def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
+def describe(plan: InstallPlan, verify_command: list[str] | None = None) -> list[str]:
     """The plan as the lines `install` prints: every command, in the order it runs."""
     where = plan.directory if plan.method == "published" else f"{plan.build_dir}, then {plan.directory}"
     lines = [
@@ -174,7 +174,9 @@ def describe(plan: Plan, verify_command: list[str] | None = None) -> list[str]:
     return lines
 
 
-def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
+def execute(
+    plan: InstallPlan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None
+) -> list[str]:
     """Carry out the plan, holding the environment's lock (envlock) so that installs into it take turns.
     Flox's installs are transactional; an environment this run created is removed on failure.
     Returns what went wrong with the log alone (a full disk): each command ran to its end."""
@@ -191,7 +193,7 @@ def execute(plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], 
 
 
 def _execute(
-    plan: Plan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None, existed: bool
+    plan: InstallPlan, force: bool, log: Path, on_line: Callable[[str], None], timeout_s: float | None, existed: bool
 ) -> list[str]:
     created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
     saved = linked_torch.save(plan.directory) if plan.torch_check and not created_here else None
@@ -259,7 +261,7 @@ def _remove_created_environment(directory: Path, existed: bool) -> None:
             directory.rmdir()
 
 
-def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
+def start_log(plan: InstallPlan, env: Mapping[str, str] | None = None) -> Path:
     """Create this install's own new log file, before anything runs: an unwritable cache stops it here."""
     directory = cache_dir(env) / "logs"
     try:
@@ -270,7 +272,7 @@ def start_log(plan: Plan, env: Mapping[str, str] | None = None) -> Path:
         ) from error
 
 
-def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
+def save_last_install(plan: InstallPlan, python: list[str] | None, env: Mapping[str, str] | None = None) -> Path:
     """Remember what was installed, so that `pickvariant verify` can default to it."""
     path = last_install_path(env)
     record = {
@@ -289,7 +291,7 @@ def save_last_install(plan: Plan, python: list[str] | None, env: Mapping[str, st
     return path
 
 
-def interpreter_for(plan: Plan) -> list[str]:
+def interpreter_for(plan: InstallPlan) -> list[str]:
     """The command that starts the environment's Python, which finds the installed torch.
 
     A build result holds only lib/pythonX.Y/site-packages; Flox puts it on PYTHONPATH when the

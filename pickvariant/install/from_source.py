@@ -14,18 +14,24 @@ from pickvariant._base.files import cache_dir, check_writable, own_cache
 from pickvariant._base.proc import Command
 from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.install import existing, floxcontract
-from pickvariant.install.plan import InstallOptions, Plan, check_directory, environment_commands, login_check
+from pickvariant.install.install_plan import (
+    InstallOptions,
+    InstallPlan,
+    check_directory,
+    environment_commands,
+    login_check,
+)
 from pickvariant.recipes.fetch import fetch_checked
 from pickvariant.recipes.render import recipe_path, render, render_companion
 
 
-def build_plan(
+def build_install_plan(
     variant: Variant,
     catalog: Catalog,
     options: InstallOptions,
     env: Mapping[str, str],
     companions: tuple[Companion, ...],
-) -> Plan:
+) -> InstallPlan:
     """Build the variant from its recipe (and each generated companion from its own, beside it: one torch) in one
     build directory, then install the results with a matching Python."""
     target_dir = options.directory.resolve()
@@ -52,7 +58,7 @@ def build_plan(
         f"{c.package}: generated on {variant.package}'s recipe, beside it in {recipe.parent} (one torch, built once)"
         for c in companions
     ]
-    return Plan(
+    return InstallPlan(
         variant=variant,
         method="build",
         directory=target_dir,

@@ -13,8 +13,8 @@ from pickvariant._base.proc import capture
 from pickvariant._base.records import record
 from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import floxcontract
-from pickvariant.install.flow import check_org, execute, interpreter_for, plan_install, start_log
-from pickvariant.install.plan import InstallOptions
+from pickvariant.install.flow import check_org, execute, interpreter_for, make_install_plan, start_log
+from pickvariant.install.install_plan import InstallOptions
 
 
 @record
@@ -44,7 +44,7 @@ def published_interpreter(
     parent.mkdir(parents=True, exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix=f"{variant.package}-", dir=parent))
     try:
-        plan = plan_install(variant, catalog, InstallOptions(org=org, directory=directory), env=env)
+        plan = make_install_plan(variant, catalog, InstallOptions(org=org, directory=directory), env=env)
         log = start_log(plan, env)
         execute(plan, False, log, lambda line: None, None)
         yield ThrowawayProbe(interpreter_for(plan), tuple(notes))

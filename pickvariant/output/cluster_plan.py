@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.catalog.generated import GENERATED_BY
 from pickvariant.catalog.model import Variant
-from pickvariant.rules.plan import ClusterPlan, NodePlan, builds
+from pickvariant.rules.cluster_plan import ClusterPlan, NodePlan, builds
 from pickvariant.rules.sets import relation
 
 
@@ -80,7 +80,7 @@ class _Style:
         self.text: Callable[[str], str] = markdown_text if markdown else visible
 
 
-def plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
+def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
     """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands.
 
     Labels, CPU models, reasons and repository names come from the cluster's lines and the catalog: in Markdown

@@ -224,7 +224,7 @@ def cost_of(best: Variant, got: Variant) -> str:
     return ", ".join(losses) or f"{got.package} instead of {best.package} (another branch)"
 
 
-def make_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
+def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
     """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
     _check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
@@ -338,7 +338,7 @@ def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, s
     ]
 
 
-def plan_json(plan: ClusterPlan) -> dict[str, Any]:
+def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "variants": [

@@ -53,7 +53,7 @@ def check_org(org: str, given_as: str = "--org") -> None:
 
 
 @keyword_record
-class Plan:
+class InstallPlan:
     """Everything an install will run, in order: `--dry-run` prints exactly these commands."""
 
     variant: Variant

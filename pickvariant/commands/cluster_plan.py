@@ -11,29 +11,29 @@ from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant.catalog.model import Catalog
 from pickvariant.rules import cluster_input
-from pickvariant.rules import plan as planner
+from pickvariant.rules import cluster_plan as planner
 
 
 @keyword_record
-class PlanOptions:
+class ClusterPlanOptions:
     inputs: tuple[str, ...]
     org: str | None = None
     max_variants: int | None = None
 
 
 @keyword_record
-class Planned:
+class PlannedCluster:
     result: planner.ClusterPlan
     org: str | None  # as given, or from PICKVARIANT_FLOX_ORG: the printed commands name it
 
 
 def run(
-    options: PlanOptions,
+    options: ClusterPlanOptions,
     request: Request,
     catalog: Catalog,
     stdin: IO[bytes],
     reading: Callable[[int | None], Any],
-) -> Planned:
+) -> PlannedCluster:
     """`reading(size)`: a context manager giving the progress callback for reading the inputs (a bar on a terminal)."""
     org, given_as = options.org, "--org"
     if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
@@ -45,5 +45,5 @@ def run(
     inputs: Sequence[str] = list(options.inputs)
     with reading(cluster_input.input_size(inputs, stdin)) as on_progress:
         read = cluster_input.read_inputs(inputs, stdin, on_progress)
-    result = planner.make_plan(read, catalog, request.with_environment(os.environ), options.max_variants)
-    return Planned(result=result, org=org)
+    result = planner.make_cluster_plan(read, catalog, request.with_environment(os.environ), options.max_variants)
+    return PlannedCluster(result=result, org=org)
