@@ -21,9 +21,9 @@ sys.path.insert(0, str(ROOT))  # the checkout's pickvariant, installed or not
 
 from pickvariant import api  # noqa: E402
 from pickvariant._base.request import Request  # noqa: E402
-from pickvariant.catalog.stack import load_stack  # noqa: E402
 from pickvariant.machine.facts import gather_facts  # noqa: E402
 from pickvariant.rules.decide import decide  # noqa: E402
+from pickvariant.sources.flox.stack import load_stack  # noqa: E402
 
 DUMPS = ROOT.parent / "shared" / "fixtures" / "cpuinfo"
 

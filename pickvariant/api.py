@@ -24,11 +24,11 @@ from pickvariant._base import settings
 from pickvariant._base.errors import NoVariant
 from pickvariant._base.records import record, replace
 from pickvariant._base.request import Request
-from pickvariant.catalog.load import load_catalog
-from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.machine.facts import HostFacts, gather_facts
 from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
+from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.flox.load import load_catalog
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from pickvariant.catalog.load import load_catalog
-from pickvariant.catalog.model import Catalog
+from pickvariant.sources.build import Catalog
+from pickvariant.sources.flox.load import load_catalog
 
 TESTS = Path(__file__).resolve().parent
 CPUINFO = TESTS / "fixtures" / "cpuinfo"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from conftest import cpuinfo_path
 
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.cpu import CpuFacts, read_cpuinfo_dump
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant.sources.build import Catalog
 
 
 def host(

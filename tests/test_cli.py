@@ -504,7 +504,7 @@ def test_detect_json_without_with_imports_nothing_it_does_not_need() -> None:
         "typing",
         "dataclasses",
         "tempfile",
-        "pickvariant.catalog.stack",
+        "pickvariant.sources.flox.stack",
         "pickvariant.rules.pairing",
         "pickvariant.rules.sets",
         "jsonschema",

@@ -12,12 +12,12 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import parse_compute_capability, version_key
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
 from pickvariant.rules.compat import kernels_run_on, why_not
 from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
+from pickvariant.sources.build import Catalog
 
 FACTS = json.loads((DATA / "hardware-facts.json").read_text())
 

@@ -1604,7 +1604,7 @@ def _(ctx: Ctx) -> int:
     made small): nothing is written, and it says which file and why, rather than leaving one every command refuses."""
     import types
 
-    from pickvariant.catalog import load, sync_files
+    from pickvariant.sources.flox import load, sync_files
 
     repo = _build_repo(ctx)
     out = ctx.tmp / "site.json"
@@ -1692,7 +1692,7 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     """PICKVARIANT_CATALOG names a catalog whose stamp was recomputed over a CUDA package set that is Nix code and a
     package named as a path: it is checked whole (the stamp spares only the shipped catalog) and refused."""
-    from pickvariant.catalog.sync_files import render as sync_render
+    from pickvariant.sources.flox.sync_files import render as sync_render
 
     forged = json.loads((REPO / "catalog.json").read_text())
     forged["branches"][0]["cuda_lines"][0]["cuda_packages"] = (

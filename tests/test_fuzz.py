@@ -19,15 +19,15 @@ from hypothesis import strategies as st
 from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
-from pickvariant.catalog.load import hardware_facts_path, parse_catalog
-from pickvariant.catalog.own_facts import check_own_hardware_facts
 from pickvariant.cli.main import app
 from pickvariant.machine.cpu import CpuFacts, parse_cpuinfo, read_cpuinfo_dump
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
-from pickvariant.recipes.render import render
 from pickvariant.rules.compat import missing_flags
 from pickvariant.rules.decide import decide
+from pickvariant.sources.flox.load import hardware_facts_path, parse_catalog
+from pickvariant.sources.flox.own_facts import check_own_hardware_facts
+from pickvariant.sources.flox.render import render
 
 runner = cli_runner()
 ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64", "ppc64 (byte order unknown)", "riscv64", "s390x", "unknown"}
@@ -275,7 +275,7 @@ CATALOG_BYTES = (REPO / "catalog.json").read_bytes()
 @given(st.integers(0, len(CATALOG_BYTES) - 1))
 @settings(max_examples=200)
 def test_a_truncated_catalog_file_is_one_bad_input_line(cut: int) -> None:
-    from pickvariant.catalog.load import load_catalog
+    from pickvariant.sources.flox.load import load_catalog
 
     generated("load_catalog: catalog.json cut at any byte")
     with tempfile.TemporaryDirectory() as directory:

@@ -70,10 +70,10 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
     at run time is one or the other (the catalog and the recipe templates sit at the top of the checkout)."""
     import tomllib
 
-    from pickvariant.catalog import generated
-    from pickvariant.catalog.load import DATA_DIR, default_catalog_path, hardware_facts_path
     from pickvariant.install.floxcontract import CONTRACT
-    from pickvariant.recipes.render import TEMPLATES_DIR
+    from pickvariant.sources.flox import generated
+    from pickvariant.sources.flox.load import DATA_DIR, default_catalog_path, hardware_facts_path
+    from pickvariant.sources.flox.render import TEMPLATES_DIR
     from pickvariant.verify.judge import PROBE
 
     package = (REPO / "pickvariant").resolve()

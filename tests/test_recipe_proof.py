@@ -306,8 +306,8 @@ def test_a_name_that_promises_more_than_the_build_does_is_left_out_too(tmp_path)
 def test_evaluation_is_bounded_in_size_and_depth() -> None:
     """Forty doublings of a list (or a string) would take 2^40 items, a thousand nested parentheses Python's stack:
     the evaluator itself stops at its bounds with a reason (the allowlist would refuse these names first)."""
-    from pickvariant.catalog.nixeval import Evaluation, Unprovable
-    from pickvariant.catalog.proof import NotProven, prove
+    from pickvariant.sources.flox.nixeval import Evaluation, Unprovable
+    from pickvariant.sources.flox.proof import NotProven, prove
 
     for joined in ("++", "+"):
         seed = '[ "-mavx2" ]' if joined == "++" else '"-mavx2 "'
@@ -330,7 +330,7 @@ def test_any_cut_or_repeat_of_a_recipe_is_proven_or_left_out_never_a_crash(data)
     end = data.draw(st.integers(start, len(source)))
     cut = data.draw(st.sampled_from(["delete", "repeat"]))
     text = source[:start] + source[end:] if cut == "delete" else source[:end] + source[start:]
-    from pickvariant.catalog.proof import NotProven, prove
+    from pickvariant.sources.flox.proof import NotProven, prove
 
     try:
         proof = prove(text)

@@ -11,11 +11,11 @@ from machines import host
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request, projects_from
-from pickvariant.catalog.stack import load_stack
 from pickvariant.cli.main import app
 from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decide import decide
+from pickvariant.sources.flox.stack import load_stack
 
 runner = cli_runner()
 H100_HOST = "linux-unknown-sapphirerapids"
@@ -233,8 +233,8 @@ def test_an_unknown_project_is_bad_input_naming_where_it_came_from() -> None:
 
 
 def test_a_companions_file_with_credentials_in_an_address_never_shows_them(tmp_path, catalog) -> None:
-    from pickvariant.catalog.load import load_catalog
-    from pickvariant.catalog.stack import companions_path
+    from pickvariant.sources.flox.load import load_catalog
+    from pickvariant.sources.flox.stack import companions_path
 
     secret = "glpat-COMPANION-SECRET"
     shipped = catalog.path
@@ -339,8 +339,8 @@ def test_one_companion_built_on_the_variant_and_one_with_its_own_torch_are_two_t
     """The one set rule (rules/sets.py): a companion that imports the variant's recipe goes beside it; one with a
     torch of its own goes alone; both together hold two PyTorch builds, and the same name and torch release on
     another branch is not the variant's own derivation."""
-    from pickvariant.catalog.model import Companion
     from pickvariant.rules.sets import builds_on, shape
+    from pickvariant.sources.build import Companion
 
     variant = catalog.variant("pytorch-python313-cuda12_8-sm61-avx", "main")
 

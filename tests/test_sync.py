@@ -18,9 +18,9 @@ from machines import host
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
-from pickvariant.catalog.load import parse_catalog
 from pickvariant.cli.main import app
 from pickvariant.rules.decide import decide
+from pickvariant.sources.flox.load import parse_catalog
 
 runner = cli_runner()
 
@@ -400,8 +400,8 @@ def test_newer_names_are_read_as_what_they_mean_or_left_out_with_a_reason(build_
     assert "build_options" not in rows["torchaudio-python313-cuda13_1-sm90-avx512"]
     assert "torchaudio-python313-cpu-darwin.nix: an Intel Mac build (x86_64-darwin" in result.stderr
     assert "pytorch-python313-cuda12_8-all-avx2.nix: a build for every SM its recipe lists ('all')" in result.stderr
-    from pickvariant.catalog.load import load_catalog
     from pickvariant.rules.pairing import companions_for
+    from pickvariant.sources.flox.load import load_catalog
 
     catalog = load_catalog(out)
     variant = next(v for v in catalog.variants if v.package == "pytorch-python313-cuda13_1-sm90-avx512")

@@ -19,9 +19,9 @@ from pickvariant.cli import options as commandline
 from pickvariant.cli import typer_options as opt
 
 if TYPE_CHECKING:
-    from pickvariant.catalog.model import Catalog
     from pickvariant.machine.facts import HostFacts
     from pickvariant.rules.decision import Decision
+    from pickvariant.sources.build import Catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,6 +102,6 @@ def given_on_command_line(parameter: str) -> bool:
 
 
 def load_catalog() -> Catalog:
-    from pickvariant.catalog.load import load_catalog as load
+    from pickvariant.sources.flox.load import load_catalog as load
 
     return load()

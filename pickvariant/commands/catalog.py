@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant.catalog import sync as syncer
-from pickvariant.catalog import sync_files
-from pickvariant.catalog.sync import SyncResult
+from pickvariant.sources.flox import sync as syncer
+from pickvariant.sources.flox import sync_files
+from pickvariant.sources.flox.sync import SyncResult
 
 
 @keyword_record

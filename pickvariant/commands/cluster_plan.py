@@ -9,9 +9,9 @@ from typing import IO, Any
 from pickvariant._base import settings
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Catalog
 from pickvariant.rules import cluster_input
 from pickvariant.rules import cluster_plan as planner
+from pickvariant.sources.build import Catalog
 
 
 @keyword_record

@@ -19,12 +19,12 @@ from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.proc import FLOX_INSTALL_HELP
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import flow as installer
 from pickvariant.install.install_plan import InstallOptions
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
+from pickvariant.sources.build import Catalog, Variant
 from pickvariant.verify import judge as verifier
 
 

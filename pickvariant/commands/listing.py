@@ -7,10 +7,10 @@ from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant.catalog.companions import PROJECTS
-from pickvariant.catalog.model import Catalog
-from pickvariant.catalog.stack import load_stack
 from pickvariant.output.listing import Filters, select, select_companions
+from pickvariant.sources.build import Catalog
+from pickvariant.sources.flox.companions import PROJECTS
+from pickvariant.sources.flox.stack import load_stack
 
 
 @keyword_record

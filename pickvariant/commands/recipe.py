@@ -11,11 +11,11 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.files import own_cache
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request, projects_from
-from pickvariant.catalog.model import Catalog, Companion, Variant
-from pickvariant.recipes.render import branch_variants, render, render_companion
 from pickvariant.rules.decision import SetRefusal
 from pickvariant.rules.pairing import generated_set
 from pickvariant.rules.wording import set_refusal
+from pickvariant.sources.build import Catalog, Companion, Variant
+from pickvariant.sources.flox.render import branch_variants, render, render_companion
 
 
 def companion_recipes(
@@ -92,7 +92,7 @@ def recipes(options: RecipeOptions, catalog: Catalog) -> Recipes:
         variant = catalog.variant(options.package or "", options.branch)
         found = [(variant, render(variant, catalog))]
     else:
-        from pickvariant.recipes.fetch import fetch_checked
+        from pickvariant.sources.flox.fetch import fetch_checked
 
         variant = catalog.variant(options.package or "", options.branch)
         fetched = fetch_checked(variant, catalog, options.repo, own_cache(os.environ), os.environ)

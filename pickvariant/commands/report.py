@@ -8,10 +8,10 @@ from typing import Any
 from pickvariant import api
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Catalog
 from pickvariant.commands.verify import default_python
 from pickvariant.machine.facts import states_a_machine
 from pickvariant.output import report as reporter
+from pickvariant.sources.build import Catalog
 
 
 @keyword_record

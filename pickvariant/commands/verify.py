@@ -9,7 +9,7 @@ import sys
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import projects_from, projects_or_environment
-from pickvariant.catalog.model import Catalog
+from pickvariant.sources.build import Catalog
 from pickvariant.verify import judge as verifier
 
 

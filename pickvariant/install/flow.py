@@ -16,7 +16,6 @@ from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, run, tail
 from pickvariant._base.records import replace
-from pickvariant.catalog.model import Catalog, Companion, Variant, checked_package
 from pickvariant.install import envlock, existing, floxcontract, from_source, linked_torch, published_set
 from pickvariant.install.install_plan import (
     InstallOptions,
@@ -31,6 +30,7 @@ from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import SetShape
+from pickvariant.sources.build import Catalog, Companion, Variant, checked_package
 
 ORG_ENV = settings.FLOX_ORG
 

@@ -12,7 +12,6 @@ from pickvariant import __version__
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, own_cache
 from pickvariant._base.proc import Command
-from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.install import existing, floxcontract
 from pickvariant.install.install_plan import (
     InstallOptions,
@@ -21,8 +20,9 @@ from pickvariant.install.install_plan import (
     environment_commands,
     login_check,
 )
-from pickvariant.recipes.fetch import fetch_checked
-from pickvariant.recipes.render import recipe_path, render, render_companion
+from pickvariant.sources.build import Catalog, Companion, Variant
+from pickvariant.sources.flox.fetch import fetch_checked
+from pickvariant.sources.flox.render import recipe_path, render, render_companion
 
 
 def build_install_plan(

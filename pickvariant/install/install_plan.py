@@ -10,8 +10,8 @@ from pathlib import Path
 from pickvariant._base.errors import BadInput
 from pickvariant._base.proc import Command
 from pickvariant._base.records import keyword_record
-from pickvariant.catalog.model import Companion, Variant
 from pickvariant.install import floxcontract
+from pickvariant.sources.build import Companion, Variant
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
-from pickvariant.catalog.model import Companion, Variant
 from pickvariant.rules.decision import SetShape
+from pickvariant.sources.build import Companion, Variant
 
 
 def set_packages(

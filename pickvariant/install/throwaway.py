@@ -11,10 +11,10 @@ from pathlib import Path
 from pickvariant._base.files import cache_dir
 from pickvariant._base.proc import capture
 from pickvariant._base.records import record
-from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.install import floxcontract
 from pickvariant.install.flow import check_org, execute, interpreter_for, make_install_plan, start_log
 from pickvariant.install.install_plan import InstallOptions
+from pickvariant.sources.build import Catalog, Variant
 
 
 @record

@@ -24,9 +24,9 @@ from pickvariant._base.versions import (
     parse_driver_version,
     version_key,
 )
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
+from pickvariant.sources.build import Catalog
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

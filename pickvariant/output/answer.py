@@ -8,11 +8,11 @@ import shlex
 import textwrap
 
 from pickvariant._base.text import visible
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.present import gpu_extras, nearest_alternatives
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision, Rejection
+from pickvariant.sources.build import Catalog
 
 # Of the nearest alternatives, one per axis (another instruction set, architecture, branch…), this many at most.
 ALTERNATIVES_SHOWN = 3

@@ -9,10 +9,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
-from pickvariant.catalog.generated import GENERATED_BY
-from pickvariant.catalog.model import Variant
 from pickvariant.rules.cluster_plan import ClusterPlan, NodePlan, builds
 from pickvariant.rules.sets import relation
+from pickvariant.sources.build import Variant
+from pickvariant.sources.flox.generated import GENERATED_BY
 
 
 def _grouped(nodes: Iterable[NodePlan], key: Callable[[NodePlan], str]) -> list[tuple[str, list[str]]]:

@@ -13,7 +13,7 @@ from pickvariant._base.versions import (
     release_matches,
     version_key,
 )
-from pickvariant.catalog.model import MPS, Catalog, Companion, Variant
+from pickvariant.sources.build import MPS, Catalog, Companion, Variant
 
 
 @keyword_record

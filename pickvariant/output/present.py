@@ -5,12 +5,12 @@ from __future__ import annotations
 from pickvariant import __version__
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant._base.versions import version_key
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wording
 from pickvariant.rules.decide import Decision
 from pickvariant.rules.decision import NEAREST, Kind, Rejection
+from pickvariant.sources.build import Catalog
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ from pickvariant import __version__
 from pickvariant._base.settings import CPUINFO
 from pickvariant._base.text import markdown_code, markdown_text
 from pickvariant._base.urls import without_credentials
-from pickvariant.catalog.model import Catalog
 from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decide import Decision
+from pickvariant.sources.build import Catalog
 from pickvariant.verify.judge import run_probe, variant_mismatches
 
 # GPU and MIG UUIDs (GPU-5c1d…, MIG-5c1d…, the older MIG-GPU-…/1/0) identify one card: CUDA_VISIBLE_DEVICES

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pickvariant._base.text import visible
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
 from pickvariant.output.present import hardware_rows, recommendation_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
+from pickvariant.sources.build import Catalog
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -17,12 +17,12 @@ from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.native import stdout_silenced
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Catalog, Companion, Variant
 from pickvariant.machine.facts import HostFacts, facts_from_json
 from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
+from pickvariant.sources.build import Catalog, Companion, Variant
 
 JSON_SCHEMA_VERSION = 1
 
@@ -324,7 +324,7 @@ def _sets(
 def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, str]]:
     """What to build and publish for one chosen variant, (repository or None for the build repository, branch,
     package): exactly the packages its set installs (sets.shape), or the variant alone without --with. A generated
-    companion's repository is catalog.generated.GENERATED_BY: its recipe is made by `pickvariant recipe --with`."""
+    companion's repository is sources/flox/generated.py GENERATED_BY: its recipe is made by `pickvariant recipe --with`."""
     key = (variant.branch, variant.package)
     found = plan.shapes.get(key)
     if found is None:

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
-from pickvariant.catalog.model import Catalog, CpuIsa, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wording
+from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch
 
 # Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
 # "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.
@@ -187,13 +188,12 @@ def why_not(
     if not gpus:
         problems.append(wording.cuda_build_without_gpu(variant.gpu_arch))
         return tuple(problems)
-    arch = catalog.gpu_archs[variant.gpu_arch]
     verdicts: dict[tuple[int, int], str | None] = {}  # eight GPUs of one kind are judged once
     for gpu in gpus:
         capability = gpu.compute_capability
         kind = (capability.major, capability.minor)
         if kind not in verdicts:
-            verdicts[kind] = _kernels_verdict(catalog, arch.name, capability)
+            verdicts[kind] = _sass_verdict(catalog, variant.sass_archs, capability)
         why = verdicts[kind]
         if why:
             problems.append(f"GPU {gpu.index}: {why}")
@@ -201,6 +201,15 @@ def why_not(
     if why_driver:
         problems.append(why_driver)
     return tuple(problems)
+
+
+def _sass_verdict(catalog: Catalog, archs: Sequence[str], capability: ComputeCapability) -> str | None:
+    """None when machine code for one of `archs` runs on `capability`, else why the first does not.
+
+    A build is held to its SASS alone: no source carries PTX yet (build.py ptx_archs), and a JIT fallback left
+    unjudged can only refuse a build that would have run, never admit one that would not."""
+    whys = [_kernels_verdict(catalog, arch, capability) for arch in archs]
+    return None if any(why is None for why in whys) else whys[0]
 
 
 @per_object

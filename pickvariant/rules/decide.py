@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Catalog
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
 from pickvariant.rules.pick import pick
+from pickvariant.sources.build import Catalog
 
 __all__ = ["Decision", "decide"]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pickvariant._base.records import keyword_record, record
-from pickvariant.catalog.model import Branch, Companion, CudaLine, Variant
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.sources.build import Branch, Companion, Variant
+from pickvariant.sources.hardware import CudaLine
 
 TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
 if TYPE_CHECKING:

@@ -10,7 +10,6 @@ from pickvariant._base import settings
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
-from pickvariant.catalog.model import Catalog, CudaLine, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wording
@@ -22,6 +21,8 @@ from pickvariant.rules.compat import (
 )
 from pickvariant.rules.nothing import NothingFits
 from pickvariant.rules.pick import Picked, pick
+from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.hardware import CudaLine, GpuArch
 
 
 def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked) -> tuple[str, ...]:

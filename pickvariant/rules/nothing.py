@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pickvariant._base.records import keyword_record
-from pickvariant.catalog.model import Branch, Catalog, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wording
 from pickvariant.rules.compat import TEGRA_CUDA_UNKNOWN, runs_on_all, tegra_cuda_unknown, undriven_gpus
+from pickvariant.sources.build import Branch, Catalog, Variant
 
 
 @keyword_record

@@ -17,19 +17,17 @@ from collections.abc import Mapping, Sequence
 from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
 from pickvariant._base.records import keyword_record, replace
-from pickvariant.catalog import generated
-from pickvariant.catalog.model import Catalog, Companion, Variant, axes_of
-from pickvariant.catalog.stack import load_stack
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import Kind, Rejection, SetRefusal, rejection
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
+from pickvariant.sources.build import Catalog, Companion, Variant, axes_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pickvariant.catalog.model import Axes
+    from pickvariant.sources.build import Axes
 
 
 @keyword_record
@@ -61,7 +59,7 @@ def _index(
     """Companions with a known torch by (project, axes, torch), and those with an unknown one by (project, axes)."""
     known: dict[tuple[str, Axes, str], list[Companion]] = {}
     unknown: dict[tuple[str, Axes], list[Companion]] = {}
-    for companion in load_stack(catalog).companions:
+    for companion in catalog.companion_source.published(catalog):
         if companion.torch is None:
             unknown.setdefault((companion.project, companion.axes), []).append(companion)
         else:
@@ -111,9 +109,10 @@ def pick_set(
     """The set: published (the best-ranked candidate whose companions are published on its PyTorch), or, with
     `build` or where no published set gives one PyTorch, built from source (the best-ranked candidate on whose own
     recipe every companion can be generated)."""
-    stack = load_stack(catalog)
+    source = catalog.companion_source
+    published_projects = {companion.project for companion in source.published(catalog)}
     for project in projects:
-        if not stack.of_project(project) and project not in generated.projects():
+        if project not in published_projects and project not in source.generated_projects():
             raise BadInput(
                 f"--with {project}: the catalog has no {project} recipes (sync them: pickvariant catalog sync REPO COMPANION_REPO… -o FILE)"
             )
@@ -134,10 +133,11 @@ def pick_set(
 def generated_set(catalog: Catalog, variant: Variant, projects: Sequence[str]) -> tuple[Companion, ...] | SetRefusal:
     """Each project's companion generated on `variant`'s own recipe, or why one cannot be."""
     pin_torch = catalog.nixpkgs_torch.get(variant.nixpkgs_rev)
-    refusals = {p: w for p in projects if (w := generated.why_not_generated(p, variant, pin_torch))}
+    source = catalog.companion_source
+    refusals = {p: w for p in projects if (w := source.why_not_generated(p, variant, pin_torch))}
     if refusals:
         return SetRefusal("not_generated", tuple(refusals), "; ".join(refusals.values()))
-    return tuple(generated.generated_companion(project, variant) for project in projects)
+    return tuple(source.generated_companion(project, variant) for project in projects)
 
 
 def _built_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequence[str]) -> SetPick:
@@ -153,8 +153,7 @@ def _built_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequen
         reasons = [wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes_of(variant) if a])]
         pin_torch = catalog.nixpkgs_torch.get(variant.nixpkgs_rev)
         reasons += [
-            wording.generated_reason(c.project, c.package, variant, generated.projects()[c.project].cost, pin_torch)
-            for c in found
+            wording.generated_reason(c.project, c.package, variant, c.generation_cost or "", pin_torch) for c in found
         ]
         return SetPick(
             variant=variant,

@@ -18,10 +18,11 @@ from __future__ import annotations
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
-from pickvariant.catalog.model import Branch, Catalog, Companion, GpuArch, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Rejection, SetRefusal, dedupe
+from pickvariant.sources.build import Branch, Catalog, Companion, Variant
+from pickvariant.sources.hardware import GpuArch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.catalog import generated
-from pickvariant.catalog.model import Companion, Variant
 from pickvariant.rules import wording
 from pickvariant.rules.decision import SetShape
+from pickvariant.sources.build import Companion, Variant
 
 
 def builds_on(companion: Companion, variant: Variant) -> bool:
@@ -52,7 +51,7 @@ def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
 def relation(companion: Companion, variant: Variant) -> str:
     """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
     if companion.torch_relation == "generated" and builds_on(companion, variant):
-        return wording.generated_relation(variant.package, generated.projects()[companion.project].cost)
+        return wording.generated_relation(variant.package, companion.generation_cost or "")
     if builds_on(companion, variant):
         return wording.identical_relation(variant.package)
     return wording.separate_relation(companion.torch, companion.torch_pin or "", variant.nixpkgs_rev)

@@ -14,7 +14,6 @@ from pickvariant._base.memo import per_object
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
-from pickvariant.catalog.model import MPS, Branch, Catalog, Variant, Workload
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
 from pickvariant.rules import wording
@@ -31,6 +30,8 @@ from pickvariant.rules.compat import (
     why_not,
 )
 from pickvariant.rules.decision import Kind, Rejection, SetRefusal, rejection
+from pickvariant.sources.build import MPS, Branch, Catalog, Variant
+from pickvariant.sources.hardware import Workload
 
 _NO_GPU = ComputeCapability(0, 0)
 

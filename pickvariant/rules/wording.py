@@ -13,8 +13,8 @@ from pickvariant.rules.decision import Kind, Rejection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pickvariant.catalog.model import Variant
     from pickvariant.rules.decision import SetRefusal, SetShape
+    from pickvariant.sources.build import Variant
 
 _SUBJECTS = {
     "branch": "branch {}",

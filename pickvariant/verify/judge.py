@@ -13,10 +13,10 @@ from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.versions import ComputeCapability, release_numbers
-from pickvariant.catalog.model import Catalog, Variant
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import cuda_visible_count
 from pickvariant.rules.compat import machine_code_runs_on, usable_isas
+from pickvariant.sources.build import Catalog, Variant
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
 PROBE_RESULT_SCHEMA = PROBE.with_name("probe-result.schema.json")

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant.catalog.load import DATA_DIR
-from pickvariant.catalog.model import Companion, Variant, checked_package
+from pickvariant.sources.build import Companion, Variant, checked_package
+from pickvariant.sources.flox.rows import DATA_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -115,4 +115,5 @@ def generated_companion(project: str, variant: Variant) -> Companion:
         torch_pin=variant.nixpkgs_rev,
         torch_relation="generated",
         torch_of=variant.package,
+        generation_cost=projects()[project].cost,
     )

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pickvariant._base.errors import BadInput
-from pickvariant.catalog.model import MPS, CpuIsa, HardwareFacts
-from pickvariant.catalog.nixtext import NixText, NotNix, parse
-from pickvariant.catalog.proof import NotProven, RecipeProof, prove
+from pickvariant.sources.build import MPS
+from pickvariant.sources.flox.nixtext import NixText, NotNix, parse
+from pickvariant.sources.flox.proof import NotProven, RecipeProof, prove
+from pickvariant.sources.hardware import CpuIsa, HardwareFacts
 
 _NAME = re.compile(
     r"^pytorch-python(?P<py>3\d{1,2})-(?:"

@@ -1,4 +1,11 @@
-"""The catalog's model: the build repository's variants joined with pickvariant's hardware facts.
+"""What a build is, and a catalog of builds as the rules walk it, whichever source made it.
+
+A Variant is one PyTorch build: its platform, Python, release (torch), CUDA line (whose driver floor the catalog's
+CUDA line gives), the GPU architectures it carries as SASS and as PTX, its CPU instruction set (or none: ATen
+dispatches at run time), grouped in Branches (a release line) with their Companions. A field only one source has
+(a Flox branch's nixpkgs pin) another source leaves empty. A Catalog joins them with pickvariant's hardware facts
+(sources/hardware.py) and carries its CompanionSource: the published companions and those built on a variant.
+Each source fills these records: sources/flox/ from catalog.json (the build repository's recipes).
 
 catalog/load.py reads and checks catalog.json into these records; `pickvariant catalog sync`
 (catalog/sync.py) writes it. Nothing here reads a file or touches git.
@@ -16,7 +23,18 @@ from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, record
-from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
+from pickvariant._base.versions import ComputeCapability
+from pickvariant.sources.hardware import (
+    CpuIsa,
+    CudaLine,
+    CudaRelease,
+    GpuArch,
+    HardwareFacts,
+    PeakThroughput,
+    Platform,
+    TorchSource,
+    Workload,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -24,8 +42,24 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
     K = TypeVar("K")
+    from collections.abc import Collection
+    from typing import Protocol
+
     # How a companion's torch relates to a PyTorch variant (closed: the rules branch on each).
     TorchRelation = Literal["identical", "separate", "unknown", "generated"]
+
+    class CompanionSource(Protocol):
+        """Where a catalog's companions come from, as the companion stage (rules/pairing.py) asks: those its
+        source publishes, and those that can be built on a variant's own recipe (a source without recipes has none)."""
+
+        def published(self, catalog: Catalog) -> tuple[Companion, ...]: ...
+
+        def generated_projects(self) -> Collection[str]: ...
+
+        def why_not_generated(self, project: str, variant: Variant, pin_torch: str | None) -> str | None: ...
+
+        def generated_companion(self, project: str, variant: Variant) -> Companion: ...
+
 
 SCHEMA_VERSION = 2
 
@@ -77,101 +111,6 @@ def _grouped(variants: Iterable[Variant], key: Callable[[Variant], K]) -> Mappin
     return {name: tuple(found) for name, found in groups.items()}
 
 
-@record
-class Platform:
-    nix_system: str
-    os: str
-    arch: str
-
-
-@keyword_record
-class CpuIsa:
-    name: str
-    platform: str
-    description: str
-    requires: tuple[str, ...]
-    compiler_flags: tuple[str, ...]
-    build_env: Mapping[str, str]
-    torch_cpu_capability: str
-    source: str
-
-
-@record
-class DriverSupport:
-    """Which NVIDIA drivers can drive an architecture's GPUs at all, with the source that says so."""
-
-    first: DriverVersion | None  # older drivers list no GPU of it; "580" is a whole branch
-    last_branch: int | None  # newer branches dropped it
-    source: str
-
-    def refuses(self, driver: DriverVersion) -> str | None:
-        """None when `driver` can drive these GPUs, else why not."""
-        if self.first is not None and driver < self.first:
-            first = (
-                f"the R{self.first} branch, the first"
-                if len(self.first.parts) == 1
-                else f"{self.first}, the first driver"
-            )
-            return f"is older than {first} that drives it"
-        if self.last_branch is not None and driver.parts[0] > self.last_branch:
-            return f"is newer than R{self.last_branch}, the last driver branch that drives it"
-        return None
-
-
-@keyword_record
-class GpuArch:
-    name: str
-    compute_capability: ComputeCapability
-    min_cuda: str
-    max_cuda: str | None
-    tegra: bool
-    platforms: tuple[str, ...]
-    description: str
-    products: tuple[str, ...]
-    reported_before_cuda_13: ComputeCapability | None
-    build_env: Mapping[str, str]
-    source: str
-    drivers: DriverSupport | None = None
-
-    @property
-    def sm_dotted(self) -> str:
-        return str(self.compute_capability)
-
-    def builds_with(self, cuda: str) -> bool:
-        """Can nvcc of this CUDA release build kernels for this architecture (min_cuda..max_cuda)?"""
-        return version_key(self.min_cuda) <= version_key(cuda) and (
-            not self.max_cuda or version_key(cuda) <= version_key(self.max_cuda)
-        )
-
-    def has_host(self, cpu_platform: str) -> bool:
-        """Is there a machine with this GPU and a CPU of `cpu_platform` (x86_64, aarch64)?"""
-        return cpu_platform in self.platforms
-
-
-@record
-class CudaRelease:
-    cuda: str
-    min_driver: DriverVersion
-    toolkit_driver: str
-    source: str
-
-
-@keyword_record
-class CudaLine:
-    """One CUDA release as a branch builds it: its own nixpkgs pin and CUDA package set."""
-
-    branch: str
-    cuda: str
-    cuda_packages: str
-    nixpkgs_rev: str
-    min_driver: DriverVersion
-    min_driver_source: str
-
-    @property
-    def tag(self) -> str:
-        return self.cuda.replace(".", "_")
-
-
 @keyword_record
 class Variant:
     package: str
@@ -218,6 +157,18 @@ class Variant:
         return self.gpu_arch == MPS
 
     @property
+    def sass_archs(self) -> tuple[str, ...]:
+        """The GPU architectures the build carries machine code (SASS) for. A Flox variant is built for one: its
+        recipe's only GPU target, proven by classification (sources/flox/classify.py)."""
+        return (self.gpu_arch,) if self.gpu_arch is not None and self.gpu_arch != MPS else ()
+
+    @property
+    def ptx_archs(self) -> tuple[str, ...]:
+        """The GPU architectures the build carries PTX for, which a newer GPU's driver compiles when it starts. A
+        Flox variant has none: a recipe whose target adds +PTX is not classified (targets_disagreement)."""
+        return ()
+
+    @property
     def label(self) -> str:
         return f"{self.package} ({self.branch})"
 
@@ -247,12 +198,15 @@ class Companion:
     torch_of: str | None
     # Build options its name ends with ("nomagma": built without MAGMA); none for most.
     build_options: tuple[str, ...] = ()
+    # A companion built on the variant's own recipe: what building it costs (its source's words), else None.
+    generation_cost: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Companion:
         companion = object.__new__(cls)
         companion.__dict__.update(row)
         companion.__dict__["build_options"] = tuple(row.get("build_options", ()))
+        companion.__dict__["generation_cost"] = None
         return companion
 
     def identity(self) -> dict[str, Any]:
@@ -284,24 +238,6 @@ class Companion:
 
 
 @keyword_record
-class TorchSource:
-    version: str
-    owner: str
-    repo: str
-    rev: str
-    fetch_submodules: bool
-    hash: str
-    source: str
-    # nixpkgs' own torch patches, by file name: (name, keep, why); a dropped one says why.
-    nixpkgs_patches: tuple[tuple[str, bool, str], ...] = ()
-    nixpkgs_patches_source: str = ""
-
-    @property
-    def dropped_patches(self) -> tuple[str, ...]:
-        return tuple(name for name, keep, _ in self.nixpkgs_patches if not keep)
-
-
-@keyword_record
 class Branch:
     name: str
     commit: str
@@ -321,21 +257,6 @@ class Branch:
     @cached_property
     def _by_hardware(self) -> Mapping[tuple[str, str | None], tuple[Variant, ...]]:
         return _grouped(self.variants, operator.attrgetter("platform", "gpu_arch"))
-
-
-@record
-class PeakThroughput:
-    gpu: str
-    name_pattern: str
-    tflops: Mapping[str, float | None]
-    source: str
-
-
-@record
-class Workload:
-    name: str
-    description: str
-    isa_preference: tuple[str, ...]
 
 
 @record
@@ -367,6 +288,7 @@ class Catalog:
     branches: tuple[Branch, ...]
     peaks: tuple[PeakThroughput, ...]
     torch_capability_order: tuple[str, ...]
+    companion_source: CompanionSource
     # (branch, path, why) of each of the build repository's recipes sync left out (`list --all` shows them)
     left_out: tuple[tuple[str, str, str], ...] = ()
 
@@ -466,16 +388,3 @@ class Catalog:
             if re.search(peak.name_pattern, gpu_name, re.IGNORECASE):
                 return peak
         return None
-
-
-@keyword_record
-class HardwareFacts:
-    """The part of the catalog that is pickvariant's own (hardware.json), checked for consistency."""
-
-    platforms: Mapping[str, Platform]
-    isas: Mapping[str, CpuIsa]
-    gpu_archs: Mapping[str, GpuArch]
-    cuda_releases: Mapping[str, CudaRelease]
-    compiler_flags: Mapping[str, tuple[str, ...]]
-    nixpkgs_torch: Mapping[str, str]
-    torch_sources: Mapping[str, TorchSource]

@@ -16,8 +16,8 @@ from pickvariant._base.memo import per_object
 from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.urls import public_url
-from pickvariant.catalog.load import DATA_DIR, HARDWARE_KEY, check_hardware, load_json
-from pickvariant.catalog.model import Catalog, Companion, Source, axes_of
+from pickvariant.sources.build import Catalog, Companion, Source, axes_of
+from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, check_hardware, load_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:

@@ -12,10 +12,10 @@ from typing import Any
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.files import check_writable, write_atomic
 from pickvariant._base.text import visible
-from pickvariant.catalog import load
-from pickvariant.catalog.load import stamp
-from pickvariant.catalog.stack import companions_path
-from pickvariant.catalog.sync import SyncResult
+from pickvariant.sources.flox import load
+from pickvariant.sources.flox.load import stamp
+from pickvariant.sources.flox.stack import companions_path
+from pickvariant.sources.flox.sync import SyncResult
 
 
 def render(document: Mapping[str, Any]) -> str:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant._base.records import keyword_record
-from pickvariant.catalog import buildscript
-from pickvariant.catalog.nixeval import RECIPE, AttrSet, Evaluation, NixList, Opaque, Text, Thunk, Unprovable
-from pickvariant.catalog.nixtext import NotNix, parse_tree
+from pickvariant.sources.flox import buildscript
+from pickvariant.sources.flox.nixeval import RECIPE, AttrSet, Evaluation, NixList, Opaque, Text, Thunk, Unprovable
+from pickvariant.sources.flox.nixtext import NotNix, parse_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from pickvariant.catalog import nixbind
-from pickvariant.catalog.nixtext import NotNix, parse_tree, string_parts
-from pickvariant.catalog.nixvalues import (
+from pickvariant.sources.flox import nixbind
+from pickvariant.sources.flox.nixtext import NotNix, parse_tree, string_parts
+from pickvariant.sources.flox.nixvalues import (
     RECIPE,
     AttrSet,
     Builtin,

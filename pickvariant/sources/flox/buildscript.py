@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pickvariant.catalog.nixeval import Opaque, Text
+from pickvariant.sources.flox.nixeval import Opaque, Text
 
 _FLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+-]*")
 _INCLUDE = re.compile(r"-I[A-Za-z0-9_./+-]+")

@@ -6,7 +6,7 @@ outside; `inherit (e) x;` takes `e.x`; `a.b = …;` builds nested sets. A name b
 
 from __future__ import annotations
 
-from pickvariant.catalog.nixvalues import AttrSet, Evaluator, Scope, Thunk, Unprovable, node_text
+from pickvariant.sources.flox.nixvalues import AttrSet, Evaluator, Scope, Thunk, Unprovable, node_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

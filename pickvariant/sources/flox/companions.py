@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pickvariant._base.request import COMPANION_PROJECTS
-from pickvariant.catalog.classify import (
+from pickvariant.sources.build import MPS
+from pickvariant.sources.flox.classify import (
     CUDA_SET,
     NIXPKGS_PIN,
     RELEASE,
@@ -24,9 +25,9 @@ from pickvariant.catalog.classify import (
     names_matching,
     targets_disagreement,
 )
-from pickvariant.catalog.model import MPS, CpuIsa, HardwareFacts
-from pickvariant.catalog.nixtext import NixText, NotNix, parse
-from pickvariant.catalog.proof import NotProven, RecipeProof, prove
+from pickvariant.sources.flox.nixtext import NixText, NotNix, parse
+from pickvariant.sources.flox.proof import NotProven, RecipeProof, prove
+from pickvariant.sources.hardware import CpuIsa, HardwareFacts
 
 PROJECTS = COMPANION_PROJECTS
 

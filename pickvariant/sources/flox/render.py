@@ -11,10 +11,11 @@ from pickvariant import __version__
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_output_dir, check_writable, shipped, write_atomic
 from pickvariant._base.records import record
-from pickvariant.catalog import generated
-from pickvariant.catalog.model import Catalog, Companion, TorchSource, Variant, checked_identifier, checked_package
+from pickvariant.sources.build import Catalog, Companion, Variant, checked_identifier, checked_package
+from pickvariant.sources.flox import generated
+from pickvariant.sources.hardware import TorchSource
 
-TEMPLATES_DIR = shipped("recipes/templates", "recipes")
+TEMPLATES_DIR = shipped("sources/flox/templates", "recipes")
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
 
 

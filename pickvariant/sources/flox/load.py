@@ -1,14 +1,13 @@
 """Reading catalog.json: the file (bounded), its validation stamp, the schema, and the cross-checks the schema cannot say.
 
 A catalog that `catalog sync` wrote carries a stamp; while the stamp still matches, the schema pass is
-skipped (see below). The hardware facts of catalog/data/hardware.json are checked here too, by
+skipped (see below). The hardware facts of sources/flox/data/hardware.json are checked here too, by
 build_hardware, for sync and for every load alike.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import operator
 import os
 import re
@@ -27,20 +26,12 @@ from pickvariant._base.versions import (
     parse_compute_capability,
     parse_driver_version,
 )
-from pickvariant.catalog.hardware import build_hardware, parsed, unique
-from pickvariant.catalog.model import (
-    MPS,
-    Branch,
-    Catalog,
-    CpuIsa,
-    CudaLine,
-    HardwareFacts,
-    PeakThroughput,
-    Source,
-    Variant,
-    Workload,
-)
-from pickvariant.catalog.own_facts import check_own_hardware_facts
+from pickvariant.sources.build import Branch, Catalog, Source, Variant
+from pickvariant.sources.flox.companion_source import FloxCompanions
+from pickvariant.sources.flox.hardware import build_hardware, parsed, unique
+from pickvariant.sources.flox.own_facts import check_own_hardware_facts
+from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, MAX_CATALOG_BYTES, check_hardware, decoded, load_json
+from pickvariant.sources.hardware import CpuIsa, CudaLine, HardwareFacts, PeakThroughput, Workload
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -49,10 +40,8 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 CATALOG_ENV = settings.CATALOG
-DATA_DIR = Path(__file__).resolve().parent / "data"
 # The catalog `catalog sync` writes at the top of the checkout; a wheel carries it in data/ (pyproject.toml).
-SHIPPED_CATALOG = shipped("catalog/data/catalog.json", "catalog.json")
-MAX_CATALOG_BYTES = 16 * 1024 * 1024
+SHIPPED_CATALOG = shipped("sources/flox/data/catalog.json", "catalog.json")
 
 
 def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
@@ -69,19 +58,6 @@ def hardware_facts_path() -> Path:
     return DATA_DIR / "hardware.json"
 
 
-def load_json(path: Path, what: str) -> Any:
-    return _decoded(read_regular(path, MAX_CATALOG_BYTES, what), path, what)
-
-
-def _decoded(raw: bytes, path: Path, what: str) -> Any:
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BadInput(f"{what} {path} is not valid JSON: {error}") from error
-    except RecursionError:
-        raise BadInput(f"{what} {path} is nested too deeply to be a {what}") from None
-
-
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
     raw = read_regular(path, MAX_CATALOG_BYTES, "catalog")
@@ -93,7 +69,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
         # The stamp spares the schema pass only for the catalog shipped inside the package: anyone can recompute
         # a checksum, so a catalog from elsewhere (PICKVARIANT_CATALOG, a site share) is always checked whole.
         shipped = path.resolve() == SHIPPED_CATALOG.resolve()
-        data = _decoded(raw, path, "catalog")
+        data = decoded(raw, path, "catalog")
         if not shipped:
             check_own_hardware_facts(data, path, load_json(hardware_facts_path(), "hardware facts"))
         return parse_catalog(data, path, schema_checked=shipped and schema_checked_before(raw))
@@ -199,6 +175,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
             for entry in data["peak_tflops"]
         ),
         torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
+        companion_source=FloxCompanions(),
         left_out=tuple((entry["branch"], entry["path"], entry["why"]) for entry in data.get("left_out", ())),
     )
 
@@ -253,41 +230,8 @@ def _check_rows(data: Mapping[str, Any], hardware: HardwareFacts) -> None:
             seen.add((branch_name, package))
 
 
-HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
 _LINE_KEY = operator.itemgetter("branch", "cuda", "nixpkgs_rev")
 _IDENTITY = operator.itemgetter("branch", "package")
-
-
-def check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) -> None:
-    platform = hardware.platforms.get(raw["platform"])
-    if platform is None:
-        raise SchemaError(f"{where}.platform", f"{raw['platform']!r} is not in platforms")
-    gpu, isa_name, cuda = raw["gpu_arch"], raw["cpu_isa"], raw["cuda"]
-    if gpu == MPS:
-        if isa_name is not None or cuda is not None or platform.os != "darwin":
-            raise SchemaError(
-                where, "an MPS variant has no CPU instruction set and no CUDA line, and is built for darwin"
-            )
-        return
-    if isa_name not in hardware.isas:
-        raise SchemaError(f"{where}.cpu_isa", f"unknown CPU instruction set {isa_name!r}")
-    isa = hardware.isas[isa_name]
-    if platform.os != "linux" or platform.arch != isa.platform:
-        raise SchemaError(f"{where}.platform", f"{raw['platform']} cannot run {isa_name} ({isa.platform} Linux)")
-    if (gpu is None) != (cuda is None):
-        raise SchemaError(where, "a CUDA variant has both gpu_arch and cuda; a CPU-only one has neither")
-    if gpu is None:
-        return
-    if gpu not in hardware.gpu_archs:
-        raise SchemaError(f"{where}.gpu_arch", f"unknown GPU architecture {gpu!r}")
-    arch = hardware.gpu_archs[gpu]
-    if not arch.builds_with(cuda):
-        raise SchemaError(
-            f"{where}.gpu_arch",
-            f"{gpu} cannot be built with CUDA {cuda} (needs {arch.min_cuda}..{arch.max_cuda or ''})",
-        )
-    if not arch.has_host(isa.platform):
-        raise SchemaError(f"{where}.cpu_isa", f"{gpu} has no {isa.platform} host (platforms {list(arch.platforms)})")
 
 
 def _check_line(where: str, raw: Mapping[str, Any], lines: Mapping[str, Mapping[str, Any]]) -> None:

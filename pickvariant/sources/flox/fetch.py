@@ -33,9 +33,9 @@ from pickvariant._base.files import check_own_folder, check_path_length, own_fol
 from pickvariant._base.git import GitTimeout, run_git
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.urls import public_url
-from pickvariant.catalog.classify import RecipeClassifier
-from pickvariant.catalog.model import Catalog, Variant
-from pickvariant.catalog.nixtext import NotNix, parse
+from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.flox.classify import RecipeClassifier
+from pickvariant.sources.flox.nixtext import NotNix, parse
 
 NIX_PARSE_TIMEOUT_S = 60
 DEFAULT_NETWORK_TIMEOUT_S = settings.DEFAULT_NETWORK_TIMEOUT_S

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pickvariant._base.errors import BadInput
 from pickvariant._base.schema import SchemaError
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
-from pickvariant.catalog.model import (
+from pickvariant.sources.hardware import (
     CpuIsa,
     CudaRelease,
     DriverSupport,

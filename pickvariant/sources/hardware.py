@@ -1,0 +1,153 @@
+"""pickvariant's hardware facts as records: platforms, CPU instruction sets, GPU architectures, CUDA releases and
+lines (their driver floors), torch sources, peak throughputs, workloads. hardware.json holds them, with sources;
+every source of builds is judged against the same facts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pickvariant._base.records import keyword_record, record
+from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
+
+
+@record
+class Platform:
+    nix_system: str
+    os: str
+    arch: str
+
+
+@keyword_record
+class CpuIsa:
+    name: str
+    platform: str
+    description: str
+    requires: tuple[str, ...]
+    compiler_flags: tuple[str, ...]
+    build_env: Mapping[str, str]
+    torch_cpu_capability: str
+    source: str
+
+
+@record
+class DriverSupport:
+    """Which NVIDIA drivers can drive an architecture's GPUs at all, with the source that says so."""
+
+    first: DriverVersion | None  # older drivers list no GPU of it; "580" is a whole branch
+    last_branch: int | None  # newer branches dropped it
+    source: str
+
+    def refuses(self, driver: DriverVersion) -> str | None:
+        """None when `driver` can drive these GPUs, else why not."""
+        if self.first is not None and driver < self.first:
+            first = (
+                f"the R{self.first} branch, the first"
+                if len(self.first.parts) == 1
+                else f"{self.first}, the first driver"
+            )
+            return f"is older than {first} that drives it"
+        if self.last_branch is not None and driver.parts[0] > self.last_branch:
+            return f"is newer than R{self.last_branch}, the last driver branch that drives it"
+        return None
+
+
+@keyword_record
+class GpuArch:
+    name: str
+    compute_capability: ComputeCapability
+    min_cuda: str
+    max_cuda: str | None
+    tegra: bool
+    platforms: tuple[str, ...]
+    description: str
+    products: tuple[str, ...]
+    reported_before_cuda_13: ComputeCapability | None
+    build_env: Mapping[str, str]
+    source: str
+    drivers: DriverSupport | None = None
+
+    @property
+    def sm_dotted(self) -> str:
+        return str(self.compute_capability)
+
+    def builds_with(self, cuda: str) -> bool:
+        """Can nvcc of this CUDA release build kernels for this architecture (min_cuda..max_cuda)?"""
+        return version_key(self.min_cuda) <= version_key(cuda) and (
+            not self.max_cuda or version_key(cuda) <= version_key(self.max_cuda)
+        )
+
+    def has_host(self, cpu_platform: str) -> bool:
+        """Is there a machine with this GPU and a CPU of `cpu_platform` (x86_64, aarch64)?"""
+        return cpu_platform in self.platforms
+
+
+@record
+class CudaRelease:
+    cuda: str
+    min_driver: DriverVersion
+    toolkit_driver: str
+    source: str
+
+
+@keyword_record
+class CudaLine:
+    """One CUDA release as a branch builds it: its own nixpkgs pin and CUDA package set."""
+
+    branch: str
+    cuda: str
+    cuda_packages: str
+    nixpkgs_rev: str
+    min_driver: DriverVersion
+    min_driver_source: str
+
+    @property
+    def tag(self) -> str:
+        return self.cuda.replace(".", "_")
+
+
+@keyword_record
+class TorchSource:
+    version: str
+    owner: str
+    repo: str
+    rev: str
+    fetch_submodules: bool
+    hash: str
+    source: str
+    # nixpkgs' own torch patches, by file name: (name, keep, why); a dropped one says why.
+    nixpkgs_patches: tuple[tuple[str, bool, str], ...] = ()
+    nixpkgs_patches_source: str = ""
+
+    @property
+    def dropped_patches(self) -> tuple[str, ...]:
+        return tuple(name for name, keep, _ in self.nixpkgs_patches if not keep)
+
+
+@record
+class PeakThroughput:
+    gpu: str
+    name_pattern: str
+    tflops: Mapping[str, float | None]
+    source: str
+
+
+@record
+class Workload:
+    name: str
+    description: str
+    isa_preference: tuple[str, ...]
+
+
+@keyword_record
+class HardwareFacts:
+    """The part of the catalog that is pickvariant's own (hardware.json), checked for consistency."""
+
+    platforms: Mapping[str, Platform]
+    isas: Mapping[str, CpuIsa]
+    gpu_archs: Mapping[str, GpuArch]
+    cuda_releases: Mapping[str, CudaRelease]
+    compiler_flags: Mapping[str, tuple[str, ...]]
+    nixpkgs_torch: Mapping[str, str]
+    torch_sources: Mapping[str, TorchSource]
