@@ -12,7 +12,7 @@ from pickvariant import api
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
-from pickvariant.sources.build import Catalog, Companion, Variant
+from pickvariant.sources.build import Branch, Catalog, Companion, Variant
 
 H100 = Request(cpuinfo=cpuinfo_path("linux-unknown-sapphirerapids"), gpus=("9.0",), driver="580.95.05")
 
@@ -55,3 +55,22 @@ def test_a_flox_variant_carries_sass_for_its_one_architecture_and_no_ptx(catalog
         assert variant.ptx_archs == ()
         expected = () if variant.gpu_arch in (None, "mps") else (variant.gpu_arch,)
         assert variant.sass_archs == expected, variant.package
+
+
+def test_a_build_without_an_instruction_set_is_judged_by_its_platform_gpu_and_driver(catalog: Catalog) -> None:
+    """A build whose CPU kernels ATen dispatches at run time (cpu_isa None, as a wheel's) requires no CPU flag: on a
+    CPU without AVX, where every Flox build would crash, the same rules choose it for its GPU and driver."""
+    k10_h100 = replace(H100, cpuinfo=cpuinfo_path("linux-scientific7-k10"))
+    assert api.recommend_request(k10_h100, catalog=catalog).variant is None
+    package = "pytorch-python313-cuda13_1-sm90-avx512"
+
+    def dispatched(branch: Branch) -> Branch:
+        variants = tuple(replace(v, cpu_isa=None) if v.package == package else v for v in branch.variants)
+        return replace(branch, variants=variants)
+
+    other = replace(catalog, branches=tuple(dispatched(branch) for branch in catalog.branches))
+    chosen = api.recommend_request(k10_h100, catalog=other).variant
+    assert chosen is not None and chosen.package == package and chosen.cpu_isa is None
+    assert (
+        api.recommend_request(replace(k10_h100, gpus=("6.1",)), catalog=other).variant is None
+    )  # its GPU still counts

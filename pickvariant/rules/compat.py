@@ -175,10 +175,9 @@ def why_not(
     if variant.is_mps:
         # The Apple GPU is part of every Apple Silicon Mac; NVIDIA GPUs stated for one change nothing.
         return tuple(problems)
-    assert variant.cpu_isa is not None
-    isa = catalog.isas[variant.cpu_isa]
-    if not wrong_platform:
-        missing = missing_flags(isa.requires, facts.cpu.flags)
+    # A build without an instruction set (None) dispatches its CPU kernels at run time: no flag is required of the CPU.
+    if variant.cpu_isa is not None and not wrong_platform:
+        missing = missing_flags(catalog.isas[variant.cpu_isa].requires, facts.cpu.flags)
         if missing:
             problems.append(wording.crashes_without(missing))
     if variant.gpu_arch is None:
