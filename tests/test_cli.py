@@ -505,6 +505,7 @@ def test_detect_json_without_with_imports_nothing_it_does_not_need() -> None:
         "dataclasses",
         "tempfile",
         "pickvariant.sources.flox.stack",
+        "pickvariant.sources.wheels",
         "pickvariant.rules.pairing",
         "pickvariant.rules.sets",
         "jsonschema",

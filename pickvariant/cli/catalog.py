@@ -1,4 +1,4 @@
-"""`pickvariant catalog sync`: catalog.json from the build repositories; its options."""
+"""`pickvariant catalog sync` (catalog.json from the build repositories) and `catalog wheels` (the wheel catalog from its facts); their options."""
 
 from __future__ import annotations
 
@@ -60,3 +60,42 @@ def catalog_sync(
         typer.echo(line, err=True)
     for text, to_stderr in done.delivered():
         typer.echo(text, err=to_stderr, nl=to_stderr)
+
+
+WheelsFacts = Annotated[
+    Path | None,
+    typer.Option(
+        "--facts",
+        metavar="PATH",
+        callback=checked_paths,
+        help="The wheel facts to derive from (default: the facts shipped in the package).",
+    ),
+]
+WheelsOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="PATH",
+        callback=checked_paths,
+        help="Write the wheel catalog here (default: print it).",
+    ),
+]
+WheelsCheck = Annotated[
+    bool, typer.Option("--check", help="Write nothing; exit 1 when --output differs from what the facts give.")
+]
+
+
+@exits_on_error
+def catalog_wheels(
+    facts: WheelsFacts = None, output: WheelsOutput = None, check: WheelsCheck = False, force: SyncForce = False
+) -> None:
+    """PyTorch's own wheels: every release's builds whose kernel lists are verified or documented, the rest left out with why."""
+    from pickvariant.commands.catalog import WheelsOptions, wheels
+
+    done = wheels(WheelsOptions(facts=facts, output=output, check=check, force=force))
+    typer.echo(done.summary, err=True)
+    for line in done.said:
+        typer.echo(line, err=True)
+    if done.text:
+        typer.echo(done.text, nl=False)

@@ -42,8 +42,12 @@ app.command()(install.install)
 app.command()(plan.plan)
 app.command()(verify.verify)
 app.command()(report.report)
-catalog_app = typer.Typer(help="Build and check catalog.json from the build repository.", no_args_is_help=True)
+catalog_app = typer.Typer(
+    help="Build and check the catalogs: catalog.json from the build repository, the wheel catalog from its facts.",
+    no_args_is_help=True,
+)
 catalog_app.command("sync")(catalog.catalog_sync)
+catalog_app.command("wheels")(catalog.catalog_wheels)
 app.add_typer(catalog_app, name="catalog")
 
 

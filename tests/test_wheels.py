@@ -1,0 +1,93 @@
+"""PyTorch's own wheels as data (issue 45's first part): the facts with their confidence and sources, and the wheel
+catalog `pickvariant catalog wheels` derives from them, nothing guessed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pickvariant.sources.wheels import facts as wheel_facts
+
+SHIPPED = json.loads(wheel_facts.CATALOG.read_text())
+
+
+def _build(torch: str, variant: str, platform: str = "linux-x86_64") -> dict:
+    (found,) = [b for b in SHIPPED["builds"] if (b["torch"], b["variant"], b["platform"]) == (torch, variant, platform)]
+    return found
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pickvariant", "catalog", "wheels", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_shipped_wheel_catalog_is_what_the_command_derives_from_the_shipped_facts(tmp_path: Path) -> None:
+    checked = _cli("-o", str(wheel_facts.CATALOG), "--check", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    printed = _cli(cwd=tmp_path)
+    assert printed.stdout == wheel_facts.CATALOG.read_text()
+    stale = tmp_path / "wheels.json"
+    stale.write_text(printed.stdout.replace('"2.14.1+cu130"', '"2.14.1+cu131"'))
+    refused = _cli("-o", str(stale), "--check", cwd=tmp_path)
+    assert refused.returncode == 1 and "differs from what the wheel facts give" in refused.stderr
+
+
+def test_the_pypi_wheel_read_from_its_libraries_ships_sass_for_turing_to_blackwell_and_no_ptx() -> None:
+    wheel = _build("2.14.1", "cu130")
+    assert wheel["sass"] == ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]
+    assert wheel["ptx"] == [] and wheel["ptx_known"]
+    assert wheel["confidence"]["sass"] == "V" and "W1" in wheel["sources"]
+    assert wheel["pypi"] and wheel["index_url"] == "https://download.pytorch.org/whl/cu130"
+    assert wheel["min_driver"] == "580.65.06" and wheel["local"] == "2.14.1+cu130"
+
+
+def test_maxwell_pascal_and_volta_are_kept_by_cu126_alone_and_aarch64_and_windows_lists_differ() -> None:
+    for torch in ("2.11.0", "2.12.1", "2.13.0", "2.14.1"):
+        with_volta = {b["variant"] for b in SHIPPED["builds"] if b["torch"] == torch and "7.0" in b["sass"]}
+        assert with_volta == {"cu126"}, torch
+    assert _build("2.13.0", "cu126", "linux-aarch64")["sass"] == ["8.0", "9.0"]
+    assert "11.0" in _build("2.13.0", "cu130", "linux-aarch64")["sass"]
+    assert "11.0" not in _build("2.13.0", "cu130")["sass"]
+    assert "7.0" in _build("2.10.0", "cu128")["sass"] and "7.0" not in _build("2.11.0", "cu128")["sass"]
+
+
+def test_what_could_not_be_read_is_left_out_with_why_never_guessed() -> None:
+    builds = {(b["torch"], b["variant"], b["platform"]) for b in SHIPPED["builds"]}
+    assert not [b for b in builds if b[0] == "2.15.0" and b[1] != "cpu"]  # release/2.15's lists were not read
+    left_out = {(e["torch"], e["variant"], e["platform"]): e["why"] for e in SHIPPED["left_out"]}
+    assert "release/2.15 could not be read" in left_out[("2.15.0", "cu132", "linux-x86_64")]
+    assert "inferred" in left_out[("2.8.0", "cu126", "linux-x86_64")]
+    assert "does not detect AMD GPUs" in left_out[("2.9.0", "rocm6.4", "linux-x86_64")]
+    assert all(b["confidence"]["sass"] in ("V", "D") for b in SHIPPED["builds"])
+    unknown_ptx = _build("2.13.0", "cu130")  # the RC shipped PTX; whether the release did is not known
+    assert unknown_ptx["ptx"] == [] and not unknown_ptx["ptx_known"]
+
+
+def test_companions_pair_as_pypi_pins_them() -> None:
+    companions = SHIPPED["companions"]
+    assert companions["2.14.1"]["torchvision"] == ["0.29.1", "torch>=2.14.0"]
+    assert companions["2.11.0"]["torchaudio"] == ["2.11.0", None]  # no torch requirement at all
+    assert companions["2.12.0"]["torchaudio"] is None  # torchaudio stopped at 2.11.0
+
+
+def test_a_malformed_facts_file_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:
+    facts = json.loads(wheel_facts.FACTS.read_text())
+    facts["releases"][0]["builds"][0]["sass"] = ["sm_61"]
+    bad = tmp_path / "facts.json"
+    bad.write_text(json.dumps(facts))
+    done = _cli("--facts", str(bad), cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and str(bad) in done.stderr and "sass" in done.stderr
+    facts = json.loads(wheel_facts.FACTS.read_text())
+    facts["releases"][0]["builds"][0]["sources"] = ["NOPE"]
+    bad.write_text(json.dumps(facts))
+    done = _cli("--facts", str(bad), cwd=tmp_path)
+    assert done.returncode == 2 and "NOPE" in done.stderr
