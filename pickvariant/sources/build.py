@@ -38,16 +38,16 @@ from pickvariant.sources.hardware import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
-    from typing import Any, Literal, TypeVar
+    from collections.abc import Collection
+    from typing import Any, Literal, Protocol, TypeVar
 
     T = TypeVar("T")
     K = TypeVar("K")
-    from collections.abc import Collection
-    from typing import Protocol
 
     # How a companion's torch relates to a PyTorch variant (closed: the rules branch on each).
     TorchRelation = Literal["identical", "separate", "unknown", "generated"]
 
+    # Declared for the type checker alone: a Protocol class would import typing on detect's path.
     class CompanionSource(Protocol):
         """Where a catalog's companions come from, as the companion stage (rules/pairing.py) asks: those its
         source publishes, and those that can be built on a variant's own recipe (a source without recipes has none)."""
