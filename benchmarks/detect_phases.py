@@ -4,7 +4,7 @@
 
 Three ways of reading the GPUs, each timed over the same phases (imports, starting the read, loading the catalog,
 gathering the facts and waiting for NVML, deciding and printing JSON), taking turns:
-- early: what `detect` does: NVML's worker started before pickvariant's modules load (entry.py), through the
+- early: what `detect` does: NVML's worker started before pickvariant's modules load (cli/entry.py), through the
   direct binding (machine/nvml.py);
 - sequential: the direct binding, read where the facts are gathered, nothing overlapped;
 - pynvml: nvidia-ml-py's module imported and queried where the facts are gathered (what detect did before).

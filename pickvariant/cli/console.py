@@ -1,6 +1,6 @@
 """What both command-line front ends share about the process: streams, error lines, exit codes, detect's JSON.
 
-The typer app (main.py) and the typer-free answer to `detect --format json` (entry.py) both end a command
+The typer app (main.py) and the typer-free answer to `detect --format json` (cli/entry.py) both end a command
 here: pickvariant's one exception family becomes its exit code in exit_for, and nowhere else.
 """
 

@@ -16,8 +16,6 @@ from pickvariant.cli.common import declared, exits_on_error, load_catalog, reque
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from pickvariant.commands.install import InstallOptions, Prepared
 
 
@@ -152,7 +150,7 @@ def install(
     if not yes and not _confirmed():
         typer.echo("Nothing was done.")
         raise typer.Exit(0)
-    _carry_out(command, prepared, options)
+    _carry_out(prepared, options)
 
 
 def _confirmed() -> bool:
@@ -161,8 +159,9 @@ def _confirmed() -> bool:
     return typer.confirm("Proceed?", default=False)
 
 
-def _carry_out(command: ModuleType, prepared: Prepared, options: InstallOptions) -> None:
+def _carry_out(prepared: Prepared, options: InstallOptions) -> None:
     """Install with Flox's progress on stderr, then verify: exit 1 when the installed torch fails."""
+    from pickvariant.commands import install as command
     from pickvariant.output.terminal import flox_progress
 
     with flox_progress(prepared.variant.package, lambda line: typer.echo(line, err=True)) as on_line:

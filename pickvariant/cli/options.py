@@ -1,7 +1,7 @@
 """The options that describe a machine and pin a choice, declared once and without typer.
 
 The typer app builds its parameters (common.declared) from these declarations, and the typer-free answer to
-`detect --format json` (entry.py) parses its command line with the same ones: importing typer costs
+`detect --format json` (cli/entry.py) parses its command line with the same ones: importing typer costs
 more than detecting and deciding (benchmarks/detect_speed.py), and one declaration cannot drift.
 """
 

@@ -27,7 +27,7 @@ class Workload(StrEnum):
     bf16 = "bf16"
 
 
-# The choices are declared as data (commandline.py, request.py); these classes spell them for typer and mypy.
+# The choices are declared as data (cli/options.py, _base/request.py); these classes spell them for typer and mypy.
 if tuple(Format) != commandline.OUTPUT_FORMATS or tuple(Workload) != WORKLOADS:
     raise ImportError("typer_options.Format/Workload differ from commandline.OUTPUT_FORMATS/request.WORKLOADS")
 

@@ -243,7 +243,7 @@ def start_reading(timeout_s: float | None = None) -> Callable[[], GpuReport]:
     return lambda: wait(max(deadline - time.monotonic(), 0.0))
 
 
-# The reading a front end started before it loaded anything else (entry.py: `detect` with no GPU stated), taken by
+# The reading a front end started before it loaded anything else (cli/entry.py: `detect` with no GPU stated), taken by
 # the first caller that needs this machine's GPUs; NVML's answer is the process's, as nvml_library_loads is.
 _EARLY: list[Callable[[], GpuReport]] = []
 

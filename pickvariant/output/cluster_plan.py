@@ -1,5 +1,5 @@
 """A cluster's plan for people, as text or Markdown: which builds, which nodes get what, the commands to build
-and publish them. rules/plan.py decides it; this module only words it."""
+and publish them. rules/cluster_plan.py decides it; this module only words it."""
 
 from __future__ import annotations
 

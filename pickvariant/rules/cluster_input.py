@@ -2,7 +2,7 @@
 schema, and each distinct machine kept only as far as the decision reads it.
 
 Inputs are JSONL files, directories of JSON files, FIFOs, stdin, and Ansible's one-line output; lines
-that are no node are counted and the first SHOWN_BAD_LINES named. Nothing here decides: rules/plan.py does.
+that are no node are counted and the first SHOWN_BAD_LINES named. Nothing here decides: rules/cluster_plan.py does.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ dispatches at run time), grouped in Branches (a release line) with their Compani
 (sources/hardware.py) and carries its CompanionSource: the published companions and those built on a variant.
 Each source fills these records: sources/flox/ from catalog.json (the build repository's recipes).
 
-catalog/load.py reads and checks catalog.json into these records; `pickvariant catalog sync`
-(catalog/sync.py) writes it. Nothing here reads a file or touches git.
+sources/flox/load.py reads and checks catalog.json into these records; `pickvariant catalog sync`
+(sources/flox/sync.py) writes it. Nothing here reads a file or touches git.
 A variant is identified by (branch, package): the same package name is built on
 several branches with different PyTorch versions.
 """

@@ -2,7 +2,7 @@
 
 Every branch is read with real `git` (`for-each-ref`, `ls-tree`, one `cat-file --batch`
 for all recipes): no checkout, nothing of the user's work tree is touched. Each recipe is
-classified by catalog/classify.py; one it cannot classify is reported by branch and path and
+classified by sources/flox/classify.py; one it cannot classify is reported by branch and path and
 left out, never guessed.
 """
 
@@ -62,7 +62,7 @@ class SyncResult:
     unclassified: tuple[Unclassified, ...]
     notes: tuple[str, ...]
     refused_branches: tuple[tuple[str, str], ...] = ()  # (branch, why): left out whole
-    # torchvision, torchaudio and vLLM rows (catalog/stack.py), written beside the catalog; None: none were found
+    # torchvision, torchaudio and vLLM rows (sources/flox/stack.py), written beside the catalog; None: none were found
     companions: dict[str, Any] | None = None
 
     @property
