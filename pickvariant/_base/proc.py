@@ -174,7 +174,7 @@ class Captured:
     problem: str | None = None
 
 
-def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -> Captured:
+def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str, cwd: str | None = None) -> Captured:
     """Run `argv` to completion with its output in memory, at most `max_stdout` bytes of it.
 
     A child that prints more, or runs past `timeout_s`, is stopped with its whole process
@@ -184,6 +184,7 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str) -
     try:
         process = subprocess.Popen(
             list(argv),
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -21,7 +21,50 @@ PYTHON = "PICKVARIANT_PYTHON"
 RECIPES_REPO = "PICKVARIANT_RECIPES_REPO"
 LABEL = "PICKVARIANT_LABEL"
 NETWORK_TIMEOUT = "PICKVARIANT_NETWORK_TIMEOUT"
-ALL = (CPUINFO, GPU, DRIVER, DRIVER_CUDA, WITH, CATALOG, FLOX_ORG, PYTHON, RECIPES_REPO, LABEL, NETWORK_TIMEOUT)
+SOURCE = "PICKVARIANT_SOURCE"
+INSTALLER = "PICKVARIANT_INSTALLER"
+WHEEL_INDEX = "PICKVARIANT_WHEEL_INDEX"
+ALL = (
+    CPUINFO,
+    GPU,
+    DRIVER,
+    DRIVER_CUDA,
+    WITH,
+    CATALOG,
+    FLOX_ORG,
+    PYTHON,
+    RECIPES_REPO,
+    LABEL,
+    NETWORK_TIMEOUT,
+    SOURCE,
+    INSTALLER,
+    WHEEL_INDEX,
+)
+SOURCES = ("flox", "wheels")
+
+
+def source(stated: str | None, env: Mapping[str, str], flag: str = "--source") -> str:
+    """The source of builds asked for: the option, else PICKVARIANT_SOURCE, else flox; BadInput naming whichever
+    gave another value."""
+    given, value = (flag, stated) if stated is not None else (SOURCE, setting(env, SOURCE))
+    if value is None:
+        return "flox"
+    if value not in SOURCES:
+        raise BadInput(f"{given} {value!r:.40}: choose one of {', '.join(SOURCES)}")
+    return value
+
+
+def wheel_index(stated: str | None, env: Mapping[str, str], default: str) -> str:
+    """The root of PyTorch's wheel indexes (ROOT/cu126/torch/...): --wheel-index, else PICKVARIANT_WHEEL_INDEX, else
+    PyTorch's own. A value that is not a plain http(s) or file URL is refused: it is printed for the shell and
+    written into requirements and TOML."""
+    given, value = ("--wheel-index", stated) if stated is not None else (WHEEL_INDEX, setting(env, WHEEL_INDEX))
+    if value is None:
+        return default
+    plain = value.isascii() and value.isprintable() and not any(c in value for c in " \"'`$<>\\")
+    if not plain or len(value) > 2000 or not value.startswith(("https://", "http://", "file:///")):
+        raise BadInput(f"{given} {value!r:.80}: not a plain http(s):// or file:/// URL of an index root")
+    return value.rstrip("/")
 
 
 def setting(env: Mapping[str, str], name: str) -> str | None:

@@ -1,4 +1,5 @@
-"""`pickvariant detect`: this machine's facts and the variant for it (its JSON also answered without typer, by entry.py)."""
+"""`pickvariant detect`: this machine's facts and the variant for it (its JSON also answered without typer, by
+entry.py); with --source wheels, the PyTorch wheel and index for it."""
 
 from __future__ import annotations
 
@@ -8,24 +9,40 @@ from typing import Any
 import typer
 
 from pickvariant import api
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant.cli import console
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import decided, declared, exits_on_error, given_on_command_line, request_of
-from pickvariant.cli.typer_options import Format
+from pickvariant.cli.typer_options import DetectFormat
+
+_WHEELS_ONLY = {"python": "--python", "wheel_index": "--wheel-index"}
 
 
 @exits_on_error
 @declared(commandline.DETECT)
 def detect(**values: Any) -> None:
     """Show this machine's facts and the variant that is safe and fastest for it, with reasons."""
-    from pickvariant.output import present, terminal
-
     output, compact = values["format"], values["compact"]
     if compact and not given_on_command_line("format"):
-        output = Format.json  # --compact exists to feed plan: it implies JSON
+        output = DetectFormat.json  # --compact exists to feed plan: it implies JSON
     label = commandline.detect_label(values, os.environ, output.value)
+    if settings.source(values["source"], os.environ) == "wheels":
+        _detect_wheels(values, output, compact, label)
+        return
+    for name, flag in _WHEELS_ONLY.items():
+        if values[name] is not None:
+            raise BadInput(f"{flag}: only with --source wheels (the Flox source installs into a Flox environment)")
+    if output in (DetectFormat.requirements, DetectFormat.pyproject):
+        raise BadInput(f"--format {output.value}: only with --source wheels (a Flox package is no pip requirement)")
+    _detect_flox(values, output, compact, label)
+
+
+def _detect_flox(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None) -> None:
+    from pickvariant.output import present, terminal
+
     request = request_of(values)
-    if output is Format.json:
+    if output is DetectFormat.json:
         # The same function answers the typer-free path in entry.py.
         text, choice = console.detect_json(request, compact, label)
         typer.echo(text)
@@ -33,9 +50,41 @@ def detect(**values: Any) -> None:
             raise choice.no_variant_error()
         return
     catalog, facts, decision = decided(request)
-    if output is Format.markdown:
+    if output is DetectFormat.markdown:
         typer.echo(present.decision_markdown(facts, decision, catalog, request.workload), nl=False)
     else:
         terminal.print_decision(facts, decision, catalog, request.workload, every_alternative=values["explain"])
     if decision.variant is None:
         raise api.no_variant_error(decision)
+
+
+def _detect_wheels(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None) -> None:
+    import json
+    import shutil
+    import sys
+
+    from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+    from pickvariant.output import wheel_answer
+
+    ask = WheelAsk(request=request_of(values), python=values["python"], wheel_index=values["wheel_index"])
+    answer = decide_wheel(ask)
+    build = answer.decision.build
+    if output is DetectFormat.json:
+        document = wheel_answer.wheel_json(answer)
+        if label is not None:
+            document = {"label": label, **document}
+        typer.echo(json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2))
+    elif output is DetectFormat.markdown:
+        typer.echo(wheel_answer.wheel_markdown(answer), nl=False)
+    elif output is DetectFormat.text:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+        typer.echo("\n".join(wheel_answer.wheel_text_lines(answer, width, values["explain"])))
+    elif build is not None:  # requirements or pyproject: a file's content, only where there is an answer
+        render = wheel_answer.requirements_text if output is DetectFormat.requirements else wheel_answer.pyproject_text
+        typer.echo(render(answer), nl=False)
+    if build is None:
+        raise wheel_no_variant_error(answer.decision.reasons, answer.decision.hints)
+
+
+def wheel_no_variant_error(reasons: tuple[str, ...], hints: tuple[str, ...]) -> NoVariant:
+    return NoVariant("no compatible wheel for this machine: " + "; ".join(reasons[-1:] + hints))

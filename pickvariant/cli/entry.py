@@ -46,7 +46,7 @@ def _main(argv: list[str] | None) -> int:
     from pickvariant.cli import options as commandline
 
     values = commandline.parse_plain_detect(args)
-    if values is None:
+    if values is None or commandline.asks_wheels(values, os.environ):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)

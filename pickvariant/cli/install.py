@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -10,13 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
 
 if TYPE_CHECKING:
+    from pickvariant._base.request import Request
     from pickvariant.commands.install import InstallOptions, Prepared
+    from pickvariant.commands.wheel_detect import WheelAsk
 
 
 class InstallFormat(StrEnum):
@@ -94,6 +98,45 @@ InstallTimeout = Annotated[
     typer.Option("--timeout", metavar="SECONDS", help="Stop a flox command that runs longer than this many seconds."),
 ]
 
+InstallSource = Annotated[
+    str | None,
+    typer.Option(
+        "--source",
+        metavar="flox|wheels",
+        help="flox (the default): a Flox package or recipe; wheels: PyTorch's own wheel, with pip or uv, into a Python "
+        "environment (env PICKVARIANT_SOURCE).",
+    ),
+]
+
+InstallInstaller = Annotated[
+    str | None,
+    typer.Option(
+        "--installer",
+        metavar="pip|uv",
+        help="With --source wheels: pip (run by the environment's interpreter, the default) or uv (found on PATH) "
+        "(env PICKVARIANT_INSTALLER).",
+    ),
+]
+
+InstallPython = Annotated[
+    str | None,
+    typer.Option(
+        "--python",
+        metavar="PATH",
+        help="With --source wheels: the interpreter of the environment to install into (default: the active one).",
+    ),
+]
+
+InstallWheelIndex = Annotated[
+    str | None,
+    typer.Option(
+        "--wheel-index",
+        metavar="URL",
+        help="With --source wheels: the root of a mirror of PyTorch's indexes (ROOT/cu126/torch/...) "
+        "(env PICKVARIANT_WHEEL_INDEX).",
+    ),
+]
+
 InstallFormatOpt = Annotated[
     InstallFormat, typer.Option("--format", help="text, or json: the plan of a --dry-run as data.")
 ]
@@ -116,11 +159,35 @@ def install(
     timeout: InstallTimeout = None,
     token_file: InstallTokenFile = None,
     format: InstallFormatOpt = InstallFormat.text,
+    source: InstallSource = None,
+    installer: InstallInstaller = None,
+    python: InstallPython = None,
+    wheel_index: InstallWheelIndex = None,
     **values: Any,
 ) -> None:
-    """Detect, decide, explain, ask, then install (or build) the variant through Flox and verify it."""
+    """Detect, decide, explain, ask, then install (or build) the variant through Flox (or PyTorch's wheel with pip
+    or uv) and verify it."""
     from pickvariant.commands import install as command
 
+    if format is InstallFormat.json and not dry_run:
+        raise BadInput(
+            "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
+        )
+    if settings.source(source, os.environ) == "wheels":
+        for flag, given in (("--package", package), ("--org", org), ("--build", build), ("--token-file", token_file)):
+            if given:
+                raise BadInput(f"{flag}: a Flox install's; --source wheels installs PyTorch's own wheel with pip or uv")
+        from pickvariant.commands.wheel_detect import WheelAsk
+
+        ask = WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index)
+        as_json = format is InstallFormat.json
+        _install_wheels(
+            ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout, as_json=as_json
+        )
+        return
+    for flag, value in (("--installer", installer), ("--python", python), ("--wheel-index", wheel_index)):
+        if value is not None:
+            raise BadInput(f"{flag}: only with --source wheels (a Flox install goes into a Flox environment)")
     options = command.InstallOptions(
         package=package,
         org=org,
@@ -135,16 +202,19 @@ def install(
         token_file=token_file,
         dry_run=dry_run,
     )
-    if format is InstallFormat.json and not dry_run:
-        raise BadInput(
-            "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
-        )
-    prepared = command.prepare(request_of(values), options, load_catalog())
-    if format is InstallFormat.json:
+    _install_flox(request_of(values), options, yes=yes, as_json=format is InstallFormat.json)
+
+
+def _install_flox(request: Request, options: InstallOptions, *, yes: bool, as_json: bool) -> None:
+    """The Flox install's plan, then (consented) the install or build and verify."""
+    from pickvariant.commands import install as command
+
+    prepared = command.prepare(request, options, load_catalog())
+    if as_json:
         typer.echo(json.dumps(command.install_plan_json(prepared), indent=2))
         return
     typer.echo("\n".join(command.install_plan_lines(prepared)))
-    if dry_run:
+    if options.dry_run:
         typer.echo("Dry run: nothing was run.")
         return
     if not yes and not _confirmed():
@@ -153,10 +223,48 @@ def install(
     _carry_out(prepared, options)
 
 
-def _confirmed() -> bool:
+def _install_wheels(
+    ask: WheelAsk,
+    installer: str | None,
+    *,
+    yes: bool,
+    dry_run: bool,
+    no_verify: bool,
+    timeout_s: float | None,
+    as_json: bool,
+) -> None:
+    """The wheel's plan, then (consented) the installer run and the environment verified: exit 1 when it fails."""
+    from pickvariant.commands import wheel_install
+
+    plan = wheel_install.plan_wheel_install(ask, installer)
+    if as_json:
+        typer.echo(json.dumps(wheel_install.plan_json(plan), indent=2))
+        return
+    typer.echo("\n".join(wheel_install.plan_lines(plan)))
+    if dry_run or plan.already:
+        typer.echo("Dry run: nothing was run." if dry_run else "Nothing to do.")
+        return
+    if not yes and not _confirmed(plan.replaces):
+        typer.echo("Nothing was done.")
+        raise typer.Exit(0)
+    log = wheel_install.carry_out(plan, lambda line: typer.echo(line, err=True), timeout_s)
+    typer.echo(
+        f"Done: {plan.answer.decision.build.local if plan.answer.decision.build else ''} installed for {plan.interpreter}; log: {log}"
+    )
+    if no_verify:
+        typer.echo("Verify: skipped (--no-verify)")
+        return
+    verdict = wheel_install.verify_installed(plan)
+    typer.echo(f"Verify: {'PASS' if verdict.passed else 'FAIL'} — {'; '.join(verdict.reasons[:3])}")
+    if not verdict.passed:
+        raise typer.Exit(1)
+
+
+def _confirmed(replaces: str | None = None) -> bool:
     if not sys.stdin.isatty():
         raise BadInput("no terminal to ask for confirmation: pass --yes to proceed (or --dry-run to only see the plan)")
-    return typer.confirm("Proceed?", default=False)
+    question = f"Replace torch {replaces} there and proceed?" if replaces else "Proceed?"
+    return typer.confirm(question, default=False)
 
 
 def _carry_out(prepared: Prepared, options: InstallOptions) -> None:

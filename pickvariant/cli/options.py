@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     OptionKind = Literal["text", "path", "int", "texts", "flag", "choice"]
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
+# detect's, with the wheels source's two: a requirements file and a pyproject block for uv.
+DETECT_FORMATS = (*OUTPUT_FORMATS, "requirements", "pyproject")
 
 
 @keyword_record
@@ -142,6 +144,35 @@ BUILD = Option(
     default=False,
 )
 FORMAT = Option(flag="--format", kind="choice", help="Output format.", choices=OUTPUT_FORMATS, default="text")
+DETECT_FORMAT = Option(
+    flag="--format",
+    kind="choice",
+    help="Output format; requirements and pyproject (with --source wheels): a requirements file pip installs, the "
+    "[tool.uv] block that points torch at its index.",
+    choices=DETECT_FORMATS,
+    default="text",
+)
+SOURCE = Option(
+    flag="--source",
+    kind="text",
+    help="Where builds come from: flox (the build repository's recipes, the default) or wheels (PyTorch's own "
+    "indexes, for pip and uv) (env PICKVARIANT_SOURCE).",
+    metavar="flox|wheels",
+)
+PYTHON_PATH = Option(
+    flag="--python",
+    kind="text",
+    help="With --source wheels: the interpreter of the environment to install into (default: the active one); its "
+    "Python and the torch already there are read, torch is not imported.",
+    metavar="PATH",
+)
+WHEEL_INDEX = Option(
+    flag="--wheel-index",
+    kind="text",
+    help="With --source wheels: the root of a mirror of PyTorch's indexes (ROOT/cu126/torch/...) "
+    "(env PICKVARIANT_WHEEL_INDEX).",
+    metavar="URL",
+)
 COMPACT = Option(
     flag="--compact",
     kind="flag",
@@ -179,12 +210,15 @@ REQUEST = {
 # detect's options, in the order its help lists them.
 DETECT = {
     "workload": WORKLOAD,
-    "format": FORMAT,
+    "format": DETECT_FORMAT,
     **{name: option for name, option in REQUEST.items() if option is not WORKLOAD},
     "build": BUILD,
     "compact": COMPACT,
     "explain": EXPLAIN,
     "label": LABEL,
+    "source": SOURCE,
+    "python": PYTHON_PATH,
+    "wheel_index": WHEEL_INDEX,
 }
 _BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
 _DIGITS = frozenset("0123456789")
@@ -240,6 +274,13 @@ def detect_label(values: Mapping[str, Any], env: Mapping[str, str], output: str)
     if not label.isprintable():
         raise BadInput(f"{given}: it holds a control character; a label names a node in plain text")
     return str(label)
+
+
+def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Does a detect command line name the wheels source or its options? Then the typer CLI answers it: the fast
+    path answers the Flox source alone."""
+    named = any(values.get(name) is not None for name in ("source", "python", "wheel_index"))
+    return named or settings.setting(env, settings.SOURCE) is not None
 
 
 def parse_plain_detect(args: list[str]) -> dict[str, object] | None:

@@ -21,6 +21,14 @@ class Format(StrEnum):
     markdown = "markdown"
 
 
+class DetectFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    requirements = "requirements"
+    pyproject = "pyproject"
+
+
 class Workload(StrEnum):
     general = "general"
     int8 = "int8"
@@ -28,10 +36,18 @@ class Workload(StrEnum):
 
 
 # The choices are declared as data (cli/options.py, _base/request.py); these classes spell them for typer and mypy.
-if tuple(Format) != commandline.OUTPUT_FORMATS or tuple(Workload) != WORKLOADS:
-    raise ImportError("typer_options.Format/Workload differ from commandline.OUTPUT_FORMATS/request.WORKLOADS")
+if (
+    tuple(Format) != commandline.OUTPUT_FORMATS
+    or tuple(DetectFormat) != commandline.DETECT_FORMATS
+    or tuple(Workload) != WORKLOADS
+):
+    raise ImportError("typer_options' enums differ from commandline's OUTPUT_FORMATS, DETECT_FORMATS or WORKLOADS")
 
-CHOICES: dict[tuple[str, ...], type[Enum]] = {commandline.OUTPUT_FORMATS: Format, WORKLOADS: Workload}
+CHOICES: dict[tuple[str, ...], type[Enum]] = {
+    commandline.OUTPUT_FORMATS: Format,
+    commandline.DETECT_FORMATS: DetectFormat,
+    WORKLOADS: Workload,
+}
 
 KINDS: dict[str, object] = {
     "text": str | None,

@@ -24,15 +24,15 @@ def answer_lines(facts: HostFacts, decision: Decision, catalog: Catalog, workloa
     lines = _headline(decision, width)
     notes = list(facts.notes)
     if facts.mixes_machines:  # said before anything else: the answer is for neither machine
-        lines[1:1] = _wrapped(visible(f"warning: {notes.pop(0)}"), width, "  ")
-    lines += _section("This machine", _fact_items(facts, catalog), width)
+        lines[1:1] = wrapped(visible(f"warning: {notes.pop(0)}"), width, "  ")
+    lines += section("This machine", fact_items(facts, catalog), width)
     # The first reasons restate the platform and each GPU: the facts above show them.
     reasons = decision.reasons[decision.machine_said :]
-    lines += _section(f"Why (workload {workload})", [visible(reason) for reason in reasons], width)
+    lines += section(f"Why (workload {workload})", [visible(reason) for reason in reasons], width)
     if decision.hints:
-        lines += _section("What would help", [visible(hint) for hint in decision.hints], width)
+        lines += section("What would help", [visible(hint) for hint in decision.hints], width)
     lines += _alternatives(decision, catalog, width)
-    lines += [line for note in notes for line in _wrapped(visible(f"note: {note}"), width, "")]
+    lines += [line for note in notes for line in wrapped(visible(f"note: {note}"), width, "")]
     return lines
 
 
@@ -49,13 +49,13 @@ def _headline(decision: Decision, width: int) -> list[str]:
         + (f", aligned with {branch.aligned_with}" if branch is not None and branch.aligned_with else "")
     )
     # The headline names what is installed: a set may install a companion alone, its torch propagated.
-    lines = _wrapped(f"Recommendation: {visible(', '.join(installed))}", width, "", "  ")
-    lines += _wrapped(f"branch {visible(variant.branch)}: {about}", width, "  ")
+    lines = wrapped(f"Recommendation: {visible(', '.join(installed))}", width, "", "  ")
+    lines += wrapped(f"branch {visible(variant.branch)}: {about}", width, "  ")
     if tuple(installed) != (variant.package,):
         shape = decision.set_shape
         torch_from = shape.torch_from if shape is not None else variant.package
-        lines += _wrapped(f"one torch: {visible(variant.package)}, imported from {visible(torch_from)}", width, "  ")
-    lines += _command_lines("  install it: ", _install_command(decision), width)
+        lines += wrapped(f"one torch: {visible(variant.package)}, imported from {visible(torch_from)}", width, "  ")
+    lines += command_lines("  install it: ", _install_command(decision), width)
     return lines
 
 
@@ -73,7 +73,7 @@ def _install_command(decision: Decision) -> list[str]:
     return [*map(shlex.quote, [*command, "--org"]), "ORG", "# or --build"]
 
 
-def _command_lines(first: str, words: list[str], width: int) -> list[str]:
+def command_lines(first: str, words: list[str], width: int) -> list[str]:
     """A command for copying, in lines no wider than `width` joined by the shell's line continuation, never broken
     inside a word: pasted whole, it runs as one command."""
     lines, current = [], first.rstrip()
@@ -85,7 +85,7 @@ def _command_lines(first: str, words: list[str], width: int) -> list[str]:
     return [*lines, current]
 
 
-def _fact_items(facts: HostFacts, catalog: Catalog) -> list[str]:
+def fact_items(facts: HostFacts, catalog: Catalog) -> list[str]:
     def source(name: str) -> str:
         given = facts.sources.get(name)  # type: ignore[call-overload]
         return f" [{given}]" if given else ""
@@ -121,10 +121,10 @@ def _alternatives(decision: Decision, catalog: Catalog, width: int) -> list[str]
                 axes.add(rejection.subject[0])
                 shown.append(rejection)
         title = "Nearest alternatives (they would run here too)"
-    lines = _section(title, [_said(rejection) for rejection in shown], width) if shown else []
+    lines = section(title, [_said(rejection) for rejection in shown], width) if shown else []
     left = len(decision.rejected) - len(shown)
     if left:
-        lines += _wrapped(f"{left} more alternatives, each with why it lost: pickvariant detect --explain", width, "")
+        lines += wrapped(f"{left} more alternatives, each with why it lost: pickvariant detect --explain", width, "")
     return lines
 
 
@@ -132,11 +132,11 @@ def _said(rejection: Rejection) -> str:
     return visible(f"{wording.choice(rejection)}: {wording.why(rejection)}")
 
 
-def _section(title: str, items: list[str], width: int) -> list[str]:
-    return [title] + [line for item in items for line in _wrapped(item, width, "  - ", "    ")]
+def section(title: str, items: list[str], width: int) -> list[str]:
+    return [title] + [line for item in items for line in wrapped(item, width, "  - ", "    ")]
 
 
-def _wrapped(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
+def wrapped(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
     return textwrap.wrap(
         text,
         width=width,

@@ -13,7 +13,7 @@ from pickvariant._base.memo import per_object
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules import wording
+from pickvariant.rules import compat_wording as wording
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch
 
@@ -97,7 +97,17 @@ def driver_rejection(
     driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog
 ) -> str | None:
     """None when the driver can run the CUDA line on these GPUs (or nothing is known of it, or there is none), else why not."""
-    if driver is None or line is None or not gpus:
+    if line is None:
+        return None
+    return driver_refusal(driver, line.cuda, line.min_driver, gpus, catalog)
+
+
+def driver_refusal(
+    driver: DriverFacts | None, cuda: str, min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Catalog
+) -> str | None:
+    """None when the driver can run builds of CUDA `cuda` (whose floor is `min_driver`) on these GPUs, or nothing is
+    known of it; else why not. Any source's build is held to this: a Flox CUDA line, a wheel's CUDA runtime."""
+    if driver is None or not gpus:
         return None
     undriven = undriven_gpus(driver, gpus, catalog)
     if undriven:
@@ -105,17 +115,28 @@ def driver_rejection(
     if has_tegra(gpus, catalog):
         if driver.cuda is None:
             return TEGRA_CUDA_UNKNOWN
-        if version_key(driver.cuda) < version_key(line.cuda):
-            return wording.tegra_driver_older(driver.cuda, line.cuda)
+        if version_key(driver.cuda) < version_key(cuda):
+            return wording.tegra_driver_older(driver.cuda, cuda)
         return None
     if driver.version is not None:
-        if driver.version < line.min_driver:
-            return wording.driver_below_minimum(driver.version, line.min_driver, line.cuda)
+        if driver.version < min_driver:
+            return wording.driver_below_minimum(driver.version, min_driver, cuda)
         return None
-    if driver.cuda is not None and version_key(driver.cuda)[0] < version_key(line.cuda)[0]:
+    if driver.cuda is not None and version_key(driver.cuda)[0] < version_key(cuda)[0]:
         # Minor-version compatibility: a desktop driver of a CUDA major release runs every build of it.
-        return wording.driver_other_major(driver.cuda, line.cuda, line.min_driver)
+        return wording.driver_other_major(driver.cuda, cuda, min_driver)
     return None
+
+
+def dispatch_level(catalog: Catalog, facts: HostFacts) -> str | None:
+    """The CPU dispatch level ATen picks at run time on this CPU: on x86_64 the best of the instruction sets it runs
+    (hardware.json's torch_cpu_capability); on aarch64 DEFAULT without SVE, and None with it (SVE256 depends on the
+    vector length, which /proc/cpuinfo does not give)."""
+    if facts.arch != "x86_64":
+        return None if "sve" in facts.cpu.flags else "DEFAULT"
+    order = catalog.torch_capability_order
+    usable = [isa.torch_cpu_capability for isa in usable_isas(catalog, facts)]
+    return max(usable, key=order.index) if usable else "DEFAULT"
 
 
 def _shipped_driver(catalog: Catalog, cuda: str) -> tuple[DriverVersion, DriverVersion] | None:

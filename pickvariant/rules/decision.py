@@ -13,6 +13,12 @@ TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
 if TYPE_CHECKING:
     from typing import Final, Literal
 
+    # The wheels source's records: named in annotations only, so detect's path never loads them.
+    from pickvariant.machine.environment import PythonEnvironment
+    from pickvariant.machine.facts import HostFacts
+    from pickvariant.sources.build import Catalog
+    from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
+
     SetRefusalCause = Literal["missing", "two_torches", "not_generated", "aligned"]
 
     KindName = Literal[
@@ -130,6 +136,45 @@ class Decision:
     # How many of the first reasons restate the machine (its platform, its GPUs): the short answer shows those as
     # facts instead.
     machine_said: int = 0
+
+
+@keyword_record
+class WheelDecision:
+    """The one answer of the wheels source (rules/wheel_pick.py): the wheel chosen (or none) with its companions and
+    index, why, and why not each alternative. detect, install and report consume it and re-derive nothing."""
+
+    build: WheelBuild | None = None
+    companions: tuple[PairedRelease, ...] = ()
+    index_url: str | None = None
+    platform: str | None = None
+    python: str | None = None  # "3.12"
+    python_tag: str | None = None  # "cp312"
+    reasons: tuple[str, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    hints: tuple[str, ...] = ()
+    targets: tuple[GpuFacts, ...] = ()
+    candidates: tuple[WheelBuild, ...] = ()  # every wheel that runs here, best first
+    dispatch: str | None = None  # the CPU dispatch level ATen picks here, where it is known
+    # The torch already in the environment, as a finding: (its version, whether it runs on every GPU here: "yes",
+    # "no", "unknown", "none" where none is installed), with its sentence.
+    installed: str | None = None
+    installed_fits: str | None = None
+    installed_said: str | None = None
+    machine_said: int = 0
+
+
+@keyword_record
+class WheelAnswer:
+    """A wheel decision with what it was made from: the machine's facts, the hardware facts and wheel catalog it was
+    judged against, the environment it is for (None: not read) and the index root its URLs are under."""
+
+    facts: HostFacts
+    decision: WheelDecision
+    hardware: Catalog
+    wheels: WheelCatalog
+    environment: PythonEnvironment | None
+    index_root: str
+    workload: str
 
 
 def dedupe(rejected: Iterable[Rejection]) -> tuple[Rejection, ...]:

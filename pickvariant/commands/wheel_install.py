@@ -1,0 +1,139 @@
+"""`pickvariant install --source wheels`: the wheel decision, the installer command for the environment, the torch it
+would replace, then the command run and the environment verified.
+
+The plan is made first and shown; nothing runs before the user consents (--yes). A torch already there that is not
+the chosen build is named in the plan and replaced only with that consent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput, NoVariant
+from pickvariant._base.proc import Command, run
+from pickvariant._base.records import keyword_record, replace
+from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+from pickvariant.install.wheel_command import INSTALLERS, installer_argv, requirements
+from pickvariant.machine.environment import active_interpreter
+from pickvariant.rules.decision import WheelAnswer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.verify.judge import VerifyResult
+
+
+@keyword_record
+class WheelInstallPlan:
+    answer: WheelAnswer
+    installer: str  # "pip" or "uv"
+    argv: tuple[str, ...]
+    interpreter: str
+    replaces: str | None  # the torch already there that this install replaces
+    already: bool  # the chosen torch (and companions) are already there: nothing to run
+
+
+def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
+    given, value = (
+        ("--installer", stated)
+        if stated is not None
+        else (settings.INSTALLER, settings.setting(env, settings.INSTALLER))
+    )
+    if value is None:
+        return "pip"
+    if value not in INSTALLERS:
+        raise BadInput(f"{given} {value!r:.40}: choose one of {', '.join(INSTALLERS)}")
+    return value
+
+
+def plan_wheel_install(ask: WheelAsk, installer: str | None, env: Mapping[str, str] | None = None) -> WheelInstallPlan:
+    """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent."""
+    variables = os.environ if env is None else env
+    if ask.python is None:  # an install always goes into an environment: the active one unless --python names one
+        interpreter, _ = active_interpreter(variables)
+        ask = replace(ask, python=interpreter)
+    answer = decide_wheel(ask, variables)
+    decision = answer.decision
+    if decision.build is None or decision.index_url is None:
+        raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+    chosen = installer_of(installer, variables)
+    uv = "uv"
+    if chosen == "uv":
+        found = shutil.which("uv", path=variables.get("PATH"))
+        if found is None:
+            raise BadInput("--installer uv: uv is not on PATH (install it, or use --installer pip)")
+        uv = found
+    environment = answer.environment
+    assert environment is not None and ask.python is not None
+    argv = installer_argv(chosen, ask.python, decision.build, decision.companions, decision.index_url, uv)  # type: ignore[arg-type]
+    present = environment.installed
+    wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
+    already = all(_same(present.get(project), version) for project, version in wanted.items())
+    torch = environment.torch
+    replaces = torch if torch is not None and torch != decision.build.local else None
+    return WheelInstallPlan(
+        answer=answer, installer=chosen, argv=tuple(argv), interpreter=ask.python, replaces=replaces, already=already
+    )
+
+
+def _same(installed: str | None, wanted: str) -> bool:
+    """Is the installed version the one pinned (a companion pinned by its release matches any local label)?"""
+    if installed is None:
+        return False
+    return installed == wanted or ("+" not in wanted and installed.split("+", 1)[0] == wanted)
+
+
+def plan_lines(plan: WheelInstallPlan) -> list[str]:
+    decision = plan.answer.decision
+    assert decision.build is not None
+    import shlex
+
+    names = ", ".join(requirements(decision.build, decision.companions))
+    lines = [f"Plan: install {names} from {decision.index_url} into {plan.interpreter} ({plan.installer})"]
+    lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
+    if plan.already:
+        lines.append("  already there: nothing to install")
+    elif plan.replaces is not None:
+        lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
+    lines.append(f"  $ {shlex.join(plan.argv)}")
+    return lines
+
+
+def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
+    decision = plan.answer.decision
+    return {
+        "source": "wheels",
+        "installer": plan.installer,
+        "interpreter": plan.interpreter,
+        "argv": list(plan.argv),
+        "replaces": plan.replaces,
+        "already_installed": plan.already,
+        "index_url": decision.index_url,
+        "torch": decision.build.local if decision.build else None,
+        "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
+    }
+
+
+def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s: float | None = None) -> Path:
+    """Run the installer; its output goes to a log (returned) and, line by line, to `on_line`."""
+    # A new file of its own (mkstemp: never one that was there, nor a link planted in its place).
+    handle, name = tempfile.mkstemp(prefix=f"pickvariant-wheels-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
+    os.close(handle)
+    log = Path(name)
+    command = Command(argv=plan.argv, cwd=Path.cwd(), description=f"{plan.installer} install")
+    run(command, log, on_line, timeout_s)
+    return log
+
+
+def verify_installed(plan: WheelInstallPlan) -> VerifyResult:
+    """The environment's torch probed with the facts the decision was made for (nothing is detected again)."""
+    from pickvariant.verify.judge import verify
+
+    answer = plan.answer
+    projects = tuple(pair.project for pair in answer.decision.companions)
+    return verify([plan.interpreter], answer.hardware, None, quick=True, facts=answer.facts, companions=projects)

@@ -1,0 +1,190 @@
+"""A wheel decision as detect prints it: text (the answer first, then the facts and why), JSON, Markdown, a
+requirements file pip installs as is, and the pyproject block that points uv at the chosen index."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from pickvariant import __version__
+from pickvariant._base.text import markdown_code, markdown_text, visible
+from pickvariant.install.wheel_command import installer_argv, requirements
+from pickvariant.output.answer import command_lines, fact_items, section, wrapped
+from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
+from pickvariant.rules import wording
+from pickvariant.rules.decision import NEAREST, WheelAnswer, WheelDecision
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+ALTERNATIVES_SHOWN = 3
+
+
+def recommendation_json(decision: WheelDecision) -> dict[str, Any] | None:
+    build = decision.build
+    if build is None:
+        return None
+    return {
+        "source": "wheels",
+        "torch": build.local,
+        "release": build.torch,
+        "variant": build.variant,
+        "index_url": decision.index_url,
+        "python": decision.python,
+        "python_tag": decision.python_tag,
+        "platform": build.platform,
+        "cuda": build.cuda,
+        "min_driver": str(build.min_driver) if build.min_driver else None,
+        "sass": [str(capability) for capability in build.sass],
+        "ptx": [str(capability) for capability in build.ptx],
+        "ptx_known": build.ptx_known,
+        "pypi_default": build.pypi,
+        "requirements": requirements(build, decision.companions),
+        "companions": [
+            {"project": pair.project, "version": pair.version, "requires": pair.requires}
+            for pair in decision.companions
+        ],
+        "sources": list(build.sources),
+    }
+
+
+def wheel_json(answer: WheelAnswer) -> dict[str, Any]:
+    decision, environment = answer.decision, answer.environment
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "pickvariant": __version__,
+        "source": "wheels",
+        "hardware": hardware_json(answer.facts),
+        "catalog": {"facts_compiled": answer.wheels.facts_compiled, "index_root": answer.index_root},
+        "recommendation": recommendation_json(decision),
+        "environment": None
+        if environment is None
+        else {
+            "interpreter": environment.interpreter,
+            "given_as": environment.given_as,
+            "python": environment.version,
+            "python_tag": environment.tag,
+            "installed": dict(environment.installed),
+            "torch_runs_here": decision.installed_fits,
+            "said": decision.installed_said,
+        },
+        "cpu_dispatch": decision.dispatch,
+        "reasons": list(decision.reasons),
+        "rejected": [rejection_json(rejection) for rejection in decision.rejected],
+        "hints": list(decision.hints),
+        "sources": dict(answer.facts.sources),
+        "notes": list(answer.facts.notes),
+    }
+
+
+def wheel_json_text(answer: WheelAnswer, compact: bool) -> str:
+    document = wheel_json(answer)
+    return json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)
+
+
+def install_words(answer: WheelAnswer) -> list[str]:
+    """The pip command that installs the answer, for copying: its words quoted for the shell."""
+    decision = answer.decision
+    assert decision.build is not None and decision.index_url is not None
+    interpreter = answer.environment.interpreter if answer.environment is not None else "python3"
+    argv = installer_argv("pip", interpreter, decision.build, decision.companions, decision.index_url)
+    return [shlex.quote(word) for word in argv]
+
+
+def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = False) -> list[str]:
+    width = max(width, 40)
+    decision = answer.decision
+    lines = _headline(answer, width)
+    lines += section("This machine", fact_items(answer.facts, answer.hardware), width)
+    reasons = decision.reasons[decision.machine_said :]
+    lines += section("Why", [visible(reason) for reason in reasons], width)
+    if decision.hints:
+        lines += section("What would help", [visible(hint) for hint in decision.hints], width)
+    lines += _alternatives(decision, width, every_alternative)
+    lines += [line for note in answer.facts.notes for line in wrapped(visible(f"note: {note}"), width, "")]
+    return lines
+
+
+def _headline(answer: WheelAnswer, width: int) -> list[str]:
+    decision = answer.decision
+    build = decision.build
+    if build is None:
+        return ["No compatible wheel (why, and what would help, below)"]
+    names = ", ".join([f"torch {build.local}", *(f"{p.project} {p.version}" for p in decision.companions)])
+    lines = wrapped(f"Recommendation: {visible(names)} (PyTorch's {visible(build.variant)} index)", width, "", "  ")
+    cuda = f", CUDA {build.cuda} (driver >= {build.min_driver})" if build.cuda else ", CPU-only"
+    lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
+    lines += command_lines("  install it: ", install_words(answer), width)
+    lines += wrapped("or: pickvariant install --source wheels (plans, asks, installs, verifies)", width, "  ")
+    return lines
+
+
+def _alternatives(decision: WheelDecision, width: int, every: bool) -> list[str]:
+    if decision.build is None or every:
+        shown = list(decision.rejected)
+        title = "Not chosen" if decision.build is None else "Every alternative"
+    else:
+        # Each other index first (why not cu130 is what a person asks), then the releases the order passed over.
+        shown = [r for r in decision.rejected if r.subject[0] == "wheel_variant"]
+        shown += [r for r in decision.rejected if r.kind in NEAREST and r not in shown][
+            : max(0, ALTERNATIVES_SHOWN - len(shown))
+        ]
+        title = "Other indexes and releases"
+    lines = section(title, [visible(f"{wording.choice(r)}: {wording.why(r)}") for r in shown], width) if shown else []
+    left = len(decision.rejected) - len(shown)
+    if left:
+        lines += wrapped(f"{left} more, each with why: pickvariant detect --source wheels --explain", width, "")
+    return lines
+
+
+def wheel_markdown(answer: WheelAnswer) -> str:
+    decision = answer.decision
+    build = decision.build
+    out = ["# pickvariant: PyTorch wheel for this machine", ""]
+    if build is None:
+        out += ["**No compatible wheel.**", ""]
+    else:
+        out += [f"**Recommendation:** {markdown_code(build.local)} from {markdown_code(decision.index_url or '')}", ""]
+        out += ["```sh", " ".join(install_words(answer)), "```", ""]
+    out += ["## Why", "", *(f"- {markdown_text(reason)}" for reason in decision.reasons), ""]
+    if decision.hints:
+        out += ["## What would help", "", *(f"- {markdown_text(hint)}" for hint in decision.hints), ""]
+    if decision.rejected:
+        out += ["## Not chosen", ""]
+        out += [f"- {markdown_text(wording.choice(r))}: {markdown_text(wording.why(r))}" for r in decision.rejected]
+        out.append("")
+    return "\n".join(out)
+
+
+def requirements_text(answer: WheelAnswer) -> str:
+    """A requirements file `pip install -r` installs as is: the index, then each pin."""
+    decision = answer.decision
+    assert decision.build is not None
+    build = decision.build
+    gpus = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in decision.targets) or "no GPU"
+    header = f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}; {gpus}"
+    return "\n".join([header, f"--index-url {decision.index_url}", *requirements(build, decision.companions)]) + "\n"
+
+
+def pyproject_text(answer: WheelAnswer) -> str:
+    """The [[tool.uv.index]] and [tool.uv.sources] blocks that point torch (and its companions) at the chosen index."""
+    decision = answer.decision
+    assert decision.build is not None
+    build = decision.build
+    name = f"pytorch-{build.variant}"
+    pins = ", ".join(json.dumps(pin) for pin in requirements(build, decision.companions))
+    projects = ["torch", *(pair.project for pair in decision.companions)]
+    lines = [
+        f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}",
+        f"# [project] dependencies = [{pins}]",
+        "",
+        "[[tool.uv.index]]",
+        f"name = {json.dumps(name)}",
+        f"url = {json.dumps(decision.index_url)}",
+        "explicit = true",
+        "",
+        "[tool.uv.sources]",
+        *(f"{project} = [{{ index = {json.dumps(name)} }}]" for project in projects),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,50 @@
+"""Whether the torch already in an environment runs on this machine's GPUs: judged by the catalog's build of the
+same version and local label (a plain version is PyPI's own build of the platform), with the same kernel rule the
+wheels are chosen by."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pickvariant.machine.environment import PythonEnvironment
+from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules import wheel_wording as said
+from pickvariant.rules.wheel_stages import coverage
+from pickvariant.sources.build import Catalog
+from pickvariant.sources.wheel_build import WheelBuild
+
+
+def installed_build(local: str, builds: Sequence[WheelBuild]) -> WheelBuild | None:
+    """The catalog's build that `torch.__version__` `local` is on this platform, or None where none is known."""
+    release, _, label = local.partition("+")
+    for build in builds:
+        if build.torch == release and (build.variant == label if label else build.local == local or build.pypi):
+            return build
+    return None
+
+
+def installed_finding(
+    environment: PythonEnvironment,
+    builds: Sequence[WheelBuild],
+    gpus: Sequence[GpuFacts],
+    hardware: Catalog,
+    chosen: WheelBuild | None,
+) -> tuple[str | None, str, str]:
+    """(the installed torch's version, whether it runs on every GPU here: yes, no, unknown or none, the sentence)."""
+    local = environment.torch
+    if local is None:
+        return None, "none", said.installed_none(environment.interpreter)
+    build = installed_build(local, builds)
+    if build is None:
+        return local, "unknown", said.installed_unknown(local)
+    if chosen is not None and build == chosen:
+        return local, "yes", said.installed_is_chosen(local)
+    if not gpus:
+        return local, "yes", said.installed_no_gpus(local)
+    if not build.is_cuda:
+        return local, "no", said.installed_cpu_only(local)
+    for gpu in gpus:
+        if coverage(build, gpu.compute_capability, hardware) is None:
+            return local, "no", said.installed_lacks(local, gpu.index, gpu.compute_capability)
+    shown = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus)
+    return local, "yes", said.installed_covers(local, shown)

@@ -1,0 +1,209 @@
+"""The wheels source's decision: facts, the wheel catalog and a request's pins in, one frozen WheelDecision out.
+
+The order, each step among what the step before left (rules/wheel_stages.py judges each build):
+platform and Python -> the CUDA lines the driver runs -> every targeted GPU covered -> the newest torch -> its newest
+CUDA line -> with --with, the first such wheel whose release has every companion paired. The CPU's instruction set
+chooses nothing (ATen dispatches at run time): the dispatch level it will get is said. Hardware facts (GPU
+architectures, Tegra, driver support, instruction sets) are the same ones every source is judged against.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import replace
+from pickvariant._base.request import Request
+from pickvariant.machine.environment import PythonEnvironment
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules import compat, stages, wording
+from pickvariant.rules import wheel_wording as said
+from pickvariant.rules.decision import Kind, Rejection, WheelDecision
+from pickvariant.rules.wheel_installed import installed_finding
+from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
+from pickvariant.sources.build import Catalog
+from pickvariant.sources.wheel_build import WHEEL_PLATFORMS, PairedRelease, WheelBuild, WheelCatalog
+
+# ROCm and XPU builds are kept in the catalog but not chosen until pickvariant detects those GPUs: no reason to name them.
+_NOT_DETECTED_PREFIXES = ("rocm", "xpu")
+_PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}")
+# The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
+_NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
+
+
+def pick_wheel(
+    facts: HostFacts,
+    hardware: Catalog,
+    wheels: WheelCatalog,
+    options: Request,
+    environment: PythonEnvironment | None,
+    index_root: str,
+) -> WheelDecision:
+    platform = WHEEL_PLATFORMS.get((facts.os, facts.arch))
+    builds = wheels.for_platform(platform) if platform else ()
+    if not builds:
+        platforms = sorted({build.platform for build in wheels.builds})
+        return WheelDecision(platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms),))
+    assert platform is not None
+    darwin = facts.os == "darwin"
+    if facts.gpu_inconclusive and not darwin:
+        found = (said.platform_has_wheels(facts.os, facts.arch, platform), wording.GPU_INCONCLUSIVE)
+        return WheelDecision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
+    check_pins(options, builds)
+    gpus = () if darwin else stages.targets(facts, options)
+    tag, version, python_said = _python(options, environment)
+    verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
+    candidates = newest_first(build for build, verdict in verdicts.items() if verdict is None)
+    chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects)
+    machine = _machine_reasons(facts, hardware, gpus, platform)
+    decision = WheelDecision(
+        platform=platform,
+        python=version,
+        python_tag=tag,
+        targets=gpus,
+        candidates=tuple(candidates),
+        dispatch=compat.dispatch_level(hardware, facts),
+        rejected=alternatives(builds, verdicts, candidates, chosen, passed_over),
+        machine_said=len(machine),
+    )
+    decision = _with_installed(decision, environment, builds, hardware, chosen)
+    if chosen is None:
+        return _nothing_fits(decision, facts, hardware, wheels, (*machine, *python_said), verdicts, passed_over)
+    return _chosen(decision, facts, hardware, wheels, options, (*machine, *python_said), chosen, pairs, index_root)
+
+
+def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """The CPython tag wheels must carry, its version, and what said so: a pin, else the environment's interpreter,
+    else none (a stated machine, answered for any Python)."""
+    if options.python:
+        if not _PYTHON_PIN.fullmatch(options.python):
+            raise BadInput(f"{options.python_given_as} {options.python!r:.40}: not a Python version; write it as 3.12")
+        tag = "cp" + options.python.replace(".", "")
+        return tag, options.python, (said.python_target(options.python, tag, f"named by {options.python_given_as}"),)
+    if environment is not None:
+        where = f"of {environment.interpreter} ({environment.given_as})"
+        return environment.tag, environment.minor, (said.python_target(environment.version, environment.tag, where),)
+    return None, None, ()
+
+
+def _machine_reasons(facts: HostFacts, hardware: Catalog, gpus: tuple[GpuFacts, ...], platform: str) -> tuple[str, ...]:
+    found = [said.platform_has_wheels(facts.os, facts.arch, platform)]
+    if facts.os == "darwin":
+        return (*found, said.mps_wheel())
+    found += [
+        wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, hardware.is_tegra(gpu.compute_capability))
+        for gpu in gpus
+    ]
+    if not gpus:
+        found.append(wording.NO_GPU)
+    elif facts.driver_assumed:
+        found.append(said.driver_assumed())
+    return tuple(found)
+
+
+def _with_companions(
+    candidates: list[WheelBuild], wheels: WheelCatalog, projects: tuple[str, ...]
+) -> tuple[WheelBuild | None, tuple[PairedRelease, ...], dict[WheelBuild, tuple[str, ...]]]:
+    """The first candidate whose torch release has every companion asked for paired, and those passed over (with
+    the projects each lacked)."""
+    passed_over: dict[WheelBuild, tuple[str, ...]] = {}
+    for build in candidates:
+        pairs = {project: wheels.companion(build.torch, project) for project in projects}
+        missing = tuple(project for project, pair in pairs.items() if pair is None)
+        if not missing:
+            return build, tuple(pair for pair in pairs.values() if pair is not None), passed_over
+        passed_over[build] = missing
+    return None, (), passed_over
+
+
+def _with_installed(
+    decision: WheelDecision,
+    environment: PythonEnvironment | None,
+    builds: tuple[WheelBuild, ...],
+    hardware: Catalog,
+    chosen: WheelBuild | None,
+) -> WheelDecision:
+    if environment is None:
+        return decision
+    version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen)
+    return replace(decision, installed=version, installed_fits=fits, installed_said=sentence)
+
+
+def _chosen(
+    decision: WheelDecision,
+    facts: HostFacts,
+    hardware: Catalog,
+    wheels: WheelCatalog,
+    options: Request,
+    found: tuple[str, ...],
+    chosen: WheelBuild,
+    pairs: tuple[PairedRelease, ...],
+    index_root: str,
+) -> WheelDecision:
+    index_url = f"{index_root}/{chosen.variant}"
+    pinned = bool(options.torch or options.cuda)
+    floor = str(chosen.min_driver) if chosen.min_driver else None
+    reasons = [*found, said.chosen(chosen.local, index_url, chosen.cuda, floor, pinned)]
+    if decision.python_tag is None:
+        newest = next((tag for tag in reversed(chosen.python) if not tag.endswith("t")), chosen.python[-1])
+        reasons.append(said.python_unstated(newest))
+        decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
+    reasons += _coverage_reasons(chosen, decision.targets, hardware)
+    if chosen.pypi:
+        reasons.append(said.pypi_same(chosen.torch, chosen.platform))
+    reasons.append(said.dispatch(decision.dispatch, facts.arch))
+    reasons += [said.companion_paired(p.project, p.version, p.requires, chosen.torch) for p in pairs]
+    reasons += _left_out_newer(wheels, chosen.platform, chosen.torch)
+    if decision.installed_said:
+        reasons.append(decision.installed_said)
+    return replace(decision, build=chosen, companions=pairs, index_url=index_url, reasons=tuple(reasons))
+
+
+def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog) -> list[str]:
+    found = []
+    for gpu in dict.fromkeys(gpus):
+        how = coverage(build, gpu.compute_capability, hardware)
+        assert how is not None  # judge admitted the build
+        kind, capability = how
+        sentence = said.sass_covers if kind == "sass" else said.ptx_covers
+        found.append(sentence(gpu.index, gpu.compute_capability, capability))
+    return found
+
+
+def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> list[str]:
+    """The builds of this platform at or after `torch` (every one, where none was chosen) left out of the catalog."""
+    from pickvariant._base.versions import version_key
+
+    rows = [
+        (row.torch, row.variant, row.why)
+        for row in wheels.left_out_for(platform)
+        if (torch is None or version_key(row.torch) >= version_key(torch))
+        and not row.variant.startswith(_NOT_DETECTED_PREFIXES)
+    ]
+    return [said.left_out_newer(rows)] if rows else []
+
+
+def _nothing_fits(
+    decision: WheelDecision,
+    facts: HostFacts,
+    hardware: Catalog,
+    wheels: WheelCatalog,
+    found: tuple[str, ...],
+    verdicts: dict[WheelBuild, Rejection | None],
+    passed_over: dict[WheelBuild, tuple[str, ...]],
+) -> WheelDecision:
+    from pickvariant.rules.wheel_hints import hints_for_nothing
+
+    reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
+    reasons += _left_out_newer(wheels, decision.platform or "", None)
+    if decision.installed_said:
+        reasons.append(decision.installed_said)
+    hints = hints_for_nothing(decision, hardware, verdicts, passed_over)
+    nearest = next(
+        (r for kind in _NEAREST_KINDS for r in decision.rejected if r.kind == kind and r.subject[0] == "wheel_variant"),
+        None,
+    )
+    if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
+        reasons.append(said.nothing_fits(wording.choice(nearest), wording.why(nearest)))
+    return replace(decision, reasons=tuple(dict.fromkeys(reasons)), hints=hints)

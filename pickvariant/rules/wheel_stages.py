@@ -1,0 +1,216 @@
+"""The wheel rules' stages: each build judged against the machine, and the alternatives the choice passed over.
+
+A build is judged in the order a person would check it: the pins (--torch, --cuda), the Python tag, whether it is
+a CUDA build where GPUs are to be served (a CPU build where none are), every targeted GPU's kernels (SASS of the
+same major and a minor <= the card's, else PTX of a capability <= the card's, which the driver JIT-compiles), then
+the driver (compat.driver_refusal, as for every source). The first finding is the build's rejection, typed; the
+words are rules/wheel_wording.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.request import Request
+from pickvariant._base.versions import ComputeCapability, release_matches, version_key
+from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules import wording
+from pickvariant.rules.compat import driver_refusal, machine_code_runs_on
+from pickvariant.rules.decision import Kind, Rejection, rejection
+from pickvariant.sources.build import Catalog
+from pickvariant.sources.wheel_build import WheelBuild
+
+COMPANIONS = ("torchvision", "torchaudio")
+
+
+def check_pins(options: Request, builds: Sequence[WheelBuild]) -> None:
+    """The pins the wheels source cannot take, or that match no build of this platform: BadInput naming the flag."""
+    if options.branch:
+        raise BadInput("--branch names a branch of the build repository; PyTorch's wheels have none (pin --torch)")
+    if options.build:
+        raise BadInput("--build builds a set from recipes; PyTorch's wheels are installed as published")
+    for project in options.with_projects:
+        if project not in COMPANIONS:
+            raise BadInput(
+                f"--with {project}: PyTorch's indexes pair {' and '.join(COMPANIONS)} with torch, not {project}"
+            )
+    if options.torch and not any(release_matches(options.torch, b.torch, "--torch") for b in builds):
+        releases = sorted({b.torch for b in builds}, key=version_key)
+        raise BadInput(f"--torch {options.torch}: no wheel of it for this platform (releases: {', '.join(releases)})")
+    if options.cuda and not any(b.cuda and release_matches(options.cuda, b.cuda, "--cuda") for b in builds):
+        lines = sorted({b.cuda for b in builds if b.cuda}, key=version_key)
+        raise BadInput(f"--cuda {options.cuda}: no wheel of it for this platform (CUDA lines: {', '.join(lines)})")
+
+
+def coverage(
+    build: WheelBuild, capability: ComputeCapability, hardware: Catalog
+) -> tuple[str, ComputeCapability] | None:
+    """How the build's kernels run on a GPU of `capability`: ("sass", the architecture) or ("ptx", the PTX the driver
+    compiles), else None. The highest SASS that runs is named; PTX only where no SASS runs."""
+    for sass in sorted(build.sass, key=_capability_key, reverse=True):
+        if machine_code_runs_on(sass, capability, hardware) is None:
+            return "sass", sass
+    for ptx in sorted(build.ptx, key=_capability_key, reverse=True):
+        if _capability_key(ptx) <= _capability_key(capability):
+            return "ptx", ptx
+    return None
+
+
+def _capability_key(capability: ComputeCapability) -> tuple[int, int]:
+    return capability.major, capability.minor
+
+
+def judge(
+    build: WheelBuild,
+    facts: HostFacts,
+    hardware: Catalog,
+    options: Request,
+    gpus: tuple[GpuFacts, ...],
+    python_tag: str | None,
+) -> Rejection | None:
+    """The first reason `build` cannot be the answer here, typed; None where it runs."""
+    subject, example = build.variant, build.local
+    if options.torch and not release_matches(options.torch, build.torch, "--torch"):
+        return rejection(
+            Kind.PINNED_OUT, "wheel_variant", subject, cause="wheel_torch", example=example, pin=options.torch
+        )
+    if options.cuda and not (build.cuda and release_matches(options.cuda, build.cuda, "--cuda")):
+        shipped = f"CUDA {build.cuda}" if build.cuda else "a CPU build"
+        return rejection(
+            Kind.PINNED_OUT,
+            "wheel_variant",
+            subject,
+            cause="wheel_cuda",
+            example=example,
+            shipped=shipped,
+            pin=options.cuda,
+        )
+    if python_tag is not None and python_tag not in build.python:
+        tags = ", ".join(build.python)
+        return rejection(
+            Kind.NOT_BUILT, "wheel_variant", subject, cause="python_tag", example=example, tag=python_tag, tags=tags
+        )
+    if facts.os == "darwin":
+        return None
+    if not gpus:
+        return (
+            rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="no_gpu", example=example) if build.cuda else None
+        )
+    if not build.is_cuda:
+        return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="gpus_unused", example=example)
+    return _kernels_refusal(build, hardware, gpus) or _driver_refusal(build, facts, hardware, gpus)
+
+
+def _kernels_refusal(build: WheelBuild, hardware: Catalog, gpus: tuple[GpuFacts, ...]) -> Rejection | None:
+    for gpu in gpus:
+        if coverage(build, gpu.compute_capability, hardware) is None:
+            return rejection(
+                Kind.NO_KERNELS,
+                "wheel_variant",
+                build.variant,
+                cause="wheel",
+                example=build.local,
+                sass=", ".join(str(c) for c in build.sass),
+                ptx=", ".join(str(c) for c in build.ptx),
+                ptx_known="yes" if build.ptx_known else "no",
+                gpu=str(gpu.index),
+                capability=str(gpu.compute_capability),
+            )
+    return None
+
+
+def _driver_refusal(
+    build: WheelBuild, facts: HostFacts, hardware: Catalog, gpus: tuple[GpuFacts, ...]
+) -> Rejection | None:
+    if build.cuda is None or build.min_driver is None:
+        return None
+    why = driver_refusal(facts.driver, build.cuda, build.min_driver, gpus, hardware)
+    if why is None:
+        return None
+    return rejection(Kind.DRIVER, "wheel_variant", build.variant, cause="wheel", example=build.local, refusal=why)
+
+
+def newest_first(builds: Iterable[WheelBuild]) -> list[WheelBuild]:
+    """Newest torch first, then the newest CUDA line, CPU builds last."""
+    return sorted(builds, key=lambda build: build.sort_key, reverse=True)
+
+
+def alternatives(
+    builds: Sequence[WheelBuild],
+    verdicts: Mapping[WheelBuild, Rejection | None],
+    candidates: Sequence[WheelBuild],
+    chosen: WheelBuild | None,
+    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+) -> tuple[Rejection, ...]:
+    """Why each other index variant and each other torch release lost (to `chosen`, or to nothing fitting)."""
+    ordered = newest_first(builds)
+    rejected = [
+        _variant_lost(variant, ordered, verdicts, candidates, chosen, passed_over)
+        for variant in dict.fromkeys(build.variant for build in ordered)
+        if chosen is None or variant != chosen.variant
+    ]
+    rejected += [
+        _release_lost(release, ordered, verdicts, candidates, passed_over)
+        for release in dict.fromkeys(build.torch for build in ordered)
+        if chosen is None or release != chosen.torch
+    ]
+    return tuple(rejected)
+
+
+def _variant_lost(
+    variant: str,
+    ordered: Sequence[WheelBuild],
+    verdicts: Mapping[WheelBuild, Rejection | None],
+    candidates: Sequence[WheelBuild],
+    chosen: WheelBuild | None,
+    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+) -> Rejection:
+    best = next((build for build in candidates if build.variant == variant), None)
+    if best is not None and (best in passed_over or chosen is None):
+        return _no_set(("wheel_variant", variant), best, passed_over.get(best, ()))
+    if best is not None and chosen is not None:
+        if best.torch != chosen.torch:
+            return rejection(
+                Kind.RANKED_LOWER, "wheel_variant", variant, cause="wheel_torch", example=best.local, torch=best.torch
+            )
+        return rejection(
+            Kind.RANKED_LOWER,
+            "wheel_variant",
+            variant,
+            cause="wheel_cuda",
+            example=best.local,
+            cuda=best.cuda or "none (CPU)",
+            preferred=chosen.cuda or "none",
+        )
+    own = [build for build in ordered if build.variant == variant]
+    # Its newest build the pins leave speaks for it; where the pins leave none, its newest.
+    speaking = next((b for b in own if (v := verdicts[b]) is not None and v.kind != Kind.PINNED_OUT), own[0])
+    refusal = verdicts[speaking]
+    assert refusal is not None
+    return refusal
+
+
+def _release_lost(
+    release: str,
+    ordered: Sequence[WheelBuild],
+    verdicts: Mapping[WheelBuild, Rejection | None],
+    candidates: Sequence[WheelBuild],
+    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+) -> Rejection:
+    best = next((build for build in candidates if build.torch == release), None)
+    if best is not None and best in passed_over:
+        return _no_set(("torch_release", release), best, passed_over[best])
+    if best is not None:
+        return rejection(
+            Kind.RANKED_LOWER, "torch_release", release, cause="wheel_torch", example=best.local, torch=release
+        )
+    refusals = "; ".join(wording.why(verdict) for b in ordered if b.torch == release and (verdict := verdicts[b]))
+    return rejection(Kind.NOT_BUILT, "torch_release", release, cause="release", refusals=refusals)
+
+
+def _no_set(subject: tuple[str, str], best: WheelBuild, missing: tuple[str, ...]) -> Rejection:
+    return rejection(
+        Kind.NO_SET, subject[0], subject[1], cause="wheel", example=best.local, projects=missing, torch=best.torch
+    )

@@ -1,0 +1,189 @@
+"""Every sentence the wheel rules (rules/wheel_pick.py) say: a stage finds facts, this module words them.
+
+rules/wording.py reads SUBJECTS and WHY from here for a wheel's rejection, so that text, Markdown and JSON say the
+same; it is imported only when the wheels source is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pickvariant.rules.decision import Kind
+
+SUBJECTS = {
+    "wheel_variant": "{} wheels",
+    "torch_release": "torch {}",
+}
+
+
+def _no_kernels(f: dict[str, str]) -> str:
+    if f["ptx"]:
+        ptx = f" and PTX for {f['ptx']}"
+    elif f["ptx_known"] == "yes":
+        ptx = " and no PTX (no JIT fallback)"
+    else:
+        ptx = " (its PTX is not known, so none is counted)"
+    return f"{f['example']} ships kernels for {f['sass'] or 'no GPU'}{ptx}: GPU {f['gpu']} ({f['capability']}) has none"
+
+
+WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
+    (Kind.NO_KERNELS, "wheel"): _no_kernels,
+    (Kind.DRIVER, "wheel"): "{example}: {refusal}",
+    (Kind.PINNED_OUT, "wheel_torch"): "{example}: not the pinned --torch {pin}",
+    (Kind.PINNED_OUT, "wheel_cuda"): "{example}: {shipped}, not the pinned --cuda {pin}",
+    (Kind.NOT_BUILT, "python_tag"): "{example} has no wheel for {tag} (it has {tags})",
+    (
+        Kind.NOT_BUILT,
+        "no_gpu",
+    ): "{example} is a CUDA build and this machine has no NVIDIA GPU (the cpu wheel serves it)",
+    (Kind.NOT_BUILT, "gpus_unused"): "{example} is CPU-only and would leave this machine's GPUs unused",
+    (Kind.NOT_BUILT, "release"): "none of its wheels fits here: {refusals}",
+    (Kind.RANKED_LOWER, "wheel_torch"): "fits ({example}), but ships the older PyTorch {torch}",
+    (Kind.RANKED_LOWER, "wheel_cuda"): "fits ({example}), but CUDA {cuda} is older than the chosen CUDA {preferred}",
+    (Kind.RANKED_LOWER, "wheel_pypi"): "fits ({example}), the same torch and CUDA line on another index",
+    (
+        Kind.NO_SET,
+        "wheel",
+    ): "fits ({example}) for torch alone, but {projects} published no release paired with torch {torch}",
+}
+
+
+# Reasons: what each stage found.
+
+
+def platform_has_wheels(os: str, arch: str, platform: str) -> str:
+    return f"platform: {os}/{arch}, for which PyTorch publishes {platform} wheels"
+
+
+def no_platform_wheels(os: str, arch: str, platforms: Sequence[str]) -> str:
+    if (os, arch) == ("darwin", "x86_64"):
+        return (
+            "an Intel Mac: no release the wheel catalog holds (torch 2.8 on) publishes a macOS x86_64 wheel, only "
+            f"macOS arm64 (PyPI's files); it has wheels for {', '.join(platforms)}"
+        )
+    return (
+        f"PyTorch publishes no wheel for {os}/{arch} in any release the wheel catalog holds (it has wheels for "
+        f"{', '.join(platforms)})"
+    )
+
+
+def python_target(version: str, tag: str, given_as: str) -> str:
+    return f"Python {version} ({tag}), {given_as}"
+
+
+def python_unstated(tag: str) -> str:
+    return (
+        f"Python: none named (no --python-version, and the machine is stated, so no interpreter here is read): "
+        f"shown for {tag}, the newest the chosen torch is built for"
+    )
+
+
+def chosen(local: str, index_url: str, cuda: str | None, floor: str | None, pinned: bool) -> str:
+    order = "the pins leave" if pinned else "runs here"
+    if cuda is None:
+        return f"torch {local} from {index_url}: the newest torch with a wheel that {order} (a CPU build)"
+    line = f"CUDA {cuda} (driver >= {floor})"
+    return (
+        f"torch {local} from {index_url}: the newest torch with a wheel that {order}, on its newest CUDA line, {line}"
+    )
+
+
+def sass_covers(gpu: int, capability: object, sass: object) -> str:
+    same = "its own" if str(sass) == str(capability) else f"{sass}, of the same major version and an older minor"
+    return f"GPU {gpu} ({capability}) runs its SASS (machine code) for {same}"
+
+
+def ptx_covers(gpu: int, capability: object, ptx: object) -> str:
+    return (
+        f"GPU {gpu} ({capability}) has no SASS in it: the driver JIT-compiles its compute_{ptx} PTX when a process "
+        "first starts (minutes of compiling, once per driver, kept in the CUDA compute cache)"
+    )
+
+
+def mps_wheel() -> str:
+    return "GPU: Apple Silicon's, through MPS, which the macOS arm64 wheel carries (no CUDA on macOS)"
+
+
+def pypi_same(torch: str, platform: str) -> str:
+    return f"PyPI's own torch {torch} for {platform} is this build: a plain `pip install torch=={torch}` gets it too"
+
+
+def dispatch(level: str | None, arch: str) -> str:
+    if level is not None:
+        return (
+            f"CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time, and this CPU gets "
+            f"{level}"
+        )
+    return (
+        f"CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time ({arch}: SVE256 where "
+        "the CPU's SVE vectors are 256 bits wide, else DEFAULT; /proc/cpuinfo does not give the vector length)"
+    )
+
+
+def companion_paired(project: str, version: str, requires: str | None, torch: str) -> str:
+    pin = f"it requires {requires}" if requires else "it names no torch requirement"
+    return f"{project} {version}: the release paired with torch {torch} ({pin}), from the same index"
+
+
+def left_out_newer(rows: Sequence[tuple[str, str, str]]) -> str:
+    shown = "; ".join(f"torch {torch} {variant}: {why}" for torch, variant, why in rows)
+    return f"not judged (left out of the wheel catalog, nothing guessed): {shown}"
+
+
+def nothing_fits(choice: str, why: str) -> str:
+    return f"no wheel runs here; the nearest, {choice}: {why}"
+
+
+def driver_assumed() -> str:
+    return "driver: none given, assumed new enough for every CUDA line (--driver states one)"
+
+
+# The environment: the torch already there.
+
+
+def installed_covers(local: str, gpus: str) -> str:
+    return f"torch {local} in this environment runs on every GPU here ({gpus})"
+
+
+def installed_lacks(local: str, gpu: int, capability: object) -> str:
+    return f"torch {local} in this environment has no kernels for GPU {gpu} ({capability})"
+
+
+def installed_cpu_only(local: str) -> str:
+    return f"torch {local} in this environment is a CPU-only build: it leaves this machine's GPUs unused"
+
+
+def installed_no_gpus(local: str) -> str:
+    return f"torch {local} in this environment runs here (no GPU to serve)"
+
+
+def installed_unknown(local: str) -> str:
+    return f"torch {local} in this environment is not in the wheel catalog: its kernels are not known here (`pickvariant verify` probes it)"
+
+
+def installed_none(interpreter: str) -> str:
+    return f"no torch is installed for {interpreter}"
+
+
+def installed_is_chosen(local: str) -> str:
+    return f"torch {local} in this environment is already the build chosen"
+
+
+# Hints: what would help when nothing fits.
+
+
+def driver_would_allow(local: str, floor: str, gpus_need: str) -> str:
+    need = f" that also drives every GPU here ({gpus_need})" if gpus_need else ""
+    return f"a driver >= {floor}{need} would run torch {local}"
+
+
+def no_gpu_wheel() -> str:
+    return "--no-gpu: the cpu wheel runs here, without the GPUs"
+
+
+def other_python(local: str, tags: str) -> str:
+    return f"torch {local} is built for {tags}: another Python (--python, --python-version) would get it"
+
+
+def without_companions() -> str:
+    return "without --with, torch alone has a wheel here"

@@ -1,0 +1,67 @@
+"""The shipped wheel catalog (wheels.json), read bounded into sources/wheel_build.py's records.
+
+Read only when the wheels source is asked for (`--source wheels`): detect's default path never opens it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.files import read_regular
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant.sources.wheel_build import LeftOut, PairedRelease, WheelBuild, WheelCatalog
+from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@functools.cache
+def load_wheel_catalog(path: Path = CATALOG) -> WheelCatalog:
+    """The wheel catalog, or BadInput naming the file and what in it is not one."""
+    raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
+    try:
+        document = json.loads(raw.decode("utf-8"))
+        if document.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {document.get('schema_version')!r}, not {SCHEMA_VERSION}")
+        return WheelCatalog(
+            builds=tuple(_build(row) for row in document["builds"]),
+            left_out=tuple(LeftOut(**row) for row in document["left_out"]),
+            companions={torch: _paired(projects) for torch, projects in document["companions"].items()},
+            index_root=str(document["index_root"]).rstrip("/"),
+            facts_compiled=str(document["facts_compiled"]),
+            sources=dict(document["sources"]),
+        )
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, BadInput, RecursionError) as error:
+        raise BadInput(
+            f"wheel catalog {path}: not one ({error!s:.200}); regenerate it with `pickvariant catalog wheels`"
+        ) from None
+
+
+def _build(row: Mapping[str, Any]) -> WheelBuild:
+    return WheelBuild(
+        torch=str(row["torch"]),
+        variant=str(row["variant"]),
+        platform=str(row["platform"]),
+        python=tuple(str(tag) for tag in row["python"]),
+        sass=tuple(parse_compute_capability(text) for text in row["sass"]),
+        ptx=tuple(parse_compute_capability(text) for text in row["ptx"]),
+        ptx_known=bool(row["ptx_known"]),
+        cuda=row["cuda"],
+        min_driver=parse_driver_version(row["min_driver"]) if row["min_driver"] else None,
+        pypi=bool(row["pypi"]),
+        sources=tuple(row["sources"]),
+        note=str(row["note"]),
+    )
+
+
+def _paired(projects: Mapping[str, Any]) -> Mapping[str, PairedRelease | None]:
+    return {
+        project: None if pair is None else PairedRelease(project=project, version=pair[0], requires=pair[1])
+        for project, pair in projects.items()
+    }

@@ -1,0 +1,211 @@
+"""install --source wheels with the real installers: pip and uv install from a mirror on 127.0.0.1 (tests/
+wheel_mirror.py) into a fresh virtual environment, resolving local version labels, Python tags and platform tags
+themselves; the requirements output installs with `pip install -r`; a wrong torch already there is named and kept
+without consent. Nothing reaches the internet: the installers are pointed at the mirror alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cpuinfo_path, require
+from wheel_mirror import build_mirror, served
+
+GTX_1080 = ["--gpu", "6.1", "--driver", "580.95.05", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PICKVARIANT_", "PIP_", "UV_"))}
+    env.pop("VIRTUAL_ENV", None)
+    env.update(
+        PIP_NO_CACHE_DIR="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_CONFIG_FILE=os.devnull,
+        UV_CACHE_DIR=str(tmp_path / "uv-cache"),
+        UV_NO_CONFIG="1",
+        UV_PYTHON_DOWNLOADS="never",
+        **extra,
+    )
+    return env
+
+
+def _pickvariant(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pickvariant", *args],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def _fresh_venv(path: Path) -> Path:
+    try:
+        import ensurepip  # noqa: F401
+    except ImportError:
+        require(False, "ensurepip is missing (Debian: the python3-venv package): no fresh venv with pip")
+    venv.EnvBuilder(with_pip=True).create(path)
+    return path / "bin" / "python"
+
+
+def _installed(python: Path, project: str) -> str | None:
+    code = (
+        f"import importlib.metadata as m\ntry: print(m.version({project!r}))\nexcept m.PackageNotFoundError: print('')"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    return out.strip() or None
+
+
+@pytest.fixture
+def chosen(tmp_path: Path) -> dict:
+    """What detect chooses for a GTX 1080 on R580 with the interpreter's Python: the mirror is built from it."""
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    done = _pickvariant(
+        [
+            "detect",
+            "--source",
+            "wheels",
+            "--format",
+            "json",
+            "--python-version",
+            python,
+            "--with",
+            "torchvision",
+            *GTX_1080,
+        ],
+        _env(tmp_path),
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["recommendation"]
+
+
+@pytest.fixture
+def mirror(tmp_path: Path, chosen: dict):
+    """The mirror: the chosen torch and torchvision in the chosen variant's index, with a decoy torch of another
+    variant beside them, and the decoy's own index."""
+    torchvision = chosen["companions"][0]["version"]
+    decoy = f"{chosen['release']}+cu130"
+    build_mirror(
+        tmp_path / "mirror",
+        {
+            chosen["variant"]: [
+                ("torch", chosen["torch"]),
+                ("torch", decoy),
+                ("torchvision", f"{torchvision}+{chosen['variant']}"),
+            ],
+            "cu130": [("torch", decoy)],
+        },
+    )
+    with served(tmp_path / "mirror") as url:
+        yield url
+
+
+def test_pip_installs_the_chosen_wheel_from_the_mirror_and_the_dry_run_installs_nothing(
+    tmp_path, chosen, mirror
+) -> None:
+    python = _fresh_venv(tmp_path / "venv")
+    common = [
+        "install",
+        "--source",
+        "wheels",
+        "--python",
+        str(python),
+        "--wheel-index",
+        mirror,
+        "--with",
+        "torchvision",
+    ]
+    dry = _pickvariant([*common, *GTX_1080, "--dry-run"], _env(tmp_path), tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert f"-m pip install torch=={chosen['torch']}" in dry.stdout
+    assert f"--index-url {mirror}/{chosen['variant']}" in dry.stdout
+    assert _installed(python, "torch") is None
+    done = _pickvariant([*common, *GTX_1080, "--yes", "--no-verify"], _env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _installed(python, "torch") == chosen["torch"]
+    assert _installed(python, "torchvision") == f"{chosen['companions'][0]['version']}+{chosen['variant']}"
+
+
+def test_uv_installs_the_chosen_wheel_and_verify_then_runs_against_it(tmp_path, chosen, mirror) -> None:
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        require(False, "uv is not installed (pip install -e '.[test]')")
+    uv = Path(find_uv_bin())
+    python = _fresh_venv(tmp_path / "venv")
+    env = _env(tmp_path, PATH=f"{uv.parent}{os.pathsep}{os.environ.get('PATH', '')}", PICKVARIANT_INSTALLER="uv")
+    args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", mirror, *GTX_1080, "--yes"]
+    done = _pickvariant(args, env, tmp_path)
+    assert f"{uv} pip install --python {python} torch=={chosen['torch']}" in done.stdout
+    assert _installed(python, "torch") == chosen["torch"]
+    # The mirror's torch raises on import: install's verify runs the probe in that environment, which fails it.
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Verify: FAIL" in done.stdout
+
+
+def test_the_requirements_output_installs_with_pip_install_r(tmp_path, chosen, mirror) -> None:
+    python = _fresh_venv(tmp_path / "venv")
+    printed = _pickvariant(
+        [
+            "detect",
+            "--source",
+            "wheels",
+            "--format",
+            "requirements",
+            "--wheel-index",
+            mirror,
+            "--python",
+            str(python),
+            *GTX_1080,
+        ],
+        _env(tmp_path),
+        tmp_path,
+    )
+    assert printed.returncode == 0, printed.stderr
+    (tmp_path / "requirements.txt").write_text(printed.stdout)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-r", str(tmp_path / "requirements.txt")],
+        env=_env(tmp_path),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert _installed(python, "torch") == chosen["torch"]
+
+
+def test_a_wrong_torch_already_there_is_named_and_kept_without_consent(tmp_path, chosen, mirror) -> None:
+    python = _fresh_venv(tmp_path / "venv")
+    wrong = f"{chosen['release']}+cu130"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", f"torch=={wrong}", "--index-url", f"{mirror}/cu130"],
+        env=_env(tmp_path),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    detect = _pickvariant(
+        ["detect", "--source", "wheels", "--format", "json", "--python", str(python), *GTX_1080],
+        _env(tmp_path),
+        tmp_path,
+    )
+    environment = json.loads(detect.stdout)["environment"]
+    assert environment["installed"]["torch"] == wrong and environment["torch_runs_here"] == "no"
+    assert f"torch {wrong} in this environment has no kernels for GPU 0 (6.1)" == environment["said"]
+    asked = _pickvariant(
+        ["install", "--source", "wheels", "--python", str(python), "--wheel-index", mirror, *GTX_1080],
+        _env(tmp_path),
+        tmp_path,
+    )
+    assert asked.returncode == 2
+    assert f"replaces torch {wrong}" in asked.stdout
+    assert asked.stderr.count("\n") == 1 and "--yes" in asked.stderr
+    assert _installed(python, "torch") == wrong

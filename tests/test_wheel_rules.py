@@ -1,0 +1,215 @@
+"""The wheels source's decision on stated machines (issue 45's must-hold list), each expected answer worked out from
+the shipped wheel catalog rather than written down: the newest torch with a cu126 wheel, the CUDA line that ships
+12.0 kernels, ... A PTX-bearing build (none ships in a release) is judged with a catalog made here."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cpuinfo_path
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.request import Request
+from pickvariant._base.versions import ComputeCapability, parse_driver_version, version_key
+from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json
+from pickvariant.rules.wheel_pick import pick_wheel
+from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog
+from pickvariant.sources.wheels.load import load_wheel_catalog
+
+HASWELL = cpuinfo_path("linux-rhel7-haswell")
+GRACE = cpuinfo_path("linux-rhel9-neoverse_v2")
+WHEELS = load_wheel_catalog()
+
+
+def _answer(cpuinfo: Path = HASWELL, gpus: tuple[str, ...] = (), driver: str | None = None, **pins):
+    request = Request(cpuinfo=cpuinfo, gpus=gpus, no_gpu=not gpus, driver=driver, **pins)
+    return decide_wheel(WheelAsk(request=request), env={})
+
+
+def _json(**machine) -> dict:
+    return wheel_json(_answer(**machine))
+
+
+def _newest(platform: str, keep) -> WheelBuild:
+    found = [b for b in WHEELS.builds if b.platform == platform and keep(b)]
+    return max(found, key=lambda b: b.sort_key)
+
+
+def _why(document: dict, variant: str) -> str:
+    return next(r["why"] for r in document["rejected"] if r["subject"] == {"axis": "wheel_variant", "name": variant})
+
+
+@pytest.mark.parametrize("gpu", ["6.1", "7.0"])
+def test_a_gtx_1080_or_a_v100_gets_cu126_of_the_newest_torch_that_has_one(gpu: str) -> None:
+    document = _json(gpus=(gpu,), driver="580.95.05")
+    expected = _newest("linux-x86_64", lambda b: b.variant == "cu126")
+    recommendation = document["recommendation"]
+    assert recommendation["torch"] == expected.local
+    assert recommendation["index_url"] == f"{WHEELS.index_root}/cu126"
+    cu130 = _newest("linux-x86_64", lambda b: b.variant == "cu130")
+    listed = ", ".join(str(c) for c in cu130.sass)
+    assert f"ships kernels for {listed}" in _why(document, "cu130")
+    assert f"GPU 0 ({gpu}) has none" in _why(document, "cu130")
+
+
+def test_an_h100_on_r580_gets_a_cuda_13_line_and_on_r550_a_cuda_12_line_with_cuda_13_refused_by_its_floor() -> None:
+    assert _json(gpus=("9.0",), driver="580.95.05")["recommendation"]["cuda"].startswith("13.")
+    document = _json(gpus=("9.0",), driver="550.54.15")
+    expected = _newest("linux-x86_64", lambda b: (b.cuda or "").startswith("12.") and any(c.major == 9 for c in b.sass))
+    assert document["recommendation"]["torch"] == expected.local
+    assert "580.65.06" in _why(document, "cu130")
+    assert next(r for r in document["rejected"] if r["subject"]["name"] == "cu130")["kind"] == "driver"
+
+
+def test_an_rtx_5090_on_r570_gets_a_cuda_12_line_with_12_0_kernels_and_on_r565_nothing_naming_r570() -> None:
+    recommendation = _json(gpus=("12.0",), driver="570.86.16")["recommendation"]
+    assert recommendation["cuda"].startswith("12.") and "12.0" in recommendation["sass"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pickvariant", "detect", "--source", "wheels", "--gpu", "12.0", "--driver", "565.57.01",
+         "--cpuinfo", str(HASWELL)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3
+    assert "R570" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_t4_on_r470_gets_no_cuda_wheel_and_the_driver_floor_is_named() -> None:
+    answer = _answer(gpus=("7.5",), driver="470.256.02")
+    assert answer.decision.build is None
+    floor = min(b.min_driver for b in WHEELS.builds if b.min_driver is not None)
+    assert any(f"a driver >= {floor}" in hint for hint in answer.decision.hints)
+
+
+def test_a_1080_beside_a_4090_gets_the_line_that_covers_both() -> None:
+    document = _json(gpus=("6.1", "8.9"), driver="580.95.05")
+    sass = [ComputeCapability(*map(int, c.split("."))) for c in document["recommendation"]["sass"]]
+    for major, minor in ((6, 1), (8, 9)):
+        assert any(c.major == major and c.minor <= minor for c in sass)
+
+
+def test_a_gh200_gets_an_aarch64_cuda_wheel() -> None:
+    recommendation = _json(cpuinfo=GRACE, gpus=("9.0",), driver="580.95.05")["recommendation"]
+    assert recommendation["platform"] == "linux-aarch64" and recommendation["cuda"] is not None
+
+
+def test_an_apple_silicon_mac_gets_the_macos_arm64_wheel_and_an_intel_mac_the_truth() -> None:
+    document = _json(cpuinfo=cpuinfo_path("darwin-sequoia-m4"))
+    assert document["recommendation"]["platform"] == "macos-arm64"
+    assert any("MPS" in reason for reason in document["reasons"])
+    intel = _answer(cpuinfo=cpuinfo_path("darwin-mojave-skylake"))
+    assert intel.decision.build is None and "Intel Mac" in intel.decision.reasons[-1]
+
+
+def test_cpu_only_linux_gets_the_cpu_index_and_the_dispatch_level_it_will_run_at() -> None:
+    document = _json()
+    assert document["recommendation"]["index_url"].endswith("/cpu")
+    assert document["cpu_dispatch"] == "AVX2"  # Haswell: avx2 and fma, no AVX-512
+    assert any("ATen picks its CPU kernels at run time" in reason for reason in document["reasons"])
+
+
+def test_pins_narrow_and_a_pin_that_matches_nothing_is_bad_input() -> None:
+    pinned = _json(gpus=("9.0",), driver="580.95.05", torch="2.12", cuda="13.0")["recommendation"]
+    assert version_key(pinned["release"])[:2] == (2, 12) and pinned["cuda"] == "13.0"
+    with pytest.raises(BadInput, match=r"--torch 1\.13"):
+        _answer(gpus=("9.0",), torch="1.13")
+    with pytest.raises(BadInput, match="--with vllm"):
+        _answer(gpus=("9.0",), with_projects=("vllm",))
+
+
+def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_that_pairs_them() -> None:
+    answer = _answer(gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
+    build = answer.decision.build
+    assert build is not None
+    assert all(WHEELS.companion(build.torch, project) is not None for project in ("torchvision", "torchaudio"))
+    newer = [b for b in answer.decision.candidates if version_key(b.torch) > version_key(build.torch)]
+    assert newer and all(WHEELS.companion(b.torch, "torchaudio") is None for b in newer)
+    requirements = requirements_text(answer)
+    assert f"--index-url {answer.decision.index_url}\n" in requirements
+    assert "torchaudio==" in requirements and "torchvision==" in requirements
+    assert 'torchaudio = [{ index = "pytorch-' in pyproject_text(answer)
+
+
+def test_ptx_of_a_lower_capability_is_admitted_with_its_first_start_cost_and_sass_alone_is_not() -> None:
+    build = WheelBuild(
+        torch="9.9.0", variant="cu999", platform="linux-x86_64", python=("cp312",),
+        sass=(ComputeCapability(9, 0),), ptx=(ComputeCapability(9, 0),), ptx_known=True, cuda="12.8",
+        min_driver=parse_driver_version("525.60.13"), pypi=False, sources=(),
+    )  # fmt: skip
+    catalog = WheelCatalog(
+        builds=(build,), left_out=(), companions={}, index_root="http://mirror", facts_compiled="", sources={}
+    )
+    answer = _answer(gpus=("12.0",), driver="580.95.05")
+    decision = pick_wheel(answer.facts, answer.hardware, catalog, Request(gpus=("12.0",)), None, "http://mirror")
+    assert decision.build == build
+    assert any("JIT-compiles its compute_9.0 PTX" in reason for reason in decision.reasons)
+    no_ptx = WheelCatalog(
+        builds=(WheelBuild(**{**build.__dict__, "ptx": ()}),), left_out=(), companions={}, index_root="x",
+        facts_compiled="", sources={},
+    )  # fmt: skip
+    assert pick_wheel(answer.facts, answer.hardware, no_ptx, Request(gpus=("12.0",)), None, "x").build is None
+
+
+def test_the_environment_is_read_without_importing_its_torch(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (site / "torch-2.14.1+cu130.dist-info").mkdir()
+    (site / "torch-2.14.1+cu130.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.14.1+cu130\n"
+    )
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    document = wheel_json(
+        decide_wheel(
+            WheelAsk(request=Request(cpuinfo=HASWELL, gpus=("6.0",), driver="580.95.05"), python=str(wrapper)), env={}
+        )
+    )
+    environment = document["environment"]
+    assert environment["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert environment["said"] == "torch 2.14.1+cu130 in this environment has no kernels for GPU 0 (6.0)"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--source", "pip"], "--source"),
+        (["--source", "wheels", "--wheel-index", "http://a b"], "--wheel-index"),
+        (["--source", "wheels", "--python", "/nonexistent/python"], "--python"),
+        (["--python", "/usr/bin/python3"], "--python"),
+        (["--format", "requirements"], "--format requirements"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_option_and_exit_2(args: list[str], named: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pickvariant", "detect", "--no-gpu", "--cpuinfo", str(HASWELL), *args],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and named in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_interpreter_that_prints_without_end_is_stopped_and_named(tmp_path: Path) -> None:
+    flood = tmp_path / "python"
+    flood.write_text("#!/bin/sh\nexec yes '{}'\n")
+    flood.chmod(0o755)
+    with pytest.raises(BadInput, match="--python"):
+        decide_wheel(WheelAsk(request=Request(cpuinfo=HASWELL, no_gpu=True), python=str(flood)), env={})
+
+
+def test_the_same_machine_gives_the_same_bytes_whatever_the_hash_seed() -> None:
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-m", "pickvariant", "detect", "--source", "wheels", "--format", "json", "--cpuinfo",
+             str(HASWELL), "--gpu", "8.6", "--gpu", "8.0", "--driver", "575.57.08"],
+            capture_output=True, text=True, timeout=120, check=True,
+            env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }  # fmt: skip
+    assert len(outputs) == 1
