@@ -213,3 +213,36 @@ def test_the_same_machine_gives_the_same_bytes_whatever_the_hash_seed() -> None:
         for seed in ("1", "2", "3")
     }  # fmt: skip
     assert len(outputs) == 1
+
+
+def test_report_gives_the_wheel_answer_and_the_environment_for_a_support_ticket(tmp_path: Path) -> None:
+    args = ["report", "--source", "wheels", "--gpu", "6.0", "--driver", "580.95.05", "--cpuinfo", str(HASWELL)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    markdown = subprocess.run(
+        [sys.executable, "-m", "pickvariant", *args, "--python", sys.executable],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    expected = _newest("linux-x86_64", lambda b: b.variant == "cu126")
+    assert f"**Recommendation:** `{expected.local}`" in markdown
+    assert f"- Python {'.'.join(map(str, sys.version_info[:3]))} at `{sys.executable}`" in markdown
+    assert "## Not chosen" in markdown and "GPU 0 (6.0) has none" in markdown
+
+
+@pytest.mark.parametrize(("gpu", "fits"), [("9.0", "yes"), ("6.0", "no")])
+def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
+    tmp_path: Path, gpu: str, fits: str
+) -> None:
+    release = next(b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.pypi and b.is_cuda)
+    site = tmp_path / "site"
+    (site / f"torch-{release.torch}.dist-info").mkdir(parents=True)
+    (site / f"torch-{release.torch}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {release.torch}\n"
+    )
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver="580.95.05")
+    environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
+    covers = any(c.major == 9 for c in release.sass) if gpu == "9.0" else any(c.major == 6 for c in release.sass)
+    assert environment["torch_runs_here"] == ("yes" if covers else "no") == fits
+    assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.local}) in this environment")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 
@@ -23,12 +26,30 @@ ReportPython = Annotated[
     str | None, typer.Option("--python", metavar="PYTHON", help="The interpreter whose PyTorch to report.")
 ]
 
+ReportSource = Annotated[
+    str | None,
+    typer.Option(
+        "--source",
+        metavar="flox|wheels",
+        help="wheels: the PyTorch wheel for the machine and the torch in --python's environment (env PICKVARIANT_SOURCE).",
+    ),
+]
+
+ReportWheelIndex = Annotated[
+    str | None,
+    typer.Option(
+        "--wheel-index", metavar="URL", help="With --source wheels: the root of a mirror of PyTorch's indexes."
+    ),
+]
+
 
 @exits_on_error
 @declared(commandline.REQUEST)
 def report(
     format: ReportFormatOpt = ReportFormat.markdown,
     python: ReportPython = None,
+    source: ReportSource = None,
+    wheel_index: ReportWheelIndex = None,
     **values: Any,
 ) -> None:
     """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch.
@@ -38,6 +59,16 @@ def report(
     from pickvariant.commands.report import report as reported
     from pickvariant.output import report as reporter
 
+    if settings.source(source, os.environ) == "wheels":
+        from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+        from pickvariant.output.wheel_answer import wheel_json, wheel_markdown
+
+        answer = decide_wheel(WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index))
+        as_json = format is ReportFormat.json
+        typer.echo(json.dumps(wheel_json(answer), indent=2) if as_json else wheel_markdown(answer), nl=as_json)
+        return
+    if wheel_index is not None:
+        raise BadInput("--wheel-index: only with --source wheels")
     data = reported(request_of(values), python, load_catalog()).data
     typer.echo(
         json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data),

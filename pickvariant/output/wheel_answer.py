@@ -147,7 +147,15 @@ def wheel_markdown(answer: WheelAnswer) -> str:
     else:
         out += [f"**Recommendation:** {markdown_code(build.local)} from {markdown_code(decision.index_url or '')}", ""]
         out += ["```sh", " ".join(install_words(answer)), "```", ""]
-    out += ["## Why", "", *(f"- {markdown_text(reason)}" for reason in decision.reasons), ""]
+    out += ["## This machine", "", *(f"- {markdown_text(item)}" for item in fact_items(answer.facts, answer.hardware))]
+    environment = answer.environment
+    if environment is not None:
+        installed = ", ".join(f"{name} {version}" for name, version in environment.installed.items() if version)
+        out.append(
+            f"- Python {markdown_text(environment.version)} at {markdown_code(environment.interpreter)}: "
+            f"{markdown_text(installed or 'no torch, torchvision or torchaudio installed')}"
+        )
+    out += ["", "## Why", "", *(f"- {markdown_text(reason)}" for reason in decision.reasons), ""]
     if decision.hints:
         out += ["## What would help", "", *(f"- {markdown_text(hint)}" for hint in decision.hints), ""]
     if decision.rejected:

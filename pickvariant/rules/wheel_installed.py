@@ -37,14 +37,16 @@ def installed_finding(
     build = installed_build(local, builds)
     if build is None:
         return local, "unknown", said.installed_unknown(local)
+    # PyPI's build: its metadata carries no local label (its torch.__version__ does): named with the build's.
+    shown = local if build.local == local else said.pypi_build(local, build.local)
     if chosen is not None and build == chosen:
-        return local, "yes", said.installed_is_chosen(local)
+        return local, "yes", said.installed_is_chosen(shown)
     if not gpus:
-        return local, "yes", said.installed_no_gpus(local)
+        return local, "yes", said.installed_no_gpus(shown)
     if not build.is_cuda:
-        return local, "no", said.installed_cpu_only(local)
+        return local, "no", said.installed_cpu_only(shown)
     for gpu in gpus:
         if coverage(build, gpu.compute_capability, hardware) is None:
-            return local, "no", said.installed_lacks(local, gpu.index, gpu.compute_capability)
-    shown = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus)
-    return local, "yes", said.installed_covers(local, shown)
+            return local, "no", said.installed_lacks(shown, gpu.index, gpu.compute_capability)
+    served = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus)
+    return local, "yes", said.installed_covers(shown, served)

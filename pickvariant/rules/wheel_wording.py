@@ -141,6 +141,10 @@ def driver_assumed() -> str:
 # The environment: the torch already there.
 
 
+def pypi_build(version: str, local: str) -> str:
+    return f"{version} (PyPI's build, {local})"
+
+
 def installed_covers(local: str, gpus: str) -> str:
     return f"torch {local} in this environment runs on every GPU here ({gpus})"
 
