@@ -227,6 +227,8 @@ def test_a_gpu_without_a_kernel_image_fails(catalog) -> None:
     )
     verdict = judge(fake, catalog, host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), None)
     assert not verdict.passed and "no kernel image" in verdict.reasons[0]
+    # The sentence detect --source wheels says of the torch in an environment, so that a ticket reads one finding.
+    assert verdict.reasons[0].startswith(f"torch {fake['torch']} in this environment has no kernels for GPU 0 (9.0)")
 
 
 def test_tegra_gets_no_desktop_kernels_in_verify_either(catalog) -> None:

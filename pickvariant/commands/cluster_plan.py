@@ -7,10 +7,12 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant.rules import cluster_input
 from pickvariant.rules import cluster_plan as planner
+from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
 from pickvariant.sources.build import Catalog
 
 
@@ -19,11 +21,13 @@ class ClusterPlanOptions:
     inputs: tuple[str, ...]
     org: str | None = None
     max_variants: int | None = None
+    source: str | None = None  # --source: flox (the default) or wheels
+    wheel_index: str | None = None  # --wheel-index, with --source wheels
 
 
 @keyword_record
 class PlannedCluster:
-    result: planner.ClusterPlan
+    result: planner.ClusterPlan | WheelClusterPlan
     org: str | None  # as given, or from PICKVARIANT_FLOX_ORG: the printed commands name it
 
 
@@ -35,6 +39,9 @@ def run(
     reading: Callable[[int | None], Any],
 ) -> PlannedCluster:
     """`reading(size)`: a context manager giving the progress callback for reading the inputs (a bar on a terminal)."""
+    source = settings.source(options.source, os.environ)
+    if source != "wheels" and options.wheel_index is not None:
+        raise BadInput("--wheel-index: only with --source wheels")
     org, given_as = options.org, "--org"
     if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
         given_as = settings.FLOX_ORG
@@ -45,5 +52,19 @@ def run(
     inputs: Sequence[str] = list(options.inputs)
     with reading(cluster_input.input_size(inputs, stdin)) as on_progress:
         read = cluster_input.read_inputs(inputs, stdin, on_progress)
-    result = planner.make_cluster_plan(read, catalog, request.with_environment(os.environ), options.max_variants)
+    request = request.with_environment(os.environ)
+    if source == "wheels":
+        return PlannedCluster(result=_wheel_plan(read, catalog, request, options), org=org)
+    result = planner.make_cluster_plan(read, catalog, request, options.max_variants)
     return PlannedCluster(result=result, org=org)
+
+
+def _wheel_plan(
+    read: cluster_input.Inputs, hardware: Catalog, request: Request, options: ClusterPlanOptions
+) -> WheelClusterPlan:
+    from pickvariant.rules.wheel_cluster_plan import make_wheel_cluster_plan
+    from pickvariant.sources.wheels.load import load_wheel_catalog
+
+    wheels = load_wheel_catalog()
+    root = settings.wheel_index(options.wheel_index, os.environ, wheels.index_root)
+    return make_wheel_cluster_plan(read, hardware, wheels, request, options.max_variants, root)

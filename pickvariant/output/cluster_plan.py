@@ -6,16 +6,21 @@ from __future__ import annotations
 import re
 import shlex
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
-from pickvariant.rules.cluster_plan import ClusterPlan, NodePlan, builds
+from pickvariant.rules.cluster_input import BadLine
+from pickvariant.rules.cluster_plan import ClusterPlan, NodePlan, Solution, builds
 from pickvariant.rules.sets import relation
+from pickvariant.rules.wheel_cluster_plan import WheelNodePlan
 from pickvariant.sources.build import Variant
 from pickvariant.sources.flox.generated import GENERATED_BY
 
+_Node = TypeVar("_Node", NodePlan, WheelNodePlan)
 
-def _grouped(nodes: Iterable[NodePlan], key: Callable[[NodePlan], str]) -> list[tuple[str, list[str]]]:
+
+def grouped_labels(nodes: Iterable[_Node], key: Callable[[_Node], str]) -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = defaultdict(list)
     for node in nodes:
         groups[key(node)].append(node.label)
@@ -52,7 +57,7 @@ def fold_labels(labels: Iterable[str]) -> list[str]:
     return folded
 
 
-def _labels(labels: list[str], shown: int = 12) -> str:
+def label_list(labels: list[str], shown: int = 12) -> str:
     folded = fold_labels(labels)
     return ", ".join(folded[:shown]) + (
         f", … ({len(folded) - shown} more groups; --format json lists every node)" if len(folded) > shown else ""
@@ -69,7 +74,7 @@ _BUILDERS = {
 }
 
 
-class _Style:
+class PlanStyle:
     """How the plan is written: as text (controls shown as escapes) or as Markdown (outside text escaped)."""
 
     def __init__(self, markdown: bool) -> None:
@@ -85,7 +90,7 @@ def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> li
 
     Labels, CPU models, reasons and repository names come from the cluster's lines and the catalog: in Markdown
     each is escaped (no link, image or HTML of theirs renders), in text its controls are shown as escapes."""
-    style = _Style(markdown)
+    style = PlanStyle(markdown)
     h, item, t = style.heading, style.item, style.text
     out = [
         h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"),
@@ -95,34 +100,44 @@ def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> li
     if downgraded:
         out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
     # union-attr: `downgraded` holds only nodes with a variant (filtered above), which mypy cannot follow into the lambda.
-    for why, labels in _grouped(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
-        out.append(f"{item}{len(labels)} node(s) get {t(why)} [{t(_labels(labels))}]")
+    for why, labels in grouped_labels(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
+        out.append(f"{item}{len(labels)} node(s) get {t(why)} [{t(label_list(labels))}]")
     unserved = [n for n in plan.nodes if n.variant is None]
     if unserved:
         out.append(h(f"nodes with no variant ({len(unserved)})"))
-    for why, labels in _grouped(unserved, lambda n: n.why or ""):
-        out.append(f"{item}{len(labels)} node(s): {t(why)} [{t(_labels(labels))}]")
+    for why, labels in grouped_labels(unserved, lambda n: n.why or ""):
+        out.append(f"{item}{len(labels)} node(s): {t(why)} [{t(label_list(labels))}]")
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
         out += _build_lines(plan, variant, org or "ORG", style)
-    if plan.duplicate_labels:
-        out.append(h(f"labels on more than one line ({len(plan.duplicate_labels)})"))
-        out += [f"{item}{t(said)}" for said in plan.duplicate_labels[:SHOWN_DUPLICATES]]
-        if len(plan.duplicate_labels) > SHOWN_DUPLICATES:
-            out.append(f"{item}… {len(plan.duplicate_labels) - SHOWN_DUPLICATES} more (--format json lists them all)")
-    out.append(h("solver"))
-    out.append(f"{item}HiGHS (highspy): {plan.solution.status}, objective {plan.solution.objective:g}")
-    if plan.bad_count:
-        out.append(h(f"input lines that are not nodes ({plan.bad_count})"))
-        out += [f"{item}{t(b.where)}: {t(b.why)}" for b in plan.bad]
-        if plan.bad_count > len(plan.bad):
-            out.append(f"{item}… {plan.bad_count - len(plan.bad)} more")
+    out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
     # Every outside string was made safe as it went in: a line break or an escape in one cannot forge or hide a
     # line of the plan (the line is made visible once more, for what this module wrote itself).
     return [visible(line) for line in out]
 
 
-def _variant_lines(plan: ClusterPlan, style: _Style) -> list[str]:
+def input_lines(
+    duplicate_labels: Sequence[str], solution: Solution, bad: Sequence[BadLine], bad_count: int, style: PlanStyle
+) -> list[str]:
+    """A plan's last sections, whichever source: labels given twice, the solver's status, the lines not nodes."""
+    h, item, t = style.heading, style.item, style.text
+    out = []
+    if duplicate_labels:
+        out.append(h(f"labels on more than one line ({len(duplicate_labels)})"))
+        out += [f"{item}{t(said)}" for said in duplicate_labels[:SHOWN_DUPLICATES]]
+        if len(duplicate_labels) > SHOWN_DUPLICATES:
+            out.append(f"{item}… {len(duplicate_labels) - SHOWN_DUPLICATES} more (--format json lists them all)")
+    out.append(h("solver"))
+    out.append(f"{item}HiGHS (highspy): {solution.status}, objective {solution.objective:g}")
+    if bad_count:
+        out.append(h(f"input lines that are not nodes ({bad_count})"))
+        out += [f"{item}{t(b.where)}: {t(b.why)}" for b in bad]
+        if bad_count > len(bad):
+            out.append(f"{item}… {bad_count - len(bad)} more")
+    return out
+
+
+def _variant_lines(plan: ClusterPlan, style: PlanStyle) -> list[str]:
     """Each chosen build: its companions, what it covers, its nodes."""
     code, t, item, sub_item = style.code, style.text, style.item, style.sub_item
     labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -139,11 +154,11 @@ def _variant_lines(plan: ClusterPlan, style: _Style) -> list[str]:
             for c in plan.companions.get((variant.branch, variant.package), ())
         ]
         out += [f"{sub_item}covers {t(summary)}" for summary in summaries[:6]]
-        out.append(f"{sub_item}nodes: {t(_labels(labels_of[(variant.branch, variant.package)]))}")
+        out.append(f"{sub_item}nodes: {t(label_list(labels_of[(variant.branch, variant.package)]))}")
     return out
 
 
-def _build_lines(plan: ClusterPlan, variant: Variant, org: str, style: _Style) -> list[str]:
+def _build_lines(plan: ClusterPlan, variant: Variant, org: str, style: PlanStyle) -> list[str]:
     """The commands that build and publish one chosen build's set: here, in a companion's repository, or generated."""
     code, item, sub_item = style.code, style.item, style.sub_item
     # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).

@@ -35,7 +35,7 @@ class Profile:
     summary: str
 
 
-def _summary(facts: HostFacts) -> str:
+def hardware_summary(facts: HostFacts) -> str:
     gpus = Counter(str(gpu.compute_capability) for gpu in facts.gpus)
     # U+00D7, the multiplication sign, is what people read in a count of GPUs.
     gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"  # noqa: RUF001
@@ -67,7 +67,7 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
             # What detect would say on that node: its last reason and its hints (a driver that would help, ...).
             told = decide(facts, catalog, options)
             why = "; ".join(told.reasons[-1:] + told.hints) or "no variant fits"
-        profiles.append(Profile(facts, candidates, why, _summary(facts)))
+        profiles.append(Profile(facts, candidates, why, hardware_summary(facts)))
     return profiles
 
 
@@ -226,7 +226,7 @@ def cost_of(best: Variant, got: Variant) -> str:
 
 def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
     """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
-    _check_inputs(inputs, max_variants)
+    check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
     group_of_profile, groups = _groups(inputs, profiles, catalog)
     solution = solve(groups, max_variants) if groups else Solution((), (), "Optimal (nothing to serve)", 0.0)
@@ -267,7 +267,7 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
     )
 
 
-def _check_inputs(inputs: Inputs, max_variants: int | None) -> None:
+def check_inputs(inputs: Inputs, max_variants: int | None) -> None:
     if not inputs.labels and not inputs.bad_count:
         raise BadInput(
             "no node in the input: it holds no line at all "
@@ -285,16 +285,22 @@ def _check_inputs(inputs: Inputs, max_variants: int | None) -> None:
 def _groups(
     inputs: Inputs, profiles: Sequence[Profile], catalog: Catalog
 ) -> tuple[dict[int, int], list[tuple[int, tuple[int, ...]]]]:
-    """Profiles with the same ranked candidates are interchangeable: one group each, their node counts added."""
-    counts = Counter(inputs.profile_of)
     index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
+    return group_profiles(inputs, [tuple(index_of[id(v)] for v in profile.candidates) for profile in profiles])
+
+
+def group_profiles(
+    inputs: Inputs, candidate_ids: Sequence[tuple[int, ...]]
+) -> tuple[dict[int, int], list[tuple[int, tuple[int, ...]]]]:
+    """Profiles with the same ranked candidates (ids, best first; none: unserved) are interchangeable: one group
+    each, their node counts added. Returns each served profile's group and the groups as `solve` takes them."""
+    counts = Counter(inputs.profile_of)
     group_of_profile: dict[int, int] = {}
     groups: list[tuple[int, tuple[int, ...]]] = []
     group_index: dict[tuple[int, ...], int] = {}
-    for p, profile in enumerate(profiles):
-        if not profile.candidates:
+    for p, key in enumerate(candidate_ids):
+        if not key:
             continue
-        key = tuple(index_of[id(v)] for v in profile.candidates)
         if key not in group_index:
             group_index[key] = len(groups)
             groups.append((0, key))

@@ -16,6 +16,7 @@ from pickvariant._base.versions import ComputeCapability, release_numbers
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import cuda_visible_count
 from pickvariant.rules.compat import machine_code_runs_on, usable_isas
+from pickvariant.rules.wheel_wording import installed_lacks
 from pickvariant.sources.build import Catalog, Variant
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
@@ -143,7 +144,7 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     reasons = [f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}"]
     _judge_visibility(probe, facts, failures, reasons)
     labels = gpu_labels(probe, facts)
-    _judge_devices(probe, catalog, labels, failures, reasons)
+    _judge_devices(probe, catalog, labels, _nvml_indexes(probe, facts), failures, reasons)
     _judge_dispatch(probe, catalog, facts, variant, failures, reasons)
     gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
     if gpu_build and probe.get("cudnn") is None:
@@ -194,7 +195,12 @@ def _judge_visibility(probe: dict[str, Any], facts: HostFacts, failures: list[st
 
 
 def _judge_devices(
-    probe: dict[str, Any], catalog: Catalog, labels: dict[str, str], failures: list[str], reasons: list[str]
+    probe: dict[str, Any],
+    catalog: Catalog,
+    labels: dict[str, str],
+    nvml_index: dict[int, int],
+    failures: list[str],
+    reasons: list[str],
 ) -> None:
     """Each GPU the probe saw: does the build carry machine code that runs there, and did a kernel run."""
     kernels = _arch_capabilities(probe.get("arch_list", []))
@@ -204,8 +210,13 @@ def _judge_devices(
         label = labels[f"cuda:{device['index']}"]
         runnable = [cap for cap in cubins if machine_code_runs_on(cap, capability, catalog) is None]
         if not runnable:
+            # Worded as detect --source wheels words the torch in an environment, so a ticket reads one sentence.
+            lacks = installed_lacks(
+                str(probe.get("torch", "?")), nvml_index.get(device["index"], device["index"]), capability
+            )
+            arch_list = ", ".join(probe["arch_list"]) or "empty"
             failures.append(
-                f"{label}, {capability}: the build has no kernel image for it (arch list {', '.join(probe['arch_list']) or 'empty'})"
+                f"{lacks} ({label}): its arch list is {arch_list}, so CUDA says 'no kernel image is available'"
             )
         elif device.get("kernel_ran") is False:
             failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
@@ -366,6 +377,16 @@ def gpu_labels(probe: dict[str, Any], facts: HostFacts) -> dict[str, str]:
         else:
             labels[ordinal] = f"GPU {gpu.index} ({gpu.name}, CUDA ordinal {ordinal})"
     return labels
+
+
+def _nvml_indexes(probe: dict[str, Any], facts: HostFacts) -> dict[int, int]:
+    """Each CUDA ordinal the probe saw, as the NVML index detect names the same card by (its PCI location)."""
+    by_pci = {gpu.pci: gpu.index for gpu in facts.gpus if gpu.pci}
+    found = {}
+    for device in probe.get("devices", []):
+        if (index := by_pci.get(device.get("pci") or "")) is not None:
+            found[device["index"]] = index
+    return found
 
 
 def finding_text(check: dict[str, Any]) -> str:

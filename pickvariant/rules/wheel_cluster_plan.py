@@ -1,0 +1,142 @@
+"""`pickvariant plan --source wheels`: a cluster's fewest PyTorch wheel builds, and which node gets which.
+
+Each hardware profile is decided by the wheel rules (rules/wheel_pick.py), as `detect --source wheels` decides it
+on that node with no environment read; the wheels a profile may get are exactly the decision's candidates, best
+first (with --with, those whose release pairs every companion). The choice is the same integer program the Flox
+plan solves (rules/cluster_plan.py `solve`): every node served by the fewest wheel builds, then each node as near
+its own best as those allow.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from pickvariant._base.errors import PickVariantError
+from pickvariant._base.records import keyword_record, record
+from pickvariant._base.request import Request
+from pickvariant.machine.facts import facts_from_json
+from pickvariant.rules.cluster_input import BadLine, Inputs
+from pickvariant.rules.cluster_plan import (
+    Solution,
+    check_inputs,
+    group_profiles,
+    hardware_summary,
+    solve,
+)
+from pickvariant.rules.wheel_pick import pick_wheel
+from pickvariant.sources.build import Catalog
+from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
+
+
+@record
+class WheelProfile:
+    candidates: tuple[WheelBuild, ...]
+    why_none: str | None
+    summary: str
+
+
+@record
+class WheelNodePlan:
+    label: str
+    build: WheelBuild | None
+    rank: int | None  # 1 = the node's own best
+    why: str | None
+
+
+@keyword_record
+class WheelClusterPlan:
+    builds: tuple[tuple[WheelBuild, int, tuple[str, ...]], ...]  # build, node count, hardware summaries
+    companions: dict[WheelBuild, tuple[PairedRelease, ...]]
+    index_root: str
+    nodes: tuple[WheelNodePlan, ...]
+    solution: Solution
+    node_count: int
+    bad: tuple[BadLine, ...]
+    bad_count: int
+    profile_count: int
+    python: str | None  # --python-version, where the plan is for one Python
+    duplicate_labels: tuple[str, ...] = ()
+
+    def index_url(self, build: WheelBuild) -> str:
+        return f"{self.index_root}/{build.variant}"
+
+
+def _profiles(
+    inputs: Inputs, hardware: Catalog, wheels: WheelCatalog, options: Request, index_root: str
+) -> list[WheelProfile]:
+    profiles = []
+    for node_hardware in inputs.hardware:
+        try:
+            facts = facts_from_json(node_hardware, hardware)
+        except PickVariantError as error:
+            profiles.append(WheelProfile((), f"its facts are unusable: {error}", "unreadable facts"))
+            continue
+        decision = pick_wheel(facts, hardware, wheels, options, None, index_root)
+        candidates = tuple(
+            build
+            for build in decision.candidates
+            if all(wheels.companion(build.torch, project) for project in options.with_projects)
+        )
+        why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
+        profiles.append(WheelProfile(candidates, why, hardware_summary(facts)))
+    return profiles
+
+
+def cost_of(best: WheelBuild, got: WheelBuild) -> str:
+    """What a node loses with `got` instead of its own best wheel."""
+    losses = []
+    if got.torch != best.torch:
+        losses.append(f"PyTorch {got.torch} instead of {best.torch}")
+    if got.cuda != best.cuda:
+        losses.append(f"CUDA {got.cuda or 'none'} instead of {best.cuda or 'none'}")
+    return ", ".join(losses) or f"{got.local} instead of {best.local}"
+
+
+def make_wheel_cluster_plan(
+    inputs: Inputs,
+    hardware: Catalog,
+    wheels: WheelCatalog,
+    options: Request,
+    max_variants: int | None,
+    index_root: str,
+) -> WheelClusterPlan:
+    """The cluster's plan among the wheels: every profile decided, the fewest wheel builds solved for."""
+    check_inputs(inputs, max_variants)
+    profiles = _profiles(inputs, hardware, wheels, options, index_root)
+    id_of = {build: i for i, build in enumerate(wheels.builds)}
+    group_of_profile, groups = group_profiles(
+        inputs, [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
+    )
+    solution = solve(groups, max_variants) if groups else Solution((), (), "Optimal (nothing to serve)", 0.0)
+    nodes = []
+    served: Counter[int] = Counter()
+    covers: dict[int, set[str]] = defaultdict(set)
+    for label, p in zip(inputs.labels, inputs.profile_of, strict=False):
+        profile, group = profiles[p], group_of_profile.get(p)
+        chosen = solution.assignment[group] if group is not None else None
+        if group is None or chosen is None:
+            why = profile.why_none or f"none of the {max_variants} chosen wheel build(s) runs here"
+            nodes.append(WheelNodePlan(label, None, None, why))
+            continue
+        build, rank = wheels.builds[chosen], groups[group][1].index(chosen) + 1
+        served[chosen] += 1
+        covers[chosen].add(profile.summary)
+        nodes.append(WheelNodePlan(label, build, rank, None if rank == 1 else cost_of(profile.candidates[0], build)))
+    order = sorted(solution.chosen, key=lambda b: (-served[b], wheels.builds[b].platform, wheels.builds[b].local))
+    chosen_builds = tuple((wheels.builds[b], served[b], tuple(sorted(covers[b]))) for b in order)
+    return WheelClusterPlan(
+        builds=chosen_builds,
+        companions={
+            build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))
+            for build, _, _ in chosen_builds
+        },
+        index_root=index_root,
+        nodes=tuple(nodes),
+        solution=solution,
+        node_count=len(inputs.labels),
+        bad=tuple(inputs.bad),
+        bad_count=inputs.bad_count,
+        profile_count=len(profiles),
+        python=options.python,
+        duplicate_labels=tuple(inputs.duplicate_labels()),
+    )

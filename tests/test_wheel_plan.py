@@ -1,0 +1,106 @@
+"""`plan --source wheels`: a cluster's fewest PyTorch wheel builds, each node's own answer the one
+`detect --source wheels` gives it; expected answers worked out from the shipped wheel catalog."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from conftest import cli_runner, cpuinfo_path
+from test_plan import detect_line
+
+from pickvariant.cli.main import app
+from pickvariant.sources.wheels.load import load_wheel_catalog
+
+runner = cli_runner()
+HASWELL = cpuinfo_path("linux-rhel7-haswell")
+GRACE = cpuinfo_path("linux-rhel9-neoverse_v2")
+WHEELS = load_wheel_catalog()
+
+CLUSTER = {
+    "gtx1080": (HASWELL, ["6.1"], "580.95.05"),
+    "h100-r580": (HASWELL, ["9.0"], "580.95.05"),
+    "h100-r550": (HASWELL, ["9.0"], "550.54.15"),
+    "kepler": (HASWELL, ["3.5"], "470.256.02"),
+    "cpu": (HASWELL, [], None),
+}
+
+
+def _cluster(tmp_path: Path, hosts: dict = CLUSTER) -> Path:
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text("".join(detect_line(label, *facts) for label, facts in hosts.items()))
+    return cluster
+
+
+def _plan(cluster: Path, *options: str) -> dict:
+    result = runner.invoke(app, ["plan", str(cluster), "--source", "wheels", "--format", "json", *options])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _own_answer(label: str) -> str | None:
+    cpuinfo, gpus, driver = CLUSTER[label]
+    args = ["detect", "--source", "wheels", "--format", "json", "--cpuinfo", str(cpuinfo)]
+    args += [part for cc in gpus for part in ("--gpu", cc)] or ["--no-gpu"]
+    args += ["--driver", driver] if driver else []
+    found = json.loads(runner.invoke(app, args).stdout)["recommendation"]
+    return found["torch"] if found else None
+
+
+def test_every_node_is_served_by_the_fewest_wheel_builds_and_a_node_given_less_says_what_it_loses(tmp_path) -> None:
+    plan = _plan(_cluster(tmp_path))
+    nodes = {node["label"]: node for node in plan["nodes"]}
+    # The GTX 1080 runs only cu126, and cu126 also runs on both H100s: one CUDA build serves the three.
+    cu126 = max(
+        (b for b in WHEELS.builds if b.variant == "cu126" and b.platform == "linux-x86_64"), key=lambda b: b.sort_key
+    )
+    assert {nodes[label]["torch"] for label in ("gtx1080", "h100-r580", "h100-r550")} == {cu126.local}
+    assert nodes["cpu"]["variant"] == "cpu" and len(plan["builds"]) == 2
+    # A node whose own answer is another wheel is told what it loses; one given its own answer is not.
+    for label in ("gtx1080", "h100-r580", "h100-r550", "cpu"):
+        own = _own_answer(label)
+        assert (nodes[label]["rank"] == 1) == (own == nodes[label]["torch"]), label
+        assert (nodes[label]["why"] is None) == (own == nodes[label]["torch"]), label
+    assert "CUDA 12.6 instead of" in nodes["h100-r580"]["why"]
+    # No wheel has kernels for Kepler: the node is unserved, with detect's own last word on it.
+    assert nodes["kepler"]["torch"] is None and "no wheel runs here" in nodes["kepler"]["why"]
+    served = {b["torch"]: b for b in plan["builds"]}
+    assert served[cu126.local]["nodes"] == 3 and served[cu126.local]["index_url"].endswith("/cu126")
+
+
+def test_the_text_plan_prints_the_command_each_node_runs_quoted_for_the_shell(tmp_path) -> None:
+    result = runner.invoke(app, ["plan", str(_cluster(tmp_path)), "--source", "wheels"])
+    assert result.exit_code == 0, result.output
+    commands = [line.split("each of them runs: ", 1)[1] for line in result.stdout.splitlines() if "runs: " in line]
+    plan = _plan(_cluster(tmp_path))
+    assert [shlex.split(command) for command in commands] == [
+        ["python3", "-m", "pip", "install", *b["requirements"], "--index-url", b["index_url"]] for b in plan["builds"]
+    ]
+
+
+def test_a_limit_of_one_build_serves_the_most_nodes_and_names_who_gets_nothing(tmp_path) -> None:
+    plan = _plan(_cluster(tmp_path), "--max-variants", "1")
+    assert len(plan["builds"]) == 1 and plan["builds"][0]["variant"] == "cu126"
+    cpu = next(node for node in plan["nodes"] if node["label"] == "cpu")
+    assert cpu["torch"] is None and "none of the 1 chosen" in cpu["why"]
+
+
+def test_companions_move_the_plan_to_a_release_that_pairs_them_and_mixed_platforms_get_their_own(tmp_path) -> None:
+    hosts = {"h100": (HASWELL, ["9.0"], "580.95.05"), "gh200": (GRACE, ["9.0"], "580.95.05")}
+    plan = _plan(_cluster(tmp_path, hosts), "--with", "torchaudio")
+    assert {b["platform"] for b in plan["builds"]} == {"linux-x86_64", "linux-aarch64"}
+    for build in plan["builds"]:
+        audio = WHEELS.companion(build["release"], "torchaudio")
+        assert audio is not None and build["companions"] == [{"project": "torchaudio", "version": audio.version}]
+        assert build["requirements"] == [f"torch=={build['torch']}", f"torchaudio=={audio.version}"]
+
+
+def test_a_wheel_option_without_the_wheels_source_is_bad_input(tmp_path) -> None:
+    result = runner.invoke(app, ["plan", str(_cluster(tmp_path)), "--wheel-index", "https://mirror.example/whl"])
+    assert result.exit_code == 2 and "--wheel-index" in result.stderr
+
+
+def test_a_mirror_root_is_where_every_node_installs_from(tmp_path) -> None:
+    plan = _plan(_cluster(tmp_path), "--wheel-index", "https://mirror.example/whl/")
+    assert all(b["index_url"].startswith("https://mirror.example/whl/") for b in plan["builds"])
