@@ -209,14 +209,29 @@ def resolve(pkg_path: str, wanted: str | None) -> tuple[str, dict]:
     return max(versions, key=version_key), entry
 
 
+def _staging(tree: Path) -> Path:
+    """A folder of this process's own to build a store tree in: nodes of a cluster realise the same path at once
+    (pdsh, clush, Ansible forks), and the Nix store locks each path so that one of them builds it."""
+    return tree.with_name(f"{tree.name}.partial-{os.getpid()}")
+
+
+def _publish(staging: Path, tree: Path) -> None:
+    """The tree moved into place, unless another process got there first (then its tree, the same, is kept)."""
+    try:
+        os.rename(staging, tree)
+    except OSError:
+        if not tree.is_dir():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def realise(pkg_path: str, version: str, entry: dict) -> Path:
     """The package's store tree, made the first time it is asked for (a substitution)."""
     name = f"{pkg_path.split('/')[-1]}-{version}"
     tree = store_path(name, f"{pkg_path}@{version}")
     if tree.exists():
         return tree
-    staging = tree.with_name(tree.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = _staging(tree)
     if entry["kind"] == "python":
         (staging / "bin").mkdir(parents=True)
         wrapper = staging / "bin" / "python3"
@@ -237,7 +252,7 @@ def realise(pkg_path: str, version: str, entry: dict) -> Path:
         (staging / "nix-support" / "propagated-build-inputs").write_text(" ".join(propagated) + "\n")
     else:
         site_packages(staging, entry.get("site_packages"))
-    os.replace(staging, tree)
+    _publish(staging, tree)
     return tree
 
 
@@ -563,8 +578,7 @@ def built_tree(directory: Path, available: dict[str, Path], target: str) -> Path
     tree = store_path(f"python{PYTHON_XY}-{target}-{version}", f"{directory}/{target}/{text}")
     if tree.exists():
         return tree
-    staging = tree.with_name(tree.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = _staging(tree)
     module = COMPANION_MODULES.get(target.split("-", 1)[0])
     if module is None:
         site_packages(staging, os.environ.get("FAKE_FLOX_SITE_PACKAGES"), version)
@@ -577,7 +591,7 @@ def built_tree(directory: Path, available: dict[str, Path], target: str) -> Path
         (package / "__init__.py").write_text(f"# stand-in for {target}\n")
         (staging / "nix-support").mkdir()
         (staging / "nix-support" / "propagated-build-inputs").write_text(" ".join(torch_trees) + "\n")
-    os.replace(staging, tree)
+    _publish(staging, tree)
     return tree
 
 

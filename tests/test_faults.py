@@ -1724,3 +1724,53 @@ def _(ctx: Ctx) -> int:
     assert sum("waiting for another pickvariant install" in stderr for _, stderr in finished) >= 1
     (code,) = codes
     return code
+
+
+def _plan_of(ctx: Ctx, label: str, *machine: str) -> Path:
+    line = json.loads(ctx.detect("--compact", "--label", label, *machine)[0].stdout)
+    nodes = ctx.dump("nodes.jsonl", json.dumps(line) + "\n")
+    return ctx.dump("plan.json", ctx.cli("plan", str(nodes), "--format", "json").stdout)
+
+
+@row("install-plan-changed")
+def _(ctx: Ctx) -> int:
+    plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "580.95.05")
+    now = ["--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "550.54.15"]
+    result = ctx.cli("install", "--plan", str(plan), "--label", "n1", "--org", "acme", "--yes", *now)
+    assert "driver 580.95.05 in the plan, 550.54.15 now" in result.stderr and ctx.flox_calls() == []
+    return result.exit_code
+
+
+@row("install-plan-hostile")
+def _(ctx: Ctx) -> int:
+    plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--no-gpu")
+    document = json.loads(plan.read_text())
+    document["nodes"][0]["package"] = "$(reboot)"
+    plan.write_text(json.dumps(document))
+    result = ctx.cli("install", "--plan", str(plan), "--label", "n1", "--org", "acme", "--yes")
+    endless = ctx.cli("install", "--plan", "/dev/zero", "--label", "n1", "--org", "acme", "--yes")
+    assert str(plan) in result.stderr and endless.exit_code == 2 and ctx.flox_calls() == []
+    return result.exit_code
+
+
+@row("install-plan-unserved")
+def _(ctx: Ctx) -> int:
+    machine = ["--cpuinfo", str(HASWELL), "--gpu", "3.5", "--driver", "470.256.02"]
+    plan = _plan_of(ctx, "kepler", *machine)
+    result = ctx.cli("install", "--plan", str(plan), "--label", "kepler", "--org", "acme", "--yes", *machine)
+    assert "serves node 'kepler' no variant" in result.stderr and ctx.flox_calls() == []
+    return result.exit_code
+
+
+@row("fleet-hostile-lines")
+def _(ctx: Ctx) -> int:
+    plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--no-gpu")
+    node = json.loads(plan.read_text())["nodes"][0]
+    good = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
+    good.update(label="n1", package=node["package"], branch=node["branch"])
+    lines = ["not json", "[" * 100000, "\x1b]0;pwned\x07{}", "x" * (3 << 20), json.dumps(good)]
+    results = ctx.dump("results.jsonl", "\n".join(lines) + "\n")
+    result = ctx.cli("fleet", str(plan), str(results))
+    assert "input lines that are not verify lines (4)" in result.stdout and "\x1b" not in result.stdout
+    assert "proven (1) [n1]" in result.stdout
+    return result.exit_code

@@ -17,6 +17,19 @@ from pickvariant._base.records import keyword_record, replace
 WORKLOADS = ("general", "int8", "bf16")
 # A node's label in detect's JSON and plan's input: the detect-line schema allows no longer one.
 MAX_LABEL_LENGTH = 256
+
+
+def check_label(label: str, given: str) -> str:
+    """A node's label as plan, install --plan, verify and fleet read it: 1 to MAX_LABEL_LENGTH printable characters."""
+    if not 0 < len(label) <= MAX_LABEL_LENGTH:
+        raise BadInput(
+            f"{given}: {len(label)} characters; a label is 1 to {MAX_LABEL_LENGTH} (plan reads no longer one)"
+        )
+    if not label.isprintable():
+        raise BadInput(f"{given}: it holds a control character; a label names a node in plain text")
+    return label
+
+
 # The projects built beside PyTorch, in the same naming (barstoolbluz/build-torchvision, -torchaudio, -vllm).
 COMPANION_PROJECTS = ("torchvision", "torchaudio", "vllm")
 

@@ -138,7 +138,31 @@ InstallWheelIndex = Annotated[
 ]
 
 InstallFormatOpt = Annotated[
-    InstallFormat, typer.Option("--format", help="text, or json: the plan of a --dry-run as data.")
+    InstallFormat,
+    typer.Option(
+        "--format",
+        help="text, or json: the plan of a --dry-run as data; of a real install, one line saying what was installed "
+        "and verify's verdict.",
+    ),
+]
+
+InstallFromPlan = Annotated[
+    str | None,
+    typer.Option(
+        "--plan",
+        metavar="PLAN.json",
+        help="Install exactly what this cluster plan (`plan --format json`) gives this node, after checking the node "
+        "is the hardware it was planned for.",
+    ),
+]
+
+InstallLabel = Annotated[
+    str | None,
+    typer.Option(
+        "--label",
+        metavar="NAME",
+        help="With --plan: this node's label in it (env PICKVARIANT_LABEL; default: the host name).",
+    ),
 ]
 
 
@@ -163,20 +187,21 @@ def install(
     installer: InstallInstaller = None,
     python: InstallPython = None,
     wheel_index: InstallWheelIndex = None,
+    plan: InstallFromPlan = None,
+    label: InstallLabel = None,
     **values: Any,
 ) -> None:
     """Detect, decide, explain, ask, then install (or build) the variant through Flox (or PyTorch's wheel with pip
     or uv) and verify it."""
     from pickvariant.commands import install as command
 
-    if format is InstallFormat.json and not dry_run:
-        raise BadInput(
-            "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
-        )
-    if settings.source(source, os.environ) == "wheels":
-        for flag, given in (("--package", package), ("--org", org), ("--build", build), ("--token-file", token_file)):
-            if given:
-                raise BadInput(f"{flag}: a Flox install's; --source wheels installs PyTorch's own wheel with pip or uv")
+    wheels = settings.source(source, os.environ) == "wheels"
+    flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file, "--plan": plan}
+    wheel_only = {"--installer": installer, "--python": python, "--wheel-index": wheel_index}
+    _check_source_options(wheels, flox_only if wheels else wheel_only, format is InstallFormat.json and not dry_run)
+    if label is not None and plan is None:
+        raise BadInput("--label names this node in --plan's plan: give the plan too")
+    if wheels:
         from pickvariant.commands.wheel_detect import WheelAsk
 
         ask = WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index)
@@ -185,9 +210,6 @@ def install(
             ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout, as_json=as_json
         )
         return
-    for flag, value in (("--installer", installer), ("--python", python), ("--wheel-index", wheel_index)):
-        if value is not None:
-            raise BadInput(f"{flag}: only with --source wheels (a Flox install goes into a Flox environment)")
     options = command.InstallOptions(
         package=package,
         org=org,
@@ -202,7 +224,51 @@ def install(
         token_file=token_file,
         dry_run=dry_run,
     )
-    _install_flox(request_of(values), options, yes=yes, as_json=format is InstallFormat.json)
+    request = request_of(values)
+    if plan is not None:
+        request, options = _assigned(plan, label, request, options)
+    _install_flox(request, options, yes=yes, as_json=format is InstallFormat.json)
+
+
+def _check_source_options(wheels: bool, others: dict[str, Any], real_install_as_json: bool) -> None:
+    """The other source's options are refused, each named: a Flox install's beside --source wheels, and the reverse."""
+    for flag, given in others.items():
+        if given and wheels:
+            raise BadInput(f"{flag}: a Flox install's; --source wheels installs PyTorch's own wheel with pip or uv")
+        if given is not None and not wheels:
+            raise BadInput(f"{flag}: only with --source wheels (a Flox install goes into a Flox environment)")
+    if wheels and real_install_as_json:
+        raise BadInput(
+            "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
+        )
+
+
+def _assigned(
+    plan: str, label: str | None, request: Request, options: InstallOptions
+) -> tuple[Request, InstallOptions]:
+    """With --plan: the node's assignment, and nothing that would choose another build beside it."""
+    from pickvariant.commands import install as command
+
+    pinned = [flag for flag, given in _CHOOSERS.items() if _given(request, options, given)]
+    if pinned:
+        raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
+    return command.from_plan(plan, label, request, options, load_catalog())
+
+
+# What would choose or force another build than a plan's assignment: refused beside --plan.
+_CHOOSERS = {
+    "--package": "package",
+    "--branch": "branch",
+    "--torch": "torch",
+    "--cuda": "cuda",
+    "--with": "with_projects",
+    "--force": "force",
+    "--gpu-index": "gpu_index",
+}
+
+
+def _given(request: Request, options: InstallOptions, name: str) -> bool:
+    return bool(getattr(options, name, None) or getattr(request, name, None))
 
 
 def _install_flox(request: Request, options: InstallOptions, *, yes: bool, as_json: bool) -> None:
@@ -210,8 +276,11 @@ def _install_flox(request: Request, options: InstallOptions, *, yes: bool, as_js
     from pickvariant.commands import install as command
 
     prepared = command.prepare(request, options, load_catalog())
-    if as_json:
+    if as_json and options.dry_run:
         typer.echo(json.dumps(command.install_plan_json(prepared), indent=2))
+        return
+    if as_json:
+        _carry_out_as_json(prepared, options, yes)
         return
     typer.echo("\n".join(command.install_plan_lines(prepared)))
     if options.dry_run:
@@ -257,6 +326,26 @@ def _install_wheels(
     verdict = wheel_install.verify_installed(plan)
     typer.echo(f"Verify: {'PASS' if verdict.passed else 'FAIL'} — {'; '.join(verdict.reasons[:3])}")
     if not verdict.passed:
+        raise typer.Exit(1)
+
+
+def _carry_out_as_json(prepared: Prepared, options: InstallOptions, yes: bool) -> None:
+    """A real install with --format json: its progress on stderr, then one line: what was installed and its verdict."""
+    from pickvariant.commands import install as command
+    from pickvariant.output.verdict import verify_json
+
+    if not yes:
+        raise BadInput("--format json of a real install asks nothing: pass --yes (or --dry-run for the plan)")
+    installed = command.carry_out(prepared, options, lambda line: typer.echo(line, err=True))
+    verdict = command.verify_installed(prepared)
+    line = {
+        **command.install_plan_json(prepared),
+        "installed": True,
+        "log": str(installed.log),
+        "verdict": None if verdict is None else verify_json(verdict),
+    }
+    typer.echo(json.dumps(line, separators=(",", ":")))
+    if verdict is not None and not verdict.passed:
         raise typer.Exit(1)
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from pickvariant import __version__
-from pickvariant.cli import catalog, console, detect, install, listing, plan, recipe, report, verify
+from pickvariant.cli import catalog, console, detect, fleet, install, listing, plan, recipe, report, verify
 
 
 def _arguments_show_their_metavariable() -> None:
@@ -40,6 +40,7 @@ app.command("list")(listing.list_variants)
 app.command()(recipe.recipe)
 app.command()(install.install)
 app.command()(plan.plan)
+app.command()(fleet.fleet)
 app.command()(verify.verify)
 app.command()(report.report)
 catalog_app = typer.Typer(

@@ -13,7 +13,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_path_length
 from pickvariant._base.records import keyword_record
-from pickvariant._base.request import MAX_LABEL_LENGTH, WORKLOADS, Request, projects_from
+from pickvariant._base.request import WORKLOADS, Request, check_label, projects_from
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
 if TYPE_CHECKING:
@@ -267,13 +267,7 @@ def detect_label(values: Mapping[str, Any], env: Mapping[str, str], output: str)
         return None
     if values.get("label") is not None and output != "json":
         raise BadInput("--label names the node in the JSON output: add --format json (or --compact)")
-    if not 0 < len(label) <= MAX_LABEL_LENGTH:
-        raise BadInput(
-            f"{given}: {len(label)} characters; a label is 1 to {MAX_LABEL_LENGTH} (plan reads no longer one)"
-        )
-    if not label.isprintable():
-        raise BadInput(f"{given}: it holds a control character; a label names a node in plain text")
-    return str(label)
+    return check_label(str(label), given)
 
 
 def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:

@@ -52,6 +52,18 @@ VerifyWith = Annotated[
 ]
 
 
+VerifyCompact = Annotated[
+    bool, typer.Option("--compact", help="With --format json: the verdict on one line (one line per node, for fleet).")
+]
+
+VerifyLabel = Annotated[
+    str | None,
+    typer.Option(
+        "--label", metavar="NAME", help='With --format json: a "label" naming this node (env PICKVARIANT_LABEL).'
+    ),
+]
+
+
 @exits_on_error
 @declared()
 def verify(
@@ -62,11 +74,14 @@ def verify(
     org: VerifyOrg = None,
     with_: VerifyWith = None,
     format: Any = commandline.FORMAT,
+    compact: VerifyCompact = False,
+    label: VerifyLabel = None,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
     from pickvariant.commands import verify as command
     from pickvariant.output import verdict
 
+    named = _label(label, compact, format is Format.json)
     options = command.VerifyOptions(
         python=python, quick=quick, package=package, branch=branch, org=org, with_projects=tuple(with_ or ())
     )
@@ -74,8 +89,30 @@ def verify(
     for line in verified.notes:
         typer.echo(f"note: {line}")
     if format is Format.json:
-        typer.echo(json.dumps(verdict.verify_json(verified.result), indent=2))
+        document = {
+            **({"label": named} if named is not None else {}),
+            **verdict.verify_json(verified.result),
+            "package": verified.package,
+            "branch": verified.branch,
+        }
+        typer.echo(json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2))
     else:
         typer.echo("\n".join(verdict.verify_lines(verified.result)))
     if not verified.result.passed:
         raise typer.Exit(1)
+
+
+def _label(label: str | None, compact: bool, as_json: bool) -> str | None:
+    """--label (else PICKVARIANT_LABEL), checked as plan checks labels; only where the verdict is JSON."""
+    import os
+
+    from pickvariant._base import settings
+    from pickvariant._base.errors import BadInput
+    from pickvariant._base.request import check_label
+
+    if (compact or label is not None) and not as_json:
+        raise BadInput(f"{'--compact' if compact else '--label'}: only with --format json")
+    if label is not None:
+        return check_label(label, "--label")
+    named = settings.setting(os.environ, settings.LABEL)
+    return check_label(named, settings.LABEL) if named is not None and as_json else None

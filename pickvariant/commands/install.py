@@ -89,7 +89,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     projects = tuple(companion.project for companion in plan.companions)
     probe = None if options.no_verify else verifier.probe_argv(list(python), quick=True, companions=projects)
     forced = " (forced)" if options.force else ""
-    why = decision.reasons if options.package is None else (f"chosen with --package{forced}",)
+    why = decision.reasons if options.package is None else (options.assigned_by or f"chosen with --package{forced}",)
     return Prepared(
         catalog=catalog,
         facts=facts,
@@ -100,6 +100,20 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
         verify_command=None if probe is None else tuple(probe),
         why=tuple(why),
     )
+
+
+def from_plan(
+    plan_path: str, label: str | None, request: Request, options: InstallOptions, catalog: Catalog
+) -> tuple[Request, InstallOptions]:
+    """The request and options that install exactly this node's assignment in a cluster's plan (commands/plan_install),
+    judged by the rules that judge --package and never forced."""
+    from pickvariant.commands.plan_install import assignment
+    from pickvariant.machine.facts import gather_facts
+
+    facts = gather_facts(catalog, request, os.environ)
+    assigned = assignment(plan_path, label, catalog, facts)
+    said = f"assigned to node {assigned.label} by plan {assigned.plan}"
+    return replace(request, branch=assigned.branch), replace(options, package=assigned.package, assigned_by=said)
 
 
 def _variant(

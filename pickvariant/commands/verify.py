@@ -9,7 +9,7 @@ import sys
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import projects_from, projects_or_environment
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.build import Catalog, Variant
 from pickvariant.verify import judge as verifier
 
 
@@ -27,6 +27,9 @@ class VerifyOptions:
 class Verified:
     result: verifier.VerifyResult
     notes: tuple[str, ...] = ()
+    # The build it probed, as named: --package and its branch, else the last install's (None: not known).
+    package: str | None = None
+    branch: str | None = None
 
 
 def default_python() -> list[str]:
@@ -48,7 +51,9 @@ def run(options: VerifyOptions, catalog: Catalog) -> Verified:
         companions = last_install_projects()  # the last install's, as its Python
     if options.org is None:
         python = [options.python] if options.python else default_python()
-        return Verified(result=verifier.verify(python, catalog, variant, options.quick, companions=companions))
+        result = verifier.verify(python, catalog, variant, options.quick, companions=companions)
+        package, branch = _probed(variant, options)
+        return Verified(result=result, package=package, branch=branch)
     from pickvariant.install.throwaway import published_interpreter
 
     if variant is None:
@@ -57,4 +62,15 @@ def run(options: VerifyOptions, catalog: Catalog) -> Verified:
         raise BadInput("--org probes the published --package in a throwaway environment; it takes no --python")
     with published_interpreter(variant, catalog, options.org) as probe:
         result = verifier.verify(probe.python, catalog, variant, options.quick, companions=companions)
-    return Verified(result=result, notes=tuple(probe.notes))
+    return Verified(result=result, notes=tuple(probe.notes), package=variant.package, branch=variant.branch)
+
+
+def _probed(variant: Variant | None, options: VerifyOptions) -> tuple[str | None, str | None]:
+    """The package and branch the probed interpreter holds: --package's, else the last install's where verify probed
+    the last install's interpreter."""
+    from pickvariant.install.state import last_install
+
+    if variant is not None:
+        return variant.package, variant.branch
+    record = last_install() if options.python is None else None
+    return (str(record["package"]), str(record["branch"])) if record else (None, None)

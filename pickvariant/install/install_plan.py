@@ -36,6 +36,7 @@ class InstallOptions:
     timeout_s: float | None = None
     dry_run: bool = False
     token_file: Path | None = None  # log in with `flox auth login --token-file` first (a cluster, CI)
+    assigned_by: str | None = None  # with --plan: the sentence that says which plan gave this node `package`
 
 
 # Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$

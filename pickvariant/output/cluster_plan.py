@@ -110,6 +110,9 @@ def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> li
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
         out += _build_lines(plan, variant, org or "ORG", style)
+    if plan.variants:
+        out.append(h("roll out (each node installs what this plan gives it and verifies it; then the fleet's verdict)"))
+        out += [f"{item}{style.code(step)}" for step in rollout_steps(org or "ORG")]
     out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
     # Every outside string was made safe as it went in: a line break or an escape in one cannot forge or hide a
     # line of the plan (the line is made visible once more, for what this module wrote itself).
@@ -135,6 +138,17 @@ def input_lines(
         if bad_count > len(bad):
             out.append(f"{item}… {bad_count - len(bad)} more")
     return out
+
+
+def rollout_steps(org: str) -> list[str]:
+    """The commands that carry a plan out through Ansible (examples/rollout.yml) and read the results back,
+    each quoted for the shell (INPUT and INVENTORY are the admin's own)."""
+    playbook = ["ansible-playbook", "-i", "INVENTORY", "examples/rollout.yml", "-e", "plan=plan.json"]
+    return [
+        shlex.join(["pickvariant", "plan", "INPUT", "--format", "json"]) + " > plan.json",
+        shlex.join([*playbook, "-e", f"org={org}", "-e", "results_dir=results"]),
+        shlex.join(["pickvariant", "fleet", "plan.json", "results"]),
+    ]
 
 
 def _variant_lines(plan: ClusterPlan, style: PlanStyle) -> list[str]:

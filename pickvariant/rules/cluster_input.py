@@ -112,7 +112,7 @@ def _lines(stream: IO[bytes], name: str) -> Iterator[_Document]:
         yield f"{name}:{number}", line, None
 
 
-def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
+def documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
     """Every document of an input: JSONL lines of a file or stdin, or one JSON document per file of a directory."""
     if path == "-":
         yield from _lines(stdin, "-")
@@ -125,7 +125,7 @@ def _documents(path: str, stdin: IO[bytes]) -> Iterator[_Document]:
     if stat.S_ISDIR(kind):
         for child in sorted(location.iterdir()):
             if child.is_file() and child.suffix in (".json", ".jsonl"):
-                yield from _documents(str(child), stdin)
+                yield from documents(str(child), stdin)
         return
     if stat.S_ISFIFO(kind):
         with _opened_fifo(location, path) as stream:
@@ -244,14 +244,14 @@ def read_inputs(
             inputs.bad.append(BadLine(where, why))
 
     for path in paths:
-        for where, raw, problem in _documents(path, stdin):
+        for where, raw, problem in documents(path, stdin):
             if raw is None:
                 bad(where, problem or "unreadable")
                 continue
             consumed += len(raw)
             if not raw.strip():
                 continue
-            text, why = _line_text(raw)
+            text, why = line_text(raw)
             if why is not None:
                 bad(where, why)
                 continue
@@ -287,7 +287,7 @@ def read_inputs(
     return inputs
 
 
-def _line_text(raw: bytes) -> tuple[str, str | None]:
+def line_text(raw: bytes) -> tuple[str, str | None]:
     """A line's text (a detect object, also as Ansible's one-line output prints it), or why it has none."""
     try:
         text = raw.decode("utf-8")

@@ -8,6 +8,7 @@ set-cover-with-assignment problem, solved exactly as an integer program by HiGHS
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -21,6 +22,7 @@ from pickvariant.machine.facts import HostFacts, facts_from_json
 from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
+from pickvariant.rules.node_facts import fingerprint
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 
@@ -201,6 +203,11 @@ class ClusterPlan:
     bad_count: int
     profile_count: int
     duplicate_labels: tuple[str, ...] = ()
+    # Each node's profile (by index) and each profile's fingerprint (rules/node_facts.py; None: facts unusable),
+    # and the catalog the plan was made from: what `install --plan` checks before it installs an assignment.
+    profile_of: tuple[int, ...] = ()
+    fingerprints: tuple[dict[str, Any] | None, ...] = ()
+    catalog: Mapping[str, str] = MappingProxyType({})
     # With --with: each chosen variant's companions, by (branch, package), and the set's shape (what is built).
     companions: Mapping[tuple[str, str], tuple[Companion, ...]] = MappingProxyType({})
     shapes: Mapping[tuple[str, str], SetShape] = MappingProxyType({})
@@ -262,9 +269,19 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
         bad_count=inputs.bad_count,
         profile_count=len(profiles),
         duplicate_labels=tuple(inputs.duplicate_labels()),
+        profile_of=tuple(inputs.profile_of),
+        fingerprints=tuple(fingerprint(p.facts, catalog) if p.facts else None for p in profiles),
+        catalog=catalog_identity(catalog),
         companions=companions,
         shapes=shapes,
     )
+
+
+def catalog_identity(catalog: Catalog) -> dict[str, str]:
+    """What names a catalog: its build repository, the commit synced, and a digest of every variant it holds."""
+    names = "\n".join(sorted(f"{v.branch}/{v.package}" for v in catalog.variants))
+    digest = hashlib.sha256(names.encode("utf-8")).hexdigest()[:32]
+    return {"repo": catalog.source.repo, "commit": catalog.source.commit, "variants_sha256": digest}
 
 
 def check_inputs(inputs: Inputs, max_variants: int | None) -> None:
@@ -376,9 +393,12 @@ def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
                 "package": n.variant.package if n.variant else None,
                 "rank": n.rank,
                 "why": n.why,
+                "profile": profile,
             }
-            for n in plan.nodes
+            for n, profile in zip(plan.nodes, plan.profile_of, strict=True)
         ],
+        "profiles": list(plan.fingerprints),
+        "catalog": dict(plan.catalog),
         "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
         "input": {
             "nodes": plan.node_count,

@@ -1,0 +1,212 @@
+"""`pickvariant fleet`: a cluster plan's nodes against the verify lines they sent back, one status each.
+
+proven: the line probed the plan's package and branch, and every check passed; failed: verify failed (its first
+reasons); other-build: the line probed another build than the plan's; missing: no line; slow: proven, but its
+figure (bf16 GEMM on its GPUs, else the CPU's matmul) is far below the median of nodes with the same device model
+and build; unserved: the plan gives it nothing (not counted against the fleet).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant.rules.cluster_input import SHOWN_BAD_LINES, BadLine, line_text
+from pickvariant.rules.plan_document import SCHEMA as PLAN_SCHEMA
+from pickvariant.rules.plan_document import PlanDocument, PlannedNode
+
+VERIFY_LINE_SCHEMA = PLAN_SCHEMA.with_name("verify-line.schema.json")
+STATUSES = ("proven", "slow", "failed", "other-build", "missing", "unserved")
+# A node below this share of its group's median is slow. Healthy H100/H200s of one model land within a few per cent
+# of each other in verify's bf16 product (76-82% of peak, benchmarks/results/); 30% below the median is far
+# outside that: thermals, a power cap, a shared GPU, a wrong build.
+SLOW_SHARE_OF_MEDIAN = 0.7
+# A median of fewer figures says little about what is normal for a model.
+MIN_GROUP_FOR_MEDIAN = 3
+
+
+@keyword_record
+class NodeResult:
+    label: str
+    status: str  # one of STATUSES
+    why: str | None
+    package: str | None  # the plan's
+    branch: str | None
+    model: str | None = None  # the device model its figure is for
+    figure: float | None = None  # TFLOP/s
+
+
+@keyword_record
+class Spread:
+    model: str
+    package: str
+    count: int
+    low: float
+    median: float
+    high: float
+
+
+@keyword_record
+class FleetVerdict:
+    plan: str
+    nodes: tuple[NodeResult, ...]
+    spreads: tuple[Spread, ...]
+    lines: int
+    bad: tuple[BadLine, ...]
+    bad_count: int
+    not_in_plan: tuple[str, ...]  # labels of lines the plan has no node for
+    repeated: tuple[str, ...]  # labels with more than one line (the last is judged)
+
+    @property
+    def all_proven(self) -> bool:
+        return all(node.status in ("proven", "unserved") for node in self.nodes)
+
+
+def verify_document(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The verify object a line holds, or why it is none."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "not JSON"
+    if not isinstance(document, dict) or "passed" not in document:
+        return None, "not a `pickvariant verify --format json --compact --label NAME` line"
+    try:
+        validate(document, load_schema(VERIFY_LINE_SCHEMA))
+    except SchemaError as error:
+        return None, f"not a verify line that can be read: {error}"
+    return document, None
+
+
+def figure(line: Mapping[str, Any]) -> tuple[str, float] | None:
+    """(the device model, its TFLOP/s): the slowest GPU's bf16 matmul, else the CPU's matmul; None if untimed."""
+    devices = {f"cuda:{d.get('index')}": d.get("name", "GPU") for d in (line.get("probe") or {}).get("devices", ())}
+    gpu = [
+        c for c in line["checks"] if c["name"] == "matmul bf16" and c["device"].startswith("cuda") and c.get("tflops")
+    ]
+    if gpu:
+        slowest = min(gpu, key=lambda check: check["tflops"])
+        models = sorted({devices.get(check["device"], "GPU") for check in gpu})
+        return " + ".join(models), float(slowest["tflops"])
+    cpu = [c for c in line["checks"] if c["device"] == "cpu" and c["name"].startswith("matmul") and c.get("tflops")]
+    if cpu:
+        capability = (line.get("probe") or {}).get("cpu_capability") or "?"
+        return f"CPU ({capability}, {cpu[0]['name']})", float(cpu[0]["tflops"])
+    return None
+
+
+def _kept(line: Mapping[str, Any]) -> dict[str, Any]:
+    """What fleet judges of a line, and only that: 10,000 nodes' whole verdicts are not held (benchmarks/fleet_scale.py)."""
+    return {
+        "package": line["package"],
+        "branch": line["branch"],
+        "passed": line["passed"],
+        "reasons": line["reasons"][:2],
+        "figure": figure(line),
+    }
+
+
+def _judge(node: PlannedNode, line: Mapping[str, Any] | None) -> NodeResult:
+    def result(status: str, why: str | None, found: tuple[str, float] | None = None) -> NodeResult:
+        model, tflops = found if found else (None, None)
+        return NodeResult(
+            label=node.label,
+            status=status,
+            why=why,
+            package=node.package,
+            branch=node.branch,
+            model=model,
+            figure=tflops,
+        )
+
+    if node.package is None:
+        return result("unserved", node.why)
+    if line is None:
+        return result("missing", "no verify line came back from it")
+    if (line["package"], line["branch"]) != (node.package, node.branch):
+        probed = f"{line['package']} (branch {line['branch']})" if line["package"] else "no build it could name"
+        return result("other-build", f"it probed {probed}; the plan gives {node.package} ({node.branch})")
+    if not line["passed"]:
+        return result("failed", "; ".join(line["reasons"][:2]) or "verify failed")
+    return result("proven", None, line["figure"])
+
+
+def _slow(results: list[NodeResult]) -> tuple[list[NodeResult], tuple[Spread, ...]]:
+    """Proven nodes far below the median of their device model and build become slow; each group's spread."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for node in results:
+        if node.status == "proven" and node.model is not None and node.figure is not None and node.package:
+            groups[(node.model, node.package)].append(node.figure)
+    medians = {key: statistics.median(values) for key, values in groups.items()}
+    judged = []
+    for node in results:
+        key = (node.model or "", node.package or "")
+        median = medians.get(key)
+        judged_in_group = node.status == "proven" and len(groups.get(key, ())) >= MIN_GROUP_FOR_MEDIAN
+        if judged_in_group and median and node.figure is not None and node.figure < SLOW_SHARE_OF_MEDIAN * median:
+            share = 100.0 * node.figure / median
+            why = (
+                f"{node.figure:.1f} TFLOP/s, {share:.0f}% of the median {median:.1f} of the {len(groups[key])} "
+                f"nodes with {node.model} on {node.package}"
+            )
+            node = replace(node, status="slow", why=why)
+        judged.append(node)
+    spreads = tuple(
+        Spread(model=model, package=package, count=len(v), low=min(v), median=medians[(model, package)], high=max(v))
+        for (model, package), v in sorted(groups.items())
+    )
+    return judged, spreads
+
+
+@keyword_record
+class Gathered:
+    """The verify lines read: the last per label, and what was not one."""
+
+    by_label: dict[str, dict[str, Any]]
+    lines: int
+    bad: list[BadLine]
+    bad_count: int
+    repeated: list[str]
+
+
+def gather(documents: Iterable[tuple[str, bytes | None, str | None]]) -> Gathered:
+    """Every verify line of the inputs, bounded: a label's last line wins, a bad line is counted and the first named."""
+    by_label: dict[str, dict[str, Any]] = {}
+    bad: list[BadLine] = []
+    lines = bad_count = 0
+    repeated: set[str] = set()
+    for where, raw, problem in documents:
+        if raw is not None and not raw.strip():
+            continue
+        text, why = line_text(raw) if raw is not None else ("", problem or "unreadable")
+        document, why = verify_document(text) if why is None else (None, why)
+        if document is None:
+            bad_count += 1
+            if len(bad) < SHOWN_BAD_LINES:
+                bad.append(BadLine(where, why or "unreadable"))
+            continue
+        lines += 1
+        if document["label"] in by_label:
+            repeated.add(document["label"])
+        by_label[document["label"]] = _kept(document)
+    return Gathered(by_label=by_label, lines=lines, bad=bad, bad_count=bad_count, repeated=sorted(repeated))
+
+
+def fleet_verdict(plan: PlanDocument, gathered: Gathered) -> FleetVerdict:
+    planned = {node.label for node in plan.nodes}
+    results = [_judge(node, gathered.by_label.get(node.label)) for node in plan.nodes]
+    judged, spreads = _slow(results)
+    return FleetVerdict(
+        plan=plan.where,
+        nodes=tuple(judged),
+        spreads=spreads,
+        lines=gathered.lines,
+        bad=tuple(gathered.bad),
+        bad_count=gathered.bad_count,
+        not_in_plan=tuple(sorted(label for label in gathered.by_label if label not in planned)),
+        repeated=tuple(gathered.repeated),
+    )

@@ -1,0 +1,85 @@
+"""A cluster plan read back (`plan --format json`, as `install --plan` and `fleet` take it): parsed and checked against
+its schema before any field is used, since a plan file travels to every node and may have been edited on the way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import keyword_record
+from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant._base.text import visible
+
+SCHEMA = Path(__file__).resolve().with_name("cluster-plan.schema.json")
+# A plan of a million nodes is about 200 MiB; anything larger is no plan pickvariant wrote.
+MAX_PLAN_BYTES = 256 * 1024 * 1024
+
+
+@keyword_record
+class PlannedNode:
+    label: str
+    package: str | None  # None: the plan serves it no variant
+    branch: str | None
+    why: str | None
+    profile: Mapping[str, Any] | None  # the facts it was planned for (rules/node_facts.py); None: unreadable
+
+
+@keyword_record
+class PlanDocument:
+    where: str  # the file, as named
+    catalog: Mapping[str, str]
+    nodes: tuple[PlannedNode, ...]
+    sets: bool = False  # made with --with: its variants are installed with their companions
+
+    def by_label(self) -> dict[str, list[PlannedNode]]:
+        found: dict[str, list[PlannedNode]] = {}
+        for node in self.nodes:
+            found.setdefault(node.label, []).append(node)
+        return found
+
+
+def parse_plan(raw: bytes, where: str) -> PlanDocument:
+    """The plan in `raw`, or BadInput naming the file and the first field that is not a plan's."""
+    shown = visible(where)
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise BadInput(f"plan {shown}: not JSON ({error!s:.120})") from None
+    if isinstance(document, dict) and document.get("source") == "wheels":
+        raise BadInput(
+            f"plan {shown} is a plan of PyTorch's wheels: each node runs the pip command it prints "
+            "(install --plan carries out a Flox plan)"
+        )
+    try:
+        validate(document, load_schema(SCHEMA))
+    except SchemaError as error:
+        raise BadInput(
+            f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(str(error))})"
+        ) from None
+    profiles = document["profiles"]
+    nodes = []
+    for entry in document["nodes"]:
+        if entry["profile"] >= len(profiles):
+            raise BadInput(
+                f"plan {shown}: node {visible(entry['label'])!r} names profile {entry['profile']}, not in it"
+            )
+        if (entry["package"] is None) != (entry["branch"] is None):
+            raise BadInput(
+                f"plan {shown}: node {visible(entry['label'])!r} has a package without a branch, or the reverse"
+            )
+        profile = profiles[entry["profile"]]
+        nodes.append(
+            PlannedNode(
+                label=entry["label"],
+                package=entry["package"],
+                branch=entry["branch"],
+                why=entry["why"],
+                profile=MappingProxyType(profile) if profile is not None else None,
+            )
+        )
+    sets = any(variant.get("companions") for variant in document.get("variants", ()))
+    return PlanDocument(where=where, catalog=MappingProxyType(dict(document["catalog"])), nodes=tuple(nodes), sets=sets)

@@ -1,0 +1,140 @@
+"""`pickvariant fleet`: a real plan of H100 nodes against verify lines made from a real H100's verify output
+(tests/data/verify-h100.json), each node's line changed only where the test says: one status per node."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from conftest import cli_runner, cpuinfo_path
+from test_plan import detect_line
+
+from pickvariant.cli.main import app
+
+runner = cli_runner()
+SAPPHIRE_RAPIDS = cpuinfo_path("linux-unknown-sapphirerapids")
+H100_LINE = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
+NODES = [f"gpu{n:02d}" for n in range(1, 9)]
+
+
+@pytest.fixture
+def plan(tmp_path) -> tuple[Path, dict]:
+    cluster = tmp_path / "cluster.jsonl"
+    lines = [detect_line(label, SAPPHIRE_RAPIDS, ["9.0"], "580.95.05") for label in NODES]
+    lines.append(detect_line("kepler", SAPPHIRE_RAPIDS, ["3.5"], "470.256.02"))
+    cluster.write_text("".join(lines))
+    result = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
+    (tmp_path / "plan.json").write_text(result.stdout)
+    return tmp_path / "plan.json", json.loads(result.stdout)
+
+
+def _line(label: str, node: dict, bf16: float | None = None, **changes) -> str:
+    line = copy.deepcopy(H100_LINE)
+    line.update(label=label, package=node["package"], branch=node["branch"], **changes)
+    if bf16 is not None:
+        for check in line["checks"]:
+            if check["name"] == "matmul bf16" and check["device"] == "cuda:0":
+                check["tflops"] = bf16
+    return json.dumps(line, separators=(",", ":"))
+
+
+def _fleet(plan_path: Path, lines: list[str], tmp_path: Path, *options: str):
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return runner.invoke(app, ["fleet", str(plan_path), str(tmp_path / "results.jsonl"), *options])
+
+
+def test_each_node_gets_one_status_and_only_a_fully_proven_fleet_exits_0(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    proven = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    assert proven.exit_code == 0, proven.output
+    statuses = {n["label"]: n["status"] for n in json.loads(proven.stdout)["nodes"]}
+    assert statuses == {**dict.fromkeys(NODES, "proven"), "kepler": "unserved"}
+
+    lines[1] = _line("gpu02", node, passed=False, reasons=["GPU 0 (NVIDIA H100 80GB HBM3): a kernel failed to run"])
+    lines[2] = _line("gpu03", {**node, "package": node["package"].rsplit("-", 1)[0] + "-avx"})
+    lines[3] = _line("gpu04", node, bf16=H100_LINE_BF16 * 0.45)
+    del lines[4]  # gpu05 sent nothing
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    assert result.exit_code == 1
+    by_label = {n["label"]: n for n in json.loads(result.stdout)["nodes"]}
+    assert {label: n["status"] for label, n in by_label.items()} == {
+        **dict.fromkeys(NODES, "proven"),
+        "gpu02": "failed",
+        "gpu03": "other-build",
+        "gpu04": "slow",
+        "gpu05": "missing",
+        "kepler": "unserved",
+    }
+    assert "a kernel failed to run" in by_label["gpu02"]["why"]
+    assert f"the plan gives {node['package']}" in by_label["gpu03"]["why"]
+    assert "45% of the median" in by_label["gpu04"]["why"] and "NVIDIA H100 80GB HBM3" in by_label["gpu04"]["why"]
+
+
+H100_LINE_BF16 = next(
+    c["tflops"] for c in H100_LINE["checks"] if c["name"] == "matmul bf16" and c["device"] == "cuda:0"
+)
+
+
+def test_a_node_a_little_below_the_median_is_not_slow_and_the_spread_is_shown(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    figures = [H100_LINE_BF16 * share for share in (1.0, 0.98, 1.02, 0.9, 1.01, 0.99, 0.97, 0.95)]
+    lines = [_line(label, node, bf16=figure) for label, figure in zip(NODES, figures, strict=True)]
+    result = _fleet(plan_path, lines, tmp_path)
+    assert result.exit_code == 0, result.output
+    spread = next(line for line in result.stdout.splitlines() if "NVIDIA H100 80GB HBM3 on" in line)
+    assert f"{min(figures):.1f}" in spread and f"{max(figures):.1f}" in spread
+
+
+def test_hostile_lines_are_counted_and_named_never_trusted(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    lines += [
+        "not json",
+        "{" * 100000,
+        _line("gpu01", node, reasons=["x" * 70000]),  # a reason longer than a verify line holds
+        json.dumps({**H100_LINE, "label": "x"}),  # no package or branch: not a line fleet can judge
+        "\x1b[2J" + lines[0],
+    ]
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    found = json.loads(result.stdout)
+    assert result.exit_code == 0 and found["input"]["bad_lines"] == 5
+    assert all(n["status"] in ("proven", "unserved") for n in found["nodes"])
+    text = _fleet(plan_path, lines, tmp_path)
+    assert "\x1b" not in text.stdout
+
+
+def test_markdown_for_the_change_ticket_escapes_what_nodes_sent(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    lines[0] = _line("gpu01", node, passed=False, reasons=["[click](https://evil.example) <b>x</b>"])
+    result = _fleet(plan_path, lines, tmp_path, "--format", "markdown")
+    assert result.exit_code == 1
+    assert "[click](https://evil.example)" not in result.stdout and "<b>" not in result.stdout
+
+
+def test_a_label_the_plan_lacks_and_a_repeated_label_are_named(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES] + [_line("stranger", node), _line("gpu01", node)]
+    found = json.loads(_fleet(plan_path, lines, tmp_path, "--format", "json").stdout)
+    assert found["input"]["not_in_plan"] == ["stranger"] and found["input"]["repeated_labels"] == ["gpu01"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["missing-plan.json", "r"], "missing-plan.json"),
+        (["-", "-"], "both be read from stdin"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["fleet", *args])
+    assert result.exit_code == 2 and said in result.stderr and result.stderr.count("\n") == 1
