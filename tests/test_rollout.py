@@ -120,6 +120,7 @@ def test_a_node_the_plan_leaves_unserved_exits_3_with_the_plans_why(tmp_path, fa
     ("edit", "said"),
     [
         (lambda p: {**p, "catalog": {**p["catalog"], "commit": "0" * 40}}, "was made from another catalog"),
+        (lambda p: {**p, "catalog": {**p["catalog"], "repo": "https://ci:s3cret@git.example/x"}}, "another catalog"),
         (lambda p: {**p, "nodes": [{**p["nodes"][0], "package": "$(reboot)"}]}, "not a plan"),
         (lambda p: {**p, "nodes": [{**p["nodes"][0], "label": "a\nb"}]}, "not a plan"),
         (lambda p: {**p, "nodes": [{**p["nodes"][0], "package": "pytorch-python313-cpu-avx9"}]}, "not a package"),
@@ -134,7 +135,7 @@ def test_a_hostile_or_foreign_plan_is_one_line_naming_it_and_nothing_runs(tmp_pa
     label = plan["nodes"][0]["label"]
     result = runner.invoke(app, ["install", "--plan", str(plan_path), "--label", label, "--org", "acme"], env=env)
     assert result.exit_code == 2 and said in result.stderr, result.output
-    assert result.stderr.count("\n") == 1 and fake_flox() == []
+    assert result.stderr.count("\n") == 1 and fake_flox() == [] and "s3cret" not in result.stderr
 
 
 def test_a_plan_file_that_never_ends_is_refused_bounded(tmp_path, fake_flox) -> None:
@@ -224,3 +225,20 @@ def test_pdsh_and_clush_roll_out_with_exec_workers_and_fleet_reads_their_lines(t
     status = {node["label"]: node["status"] for node in json.loads(verdict.stdout)["nodes"]}
     logs = "".join((tmp_path / f"{label}.log").read_text() for label in hosts)
     assert status["cpu-haswell"] == status["cpu-spr"] == "proven", gathered.stdout + gathered.stderr + logs
+
+
+def test_a_plan_of_sets_installs_the_set_the_plan_made_and_refuses_one_edited_to_another(tmp_path, fake_flox) -> None:
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text(detect_line("c1", HASWELL, [], None))
+    plan = json.loads(runner.invoke(app, ["plan", str(cluster), "--with", "torchvision", "--format", "json"]).stdout)
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    planned = [c["package"] for c in plan["variants"][0]["companions"]]
+    env = _host_env(tmp_path, "c1", HOSTS["cpu-haswell"])
+    args = ["install", "--plan", "plan.json", "--label", "c1", "--org", "acme", "--dry-run", "--format", "json"]
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["companions"] == planned
+    plan["variants"][0]["companions"][0]["package"] = "torchvision-python313-cpu-avx"
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    edited = runner.invoke(app, args, env=env)
+    assert edited.exit_code == 2 and "is not one this catalog makes" in edited.stderr

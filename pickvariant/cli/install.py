@@ -337,6 +337,8 @@ def _carry_out_as_json(prepared: Prepared, options: InstallOptions, yes: bool) -
     if not yes:
         raise BadInput("--format json of a real install asks nothing: pass --yes (or --dry-run for the plan)")
     installed = command.carry_out(prepared, options, lambda line: typer.echo(line, err=True))
+    for problem in (*installed.log_problems, *([installed.remember_error] if installed.remember_error else [])):
+        typer.echo(f"warning: {problem}", err=True)
     verdict = command.verify_installed(prepared)
     line = {
         **command.install_plan_json(prepared),

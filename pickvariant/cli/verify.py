@@ -86,8 +86,8 @@ def verify(
         python=python, quick=quick, package=package, branch=branch, org=org, with_projects=tuple(with_ or ())
     )
     verified = command.run(options, load_catalog())
-    for line in verified.notes:
-        typer.echo(f"note: {line}")
+    for line in verified.notes:  # beside JSON, on stderr: stdout holds the document alone (one line with --compact)
+        typer.echo(f"note: {line}", err=format is Format.json)
     if format is Format.json:
         document = {
             **({"label": named} if named is not None else {}),

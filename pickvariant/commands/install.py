@@ -22,9 +22,10 @@ from pickvariant._base.request import Request
 from pickvariant.install import flow as installer
 from pickvariant.install.install_plan import InstallOptions
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules import wording
+from pickvariant.rules import pairing, wording
 from pickvariant.rules.decision import Decision
-from pickvariant.sources.build import Catalog, Variant
+from pickvariant.rules.sets import SetShape, shape
+from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.verify import judge as verifier
 
 
@@ -78,13 +79,8 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
         assert decision.variant is not None
         raise BadInput(wording.install_needs_build(shape, decision.variant.package, request.with_projects))
     variant = _variant(request, options, catalog, facts, decision)
-    plan = installer.make_install_plan(
-        variant,
-        catalog,
-        options,
-        companions=decision.companions if options.package is None else (),
-        set_shape=decision.set_shape if options.package is None else None,
-    )
+    companions, set_shape = _set_of(request, options, catalog, decision, variant)
+    plan = installer.make_install_plan(variant, catalog, options, companions=companions, set_shape=set_shape)
     python = tuple(installer.interpreter_for(plan))
     projects = tuple(companion.project for companion in plan.companions)
     probe = None if options.no_verify else verifier.probe_argv(list(python), quick=True, companions=projects)
@@ -113,7 +109,26 @@ def from_plan(
     facts = gather_facts(catalog, request, os.environ)
     assigned = assignment(plan_path, label, catalog, facts)
     said = f"assigned to node {assigned.label} by plan {assigned.plan}"
-    return replace(request, branch=assigned.branch), replace(options, package=assigned.package, assigned_by=said)
+    options = replace(options, package=assigned.package, assigned_by=said, assigned_set=assigned.companions)
+    return replace(request, branch=assigned.branch), options
+
+
+def _set_of(
+    request: Request, options: InstallOptions, catalog: Catalog, decision: Decision, variant: Variant
+) -> tuple[tuple[Companion, ...], SetShape | None]:
+    """The companions installed with the variant, and the set's shape: the decision's, none beside --package, or
+    with --plan the set the plan made on its assignment (made again from this catalog, and refused unless the same)."""
+    if not options.assigned_set:
+        return (decision.companions, decision.set_shape) if options.package is None else ((), None)
+    projects = tuple(project for project, _ in options.assigned_set)
+    companions = pairing.set_for(catalog, variant, projects) or ()
+    found = shape(variant, companions) if companions else "no set"
+    if tuple((c.project, c.package) for c in companions) != options.assigned_set or not isinstance(found, SetShape):
+        planned = ", ".join(package for _, package in options.assigned_set)
+        raise BadInput(f"the plan's set on {variant.package} ({planned}) is not one this catalog makes: plan again")
+    if found.generated and not request.build:
+        raise BadInput(wording.install_needs_build(found, variant.package, projects))
+    return companions, found
 
 
 def _variant(

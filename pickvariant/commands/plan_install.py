@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant
@@ -17,6 +18,7 @@ from pickvariant._base.files import read_input
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import check_label
 from pickvariant._base.text import visible
+from pickvariant._base.urls import public_url
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.cluster_plan import catalog_identity
 from pickvariant.rules.node_facts import changes, fingerprint
@@ -30,6 +32,7 @@ class Assignment:
     package: str
     branch: str
     plan: str  # the plan file, as named
+    companions: tuple[tuple[str, str], ...] = ()  # a set's: (project, package), as the plan made it
 
 
 def node_label(stated: str | None, env: Mapping[str, str]) -> tuple[str, str]:
@@ -42,8 +45,6 @@ def node_label(stated: str | None, env: Mapping[str, str]) -> tuple[str, str]:
 
 
 def read_plan(path: str) -> PlanDocument:
-    from pathlib import Path
-
     return parse_plan(read_input(Path(path), MAX_PLAN_BYTES, "plan"), path)
 
 
@@ -52,7 +53,7 @@ def _check_catalog(document: PlanDocument, catalog: Catalog) -> None:
     if dict(document.catalog) != here:
         made = document.catalog
         raise BadInput(
-            f"plan {visible(document.where)} was made from another catalog ({visible(made['repo'])} at "
+            f"plan {visible(document.where)} was made from another catalog ({visible(public_url(made['repo']))} at "
             f"{made['commit'][:12]}, variants {made['variants_sha256'][:12]}) than this node reads ({here['repo']} at "
             f"{here['commit'][:12]}, variants {here['variants_sha256'][:12]}): plan again with this catalog, or set "
             "PICKVARIANT_CATALOG to the plan's"
@@ -74,10 +75,6 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
     if len({(node.package, node.branch) for node in found}) > 1:
         raise BadInput(f"plan {shown} gives label {visible(name)!r} to {len(found)} nodes with different builds")
     node = found[0]
-    if document.sets:
-        raise BadInput(
-            f"plan {shown} was made with --with: install --plan installs a plan's variants alone, not sets yet"
-        )
     if node.package is None or node.branch is None:
         raise NoVariant(
             f"plan {shown} serves node {visible(name)!r} no variant: {visible(node.why or 'no reason given')}"
@@ -91,4 +88,5 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
             f"node {visible(name)!r} is not the machine plan {shown} was made for ({'; '.join(changed)}): "
             f"{node.package} is not installed; gather its facts and plan again"
         )
-    return Assignment(label=name, package=node.package, branch=node.branch, plan=plan_path)
+    companions = document.sets.get((node.branch, node.package), ())
+    return Assignment(label=name, package=node.package, branch=node.branch, plan=plan_path, companions=companions)

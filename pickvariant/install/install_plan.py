@@ -37,6 +37,7 @@ class InstallOptions:
     dry_run: bool = False
     token_file: Path | None = None  # log in with `flox auth login --token-file` first (a cluster, CI)
     assigned_by: str | None = None  # with --plan: the sentence that says which plan gave this node `package`
+    assigned_set: tuple[tuple[str, str], ...] = ()  # with --plan, a set's companions: (project, package)
 
 
 # Flox's catalog API takes catalog (organisation) names matching ^[a-zA-Z0-9\-_]{3,63}$

@@ -33,7 +33,8 @@ class PlanDocument:
     where: str  # the file, as named
     catalog: Mapping[str, str]
     nodes: tuple[PlannedNode, ...]
-    sets: bool = False  # made with --with: its variants are installed with their companions
+    # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it.
+    sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
 
     def by_label(self) -> dict[str, list[PlannedNode]]:
         found: dict[str, list[PlannedNode]] = {}
@@ -81,5 +82,14 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
                 profile=MappingProxyType(profile) if profile is not None else None,
             )
         )
-    sets = any(variant.get("companions") for variant in document.get("variants", ()))
-    return PlanDocument(where=where, catalog=MappingProxyType(dict(document["catalog"])), nodes=tuple(nodes), sets=sets)
+    sets = {
+        (variant["branch"], variant["package"]): tuple((c["project"], c["package"]) for c in variant["companions"])
+        for variant in document.get("variants", ())
+        if variant.get("companions")
+    }
+    return PlanDocument(
+        where=where,
+        catalog=MappingProxyType(dict(document["catalog"])),
+        nodes=tuple(nodes),
+        sets=MappingProxyType(sets),
+    )
