@@ -172,6 +172,7 @@ def test_a_real_ansible_rollout_installs_every_assignment_and_fleet_names_each_f
     require(fake_flox.site_packages is not None, "torch is not installed (the probe runs a real CPU torch)")
     plan_path, plan = _plan(tmp_path)
     done = _rollout(tmp_path, plan_path, ["-e", "batch=2"])
+    (tmp_path / "ansible.log").write_text(done.stdout)  # kept with the run's folder (pytest --basetemp), for reading
     log = done.stdout[-4000:] + done.stderr[-2000:]
     # Two hosts fail (one refused, one whose verify fails); every other host still ran, and the failed are named.
     assert done.returncode != 0, log
