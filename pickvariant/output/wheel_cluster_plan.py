@@ -10,7 +10,7 @@ from typing import Any
 from pickvariant._base.text import visible
 from pickvariant.install.wheel_command import installer_argv, requirements
 from pickvariant.output.cluster_plan import PlanStyle, grouped_labels, input_lines, label_list
-from pickvariant.rules.cluster_plan import JSON_SCHEMA_VERSION
+from pickvariant.rules.cluster_plan import JSON_SCHEMA_VERSION, solver_and_input_json
 from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
 from pickvariant.sources.wheel_build import WheelBuild
 
@@ -57,14 +57,7 @@ def wheel_cluster_plan_json(plan: WheelClusterPlan) -> dict[str, Any]:
             }
             for node in plan.nodes
         ],
-        "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
-        "input": {
-            "nodes": plan.node_count,
-            "profiles": plan.profile_count,
-            "bad_lines": plan.bad_count,
-            "bad": [{"where": b.where, "why": b.why} for b in plan.bad],
-            "duplicate_labels": list(plan.duplicate_labels),
-        },
+        **solver_and_input_json(plan),
     }
 
 

@@ -12,7 +12,7 @@ import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.native import stdout_silenced
@@ -399,6 +399,30 @@ def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
         ],
         "profiles": list(plan.fingerprints),
         "catalog": dict(plan.catalog),
+        **solver_and_input_json(plan),
+    }
+
+
+class SolvedPlan(Protocol):
+    """What every source's cluster plan has: the solver's answer and what was read."""
+
+    @property
+    def solution(self) -> Solution: ...
+    @property
+    def node_count(self) -> int: ...
+    @property
+    def profile_count(self) -> int: ...
+    @property
+    def bad_count(self) -> int: ...
+    @property
+    def bad(self) -> tuple[BadLine, ...]: ...
+    @property
+    def duplicate_labels(self) -> tuple[str, ...]: ...
+
+
+def solver_and_input_json(plan: SolvedPlan) -> dict[str, Any]:
+    """The last two parts of a plan's JSON, whichever source it chose among: the solver's word and what was read."""
+    return {
         "solver": {"name": "HiGHS (highspy)", "status": plan.solution.status, "objective": plan.solution.objective},
         "input": {
             "nodes": plan.node_count,
