@@ -243,3 +243,19 @@ def test_a_plan_of_sets_installs_the_set_the_plan_made_and_refuses_one_edited_to
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     edited = runner.invoke(app, args, env=env)
     assert edited.exit_code == 2 and "is not one this catalog makes" in edited.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "variable", "named"),
+    [(["--torch", "2.9"], None, "--torch"), (["--force"], None, "--force"), ([], "torchvision", "PICKVARIANT_WITH")],
+)
+def test_nothing_that_chooses_another_build_is_taken_beside_a_plan(tmp_path, fake_flox, extra, variable, named) -> None:
+    plan_path, _ = _plan(tmp_path)
+    env = _host_env(tmp_path, "cpu-haswell", HOSTS["cpu-haswell"]) | (
+        {"PICKVARIANT_WITH": variable} if variable else {}
+    )
+    args = ["install", "--plan", str(plan_path), "--label", "cpu-haswell", "--org", "acme", "--yes", *extra]
+    result = runner.invoke(app, args, env=env)
+    assert (
+        result.exit_code == 2 and result.stderr.startswith(f"pickvariant: {named}: --plan gives") and fake_flox() == []
+    )

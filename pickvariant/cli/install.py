@@ -250,6 +250,8 @@ def _assigned(
     from pickvariant.commands import install as command
 
     pinned = [flag for flag, given in _CHOOSERS.items() if _given(request, options, given)]
+    if settings.setting(os.environ, settings.WITH) is not None:
+        pinned.append(settings.WITH)  # the companions come from the plan too
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
     return command.from_plan(plan, label, request, options, load_catalog())
