@@ -7,24 +7,43 @@ import re
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.rules.cluster_input import BadLine
-from pickvariant.rules.cluster_plan import ClusterPlan, NodePlan, Solution, builds
+from pickvariant.rules.cluster_plan import ClusterPlan, Solution, builds
 from pickvariant.rules.sets import relation
-from pickvariant.rules.wheel_cluster_plan import WheelNodePlan
 from pickvariant.sources.build import Variant
 from pickvariant.sources.flox.generated import GENERATED_BY
 
-_Node = TypeVar("_Node", NodePlan, WheelNodePlan)
 
-
-def grouped_labels(nodes: Iterable[_Node], key: Callable[[_Node], str]) -> list[tuple[str, list[str]]]:
+def grouped_labels(
+    nodes: Iterable[tuple[str, str]],
+) -> list[tuple[str, list[str]]]:
+    """(label, what it is grouped by) pairs as each group's key and its labels, the largest group first."""
     groups: dict[str, list[str]] = defaultdict(list)
-    for node in nodes:
-        groups[key(node)].append(node.label)
+    for label, key in nodes:
+        groups[key].append(label)
     return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+
+
+def assignment_lines(
+    nodes: Sequence[tuple[str, str | None, int | None, str | None]], noun: str, style: PlanStyle
+) -> list[str]:
+    """Who gets less than its own best, and who gets nothing, grouped by why; each node as (label, the build it is
+    given or None, its rank, why), whichever source the plan chose among."""
+    h, item, t = style.heading, style.item, style.text
+    out = []
+    downgraded = [(label, f"{given}: {why}") for label, given, rank, why in nodes if given is not None and rank != 1]
+    if downgraded:
+        out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
+    for why, labels in grouped_labels(downgraded):
+        out.append(f"{item}{len(labels)} node(s) get {t(why)} [{t(label_list(labels))}]")
+    unserved = [(label, why or "") for label, given, _, why in nodes if given is None]
+    if unserved:
+        out.append(h(f"nodes with no {noun} ({len(unserved)})"))
+    for why, labels in grouped_labels(unserved):
+        out.append(f"{item}{len(labels)} node(s): {t(why)} [{t(label_list(labels))}]")
+    return out
 
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
@@ -91,22 +110,13 @@ def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> li
     Labels, CPU models, reasons and repository names come from the cluster's lines and the catalog: in Markdown
     each is escaped (no link, image or HTML of theirs renders), in text its controls are shown as escapes."""
     style = PlanStyle(markdown)
-    h, item, t = style.heading, style.item, style.text
+    h, item = style.heading, style.item
     out = [
         h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"),
         *_variant_lines(plan, style),
     ]
-    downgraded = [n for n in plan.nodes if n.variant is not None and n.rank != 1]
-    if downgraded:
-        out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
-    # union-attr: `downgraded` holds only nodes with a variant (filtered above), which mypy cannot follow into the lambda.
-    for why, labels in grouped_labels(downgraded, lambda n: f"{n.variant.package}: {n.why}"):  # type: ignore[union-attr]
-        out.append(f"{item}{len(labels)} node(s) get {t(why)} [{t(label_list(labels))}]")
-    unserved = [n for n in plan.nodes if n.variant is None]
-    if unserved:
-        out.append(h(f"nodes with no variant ({len(unserved)})"))
-    for why, labels in grouped_labels(unserved, lambda n: n.why or ""):
-        out.append(f"{item}{len(labels)} node(s): {t(why)} [{t(label_list(labels))}]")
+    given = [(n.label, n.variant.package if n.variant else None, n.rank, n.why) for n in plan.nodes]
+    out += assignment_lines(given, "variant", style)
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
         out += _build_lines(plan, variant, org or "ORG", style)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pickvariant._base.text import visible
 from pickvariant.install.wheel_command import installer_argv, requirements
-from pickvariant.output.cluster_plan import PlanStyle, grouped_labels, input_lines, label_list
+from pickvariant.output.cluster_plan import PlanStyle, assignment_lines, input_lines, label_list
 from pickvariant.rules.cluster_plan import JSON_SCHEMA_VERSION, solver_and_input_json
 from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
 from pickvariant.sources.wheel_build import WheelBuild
@@ -86,16 +86,7 @@ def wheel_cluster_plan_lines(plan: WheelClusterPlan, markdown: bool) -> list[str
         out.append(f"{sub_item}nodes: {t(label_list(labels[build]))}")
         argv = installer_argv("pip", NODE_PYTHON, build, companions, plan.index_url(build))
         out.append(f"{sub_item}each of them runs: {code(shlex.join(argv))}")
-    downgraded = [node for node in plan.nodes if node.build is not None and node.rank != 1]
-    if downgraded:
-        out.append(h(f"nodes that get less than their own best ({len(downgraded)})"))
-    # union-attr: `downgraded` holds only nodes with a build (filtered above), which mypy cannot follow into the lambda.
-    for why, named in grouped_labels(downgraded, lambda n: f"{n.build.local}: {n.why}"):  # type: ignore[union-attr]
-        out.append(f"{item}{len(named)} node(s) get {t(why)} [{t(label_list(named))}]")
-    unserved = [node for node in plan.nodes if node.build is None]
-    if unserved:
-        out.append(h(f"nodes with no wheel ({len(unserved)})"))
-    for why, named in grouped_labels(unserved, lambda n: n.why or ""):
-        out.append(f"{item}{len(named)} node(s): {t(why)} [{t(label_list(named))}]")
+    given = [(n.label, n.build.local if n.build else None, n.rank, n.why) for n in plan.nodes]
+    out += assignment_lines(given, "wheel", style)
     out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
     return [visible(line) for line in out]
