@@ -117,7 +117,7 @@ ISA_FORKS = {
     ),
     "a command hidden behind an echo": (
         _script(HONEST_AVX2, 'echo "building"; export CXXFLAGS="-mavx512f $CXXFLAGS"'),
-        "an echo that does more than print",
+        "more than one command on a line",
     ),
     "a with": (
         HONEST_AVX2.replace("in (nixpkgs_pinned", "in with nixpkgs_pinned; (nixpkgs_pinned"),
