@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -338,3 +339,70 @@ def test_any_cut_or_repeat_of_a_recipe_is_proven_or_left_out_never_a_crash(data)
         assert str(error)
     else:
         assert all(isinstance(flag, str) for flag in proof.flags)
+
+
+# A patch is build input (issue 51): a local one is read, a fetched one accepted only by a hash upstream carries.
+_ADDS_AVX512 = (
+    "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -1,1 +1,2 @@\n project(Torch)\n"
+    '+string(APPEND CMAKE_CXX_FLAGS " -mavx512f")\n'
+)
+_NORMAL_DIFF = '1a2\n> string(APPEND CMAKE_CXX_FLAGS " -march=sapphirerapids")\n'
+_MAGMA_PATCH = '(nixpkgs_pinned.fetchpatch {{ url = "{url}"; name = "fix.patch"; hash = "{digest}"; }})'
+_KNOWN = "sha256-i9InbxD5HtfonB/GyF9nQhFmok3jZ73RxGcIciGBGvU="
+
+
+def _with_patches(patches: str) -> str:
+    return HONEST_AVX2.replace(OVERRIDE_END, f"  patches = (old.patches or [ ]) ++ [ {patches} ];\n{OVERRIDE_END}", 1)
+
+
+@pytest.mark.parametrize("diff", [_ADDS_AVX512, _NORMAL_DIFF], ids=["unified", "normal"])
+def test_gnu_patch_really_adds_the_flag_these_patches_carry(diff, tmp_path) -> None:
+    patch_program = shutil.which("patch")
+    require(patch_program is not None, "GNU patch is not installed")
+    (tmp_path / "CMakeLists.txt").write_text("project(Torch)\n")
+    applied = subprocess.run(
+        [str(patch_program), "-p1" if diff.startswith("---") else "CMakeLists.txt"],
+        input=diff, text=True, cwd=tmp_path, capture_output=True, check=False,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "CMAKE_CXX_FLAGS" in (tmp_path / "CMakeLists.txt").read_text()
+
+
+@pytest.mark.parametrize("diff", [_ADDS_AVX512, _NORMAL_DIFF], ids=["unified", "normal"])
+def test_a_local_patch_that_adds_compiler_flags_leaves_the_recipe_out(diff, tmp_path) -> None:
+    """sync leaves the recipe out naming the patch and its line."""
+    forked = _with_patches("./cmake-flags.patch")
+    _, _, rows, stderr = _sync(tmp_path, {f"{AVX2}.nix": forked, "cmake-flags.patch": diff, f"{SM90}.nix": HONEST_SM90})
+    assert rows == {SM90}
+    reason = _reason(stderr, AVX2)
+    assert re.match(
+        r"line \d+: it applies ./cmake-flags.patch, whose line \d+ may add a compiler or CMake setting", reason
+    )
+
+
+def test_a_fetched_patch_is_read_only_by_a_hash_upstream_carries(tmp_path) -> None:
+    secret = "https://user:TOKEN@example.invalid/evil.patch?private_token=SECRET"
+    unknown = _with_patches(_MAGMA_PATCH.format(url=secret, digest="sha256-" + "A" * 43 + "="))
+    known = _with_patches(_MAGMA_PATCH.format(url="https://github.com/icl-utk-edu/magma/commit/x.patch", digest=_KNOWN))
+    _, _, rows, stderr = _sync(tmp_path / "unknown", {f"{AVX2}.nix": unknown, f"{SM90}.nix": HONEST_SM90})
+    assert rows == {SM90}
+    reason = _reason(stderr, AVX2)
+    assert (
+        "a fetched patch (https://example.invalid/evil.patch) whose hash is not one the build repositories carry"
+        in (reason)
+    )
+    assert "TOKEN" not in stderr and "SECRET" not in stderr
+    _, _, rows, _ = _sync(tmp_path / "known", {f"{AVX2}.nix": known, f"{SM90}.nix": HONEST_SM90})
+    assert rows == {AVX2, SM90}
+
+
+def test_a_recipe_fetched_alone_that_applies_a_local_patch_is_not_served(tmp_path) -> None:
+    """`recipe --repo` reads one recipe, not its branch's patches: a recipe applying one is refused, not served."""
+    honest = _with_patches("./fix-build.patch")
+    repo, catalog, rows, _ = _sync(tmp_path, {f"{AVX2}.nix": honest, "fix-build.patch": "--- a\n+++ b\n"})
+    assert rows == {AVX2}
+    result = runner.invoke(
+        app, ["recipe", AVX2, "--branch", BRANCH, "--repo", str(repo)], env={"PICKVARIANT_CATALOG": str(catalog)}
+    )
+    assert result.exit_code == 1
+    assert "it applies ./fix-build.patch, a patch whose text pickvariant was not given" in result.stderr

@@ -9,7 +9,7 @@ unclassified, with the reason, never guessed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pickvariant._base.errors import BadInput
@@ -59,9 +59,10 @@ class RecipeClassifier:
         raise BadInput(f"hardware facts have no {os_name}/{arch} platform")
 
     def classify(
-        self, branch: str, path: str, package: str, text: str
+        self, branch: str, path: str, package: str, text: str, patch_files: Mapping[str, str] = {}
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-        """(row, None, notes) for a classified recipe, else (None, why, notes)."""
+        """(row, None, notes) for a classified recipe, else (None, why, notes); `patch_files`: the branch's patches,
+        by path from .flox/pkgs/ (none for a recipe fetched alone: one that applies a local patch is then left out)."""
         notes: list[str] = []
         name = _NAME.match(package)
         if name is None:
@@ -71,7 +72,7 @@ class RecipeClassifier:
         except NotNix as error:
             return None, f"the recipe cannot be read as Nix reads it: {error}", notes
         try:
-            proof = prove(text, table_names=self.facts.isas)
+            proof = prove(text, table_names=self.facts.isas, patch_files=patch_files)
         except NotProven as error:
             return None, str(error), notes
         python = f"3.{name['py'][1:]}"

@@ -71,7 +71,7 @@ class CompanionClassifier:
 
         `pytorch_rows`: this branch's PyTorch rows of the same repository, by package (an in-repo companion
         imports one, proven on its own); `lib_files`: the branch's shared files (build-vllm's lib/cpu-isa.nix and
-        lib/custom-torch.nix), by path from .flox/pkgs/, read with the recipe as Nix would."""
+        lib/custom-torch.nix, and its patches), by path from .flox/pkgs/, read with the recipe as Nix would."""
         notes: list[str] = []
         name = _NAME.match(package)
         why = _name_refusal(name)
@@ -84,9 +84,11 @@ class CompanionClassifier:
         torch, pin, relation, torch_of, why = self._torch(recipe, branch, path, pytorch_rows)
         if why:
             return None, why, notes
-        files: dict[str, str | None] = {**lib_files, **{f"{package}.nix": None for package in pytorch_rows}}
+        nix_files = {path: text for path, text in lib_files.items() if not is_patch(path)}
+        files: dict[str, str | None] = {**nix_files, **{f"{package}.nix": None for package in pytorch_rows}}
+        patch_files = {path: text for path, text in lib_files.items() if is_patch(path)}
         try:
-            proof = prove(text, files, table_names=self.facts.isas)
+            proof = prove(text, files, table_names=self.facts.isas, patch_files=patch_files)
         except NotProven as error:
             return None, str(error), notes
         row = {
@@ -246,6 +248,31 @@ def _targets_disagree(proof: RecipeProof, dotted: str, sm: str, relation: str) -
 
 LIB_DIR = "lib/"  # build-vllm's shared files (cpu-isa.nix, custom-torch.nix), relative to .flox/pkgs/
 
+
+def is_patch(path: str) -> bool:
+    return path.endswith((".patch", ".diff"))
+
+
+def is_shared_file(path: str) -> bool:
+    """A file of .flox/pkgs/ a recipe may read besides itself: build-vllm's lib/*.nix, or a patch it applies."""
+    return (path.startswith(LIB_DIR) and path.endswith(".nix")) or is_patch(path)
+
+
+def read_shared(
+    read_blobs: BlobReader, blobs: Mapping[str, Mapping[str, str]], wanted: Callable[[str], bool] = is_shared_file
+) -> dict[str, dict[str, str]]:
+    """branch -> path -> text of the shared files `wanted`, each blob read once."""
+    texts = dict(read_blobs(sorted({blob for files in blobs.values() for path, blob in files.items() if wanted(path)})))
+    return {
+        branch: {
+            path: texts[blob].decode("utf-8", "replace")
+            for path, blob in files.items()
+            if wanted(path) and blob in texts
+        }
+        for branch, files in blobs.items()
+    }
+
+
 BlobReader = Callable[[Sequence[str]], Iterator[tuple[str, bytes]]]
 
 
@@ -259,11 +286,7 @@ def read_companions(
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]], list[str]]:
     """(rows, (branch, path, why) left out, notes) for companion recipes `wanted` (blob -> (branch, path, package)),
     each branch's shared files (branch -> path -> blob) read first, one blob in memory at a time."""
-    texts = dict(read_blobs(sorted({blob for files in lib_blobs.values() for blob in files.values()})))
-    lib_files = {
-        branch: {path: texts[blob].decode("utf-8", "replace") for path, blob in files.items() if blob in texts}
-        for branch, files in lib_blobs.items()
-    }
+    lib_files = read_shared(read_blobs, lib_blobs)
     rows: list[dict[str, Any]] = []
     left_out: list[tuple[str, str, str]] = []
     notes: list[str] = []

@@ -161,7 +161,7 @@ class Evaluation:
             return self._builtin(called, node, file) if len(called.args) == function.arity else called
         if isinstance(function, Opaque):
             self.inspect(argument)  # nixpkgs' code sees it: every setting in it is read
-            return Opaque(f"{function.what}(…)")
+            return Opaque(f"{function.what}(…)", argument=argument)
         raise Unprovable(file, node, "it calls a value that is no function")
 
     def _call(self, function: Lambda, argument: Thunk) -> object:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 TYPE_CHECKING = False
@@ -35,6 +35,8 @@ class Opaque:
     # For `old.preConfigure` where `old` is what overrideAttrs passes: the derivation's own earlier hook.
     own_hook: str | None = None
     param: bool = False  # a function's parameter, whose attributes are the caller's
+    # For a call of an opaque function (`fetchpatch { url = …; hash = …; }`): the argument it was given, unevaluated.
+    argument: Thunk | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pickvariant._base.records import keyword_record
-from pickvariant.sources.flox import buildscript
+from pickvariant.sources.flox import buildscript, patches
 from pickvariant.sources.flox.nixeval import RECIPE, AttrSet, Evaluation, NixList, Opaque, Text, Thunk, Unprovable
 from pickvariant.sources.flox.nixtext import NotNix, parse_tree
 
@@ -63,6 +63,7 @@ class Allowlist:
     hooks: frozenset[str]
     target_settings: frozenset[str]
     rules: buildscript.Rules
+    patches: patches.PatchRules
 
 
 @functools.cache
@@ -88,6 +89,10 @@ def allowlist() -> Allowlist:
             target_defines=frozenset(defines["gpu_targets"]),
             false_defines=tuple(re.compile(p) for p in defines["false_only"]),
         ),
+        patches=patches.PatchRules(
+            refused=tuple(re.compile(p) for p in data["patches"]["refused_in_added_lines"]),
+            fetched_hashes=dict(data["patches"]["fetched_hashes"]),
+        ),
     )
 
 
@@ -95,12 +100,18 @@ def _names(entries: Iterable[str], extra: Iterable[str] = ()) -> re.Pattern[str]
     return re.compile("|".join([*entries, *(re.escape(name) for name in extra)]))
 
 
-def prove(text: str, files: Mapping[str, str | None] = {}, table_names: Iterable[str] = ()) -> RecipeProof:
+def prove(
+    text: str,
+    files: Mapping[str, str | None] = {},
+    table_names: Iterable[str] = (),
+    patch_files: Mapping[str, str] = {},
+) -> RecipeProof:
     """The recipe's proof; NotProven with the line and what was found.
 
     `files`: the repository files the recipe may import, by path from .flox/pkgs/ (build-vllm's `lib/*.nix`), None
     for one proven on its own (a sibling PyTorch recipe);
-    `table_names`: names those files may bind besides the allowlist's (the instruction sets of cpu-isa.nix)."""
+    `table_names`: names those files may bind besides the allowlist's (the instruction sets of cpu-isa.nix);
+    `patch_files`: the branch's patch files by the same paths, read where the recipe applies one (patches.py)."""
     texts = {RECIPE: text, **{file: source for file, source in files.items() if source is not None}}
     for file, source in texts.items():
         try:
@@ -108,7 +119,7 @@ def prove(text: str, files: Mapping[str, str | None] = {}, table_names: Iterable
         except NotNix as error:
             raise NotProven(f"{_where(file, 0)}: it cannot be read as Nix reads it: {error}") from None
         _check_syntax(root, file, tuple(table_names))
-    reader = _Reader(text)
+    reader = _Reader(text, patch_files)
     evaluation = reader.evaluation = Evaluation(files, reader.take)
     try:
         evaluation.run(text)
@@ -186,8 +197,9 @@ def _shown(name: str) -> str:
 class _Reader:
     """Takes each setting nixeval offers that this module reads; the rest are inspected further."""
 
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+    def __init__(self, text: str, patch_files: Mapping[str, str]) -> None:
+        self.patch_files = patch_files
+        self.lines = text.split("\n")
         self.found = buildscript.Found()
         self.allow = allowlist()
         self.line = 0
@@ -207,6 +219,8 @@ class _Reader:
         elif name == "cmakeFlags":
             for define in self._strings(thunk, name):
                 buildscript.read_define(define, self.allow.rules, self.found)
+        elif name == "patches":
+            patches.judge(thunk, self._force, self.allow.patches, self.patch_files)
         elif name == "ninjaFlags":
             if not all(re.fullmatch(r"-j\d+", flag) for flag in self._strings(thunk, name)):
                 raise Unprovable(RECIPE, thunk.node, "ninjaFlags other than a job count")

@@ -133,7 +133,8 @@ class _Listing:
     commits: dict[str, str]
     pytorch: dict[str, list[tuple[str, str, str]]]
     companions: dict[str, list[tuple[str, str, str]]]
-    lib_files: dict[str, dict[str, str]]  # branch -> path from .flox/pkgs/ -> blob of its lib/*.nix files
+    # branch -> path from .flox/pkgs/ -> blob of its shared files: lib/*.nix and every patch (*.patch, *.diff)
+    shared_files: dict[str, dict[str, str]]
     skipped_branches: list[str]
     refused: list[tuple[str, str]]
     skipped_packages: Counter[str]
@@ -156,8 +157,8 @@ def _list(repository: GitRepository, shown: str = "") -> _Listing:
         listing.commits[branch] = branch_commit
         for path, blob, size in blobs:
             shared = path.removeprefix(RECIPE_DIR)
-            if shared.startswith(companions.LIB_DIR) and shared.endswith(".nix") and size <= MAX_RECIPE_BYTES:
-                listing.lib_files.setdefault(branch, {})[shared] = blob
+            if companions.is_shared_file(shared) and size <= MAX_RECIPE_BYTES:
+                listing.shared_files.setdefault(branch, {})[shared] = blob
             package = _package_name(path)
             if package is None:
                 continue
@@ -203,7 +204,7 @@ def _sync(
     for row in rows:
         by_branch.setdefault(row["branch"], {})[row["package"]] = row
     companion_rows, left_out, found_notes = companions.read_companions(
-        repository.read_blobs, source_repo, listing.companions, listing.lib_files, by_branch, companion_classifier
+        repository.read_blobs, source_repo, listing.companions, listing.shared_files, by_branch, companion_classifier
     )
     notes.extend(found_notes)
     unclassified.extend(Unclassified(branch, path, why) for branch, path, why in left_out)
@@ -235,10 +236,11 @@ def _pytorch_rows(
     """Every PyTorch recipe classified (each blob read once), in branch and path order, and the notes."""
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    patches = companions.read_shared(repository.read_blobs, listing.shared_files, companions.is_patch)
     for blob, content in repository.read_blobs(sorted(listing.pytorch)):
         text = content.decode("utf-8", "replace")
         for branch, path, package in listing.pytorch[blob]:
-            row, why, found_notes = classifier.classify(branch, path, package, text)
+            row, why, found_notes = classifier.classify(branch, path, package, text, patches.get(branch, {}))
             notes.extend(found_notes)
             if row is None:
                 unclassified.append(Unclassified(branch, path, why or "not classified"))
@@ -277,7 +279,7 @@ def _other_repository(
             f"{url} has no torchvision, torchaudio or vllm recipe under .flox/pkgs/ on any branch: give a clone of a companion build repository"
         )
     other_rows, left_out, found_notes = companions.read_companions(
-        other.read_blobs, url, other_listing.companions, other_listing.lib_files, {}, classifier
+        other.read_blobs, url, other_listing.companions, other_listing.shared_files, {}, classifier
     )
     companion_rows.extend(other_rows)
     notes.extend(found_notes)
