@@ -154,17 +154,28 @@ def test_ptx_of_a_lower_capability_is_admitted_with_its_first_start_cost_and_sas
     assert pick_wheel(answer.facts, answer.hardware, no_ptx, Request(gpus=("12.0",)), None, "x").build is None
 
 
+def _venv(tmp_path: Path) -> tuple[Path, Path]:
+    """A real virtual environment (no pip in it): its interpreter, and its site-packages as that interpreter says."""
+    import venv
+
+    venv.create(tmp_path / "env", with_pip=False, symlinks=True)
+    python = tmp_path / "env" / "bin" / "python"
+    query = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    return python, Path(subprocess.run(query, capture_output=True, text=True, check=True).stdout.strip())
+
+
 def test_the_environment_is_read_without_importing_its_torch(tmp_path: Path) -> None:
-    site = tmp_path / "site"
+    """A real virtual environment holding a torch whose import raises, a `.pth` file that would run code at start-up
+    and a METADATA of 300 MB (sparse): the version is read, nothing of the environment runs (issue 51)."""
+    wrapper, site = _venv(tmp_path)
     (site / "torch").mkdir(parents=True)
     (site / "torch" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    marker = tmp_path / "pth-ran"
+    (site / "evil.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
     (site / "torch-2.14.1+cu130.dist-info").mkdir()
-    (site / "torch-2.14.1+cu130.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: torch\nVersion: 2.14.1+cu130\n"
-    )
-    wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
-    wrapper.chmod(0o755)
+    with (site / "torch-2.14.1+cu130.dist-info" / "METADATA").open("w") as metadata:
+        metadata.write("Metadata-Version: 2.1\nName: torch\nVersion: 2.14.1+cu130\n")
+        metadata.truncate(300 * 1024 * 1024)
     document = wheel_json(
         decide_wheel(
             WheelAsk(request=Request(cpuinfo=HASWELL, gpus=("6.0",), driver="580.95.05"), python=str(wrapper)), env={}
@@ -173,6 +184,7 @@ def test_the_environment_is_read_without_importing_its_torch(tmp_path: Path) -> 
     environment = document["environment"]
     assert environment["python"] == ".".join(map(str, sys.version_info[:3]))
     assert environment["said"] == "torch 2.14.1+cu130 in this environment has no kernels for GPU 0 (6.0)"
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(
@@ -233,14 +245,11 @@ def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
     tmp_path: Path, gpu: str, fits: str
 ) -> None:
     release = next(b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.pypi and b.is_cuda)
-    site = tmp_path / "site"
+    wrapper, site = _venv(tmp_path)
     (site / f"torch-{release.torch}.dist-info").mkdir(parents=True)
     (site / f"torch-{release.torch}.dist-info" / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: torch\nVersion: {release.torch}\n"
     )
-    wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
-    wrapper.chmod(0o755)
     request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver="580.95.05")
     environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
     covers = any(c.major == 9 for c in release.sass) if gpu == "9.0" else any(c.major == 6 for c in release.sass)

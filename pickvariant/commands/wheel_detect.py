@@ -35,11 +35,11 @@ def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
 def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> PythonEnvironment | None:
     """The environment a wheel would be installed into: --python's, else (for this machine) the active one."""
     if ask.python is not None:
-        return read_environment(ask.python, "--python")
+        return read_environment(ask.python, "--python", env)
     if stated_machine(ask.request, env):
         return None
     interpreter, given_as = active_interpreter(env)
-    return read_environment(interpreter, given_as)
+    return read_environment(interpreter, given_as, env)
 
 
 def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAnswer:

@@ -69,15 +69,17 @@ def plan_wheel_install(ask: WheelAsk, installer: str | None, env: Mapping[str, s
             raise BadInput("--installer uv: uv is not on PATH (install it, or use --installer pip)")
         uv = found
     environment = answer.environment
-    assert environment is not None and ask.python is not None
-    argv = installer_argv(chosen, ask.python, decision.build, decision.companions, decision.index_url, uv)  # type: ignore[arg-type]
+    assert environment is not None
+    # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
+    interpreter = environment.interpreter
+    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, decision.index_url, uv)  # type: ignore[arg-type]
     present = environment.installed
     wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
     already = all(_same(present.get(project), version) for project, version in wanted.items())
     torch = environment.torch
     replaces = torch if torch is not None and torch != decision.build.local else None
     return WheelInstallPlan(
-        answer=answer, installer=chosen, argv=tuple(argv), interpreter=ask.python, replaces=replaces, already=already
+        answer=answer, installer=chosen, argv=tuple(argv), interpreter=interpreter, replaces=replaces, already=already
     )
 
 

@@ -14,30 +14,56 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record
+from pickvariant._base.text import visible
 
 READ_TIMEOUT_S = 30.0
 MAX_OUTPUT = 64 * 1024
 PROJECTS = ("torch", "torchvision", "torchaudio")
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}(\+[a-z0-9.]{1,32})?")
 _PYTHON = re.compile(r"3\.[0-9]{1,2}\.[0-9]{1,3}")
+_DIST_INFO = re.compile(r"[A-Za-z0-9_.]{1,64}-[A-Za-z0-9_.+!]{1,64}\.dist-info")
 
-# Run as `python -c SCRIPT torch torchvision torchaudio`: prints one JSON object; imports only the standard library.
+# Run as `python -I -S -c SCRIPT torch torchvision torchaudio`: isolated (no PYTHON* variable, no user site, no
+# working directory on sys.path) and without `site`, so no `.pth` file of the environment runs. It imports only the
+# standard library, finds each distribution's .dist-info in the environment's own site-packages (sysconfig, from the
+# virtual environment's pyvenv.cfg where there is one), and reads at most 64 KiB of its METADATA for the
+# version: a METADATA of hundreds of MB costs nothing. It prints one JSON object.
 _SCRIPT = """\
-import importlib.metadata as metadata, json, sys, sysconfig
-def version(name):
-    try:
-        return metadata.version(name)
-    except Exception:
-        return None
+import json, os, re, sys, sysconfig
+# Without `site`, a virtual environment is found as site.venv() finds it: a pyvenv.cfg beside or above the executable.
+here = os.path.dirname(sys.executable)
+prefix = next((d for d in (here, os.path.dirname(here)) if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
+paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix} if prefix else None)
+sites = list(dict.fromkeys(paths[key] for key in ("purelib", "platlib")))
+def normal(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
+def found(name):
+    for site in sites:
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith(".dist-info") and normal(entry.split("-", 1)[0]) == normal(name):
+                try:
+                    with open(os.path.join(site, entry, "METADATA"), "rb") as stream:
+                        head = stream.read(65536).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                version = re.search(r"^Version: *(\\S+)", head, re.M)
+                if version:
+                    return {"version": version.group(1), "site": site, "dist_info": entry}
+    return None
 print(json.dumps({
     "implementation": sys.implementation.name,
     "version": ".".join(str(part) for part in sys.version_info[:3]),
     "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-    "installed": {name: version(name) for name in sys.argv[1:]},
+    "installed": {name: found(name) for name in sys.argv[1:]},
 }))
 """
 
@@ -50,6 +76,8 @@ class PythonEnvironment:
     # The installed version of each of PROJECTS found there ("2.14.1+cu130"), None where none is.
     installed: Mapping[str, str | None]
     given_as: str  # "--python", "VIRTUAL_ENV", "PATH"…: where the interpreter was named
+    # Where each installed one's files are: (site-packages folder, its .dist-info folder's name).
+    locations: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
     @property
     def minor(self) -> str:
@@ -77,21 +105,33 @@ def active_interpreter(env: Mapping[str, str]) -> tuple[str, str]:
     return (found, "PATH") if found else (sys.executable, "pickvariant's own interpreter")
 
 
-def read_environment(interpreter: str, given_as: str) -> PythonEnvironment:
-    """That interpreter's version and installed torch, or BadInput naming it (`given_as`) and what went wrong."""
-    named = f"{given_as} {interpreter!r:.200}"
-    # Absolute (it runs from /, below) but not resolved: a virtual environment's python is a link to the base
-    # interpreter, which finds its environment only when started by the link's own path.
-    path = Path(os.path.abspath(interpreter))
-    if not path.is_file() or not os.access(path, os.X_OK):
+def resolve_interpreter(interpreter: str, given_as: str, env: Mapping[str, str]) -> str:
+    """The one absolute path every later step reads, prints and hands to pip or uv: a bare name (`python3`) is looked
+    up on PATH as a shell would, never taken from the working directory; a path is made absolute but not resolved
+    (a virtual environment's python is a link to the base interpreter, which finds its environment only when started
+    by the link's own path). BadInput naming `given_as` where there is no executable there."""
+    named = f"{given_as} {visible(interpreter)!r:.200}"
+    if os.sep not in interpreter and not (os.altsep and os.altsep in interpreter):
+        found = shutil.which(interpreter, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise BadInput(f"{named}: no such interpreter on PATH (give its path)")
+        interpreter = found
+    path = os.path.abspath(interpreter)
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
         raise BadInput(f"{named}: no executable Python interpreter there")
-    # Run from the root directory: `python -c` puts its working directory first on sys.path, and a json.py there
-    # would otherwise be imported in place of the standard library's.
-    captured = capture([str(path), "-c", _SCRIPT, *PROJECTS], READ_TIMEOUT_S, MAX_OUTPUT, f"{named}", cwd="/")
+    return path
+
+
+def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | None = None) -> PythonEnvironment:
+    """That interpreter's version and installed torch, or BadInput naming it (`given_as`) and what went wrong."""
+    path = resolve_interpreter(interpreter, given_as, os.environ if env is None else env)
+    named = f"{given_as} {visible(path)!r:.200}"
+    # Run from the root directory, isolated and without `site` (the script above says why).
+    captured = capture([path, "-I", "-S", "-c", _SCRIPT, *PROJECTS], READ_TIMEOUT_S, MAX_OUTPUT, named, cwd="/")
     if captured.problem or captured.returncode != 0:
         said = captured.problem or f"exit code {captured.returncode}"
         raise BadInput(f"{named}: could not read its version and packages ({said})")
-    return _parsed(captured.stdout, interpreter, given_as, named)
+    return _parsed(captured.stdout, path, given_as, named)
 
 
 def _parsed(text: str, interpreter: str, given_as: str, named: str) -> PythonEnvironment:
@@ -102,16 +142,25 @@ def _parsed(text: str, interpreter: str, given_as: str, named: str) -> PythonEnv
         raise BadInput(f"{named}: what it printed is not the expected JSON") from None
     if data.get("implementation") != "cpython" or not isinstance(version, str) or not _PYTHON.fullmatch(version):
         raise BadInput(f"{named}: not a CPython 3 interpreter (PyTorch's wheels are built for CPython)")
-    kept = {
-        name: value
-        for name in PROJECTS
-        if isinstance(value := installed.get(name) if isinstance(installed, dict) else None, str)
-        and _VERSION.fullmatch(value)
-    }
+    kept = {name: found for name in PROJECTS if (found := _found(installed, name)) is not None}
     return PythonEnvironment(
         interpreter=interpreter,
         version=version,
         free_threaded=free_threaded is True,
-        installed={name: kept.get(name) for name in PROJECTS},
+        installed={name: kept[name][0] if name in kept else None for name in PROJECTS},
         given_as=given_as,
+        locations={name: (site, dist_info) for name, (_, site, dist_info) in kept.items()},
     )
+
+
+def _found(installed: object, name: str) -> tuple[str, str, str] | None:
+    """(version, site-packages, .dist-info name) of one project as the child said, each value checked."""
+    entry = installed.get(name) if isinstance(installed, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    version, site, dist_info = entry.get("version"), entry.get("site"), entry.get("dist_info")
+    if not (isinstance(version, str) and _VERSION.fullmatch(version) and isinstance(site, str)):
+        return None
+    if not (os.path.isabs(site) and isinstance(dist_info, str) and _DIST_INFO.fullmatch(dist_info)):
+        return None
+    return version, site, dist_info
