@@ -32,12 +32,17 @@ def interpreter_tag() -> str:
     return str(tag)
 
 
-def make_wheel(folder: Path, project: str, version: str, tag: str) -> Path:
-    """A wheel of `project` at `version` (local label included) for `tag`; importing it raises."""
+def make_wheel(folder: Path, project: str, version: str, tag: str, padding: int = 0) -> Path:
+    """A wheel of `project` at `version` (local label included) for `tag`; importing it raises. `padding`: that many
+    more files of 4 KiB each (a real torch has about 4,000), so that an installer takes a while to write it."""
     name = f"{project}-{version}-{tag}.whl"
     dist_info = f"{project}-{version}.dist-info"
     files = {
         f"{project}/__init__.py": f"raise ImportError('the test mirror\\'s {project} {version} is not meant to be imported')\n",
+        **{
+            f"{project}/lib/part{index:05d}.py": f"# {version} {index}\n" + "#" * 4096 + "\n"
+            for index in range(padding)
+        },
         f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n",
         f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: pickvariant-tests\nRoot-Is-Purelib: false\nTag: {tag}\n",
     }
@@ -53,7 +58,7 @@ def make_wheel(folder: Path, project: str, version: str, tag: str) -> Path:
     return path
 
 
-def build_mirror(root: Path, releases: dict[str, list[tuple[str, str]]]) -> None:
+def build_mirror(root: Path, releases: dict[str, list[tuple[str, str]]], padding: int = 0) -> None:
     """ROOT/<variant>/<project>/ with its wheels and a PEP 503 index page; `releases`: variant -> (project, version)
     pairs, each built for this interpreter's tag and, as a decoy, for a Python tag no interpreter has."""
     tag = interpreter_tag()
@@ -62,7 +67,7 @@ def build_mirror(root: Path, releases: dict[str, list[tuple[str, str]]]) -> None
         for project, version in pairs:
             folder = root / variant / project
             folder.mkdir(parents=True, exist_ok=True)
-            make_wheel(folder, project, version, tag)
+            make_wheel(folder, project, version, tag, padding)
             make_wheel(folder, project, version, decoy_tag)
     for page_folder in root.glob("*/*"):
         links = "".join(

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -33,6 +33,23 @@ class _SigTerm(BaseException):
 
 def _raise_sigterm(signum: int, frame: object) -> None:
     raise _SigTerm()
+
+
+@contextlib.contextmanager
+def stoppable(what: str) -> Iterator[None]:
+    """A block that Ctrl-C or SIGTERM stops with Interrupted or Terminated (exit 130, 143) naming `what` was
+    stopped, rather than ending the process where it stands (SIGTERM's default): its own `finally` clauses run."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {what}") from None
+    except _SigTerm:
+        raise Terminated(f"terminated (SIGTERM): {what}") from None
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 @record

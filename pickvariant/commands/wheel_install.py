@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pickvariant._base import settings
-from pickvariant._base.errors import BadInput, NoVariant
-from pickvariant._base.proc import Command, run
+from pickvariant._base.errors import BadInput, NoVariant, PickVariantError
+from pickvariant._base.proc import Command, run, stoppable
 from pickvariant._base.records import keyword_record, replace
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+from pickvariant.install import envlock, whole
 from pickvariant.install.wheel_command import INSTALLERS, installer_argv, requirements
 from pickvariant.machine.environment import active_interpreter
 from pickvariant.rules.decision import WheelAnswer
@@ -122,13 +123,32 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
 
 
 def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s: float | None = None) -> Path:
-    """Run the installer; its output goes to a log (returned) and, line by line, to `on_line`."""
+    """Run the installer; its output goes to a log (returned) and, line by line, to `on_line`. The environment is
+    whole afterwards, also when the installer fails or is stopped (install/whole.py): the error then says what the
+    environment holds. One install at a time into one environment (install/envlock.py)."""
     # A new file of its own (mkstemp: never one that was there, nor a link planted in its place).
     handle, name = tempfile.mkstemp(prefix=f"pickvariant-wheels-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
     os.close(handle)
     log = Path(name)
     command = Command(argv=plan.argv, cwd=Path.cwd(), description=f"{plan.installer} install")
-    run(command, log, on_line, timeout_s)
+    environment = plan.answer.environment
+    site = Path(environment.site) if environment is not None and environment.site else None
+    if site is None or not site.is_dir():
+        run(command, log, on_line, timeout_s)
+        return log
+    projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
+    with envlock.locked(site, on_line):
+        there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
+        with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
+            kept = whole.keep(site)
+        try:
+            run(command, log, on_line, timeout_s)
+        except BaseException as error:
+            said = whole.settle(kept, False, projects)
+            if isinstance(error, PickVariantError) and said:
+                raise type(error)(f"{error}; the environment: {'; '.join(said)}") from None
+            raise
+        whole.settle(kept, True, projects)
     return log
 
 

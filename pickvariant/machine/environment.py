@@ -64,6 +64,7 @@ print(json.dumps({
     "version": ".".join(str(part) for part in sys.version_info[:3]),
     "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
     "installed": {name: found(name) for name in sys.argv[1:]},
+    "site": sites[0],
 }))
 """
 
@@ -78,6 +79,7 @@ class PythonEnvironment:
     given_as: str  # "--python", "VIRTUAL_ENV", "PATH"…: where the interpreter was named
     # Where each installed one's files are: (site-packages folder, its .dist-info folder's name).
     locations: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    site: str = ""  # the site-packages folder an installer writes to (absolute), "" where it did not say
 
     @property
     def minor(self) -> str:
@@ -150,6 +152,7 @@ def _parsed(text: str, interpreter: str, given_as: str, named: str) -> PythonEnv
         installed={name: kept[name][0] if name in kept else None for name in PROJECTS},
         given_as=given_as,
         locations={name: (site, dist_info) for name, (_, site, dist_info) in kept.items()},
+        site=site if isinstance(site := data.get("site"), str) and os.path.isabs(site) else "",
     )
 
 

@@ -1,0 +1,193 @@
+"""An install into a Python environment is whole or not at all, also when it is interrupted, stopped or fails.
+
+pip removes the old torch before it writes the new one, and its own rollback does not run on Ctrl-C or SIGTERM: an
+install stopped half-way leaves an environment with no torch, or with part of one (issue 51). So before pip or uv
+runs, every distribution in the environment's site-packages is kept: each file its RECORD names is hard-linked
+into a folder beside it (a link costs no space and survives pip's removal of the original; a copy where the
+filesystem refuses links). When the installer did not finish, every distribution is judged by its RECORD (each
+file there, of its size): a whole one stays, old or new; one that is not (a half-written torch, one pip removed) is
+put back from the links, and what the stopped installer left that no whole distribution owns is removed. Then the
+folder goes. Signals are held off while this runs: a second Ctrl-C cannot stop the mending half-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import re
+import shutil
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pickvariant._base.errors import OperationFailed
+
+MAX_RECORD_BYTES = 32 * 1024 * 1024  # a CUDA torch's RECORD is about 2 MiB
+KEPT_PREFIX = ".pickvariant-kept-"
+_NORMAL = re.compile(r"[-_.]+")
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One installed distribution as its .dist-info says: its files (relative to site-packages) and their sizes."""
+
+    name: str  # normalised project name
+    version: str
+    dist_info: str
+    files: tuple[tuple[str, int | None], ...]
+
+    @property
+    def tops(self) -> frozenset[str]:
+        """The names directly in site-packages that its files live under (`torch`, `torch-2.13.0.dist-info`)."""
+        return frozenset(path.split("/", 1)[0] for path, _ in self.files if not path.startswith("../"))
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The environment as it was before the install: its distributions, and the folder holding their files."""
+
+    site: Path
+    folder: Path
+    before: dict[str, Distribution]
+    entries: frozenset[str]  # the names in site-packages before the install
+
+
+def keep(site: Path) -> Kept:
+    """Hard-link every installed distribution's files into a folder of its own inside `site`."""
+    folder = site / f"{KEPT_PREFIX}{os.getpid()}"
+    before = {dist.name: dist for dist in installed(site) if whole(site, dist)}
+    try:
+        folder.mkdir(mode=0o700)
+        for dist in before.values():
+            for path, _ in dist.files:
+                _link(site / path, folder / path)
+    except BaseException as error:
+        shutil.rmtree(folder, ignore_errors=True)  # also on Ctrl-C: nothing was installed yet, nothing is left
+        if not isinstance(error, OSError):
+            raise
+        raise OperationFailed(
+            f"cannot keep the environment's packages in {folder} before installing ({error.strerror or error}): "
+            "nothing was installed"
+        ) from error
+    return Kept(site=site, folder=folder, before=before, entries=frozenset(_entries(site)) - {folder.name})
+
+
+def _link(source: Path, target: Path) -> None:
+    if not source.is_file() or source.is_symlink():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def settle(kept: Kept, finished: bool, projects: tuple[str, ...] = ("torch",)) -> list[str]:
+    """After the installer: nothing to say where it finished; else what the environment holds of each distribution
+    it changed and of `projects`, each one put back or found whole."""
+    with _signals_held():
+        try:
+            return [] if finished else _mend(kept, projects)
+        finally:
+            shutil.rmtree(kept.folder, ignore_errors=True)
+
+
+def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
+    now = {dist.name: dist for dist in installed(kept.site)}
+    whole_now = {name: dist for name, dist in now.items() if whole(kept.site, dist)}
+    owned = {top for dist in whole_now.values() for top in dist.tops}
+    for entry in sorted(_entries(kept.site) - kept.entries - owned):
+        _remove(kept.site / entry)  # what the stopped installer wrote that no whole distribution owns
+    for name, old in kept.before.items():
+        if name not in whole_now:
+            for top in old.tops - owned:
+                _remove(kept.site / top)
+            for path, _ in old.files:
+                if (kept.folder / path).is_file():
+                    _link(kept.folder / path, kept.site / path)
+    said: list[str] = []
+    for name in sorted(set(kept.before) | set(now)):
+        old, new = kept.before.get(name), whole_now.get(name)
+        if new is not None and (old is None or old.version != new.version):
+            said.append(f"{new.name} {new.version} is there, complete")
+        elif new is None and old is not None:
+            said.append(f"{old.name} {old.version} is there as it was (put back)")
+        elif new is None:
+            said.append(f"{name}: what the stopped install wrote of {now[name].version} was removed")
+        elif name in projects:
+            said.append(f"{new.name} {new.version} is there as it was")
+    return said
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _entries(site: Path) -> set[str]:
+    return {entry.name for entry in site.iterdir() if not entry.name.startswith(KEPT_PREFIX)}
+
+
+def installed(site: Path) -> Iterator[Distribution]:
+    """Every .dist-info in `site` with its RECORD read (bounded); one without a RECORD has no files."""
+    for entry in sorted(site.glob("*.dist-info")):
+        name, _, version = entry.name.removesuffix(".dist-info").partition("-")
+        if name.startswith("~"):
+            continue  # pip's stash of a distribution it is replacing: no distribution of the environment
+        yield Distribution(
+            name=_NORMAL.sub("_", name).lower(), version=version, dist_info=entry.name, files=_record(entry)
+        )
+
+
+def _record(dist_info: Path) -> tuple[tuple[str, int | None], ...]:
+    try:
+        with (dist_info / "RECORD").open(encoding="utf-8", errors="replace", newline="") as stream:
+            text = stream.read(MAX_RECORD_BYTES + 1)
+    except OSError:
+        return ()
+    if len(text) > MAX_RECORD_BYTES:
+        return ()
+    rows = []
+    for row in csv.reader(text.splitlines()):
+        if not row or not row[0] or row[0].startswith("/"):
+            continue
+        path = os.path.normpath(row[0])
+        if path.startswith(".."):
+            continue  # a console script beside the environment's bin/: not in site-packages
+        size = int(row[2]) if len(row) > 2 and row[2].isdigit() else None
+        rows.append((path.replace(os.sep, "/"), size))
+    return tuple(rows)
+
+
+def whole(site: Path, dist: Distribution) -> bool:
+    """Every file its RECORD names is there, of the size RECORD gives (RECORD itself and its own line included)."""
+    if not dist.files:
+        return False
+    for path, size in dist.files:
+        try:
+            found = (site / path).stat().st_size
+        except OSError:
+            return False
+        if size is not None and found != size:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while the environment is mended (main thread only, where Python handles them)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,163 @@
+"""An install is whole or not at all (issue 51): the real pip, stopped at several moments, never leaves half a torch.
+
+A virtual environment holds a torch of 4,000 files (from a mirror on 127.0.0.1, tests/wheel_mirror.py);
+`pickvariant install --source wheels --yes` replaces it with the chosen build and is stopped by Ctrl-C (SIGINT) or
+SIGTERM at a moment seen in the environment itself (pip about to start, the old torch just removed by pip, the new
+one being written), or by `--timeout`. Whatever the moment, the environment's torch afterwards is the old one or
+the new one, every file its RECORD names there at its size (checked by the environment's own importlib.metadata,
+not by pickvariant's code), nothing of pip's or pickvariant's left beside it, and pickvariant's last line says which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_wheel_install import GTX_1080, _env, _fresh_venv, _pickvariant
+from wheel_mirror import build_mirror, served
+
+PADDING = 4000
+_WHOLE = """\
+import importlib.metadata as m, json, os
+try:
+    dist = m.distribution("torch")
+except m.PackageNotFoundError:
+    print(json.dumps(None)); raise SystemExit
+missing = [str(f) for f in dist.files if not os.path.exists(f.locate()) or (f.size is not None and
+           os.path.getsize(f.locate()) != f.size)]
+print(json.dumps({"version": dist.version, "missing": missing[:5], "files": len(dist.files)}))
+"""
+
+
+def _quiet_env(tmp_path: Path) -> dict[str, str]:
+    """The installers' environment, with pickvariant's install log kept in the test's folder."""
+    return {**_env(tmp_path), "TMPDIR": str(tmp_path)}
+
+
+def _torch_state(python: Path) -> dict | None:
+    out = subprocess.run([str(python), "-c", _WHOLE], capture_output=True, text=True, check=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def _site(python: Path) -> Path:
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return Path(subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip())
+
+
+@pytest.fixture
+def stage(tmp_path: Path):
+    """A chosen torch and an old one (4,000 files each) served from 127.0.0.1, and a venv holding the old one."""
+    python_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    detect = _pickvariant(
+        ["detect", "--source", "wheels", "--format", "json", "--python-version", python_version, *GTX_1080],
+        _env(tmp_path),
+        tmp_path,
+    )
+    assert detect.returncode == 0, detect.stderr
+    chosen = json.loads(detect.stdout)["recommendation"]
+    old = f"{chosen['release']}+cu130"
+    build_mirror(
+        tmp_path / "mirror", {chosen["variant"]: [("torch", chosen["torch"])], "cu130": [("torch", old)]}, PADDING
+    )
+    with served(tmp_path / "mirror") as url:
+        python = _fresh_venv(tmp_path / "venv")
+        yield python, url, old, chosen["torch"]
+
+
+def _put_back(python: Path, url: str, old: str, tmp_path: Path) -> None:
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--force-reinstall", "--no-deps", f"torch=={old}", "--index-url", f"{url}/cu130"],
+        env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+
+
+def _run_until(python: Path, url: str, tmp_path: Path, moment: str, sig: int) -> subprocess.CompletedProcess[str]:
+    """The install, signalled once `moment` shows in the environment's site-packages."""
+    site, old_dist_info = _site(python), None
+    old_dist_info = next(site.glob("torch-*.dist-info"))
+    argv = [sys.executable, "-m", "pickvariant", "install", "--source", "wheels", "--python", str(python)]
+    argv += ["--wheel-index", url, *GTX_1080, "--yes", "--no-verify"]
+    env = {**_quiet_env(tmp_path), "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = {
+        "pip starts": lambda: any(site.glob(".pickvariant-kept-*")),
+        "old torch removed": lambda: not old_dist_info.exists(),
+        "new torch being written": lambda: any(p != old_dist_info for p in site.glob("torch-*.dist-info")),
+    }[moment]
+    deadline = time.monotonic() + 240
+    while process.poll() is None and not seen() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if process.poll() is None:
+        process.send_signal(sig)
+    stdout, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+def _assert_whole(python: Path, old: str, new: str, done: subprocess.CompletedProcess[str]) -> str:
+    state = _torch_state(python)
+    assert state is not None, done.stderr
+    assert state["version"] in (old, new) and not state["missing"], (state, done.stderr)
+    assert state["files"] > PADDING
+    leftovers = [p.name for p in _site(python).iterdir() if p.name.startswith(("~", ".pickvariant-"))]
+    assert leftovers == [], leftovers
+    if done.returncode != 0:
+        said = f"torch {state['version']} is there"
+        assert said in done.stderr, done.stderr
+    return str(state["version"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_install_stopped_at_any_moment_leaves_the_old_torch_or_the_new_one_whole(stage, tmp_path, sig) -> None:
+    python, url, old, new = stage
+    _put_back(python, url, old, tmp_path)
+    outcomes = []
+    for moment in ("pip starts", "old torch removed", "new torch being written"):
+        done = _run_until(python, url, tmp_path, moment, sig)
+        if done.returncode != 0:
+            assert done.returncode == (130 if sig == signal.SIGINT else 143), (moment, done.stderr)
+            assert "Traceback" not in done.stderr
+        outcomes.append((moment, _assert_whole(python, old, new, done)))
+        if outcomes[-1][1] != old:
+            _put_back(python, url, old, tmp_path)
+    assert any(version == old for _, version in outcomes), outcomes  # the moments did catch pip at work
+
+
+@pytest.mark.parametrize("seconds", ["0.5", "2"])
+def test_an_install_past_its_timeout_leaves_the_environment_whole(stage, tmp_path, seconds) -> None:
+    python, url, old, new = stage
+    _put_back(python, url, old, tmp_path)
+    done = _pickvariant(
+        ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes",
+         "--no-verify", "--timeout", seconds],
+        _quiet_env(tmp_path), tmp_path,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr
+    _assert_whole(python, old, new, done)
+
+
+def test_python_given_by_name_is_the_one_on_path_never_a_file_in_the_working_directory(stage, tmp_path) -> None:
+    """`--python python3` with a ./python3 in the working directory: the PATH's is read and installed into, and the
+    plan names it by its absolute path; the planted one never runs."""
+    python, url, _, _ = stage
+    planted = tmp_path / "work" / "python3"
+    planted.parent.mkdir()
+    marker = tmp_path / "planted-ran"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    planted.chmod(0o755)
+    env = {**_env(tmp_path), "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    dry = _pickvariant(
+        ["install", "--source", "wheels", "--python", "python3", "--wheel-index", url, *GTX_1080, "--dry-run"],
+        env, planted.parent,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert f"into {python.parent / 'python3'} (pip)" in dry.stdout
+    assert f"$ {python.parent / 'python3'} -m pip install" in dry.stdout
+    assert not marker.exists()
