@@ -21,7 +21,7 @@ from pickvariant._base.records import keyword_record, replace
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.install import envlock, whole
 from pickvariant.install.wheel_command import INSTALLERS, installer_argv, requirements
-from pickvariant.machine.environment import active_interpreter
+from pickvariant.machine.environment import PythonEnvironment, active_interpreter
 from pickvariant.rules.decision import WheelAnswer
 
 TYPE_CHECKING = False
@@ -132,10 +132,23 @@ def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s:
     log = Path(name)
     command = Command(argv=plan.argv, cwd=Path.cwd(), description=f"{plan.installer} install")
     environment = plan.answer.environment
-    site = Path(environment.site) if environment is not None and environment.site else None
-    if site is None or not site.is_dir():
+    if environment is None or not environment.site or not Path(environment.site).is_dir():
         run(command, log, on_line, timeout_s)
-        return log
+    else:
+        _run_kept(plan, environment, command, log, on_line, timeout_s)
+    return log
+
+
+def _run_kept(
+    plan: WheelInstallPlan,
+    environment: PythonEnvironment,
+    command: Command,
+    log: Path,
+    on_line: Callable[[str], None],
+    timeout_s: float | None,
+) -> None:
+    """The installer run with the environment's distributions kept, and mended after a run that did not finish."""
+    site = Path(environment.site)
     projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
     with envlock.locked(site, on_line):
         there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
@@ -149,7 +162,19 @@ def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s:
                 raise type(error)(f"{error}; the environment: {'; '.join(said)}") from None
             raise
         whole.settle(kept, True, projects)
-    return log
+    projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
+    with envlock.locked(site, on_line):
+        there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
+        with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
+            kept = whole.keep(site)
+        try:
+            run(command, log, on_line, timeout_s)
+        except BaseException as error:
+            said = whole.settle(kept, False, projects)
+            if isinstance(error, PickVariantError) and said:
+                raise type(error)(f"{error}; the environment: {'; '.join(said)}") from None
+            raise
+        whole.settle(kept, True, projects)
 
 
 def verify_installed(plan: WheelInstallPlan) -> VerifyResult:

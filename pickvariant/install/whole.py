@@ -101,11 +101,11 @@ def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
     owned = {top for dist in whole_now.values() for top in dist.tops}
     for entry in sorted(_entries(kept.site) - kept.entries - owned):
         _remove(kept.site / entry)  # what the stopped installer wrote that no whole distribution owns
-    for name, old in kept.before.items():
+    for name, was in kept.before.items():
         if name not in whole_now:
-            for top in old.tops - owned:
+            for top in was.tops - owned:
                 _remove(kept.site / top)
-            for path, _ in old.files:
+            for path, _ in was.files:
                 if (kept.folder / path).is_file():
                     _link(kept.folder / path, kept.site / path)
     said: list[str] = []
