@@ -57,6 +57,8 @@ class Command:
     argv: tuple[str, ...]
     cwd: Path
     description: str
+    # Variables added to the child's environment, never shown nor logged (an index URL with its credentials).
+    env: tuple[tuple[str, str], ...] = ()
 
     def shown(self) -> str:
         return f"(cd {shlex.quote(str(self.cwd))} && {shlex.join(self.argv)})"
@@ -145,6 +147,7 @@ def run(
                 text=True,
                 errors="replace",
                 start_new_session=True,
+                env={**os.environ, **dict(command.env)} if command.env else None,
             )
         except OSError as error:
             raise OperationFailed(f"cannot run {command.argv[0]}: {error.strerror or error}") from error

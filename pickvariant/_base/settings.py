@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.urls import public_url
 
 CPUINFO = "PICKVARIANT_CPUINFO"
 GPU = "PICKVARIANT_GPU"
@@ -63,7 +64,13 @@ def wheel_index(stated: str | None, env: Mapping[str, str], default: str) -> str
         return default
     plain = value.isascii() and value.isprintable() and not any(c in value for c in " \"'`$<>\\")
     if not plain or len(value) > 2000 or not value.startswith(("https://", "http://", "file:///")):
-        raise BadInput(f"{given} {value!r:.80}: not a plain http(s):// or file:/// URL of an index root")
+        raise BadInput(f"{given} {public_url(value)!r:.80}: not a plain http(s):// or file:/// URL of an index root")
+    if "?" in value or "#" in value:
+        # ROOT/cu126 would land in the query or the fragment, and pip would read another index than the one named.
+        raise BadInput(
+            f"{given} {public_url(value)!r:.80}: an index root with a query or a fragment ('?', '#'): give the "
+            "root alone (credentials go in user:password@ or in netrc)"
+        )
     return value.rstrip("/")
 
 

@@ -10,6 +10,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
+from pickvariant._base.urls import public_url
 from pickvariant.rules import cluster_input
 from pickvariant.rules import cluster_plan as planner
 from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
@@ -66,5 +67,6 @@ def _wheel_plan(
     from pickvariant.sources.wheels.load import load_wheel_catalog
 
     wheels = load_wheel_catalog()
-    root = settings.wheel_index(options.wheel_index, os.environ, wheels.index_root)
+    # The plan travels to every node: its index carries no credential (each node's pip takes them from its netrc).
+    root = public_url(settings.wheel_index(options.wheel_index, os.environ, wheels.index_root))
     return make_wheel_cluster_plan(read, hardware, wheels, request, options.max_variants, root)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pickvariant._base import settings
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
+from pickvariant._base.urls import public_url
 from pickvariant.machine.environment import PythonEnvironment, active_interpreter, read_environment
 from pickvariant.machine.facts import gather_facts
 from pickvariant.rules.decision import WheelAnswer
@@ -49,7 +50,8 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     environment_vars = os.environ if env is None else env
     hardware = default_catalog()
     wheels = load_wheel_catalog()
-    root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
+    given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
+    root = public_url(given_root)  # what is shown, printed and recorded: never a credential
     facts = gather_facts(hardware, ask.request, environment_vars)
     environment = environment_of(ask, environment_vars)
     request = ask.request.with_environment(environment_vars)
@@ -62,4 +64,5 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
         environment=environment,
         index_root=root,
         workload=request.workload,
+        index_root_with_credentials=given_root if given_root != root else None,
     )

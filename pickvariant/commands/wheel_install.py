@@ -20,7 +20,7 @@ from pickvariant._base.proc import Command, run, stoppable
 from pickvariant._base.records import keyword_record, replace
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.install import envlock, whole
-from pickvariant.install.wheel_command import INSTALLERS, installer_argv, requirements
+from pickvariant.install.wheel_command import INSTALLERS, index_environment, installer_argv, requirements
 from pickvariant.machine.environment import PythonEnvironment, active_interpreter
 from pickvariant.rules.decision import WheelAnswer
 
@@ -37,6 +37,8 @@ class WheelInstallPlan:
     interpreter: str
     replaces: str | None  # the torch already there that this install replaces
     already: bool  # the chosen torch (and companions) are already there: nothing to run
+    # The index with its credentials, given to the installer in its environment: never printed, logged or in JSON.
+    index_env: tuple[tuple[str, str], ...] = ()
 
 
 def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
@@ -73,14 +75,24 @@ def plan_wheel_install(ask: WheelAsk, installer: str | None, env: Mapping[str, s
     assert environment is not None
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
     interpreter = environment.interpreter
-    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, decision.index_url, uv)  # type: ignore[arg-type]
+    secret = answer.index_url_for_installer()
+    hidden = secret is not None and secret != decision.index_url
+    index_url = None if hidden else decision.index_url
+    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv)  # type: ignore[arg-type]
+    index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
     present = environment.installed
     wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
     already = all(_same(present.get(project), version) for project, version in wanted.items())
     torch = environment.torch
     replaces = torch if torch is not None and torch != decision.build.local else None
     return WheelInstallPlan(
-        answer=answer, installer=chosen, argv=tuple(argv), interpreter=interpreter, replaces=replaces, already=already
+        answer=answer,
+        installer=chosen,
+        argv=tuple(argv),
+        interpreter=interpreter,
+        replaces=replaces,
+        already=already,
+        index_env=index_env,
     )
 
 
@@ -103,7 +115,10 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
         lines.append("  already there: nothing to install")
     elif plan.replaces is not None:
         lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
-    lines.append(f"  $ {shlex.join(plan.argv)}")
+    shown = [f"{name}={decision.index_url}" for name, _ in plan.index_env]
+    lines.append(f"  $ {shlex.join([*shown, *plan.argv])}")
+    if plan.index_env:
+        lines.append("  the index's credentials are given to the installer in its environment, never shown")
     return lines
 
 
@@ -130,7 +145,7 @@ def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s:
     handle, name = tempfile.mkstemp(prefix=f"pickvariant-wheels-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
     os.close(handle)
     log = Path(name)
-    command = Command(argv=plan.argv, cwd=Path.cwd(), description=f"{plan.installer} install")
+    command = Command(argv=plan.argv, cwd=Path.cwd(), description=f"{plan.installer} install", env=plan.index_env)
     environment = plan.answer.environment
     if environment is None or not environment.site or not Path(environment.site).is_dir():
         run(command, log, on_line, timeout_s)

@@ -33,11 +33,19 @@ def installer_argv(
     interpreter: str,
     build: WheelBuild,
     companions: Sequence[PairedRelease],
-    index_url: str,
+    index_url: str | None,
     uv: str = "uv",
 ) -> list[str]:
-    """The command that installs the set into `interpreter`'s environment from `index_url` alone."""
+    """The command that installs the set into `interpreter`'s environment from `index_url` alone; None: the index
+    is given in the installer's environment instead (index_environment), where it carries credentials."""
     pinned = requirements(build, companions)
+    index = ["--index-url", index_url] if index_url is not None else []
     if installer == "uv":
-        return [uv, "pip", "install", "--python", interpreter, *pinned, "--index-url", index_url]
-    return [interpreter, "-m", "pip", "install", *pinned, "--index-url", index_url]
+        return [uv, "pip", "install", "--python", interpreter, *pinned, *index]
+    return [interpreter, "-m", "pip", "install", *pinned, *index]
+
+
+def index_environment(installer: Installer, index_url: str) -> tuple[tuple[str, str], ...]:
+    """The variable that gives the installer its index, credentials included, out of its argument list (which
+    `ps` shows every user and the log records): pip's PIP_INDEX_URL, uv's UV_DEFAULT_INDEX."""
+    return (("UV_DEFAULT_INDEX" if installer == "uv" else "PIP_INDEX_URL", index_url),)

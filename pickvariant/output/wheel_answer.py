@@ -166,13 +166,24 @@ def wheel_markdown(answer: WheelAnswer) -> str:
 
 
 def requirements_text(answer: WheelAnswer) -> str:
-    """A requirements file `pip install -r` installs as is: the index, then each pin."""
+    """A requirements file `pip install -r` installs as is: the index, then each pin. It needs the index as given, so
+    it is the one output that carries the index's credentials: it says so in its first lines."""
     decision = answer.decision
     assert decision.build is not None
     build = decision.build
     gpus = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in decision.targets) or "no GPU"
-    header = f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}; {gpus}"
-    return "\n".join([header, f"--index-url {decision.index_url}", *requirements(build, decision.companions)]) + "\n"
+    header = [
+        f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}; {gpus}"
+    ]
+    header += _credentials_note(answer)
+    index = answer.index_url_for_installer()
+    return "\n".join([*header, f"--index-url {index}", *requirements(build, decision.companions)]) + "\n"
+
+
+def _credentials_note(answer: WheelAnswer) -> list[str]:
+    if answer.index_root_with_credentials is None:
+        return []
+    return ["# this file holds the index's credentials (user:password@, as given): keep it private"]
 
 
 def pyproject_text(answer: WheelAnswer) -> str:
@@ -185,11 +196,12 @@ def pyproject_text(answer: WheelAnswer) -> str:
     projects = ["torch", *(pair.project for pair in decision.companions)]
     lines = [
         f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}",
+        *_credentials_note(answer),
         f"# [project] dependencies = [{pins}]",
         "",
         "[[tool.uv.index]]",
         f"name = {json.dumps(name)}",
-        f"url = {json.dumps(decision.index_url)}",
+        f"url = {json.dumps(answer.index_url_for_installer())}",
         "explicit = true",
         "",
         "[tool.uv.sources]",

@@ -173,8 +173,19 @@ class WheelAnswer:
     hardware: Catalog
     wheels: WheelCatalog
     environment: PythonEnvironment | None
-    index_root: str
+    index_root: str  # as shown, printed and recorded: without credentials
     workload: str
+    # The root as given, where it carries credentials (user:password@): only the installer run and the requirements
+    # and pyproject outputs (which need it to work) see it; None where it carries none.
+    index_root_with_credentials: str | None = None
+
+    def index_url_for_installer(self) -> str | None:
+        """The chosen index's URL with its credentials, for the installer and the files it reads; None: no index."""
+        decision = self.decision
+        if decision.build is None or decision.index_url is None:
+            return None
+        root = self.index_root_with_credentials
+        return f"{root}/{decision.build.variant}" if root else decision.index_url
 
 
 def dedupe(rejected: Iterable[Rejection]) -> tuple[Rejection, ...]:
