@@ -74,7 +74,9 @@ def test_a_plan_carries_no_credential_to_the_nodes(tmp_path, fmt) -> None:
 def test_an_index_root_with_a_query_or_fragment_is_refused(root) -> None:
     result = runner.invoke(app, ["detect", "--source", "wheels", "--wheel-index", root, *H100])
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and "--wheel-index" in result.stderr and "query or a fragment" in result.stderr
+    assert (
+        result.stderr.count("\n") == 1 and "--wheel-index" in result.stderr and "query or a fragment" in result.stderr
+    )
     assert "token=x" not in result.stderr
 
 

@@ -138,3 +138,87 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said, monkeypatch) -> 
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["fleet", *args])
     assert result.exit_code == 2 and said in result.stderr and result.stderr.count("\n") == 1
+
+
+# Issue 51: a line speaks only for the node whose file it is in; lines that disagree fail the node; no NaN.
+def test_a_line_for_another_node_in_a_nodes_file_is_a_bad_line_and_proves_nothing(plan, tmp_path) -> None:
+    """RESULTS/HOST.json, as examples/rollout.yml writes it: gpu02's file holding a passing line labelled gpu01 does
+    not turn gpu01's own failed verify into proven; the line is named as bad."""
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    results = tmp_path / "results"
+    results.mkdir()
+    for label in NODES:
+        (results / f"{label}.json").write_text(_line(label, node) + "\n")
+    (results / "gpu01.json").write_text(_line("gpu01", node, passed=False, reasons=["a kernel failed"]) + "\n")
+    (results / "gpu02.json").write_text(_line("gpu02", node) + "\n" + _line("gpu01", node) + "\n")
+    result = runner.invoke(app, ["fleet", str(plan_path), str(results), "--format", "json"])
+    assert result.exit_code == 1
+    found = json.loads(result.stdout)
+    by_label = {n["label"]: n for n in found["nodes"]}
+    assert by_label["gpu01"]["status"] == "failed" and "a kernel failed" in by_label["gpu01"]["why"]
+    assert by_label["gpu02"]["status"] == "proven"
+    assert found["input"]["bad_lines"] == 1
+
+
+def test_two_lines_for_one_node_that_disagree_fail_it_whatever_their_order(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES if label != "gpu01"]
+    failed, passed = _line("gpu01", node, passed=False, reasons=["a kernel failed"]), _line("gpu01", node)
+    for pair in ([failed, passed], [passed, failed]):
+        result = _fleet(plan_path, [*lines, *pair], tmp_path, "--format", "json")
+        assert result.exit_code == 1
+        gpu01 = next(n for n in json.loads(result.stdout)["nodes"] if n["label"] == "gpu01")
+        assert gpu01["status"] == "failed" and "2 verify lines disagree" in gpu01["why"]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_figure_is_a_bad_line_and_the_output_stays_strict_json(plan, tmp_path, constant) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    lines[3] = _line("gpu04", node, bf16=0.5).replace('"tflops":0.5', f'"tflops":{constant}')
+    assert constant in lines[3]
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    assert result.exit_code == 1  # gpu04 sent no line fleet can read: missing
+    found = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in fleet's output"))
+    assert found["input"]["bad_lines"] == 1
+    assert next(n for n in found["nodes"] if n["label"] == "gpu04")["status"] == "missing"
+
+
+# The slow rule at its edges: 70 % of the median of at least three alike (a slip of the share, of >= or of the exit
+# code fails one of these).
+@pytest.mark.parametrize(
+    ("shares", "slow"),
+    [
+        ((1.0, 1.0, 0.6), True),  # exactly three alike, one at 60 %: slow
+        ((1.0, 0.6), False),  # two alike: too few for a median
+        ((1.0, 1.0, 0.75), False),  # 75 %: within
+        ((1.0, 1.0, 1.0, 0.69), True),
+    ],
+)
+def test_slow_is_below_seventy_percent_of_three_or_more_alike_and_alone_fails_the_fleet(
+    plan, tmp_path, shares, slow
+) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    labels = NODES[: len(shares)]
+    lines = [_line(label, node, bf16=H100_LINE_BF16 * share) for label, share in zip(labels, shares, strict=True)]
+    lines += [_line(label, {**node, "branch": "elsewhere"}) for label in NODES[len(shares) :]]
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    statuses = {n["label"]: n["status"] for n in json.loads(result.stdout)["nodes"]}
+    assert statuses[labels[-1]] == ("slow" if slow else "proven")
+    assert all(statuses[label] == "other-build" for label in NODES[len(shares) :])  # same package, another branch
+    assert result.exit_code == 1  # the other-build nodes alone fail it
+
+
+def test_a_slow_node_alone_decides_the_exit_code(plan, tmp_path) -> None:
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    assert _fleet(plan_path, lines, tmp_path).exit_code == 0
+    lines[0] = _line("gpu01", node, bf16=H100_LINE_BF16 * 0.5)
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    assert [n["status"] for n in json.loads(result.stdout)["nodes"]].count("slow") == 1
+    assert result.exit_code == 1

@@ -33,7 +33,7 @@ def fleet(plan: FleetPlan, results: FleetResults, format: Any = commandline.FORM
 
     verdict = command.run(command.FleetOptions(plan=plan, results=tuple(results)), sys.stdin.buffer)
     if format is Format.json:
-        typer.echo(json.dumps(fleet_json(verdict), indent=2))
+        typer.echo(json.dumps(fleet_json(verdict), indent=2, allow_nan=False))
     else:
         typer.echo("\n".join(fleet_lines(verdict, markdown=format is Format.markdown)))
     if not verdict.all_proven:

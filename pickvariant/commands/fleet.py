@@ -31,4 +31,5 @@ def run(options: FleetOptions, stdin: IO[bytes]) -> FleetVerdict:
     if options.plan == "-" and "-" in options.results:
         raise BadInput("the plan and the results cannot both be read from stdin (-)")
     plan = read_plan(options.plan)
-    return fleet_verdict(plan, gather(_all_documents(options.results, stdin)))
+    planned = {node.label for node in plan.nodes}
+    return fleet_verdict(plan, gather(_all_documents(options.results, stdin), planned))

@@ -6,11 +6,11 @@ that cannot be read, or reads as something else, is no record.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import PickVariantError
 from pickvariant._base.files import cache_dir, read_regular
 from pickvariant._base.schema import SchemaError, load_schema, validate
@@ -28,7 +28,7 @@ MAX_RECORD_BYTES = 64 * 1024
 def last_install(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """What the last install recorded; None when there is none, or it is unreadable, too large or not such a record."""
     try:
-        record = json.loads(
+        record = strictjson.loads(
             read_regular(last_install_path(env), MAX_RECORD_BYTES, "last-install record").decode("utf-8")
         )
         validate(record, load_schema(SCHEMA))

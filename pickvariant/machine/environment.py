@@ -7,7 +7,6 @@ nothing and runs nothing of its own. What comes back is data: each value is chec
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -16,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record
@@ -138,7 +138,7 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
 
 def _parsed(text: str, interpreter: str, given_as: str, named: str) -> PythonEnvironment:
     try:
-        data = json.loads(text)
+        data = strictjson.loads(text)
         version, free_threaded, installed = data["version"], data["free_threaded"], data["installed"]
     except (ValueError, KeyError, TypeError):
         raise BadInput(f"{named}: what it printed is not the expected JSON") from None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import record
 from pickvariant._base.request import MAX_LABEL_LENGTH  # the detect-line schema says so too
@@ -301,7 +302,7 @@ def line_text(raw: bytes) -> tuple[str, str | None]:
 def _detect_document(text: str) -> tuple[dict[str, Any], str | None]:
     """The detect object a line holds, validated against the detect-line schema, or why it is none."""
     try:
-        document = json.loads(text)
+        document = strictjson.loads(text)
     except (ValueError, RecursionError):
         return {}, "not JSON"
     if (

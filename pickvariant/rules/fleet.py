@@ -8,12 +8,14 @@ and build; unserved: the plan gives it nothing (not counted against the fleet).
 
 from __future__ import annotations
 
-import json
+import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
+from pickvariant._base import strictjson
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant.rules.cluster_input import SHOWN_BAD_LINES, BadLine, line_text
@@ -60,7 +62,7 @@ class FleetVerdict:
     bad: tuple[BadLine, ...]
     bad_count: int
     not_in_plan: tuple[str, ...]  # labels of lines the plan has no node for
-    repeated: tuple[str, ...]  # labels with more than one line (the last is judged)
+    repeated: tuple[str, ...]  # labels with more than one line (all judged: lines that disagree fail the node)
 
     @property
     def all_proven(self) -> bool:
@@ -70,7 +72,7 @@ class FleetVerdict:
 def verify_document(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """The verify object a line holds, or why it is none."""
     try:
-        document = json.loads(text)
+        document = strictjson.loads(text)
     except (ValueError, RecursionError):
         return None, "not JSON"
     if not isinstance(document, dict) or "passed" not in document:
@@ -110,7 +112,7 @@ def _kept(line: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _judge(node: PlannedNode, line: Mapping[str, Any] | None) -> NodeResult:
+def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]]) -> NodeResult:
     def result(status: str, why: str | None, found: tuple[str, float] | None = None) -> NodeResult:
         model, tflops = found if found else (None, None)
         return NodeResult(
@@ -125,8 +127,18 @@ def _judge(node: PlannedNode, line: Mapping[str, Any] | None) -> NodeResult:
 
     if node.package is None:
         return result("unserved", node.why)
-    if line is None:
+    if not lines:
         return result("missing", "no verify line came back from it")
+    verdicts = {(each["package"], each["branch"], each["passed"]) for each in lines}
+    if len(verdicts) > 1:
+        # Two lines for one node that disagree: neither is trusted over the other (the last is not the truth).
+        said = "; ".join(
+            f"{p or 'no build'} ({b}) {'passed' if ok else 'failed'}" for p, b, ok in sorted(verdicts, key=str)
+        )
+        return result("failed", f"its {len(lines)} verify lines disagree: {said}")
+    # Lines that agree: the slowest figure stands for the node.
+    timed = [each["figure"] for each in lines if each["figure"] is not None]
+    line = {**lines[0], "figure": min(timed, key=lambda found: found[1]) if timed else None}
     if (line["package"], line["branch"]) != (node.package, node.branch):
         probed = f"{line['package']} (branch {line['branch']})" if line["package"] else "no build it could name"
         return result("other-build", f"it probed {probed}; the plan gives {node.package} ({node.branch})")
@@ -166,16 +178,18 @@ def _slow(results: list[NodeResult]) -> tuple[list[NodeResult], tuple[Spread, ..
 class Gathered:
     """The verify lines read: the last per label, and what was not one."""
 
-    by_label: dict[str, dict[str, Any]]
+    by_label: dict[str, list[dict[str, Any]]]
     lines: int
     bad: list[BadLine]
     bad_count: int
     repeated: list[str]
 
 
-def gather(documents: Iterable[tuple[str, bytes | None, str | None]]) -> Gathered:
-    """Every verify line of the inputs, bounded: a label's last line wins, a bad line is counted and the first named."""
-    by_label: dict[str, dict[str, Any]] = {}
+def gather(documents: Iterable[tuple[str, bytes | None, str | None]], planned: Collection[str] = ()) -> Gathered:
+    """Every verify line of the inputs, bounded: a bad line is counted and the first named; every line of a label is
+    kept (lines that disagree fail the node). A file named after a node of the plan (`RESULTS/n2.json`, as
+    examples/rollout.yml writes them) speaks for that node alone: a line in it labelled otherwise is a bad line."""
+    by_label: dict[str, list[dict[str, Any]]] = {}
     bad: list[BadLine] = []
     lines = bad_count = 0
     repeated: set[str] = set()
@@ -184,6 +198,10 @@ def gather(documents: Iterable[tuple[str, bytes | None, str | None]]) -> Gathere
             continue
         text, why = line_text(raw) if raw is not None else ("", problem or "unreadable")
         document, why = verify_document(text) if why is None else (None, why)
+        owner = _file_node(where, planned)
+        if document is not None and owner is not None and document["label"] != owner:
+            why = f"labelled {document['label']!r:.80}, in the file of node {owner!r}"
+            document = None
         if document is None:
             bad_count += 1
             if len(bad) < SHOWN_BAD_LINES:
@@ -192,13 +210,23 @@ def gather(documents: Iterable[tuple[str, bytes | None, str | None]]) -> Gathere
         lines += 1
         if document["label"] in by_label:
             repeated.add(document["label"])
-        by_label[document["label"]] = _kept(document)
+        by_label.setdefault(document["label"], []).append(_kept(document))
     return Gathered(by_label=by_label, lines=lines, bad=bad, bad_count=bad_count, repeated=sorted(repeated))
+
+
+def _file_node(where: str, planned: Collection[str]) -> str | None:
+    """The node a result file is named after (`RESULTS/n2.json` or `n2.jsonl`, line N), where the plan has that node."""
+    path = where.rsplit(":", 1)[0] if re.search(r":[0-9]+$", where) else where
+    if path == "-":
+        return None
+    name = PurePath(path).name
+    stem = name.rsplit(".", 1)[0] if name.endswith((".json", ".jsonl")) else name
+    return stem if stem in planned else None
 
 
 def fleet_verdict(plan: PlanDocument, gathered: Gathered) -> FleetVerdict:
     planned = {node.label for node in plan.nodes}
-    results = [_judge(node, gathered.by_label.get(node.label)) for node in plan.nodes]
+    results = [_judge(node, gathered.by_label.get(node.label, ())) for node in plan.nodes]
     judged, spreads = _slow(results)
     return FleetVerdict(
         plan=plan.where,

@@ -3,12 +3,12 @@ its schema before any field is used, since a plan file travels to every node and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.schema import SchemaError, load_schema, validate
@@ -47,7 +47,7 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
     """The plan in `raw`, or BadInput naming the file and the first field that is not a plan's."""
     shown = visible(where)
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = strictjson.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise BadInput(f"plan {shown}: not JSON ({error!s:.120})") from None
     if isinstance(document, dict) and document.get("source") == "wheels":

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pickvariant._base import strictjson
 from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
@@ -90,7 +91,7 @@ def run_probe(
             return None, f"{' '.join(python)} has no torch installed"
         return None, f"the probe failed with exit code {done.returncode}: {last[:300]}"
     try:
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        result = strictjson.loads(done.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError, RecursionError):
         return None, f"the probe printed no result: {last[:300]}"
     try:

@@ -8,6 +8,7 @@ import operator
 from collections.abc import Mapping
 from pathlib import Path
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.schema import SchemaError
@@ -29,7 +30,7 @@ def load_json(path: Path, what: str) -> Any:
 
 def decoded(raw: bytes, path: Path, what: str) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"))
+        return strictjson.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise BadInput(f"{what} {path} is not valid JSON: {error}") from error
     except RecursionError:

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.files import check_writable, write_atomic
 from pickvariant._base.text import visible
@@ -137,7 +138,7 @@ def check(path: Path, new: Mapping[str, Any], text: str) -> list[str]:
     if current == text.encode("utf-8"):
         return []
     try:
-        old = json.loads(current)
+        old = strictjson.loads(current)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         old = None
     return differences(old, new) or ["the same data, written differently (run sync without --check to rewrite it)"]

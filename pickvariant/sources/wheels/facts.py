@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.schema import SchemaError, load_schema, validate
@@ -35,7 +36,7 @@ def read_facts(path: Path = FACTS) -> Mapping[str, Any]:
     """The facts file, or BadInput naming it and its first bad field."""
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel facts")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = strictjson.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise BadInput(f"wheel facts {path}: not JSON ({error})") from None
     try:

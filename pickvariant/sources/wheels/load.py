@@ -6,10 +6,10 @@ Read only when the wheels source is asked for (`--source wheels`): detect's defa
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
@@ -26,7 +26,7 @@ def load_wheel_catalog(path: Path = CATALOG) -> WheelCatalog:
     """The wheel catalog, or BadInput naming the file and what in it is not one."""
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = strictjson.loads(raw.decode("utf-8"))
         if document.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"schema_version {document.get('schema_version')!r}, not {SCHEMA_VERSION}")
         return WheelCatalog(
