@@ -6,6 +6,7 @@ The repositories come from buildrepo.py, in the shapes the build repository uses
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -407,3 +408,40 @@ def test_newer_names_are_read_as_what_they_mean_or_left_out_with_a_reason(build_
     variant = next(v for v in catalog.variants if v.package == "pytorch-python313-cuda13_1-sm90-avx512")
     (chosen,) = companions_for(catalog, variant, ["torchaudio"]) or ()
     assert chosen.package == "torchaudio-python313-cuda13_1-sm90-avx512"  # with MAGMA, where both fit
+
+
+def test_sync_onto_a_disk_that_fills_replaces_neither_file_of_the_pair(tmp_path) -> None:
+    """The catalog and its companions are written as a pair (issue 51): a file-size limit (RLIMIT_FSIZE, as a full
+    disk refuses a write) that one of the new files exceeds leaves both old files as they were, with exit 1."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    from buildrepo import make_build_repo
+    from conftest import REPO
+
+    repo = make_build_repo(tmp_path / "repo")
+    out = tmp_path / "catalog.json"
+    first = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(out)])
+    assert first.exit_code == 0, first.output
+    pair = out, tmp_path / "catalog.companions.json"
+    old = [path.read_bytes() for path in pair]
+    for path in pair:  # a file written by hand since: the sync that follows must replace it, or neither
+        path.write_bytes(path.read_bytes().replace(b'"validated"', b'"validated" ', 1))
+    edited = [path.read_bytes() for path in pair]
+    limit = max(len(data) for data in old) - 1
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as ENOSPC would
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pickvariant", "catalog", "sync", str(repo), "-o", str(out), "--force"],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        preexec_fn=limited, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "cannot write" in done.stderr and "Traceback" not in done.stderr
+    assert [path.read_bytes() for path in pair] == edited
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput, OperationFailed
@@ -312,6 +312,32 @@ def write_atomic(path: Path, content: str | bytes, mode: int = 0o644) -> None:
 
     A file that is replaced keeps its permissions; bytes are written exactly as given.
     """
+    write_together([(path, content)], mode)
+
+
+def write_together(files: Sequence[tuple[Path, str | bytes]], mode: int = 0o644) -> None:
+    """Several files that belong together (a catalog and its companions) written as one: each is staged whole beside
+    its place first, and only when every one is staged are they renamed over; where staging one fails (a full
+    disk), none is replaced and the staged ones are removed."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, content in files:
+            staged.append((_stage(path, content, mode), path))
+        for temp, path in staged:
+            try:
+                os.replace(temp, path)
+            except OSError as error:
+                raise OperationFailed(f"cannot write {path}: {error.strerror or error}") from error
+    finally:
+        for temp, _ in staged:
+            try:  # noqa: SIM105  # not contextlib.suppress: importing contextlib costs detect 0.6 ms
+                os.unlink(temp)
+            except OSError:
+                pass
+
+
+def _stage(path: Path, content: str | bytes, mode: int) -> str:
+    """`content` written and synced to a new temporary file beside `path`: its name."""
     # Imported here: tempfile brings shutil and random (5 ms), and detect, which never writes, imports this module.
     import tempfile
 
@@ -329,10 +355,10 @@ def write_atomic(path: Path, content: str | bytes, mode: int = 0o644) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
-        os.replace(temp, path)
     except OSError as error:
         try:  # noqa: SIM105  # not contextlib.suppress: importing contextlib costs detect 0.6 ms
             os.unlink(temp)
         except OSError:
             pass
         raise OperationFailed(f"cannot write {path}: {error.strerror or error}") from error
+    return temp

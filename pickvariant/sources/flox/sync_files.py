@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pickvariant._base import strictjson
 from pickvariant._base.errors import OperationFailed
-from pickvariant._base.files import check_writable, write_atomic
+from pickvariant._base.files import check_writable, write_together
 from pickvariant._base.text import visible
 from pickvariant.sources.flox import load
 from pickvariant.sources.flox.load import stamp
@@ -104,6 +104,9 @@ def deliver(result: SyncResult, output: Path | None, check_only: bool, force: bo
                 f"{name} would be {size / 2**20:.1f} MiB, more than the {load.MAX_CATALOG_BYTES // 2**20} MiB "
                 "pickvariant reads of a catalog file: nothing was written; sync fewer branches or repositories"
             )
+    if not check_only and output is not None:
+        yield from _write(rendered, force)
+        return
     for path, document, text in rendered:
         if check_only:
             assert path is not None
@@ -120,11 +123,15 @@ def deliver(result: SyncResult, output: Path | None, check_only: bool, force: bo
                 if document is result.document
                 else ("companions not printed: give -o FILE to write them beside the catalog", True)
             )
-        elif check_writable(path, text, force):
-            write_atomic(path, text)
-            yield f"{path} written", True
-        else:
-            yield f"{path} unchanged", True
+
+
+def _write(rendered: Sequence[tuple[Path | None, Mapping[str, Any], str]], force: bool) -> Iterator[tuple[str, bool]]:
+    """The catalog and its companions written as a pair: both or neither (a full disk leaves the old pair whole)."""
+    changed = [(path, text) for path, _, text in rendered if path is not None and check_writable(path, text, force)]
+    write_together(list(changed))
+    written = {path for path, _ in changed}
+    for path, _, _ in rendered:
+        yield (f"{path} written" if path in written else f"{path} unchanged"), True
 
 
 def check(path: Path, new: Mapping[str, Any], text: str) -> list[str]:
