@@ -138,9 +138,39 @@ def test_a_hostile_or_foreign_plan_is_one_line_naming_it_and_nothing_runs(tmp_pa
     assert result.stderr.count("\n") == 1 and fake_flox() == [] and "s3cret" not in result.stderr
 
 
+def test_a_plan_edited_to_a_build_this_node_cannot_run_never_suggests_an_option_install_plan_refuses(
+    tmp_path, fake_flox
+) -> None:
+    """An AVX2 node's assignment edited to the avx512 build of the same branch: refused with what to do (plan again),
+    not with --force, which --plan refuses (issue 51)."""
+    plan_path, plan = _plan(tmp_path)
+    nodes = [{**node, "package": node["package"].replace("-avx2", "-avx512")} for node in plan["nodes"]]
+    haswell = next(node for node in nodes if node["label"] == "cpu-haswell")
+    assert haswell["package"].endswith("-avx512")
+    plan_path.write_text(json.dumps({**plan, "nodes": nodes}))
+    env = _host_env(tmp_path, "cpu-haswell", HOSTS["cpu-haswell"])
+    args = ["install", "--plan", str(plan_path), "--label", "cpu-haswell", "--org", "acme", "--yes"]
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 2, result.output
+    assert "does not fit this machine" in result.stderr and "plan again" in result.stderr
+    assert "--force" not in result.stderr and fake_flox() == []
+
+
 def test_a_plan_file_that_never_ends_is_refused_bounded(tmp_path, fake_flox) -> None:
     result = runner.invoke(app, ["install", "--plan", "/dev/zero", "--label", "n", "--org", "acme"])
     assert result.exit_code == 2 and "plan" in result.stderr and fake_flox() == []
+
+
+def test_a_plan_of_thirty_megabytes_is_refused_before_it_is_parsed(tmp_path, fake_flox) -> None:
+    """Parsed, a 30 MB plan took 885 MB (a 120 MB one a MemoryError): it is refused by its size, one line (issue 51)."""
+    plan_path, plan = _plan(tmp_path)
+    padded = {**plan, "nodes": plan["nodes"] * (30 * 1024 * 1024 // len(json.dumps(plan["nodes"])) + 1)}
+    plan_path.write_text(json.dumps(padded))
+    assert plan_path.stat().st_size > 30 * 1024 * 1024
+    args = ["install", "--plan", str(plan_path), "--label", "cpu-haswell", "--org", "acme", "--yes"]
+    result = runner.invoke(app, args, env=_host_env(tmp_path, "cpu-haswell", HOSTS["cpu-haswell"]))
+    assert result.exit_code == 2 and "is larger than 24 MiB" in result.stderr, result.output
+    assert result.stderr.count("\n") == 1 and fake_flox() == []
 
 
 def _rollout(tmp_path: Path, plan_path: Path, extra: list[str] = ()) -> subprocess.CompletedProcess:

@@ -143,9 +143,9 @@ def _variant(
     variant = catalog.variant(options.package, request.branch)
     problems = installer.fit_problems(variant, facts, catalog)
     if problems and not options.force:
-        raise BadInput(
-            f"{options.package} does not fit this machine ({'; '.join(problems)}): pass --force to install it anyway"
-        )
+        # --plan refuses --force: its node is told to plan again, never to pass an option the command refuses.
+        remedy = "plan again for this node" if options.assigned_by else "pass --force to install it anyway"
+        raise BadInput(f"{options.package} does not fit this machine ({'; '.join(problems)}): {remedy}")
     return variant
 
 

@@ -15,8 +15,9 @@ from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
 
 SCHEMA = Path(__file__).resolve().with_name("cluster-plan.schema.json")
-# A plan of a million nodes is about 200 MiB; anything larger is no plan pickvariant wrote.
-MAX_PLAN_BYTES = 256 * 1024 * 1024
+# A plan takes about 30 times its size in memory once parsed (885 MB for 30 MB): 24 MiB (about 100,000 nodes, under
+# 800 MB parsed) is the most read; a larger file is refused before it is parsed, naming the bound (issue 51).
+MAX_PLAN_BYTES = 24 * 1024 * 1024
 
 
 @keyword_record
@@ -50,6 +51,8 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         document = strictjson.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise BadInput(f"plan {shown}: not JSON ({error!s:.120})") from None
+    except MemoryError:
+        raise BadInput(f"plan {shown}: too large to read in this machine's memory") from None
     if isinstance(document, dict) and document.get("source") == "wheels":
         raise BadInput(
             f"plan {shown} is a plan of PyTorch's wheels: each node runs the pip command it prints "
