@@ -209,3 +209,30 @@ def test_a_wrong_torch_already_there_is_named_and_kept_without_consent(tmp_path,
     assert f"replaces torch {wrong}" in asked.stdout
     assert asked.stderr.count("\n") == 1 and "--yes" in asked.stderr
     assert _installed(python, "torch") == wrong
+
+
+def test_a_companion_of_another_build_beside_the_chosen_torch_is_not_already_there(tmp_path, chosen) -> None:
+    """torch of the chosen build with torchvision's CPU build beside it (issue 51): the plan replaces torchvision
+    rather than calling the set already there (and skipping verify)."""
+    torchvision = chosen["companions"][0]["version"]
+    build_mirror(
+        tmp_path / "mirror",
+        {
+            chosen["variant"]: [("torch", chosen["torch"]), ("torchvision", f"{torchvision}+{chosen['variant']}")],
+            "cpu": [("torchvision", f"{torchvision}+cpu")],
+        },
+    )
+    python = _fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        for variant, pin in (
+            (chosen["variant"], f"torch=={chosen['torch']}"),
+            ("cpu", f"torchvision=={torchvision}+cpu"),
+        ):
+            subprocess.run(
+                [str(python), "-m", "pip", "install", "--no-deps", pin, "--index-url", f"{url}/{variant}"],
+                env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+            )  # fmt: skip
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, "--with", "torchvision"]
+        dry = _pickvariant([*args, *GTX_1080, "--dry-run", "--format", "json"], _env(tmp_path), tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["already_installed"] is False

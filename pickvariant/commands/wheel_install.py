@@ -82,7 +82,8 @@ def plan_wheel_install(ask: WheelAsk, installer: str | None, env: Mapping[str, s
     index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
     present = environment.installed
     wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
-    already = all(_same(present.get(project), version) for project, version in wanted.items())
+    label = decision.build.local.partition("+")[2]
+    already = all(_same(present.get(project), version, label) for project, version in wanted.items())
     torch = environment.torch
     replaces = torch if torch is not None and torch != decision.build.local else None
     return WheelInstallPlan(
@@ -96,11 +97,15 @@ def plan_wheel_install(ask: WheelAsk, installer: str | None, env: Mapping[str, s
     )
 
 
-def _same(installed: str | None, wanted: str) -> bool:
-    """Is the installed version the one pinned (a companion pinned by its release matches any local label)?"""
+def _same(installed: str | None, wanted: str, label: str) -> bool:
+    """Is the installed version the one pinned? A companion is pinned by its release, and is the same only with the
+    chosen torch's local label (`cu126`; none for PyPI's): torchvision 0.29.1+cpu beside a CUDA torch is not."""
     if installed is None:
         return False
-    return installed == wanted or ("+" not in wanted and installed.split("+", 1)[0] == wanted)
+    if installed == wanted:
+        return True
+    release, _, found_label = installed.partition("+")
+    return "+" not in wanted and release == wanted and found_label == label
 
 
 def plan_lines(plan: WheelInstallPlan) -> list[str]:
