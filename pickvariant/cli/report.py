@@ -63,7 +63,8 @@ def report(
         from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
         from pickvariant.output.wheel_answer import wheel_json, wheel_markdown
 
-        answer = decide_wheel(WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index))
+        asked = WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index)
+        answer = reporter.wheel_report_answer(decide_wheel(asked))
         as_json = format is ReportFormat.json
         typer.echo(json.dumps(wheel_json(answer), indent=2) if as_json else wheel_markdown(answer), nl=as_json)
         return

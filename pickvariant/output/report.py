@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from pickvariant import __version__
+from pickvariant._base.records import replace
 from pickvariant._base.settings import CPUINFO
 from pickvariant._base.text import markdown_code, markdown_text
 from pickvariant._base.urls import without_credentials
@@ -15,6 +16,7 @@ from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decide import Decision
+from pickvariant.rules.decision import WheelAnswer
 from pickvariant.sources.build import Catalog
 from pickvariant.verify.judge import run_probe, variant_mismatches
 
@@ -43,6 +45,27 @@ def _scrub_all(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _scrub_all(item) for key, item in value.items()}
     return value
+
+
+def wheel_report_answer(answer: WheelAnswer) -> WheelAnswer:
+    """The wheel answer as a ticket gets it: no local path (the CPU dump is "a stated CPU dump", the interpreter
+    `python`, named by where it was given, in its facts and in every sentence), the same decision."""
+    facts = replace(answer.facts, sources=_without_paths(dict(answer.facts.sources.items())))
+    environment, decision = answer.environment, answer.decision
+    if environment is not None:
+        path = environment.interpreter
+
+        def said(text: str | None) -> str | None:
+            return text.replace(path, "python") if text is not None else None
+
+        decision = replace(
+            decision,
+            reasons=tuple(text.replace(path, "python") for text in decision.reasons),
+            hints=tuple(text.replace(path, "python") for text in decision.hints),
+            installed_said=said(decision.installed_said),
+        )
+        environment = replace(environment, interpreter="python", locations={}, site="")
+    return replace(answer, facts=facts, environment=environment, decision=decision)
 
 
 def _without_paths(sources: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +107,9 @@ def build(
         installed = {k: probe.get(k) for k in ("torch", "cuda", "arch_list", "cpu_capability")}
         if decision.variant is not None:
             mismatches = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
-    data["installed_torch"] = installed if installed else {"error": problem or "unknown"}
+    # A ticket names no local path: the interpreter probed is `python` (the probe's own sentence names its path).
+    said = (problem or "unknown").replace(" ".join(python), "python") if python else problem or "unknown"
+    data["installed_torch"] = installed if installed else {"error": said}
     data["mismatches"] = mismatches
     record = None if described else last_install()
     # Which recipe (repository and commit, or generated) the last install built or installed.

@@ -146,7 +146,7 @@ def wheel_markdown(answer: WheelAnswer) -> str:
         out += ["**No compatible wheel.**", ""]
     else:
         out += [f"**Recommendation:** {markdown_code(build.local)} from {markdown_code(decision.index_url or '')}", ""]
-        out += ["```sh", " ".join(install_words(answer)), "```", ""]
+        out += ["```sh", visible(" ".join(install_words(answer))), "```", ""]  # a line break would leave the fence
     out += ["## This machine", "", *(f"- {markdown_text(item)}" for item in fact_items(answer.facts, answer.hardware))]
     environment = answer.environment
     if environment is not None:
