@@ -20,6 +20,7 @@ from conftest import cli_runner, cpuinfo_path, generated, require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pickvariant import api
 from pickvariant.cli.main import app
 from pickvariant.sources.flox import buildscript
 from pickvariant.sources.flox.nixeval import Text
@@ -208,9 +209,13 @@ def test_a_fork_hiding_an_export_behind_a_hash_recommends_nothing_from_it(tmp_pa
     synced = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(out)], env={"XDG_CACHE_HOME": str(tmp_path)})
     assert synced.exit_code == 0, synced.output
     assert f"{package}.nix: line" in synced.stderr and "more than one command on a line" in synced.stderr
-    detect = runner.invoke(
-        app,
-        ["detect", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu", "--format", "json"],
-        env={"PICKVARIANT_CATALOG": str(out)},
-    )
+    api.default_catalog.cache_clear()  # detect loads one catalog per process: this test names its own
+    try:
+        detect = runner.invoke(
+            app,
+            ["detect", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu", "--format", "json"],
+            env={"PICKVARIANT_CATALOG": str(out)},
+        )
+    finally:
+        api.default_catalog.cache_clear()
     assert detect.exit_code == 3, detect.output

@@ -236,7 +236,9 @@ def test_report_gives_the_wheel_answer_and_the_environment_for_a_support_ticket(
     ).stdout  # fmt: skip
     expected = _newest("linux-x86_64", lambda b: b.variant == "cu126")
     assert f"**Recommendation:** `{expected.local}`" in markdown
-    assert f"- Python {'.'.join(map(str, sys.version_info[:3]))} at `{sys.executable}`" in markdown
+    # A ticket names no local path: the interpreter is `python` (issue 51).
+    assert f"- Python {'.'.join(map(str, sys.version_info[:3]))} at `python`" in markdown
+    assert sys.executable not in markdown
     assert "## Not chosen" in markdown and "GPU 0 (6.0) has none" in markdown
 
 

@@ -36,20 +36,36 @@ def _raise_sigterm(signum: int, frame: object) -> None:
 
 
 @contextlib.contextmanager
-def stoppable(what: str) -> Iterator[None]:
-    """A block that Ctrl-C or SIGTERM stops with Interrupted or Terminated (exit 130, 143) naming `what` was
-    stopped, rather than ending the process where it stands (SIGTERM's default): its own `finally` clauses run."""
+def terminable() -> Iterator[None]:
+    """A block in which SIGTERM raises (see `stopped`) rather than ending the process where it stands, SIGTERM's
+    default: what the block changed can be put right in its `except` and `finally` clauses."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
     try:
         yield
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted: {what}") from None
-    except _SigTerm:
-        raise Terminated(f"terminated (SIGTERM): {what}") from None
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def stopped(error: BaseException, what: str) -> BaseException:
+    """Ctrl-C or SIGTERM (raised inside `terminable`) as Interrupted or Terminated (exit 130, 143) saying `what`;
+    any other error as it is."""
+    if isinstance(error, KeyboardInterrupt):
+        return Interrupted(f"interrupted: {what}")
+    if isinstance(error, _SigTerm):
+        return Terminated(f"terminated (SIGTERM): {what}")
+    return error
+
+
+@contextlib.contextmanager
+def stoppable(what: str) -> Iterator[None]:
+    """A block that Ctrl-C or SIGTERM stops with Interrupted or Terminated naming `what` was stopped."""
+    with terminable():
+        try:
+            yield
+        except (KeyboardInterrupt, _SigTerm) as error:
+            raise stopped(error, what) from None
 
 
 @record

@@ -6,7 +6,10 @@ reads from elsewhere is read here, and such a constant makes it bad input like a
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time: detect's fast path never loads it
+    from typing import Any
 
 
 def _refuse(constant: str) -> Any:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant, PickVariantError
-from pickvariant._base.proc import Command, run, stoppable
+from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
 from pickvariant._base.records import keyword_record, replace
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.install import envlock, whole
@@ -170,30 +170,32 @@ def _run_kept(
     """The installer run with the environment's distributions kept, and mended after a run that did not finish."""
     site = Path(environment.site)
     projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
-    with envlock.locked(site, on_line):
+    with envlock.locked(site, on_line), terminable():
         there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
         with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
             kept = whole.keep(site)
         try:
             run(command, log, on_line, timeout_s)
         except BaseException as error:
-            said = whole.settle(kept, False, projects)
+            said = "; ".join(whole.settle(kept, False, projects))
+            error = stopped(error, f"{plan.installer} was stopped")
             if isinstance(error, PickVariantError) and said:
-                raise type(error)(f"{error}; the environment: {'; '.join(said)}") from None
-            raise
+                raise type(error)(f"{error}; the environment: {said}") from None
+            raise error from None
         whole.settle(kept, True, projects)
     projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
-    with envlock.locked(site, on_line):
+    with envlock.locked(site, on_line), terminable():
         there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
         with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
             kept = whole.keep(site)
         try:
             run(command, log, on_line, timeout_s)
         except BaseException as error:
-            said = whole.settle(kept, False, projects)
+            said = "; ".join(whole.settle(kept, False, projects))
+            error = stopped(error, f"{plan.installer} was stopped")
             if isinstance(error, PickVariantError) and said:
-                raise type(error)(f"{error}; the environment: {'; '.join(said)}") from None
-            raise
+                raise type(error)(f"{error}; the environment: {said}") from None
+            raise error from None
         whole.settle(kept, True, projects)
 
 

@@ -87,39 +87,49 @@ def _link(source: Path, target: Path) -> None:
 
 def settle(kept: Kept, finished: bool, projects: tuple[str, ...] = ("torch",)) -> list[str]:
     """After the installer: nothing to say where it finished; else what the environment holds of each distribution
-    it changed and of `projects`, each one put back or found whole."""
+    it changed and of `projects`, each one put back or found whole, judged again once mended."""
     with _signals_held():
-        try:
-            return [] if finished else _mend(kept, projects)
-        finally:
+        said = [] if finished else _mend(kept, projects)
+        if not any("could not be put back" in line for line in said):
             shutil.rmtree(kept.folder, ignore_errors=True)
+        return said
 
 
 def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
-    now = {dist.name: dist for dist in installed(kept.site)}
-    whole_now = {name: dist for name, dist in now.items() if whole(kept.site, dist)}
+    found = {dist.name: dist for dist in installed(kept.site)}
+    whole_now = {name: dist for name, dist in found.items() if whole(kept.site, dist)}
     owned = {top for dist in whole_now.values() for top in dist.tops}
     for entry in sorted(_entries(kept.site) - kept.entries - owned):
         _remove(kept.site / entry)  # what the stopped installer wrote that no whole distribution owns
-    for name, was in kept.before.items():
-        if name not in whole_now:
-            for top in was.tops - owned:
-                _remove(kept.site / top)
-            for path, _ in was.files:
-                if (kept.folder / path).is_file():
-                    _link(kept.folder / path, kept.site / path)
-    said: list[str] = []
-    for name in sorted(set(kept.before) | set(now)):
-        old, new = kept.before.get(name), whole_now.get(name)
-        if new is not None and (old is None or old.version != new.version):
-            said.append(f"{new.name} {new.version} is there, complete")
-        elif new is None and old is not None:
-            said.append(f"{old.name} {old.version} is there as it was (put back)")
-        elif new is None:
-            said.append(f"{name}: what the stopped install wrote of {now[name].version} was removed")
-        elif name in projects:
-            said.append(f"{new.name} {new.version} is there as it was")
-    return said
+    restored = [name for name in kept.before if name not in whole_now]
+    for name in restored:
+        was = kept.before[name]
+        for top in was.tops - owned:
+            _remove(kept.site / top)
+        for path, _ in was.files:
+            if (kept.folder / path).is_file():
+                _link(kept.folder / path, kept.site / path)
+    final = {dist.name: dist for dist in installed(kept.site) if whole(kept.site, dist)}
+    return [
+        line
+        for name in sorted(set(kept.before) | set(final) | set(found))
+        if (line := _state(name, kept.before.get(name), final.get(name), name in restored, name in projects, kept))
+    ]
+
+
+def _state(
+    name: str, old: Distribution | None, now: Distribution | None, restored: bool, asked: bool, kept: Kept
+) -> str | None:
+    """One distribution's state once mended, as said to the user; None where nothing about it is worth saying."""
+    if now is None:
+        if old is None:
+            return f"{name}: what the stopped install wrote of it was removed"
+        return f"{old.name} {old.version} could not be put back: its files are kept in {kept.folder}"
+    if old is None or old.version != now.version:
+        return f"{now.name} {now.version} is there, complete"
+    if restored:
+        return f"{now.name} {now.version} is there as it was (put back)"
+    return f"{now.name} {now.version} is there as it was" if asked else None
 
 
 def _remove(path: Path) -> None:
