@@ -1774,3 +1774,177 @@ def _(ctx: Ctx) -> int:
     assert "input lines that are not verify lines (4)" in result.stdout and "\x1b" not in result.stdout
     assert "proven (1) [n1]" in result.stdout
     return result.exit_code
+
+
+# --- issue 51: a build script read as bash reads it, a whole install, no credential shown, a line from its node ---
+
+
+@row("build-script-as-bash")
+def _(ctx: Ctx) -> int:
+    """`echo "x"#; export CXXFLAGS=…` runs the export in bash: the recipe is left out (tests/test_build_scripts.py)."""
+    import test_build_scripts
+
+    (ctx.tmp / "bash").mkdir()
+    test_build_scripts.test_a_fork_hiding_an_export_behind_a_hash_recommends_nothing_from_it(ctx.tmp / "bash")
+    forged = test_build_scripts.HOSTILE["a line separator (U+2028)"]
+    refused = test_build_scripts._read(forged)
+    assert "U+2028" in str(refused.what)  # type: ignore[union-attr]
+    return 0
+
+
+@row("recipe-patch")
+def _(ctx: Ctx) -> int:
+    """A local patch adding -mavx512f to CMakeLists.txt, a fetchpatch of an unknown hash: left out
+    (tests/test_recipe_proof.py)."""
+    import test_recipe_proof as proof
+
+    forked = proof._with_patches("./cmake-flags.patch")
+    files = {
+        f"{proof.AVX2}.nix": forked,
+        "cmake-flags.patch": proof._ADDS_AVX512,
+        f"{proof.SM90}.nix": proof.HONEST_SM90,
+    }
+    _, _, rows, stderr = proof._sync(ctx.tmp / "patch", files)
+    assert rows == {proof.SM90} and "it applies ./cmake-flags.patch, whose line" in stderr
+    return 0
+
+
+@row("wheel-index-credentials")
+def _(ctx: Ctx) -> int:
+    """`--wheel-index https://user:SECRET@host/whl`: no output names the secret (tests/test_credentials.py)."""
+    root = "https://deploy:SECRET@wheels.example.invalid/whl"
+    machine = ["--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "580.95.05"]
+    codes = set()
+    for args in (
+        ["detect", "--source", "wheels"],
+        ["report", "--source", "wheels"],
+        ["detect", "--source", "wheels", "--format", "json"],
+    ):
+        result = ctx.cli(*args, "--wheel-index", root, *machine)
+        assert "SECRET" not in result.output and "wheels.example.invalid" in result.stdout
+        codes.add(result.exit_code)
+    (code,) = codes
+    return code
+
+
+@row("wheel-index-query")
+def _(ctx: Ctx) -> int:
+    result = ctx.cli("detect", "--source", "wheels", "--wheel-index", "https://host/whl?token=T", "--no-gpu")
+    assert (
+        "--wheel-index" in result.stderr and "query or a fragment" in result.stderr and "token=T" not in result.stderr
+    )
+    return result.exit_code
+
+
+@row("wheel-install-stopped")
+def _(ctx: Ctx) -> int:
+    """Ctrl-C while pip replaces torch (its old files just removed): the old torch is put back whole, and said
+    (tests/test_install_whole.py stops it at every moment, with SIGTERM and --timeout too)."""
+    import signal as signals
+
+    import test_install_whole as whole
+    from wheel_mirror import build_mirror, served
+
+    python = whole._fresh_venv(ctx.tmp / "venv")
+    detect = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", str(python), *whole.GTX_1080)
+    chosen = json.loads(detect.stdout)["recommendation"]
+    old = f"{chosen['release']}+cu130"
+    build_mirror(ctx.tmp / "mirror", {chosen["variant"]: [("torch", chosen["torch"])], "cu130": [("torch", old)]}, 2000)
+    with served(ctx.tmp / "mirror") as url:
+        whole._put_back(python, url, old, ctx.tmp)
+        done = whole._run_until(python, url, ctx.tmp, "old torch removed", signals.SIGINT)
+    assert whole._assert_whole(python, old, chosen["torch"], done) in (old, chosen["torch"])
+    return done.returncode
+
+
+@row("ctrl-c-at-start")
+def _(ctx: Ctx) -> int:
+    """Ctrl-C at any moment of a command's start: one line and 130 (or the interpreter's own start, before pickvariant's
+    first line, which is Python's), never a traceback through pickvariant's code."""
+    codes = set()
+    for step in range(24):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pickvariant", "detect", "--cpuinfo", str(HASWELL), "--no-gpu"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_shell,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        time.sleep(step * 0.0125)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        frames = re.findall(r'File "([^"]+)"', err)
+        assert not [frame for frame in frames if "pickvariant" in frame], err
+        if process.returncode == 130:
+            assert err == "pickvariant: interrupted\n", err
+        codes.add(process.returncode)
+    assert 130 in codes, codes  # some Ctrl-C landed in pickvariant's own start
+    return 130
+
+
+@row("fleet-line-of-another-node")
+def _(ctx: Ctx) -> int:
+    """n2's result file holds a passing line labelled n1 beside n1's own failed one: n1 stays failed."""
+    plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--no-gpu")
+    document = json.loads(plan.read_text())
+    document["nodes"].append({**document["nodes"][0], "label": "n2"})
+    plan.write_text(json.dumps(document))
+    node = document["nodes"][0]
+    good = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
+    good.update(package=node["package"], branch=node["branch"])
+    (ctx.tmp / "results").mkdir()
+    ctx.dump("results/n1.json", json.dumps({**good, "label": "n1", "passed": False, "reasons": ["x"]}) + "\n")
+    ctx.dump("results/n2.json", json.dumps({**good, "label": "n2"}) + "\n" + json.dumps({**good, "label": "n1"}))
+    result = ctx.cli("fleet", str(plan), str(ctx.tmp / "results"), "--format", "json")
+    found = {n["label"]: n["status"] for n in json.loads(result.stdout)["nodes"]}
+    assert found == {"n1": "failed", "n2": "proven"}
+    return result.exit_code
+
+
+@row("json-non-finite")
+def _(ctx: Ctx) -> int:
+    """A verify line whose figure is NaN or Infinity: a bad line (no JSON has them), the output strict JSON."""
+    plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--no-gpu")
+    node = json.loads(plan.read_text())["nodes"][0]
+    good = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
+    good.update(label="n1", package=node["package"], branch=node["branch"])
+    line = json.dumps(good).replace('"tflops": ', '"tflops": NaN, "x": ', 1)
+    result = ctx.cli("fleet", str(plan), str(ctx.dump("r.jsonl", line + "\n")), "--format", "json")
+    found = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(c))
+    assert found["input"]["bad_lines"] == 1 and found["nodes"][0]["status"] == "missing"
+    return result.exit_code
+
+
+@row("python-by-name")
+def _(ctx: Ctx) -> int:
+    """`--python python3` with a ./python3 planted in the working directory: the PATH's is read and named; the planted
+    one never runs."""
+    marker = ctx.tmp / "ran"
+    planted = ctx.dump("python3", f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    planted.chmod(0o755)
+    bin_dir = ctx.tmp / "path-bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    ctx.monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", "python3", "--no-gpu",
+                     "--cpuinfo", str(HASWELL))  # fmt: skip
+    assert json.loads(result.stdout)["environment"]["interpreter"] == str(bin_dir / "python3")
+    assert not marker.exists()
+    return result.exit_code
+
+
+@row("plan-too-large")
+def _(ctx: Ctx) -> int:
+    plan = ctx.dump("plan.json", b"{" + b" " * (25 * 1024 * 1024) + b"}")
+    result = ctx.cli("install", "--plan", str(plan), "--label", "n1", "--org", "acme", "--yes")
+    assert "larger than 24 MiB" in result.stderr and ctx.flox_calls() == []
+    return result.exit_code
+
+
+@row("sync-pair-disk-full")
+def _(ctx: Ctx) -> int:
+    """`catalog sync -o` onto a disk that fills (a file-size limit): neither file of the pair is replaced
+    (tests/test_sync.py)."""
+    import test_sync
+
+    (ctx.tmp / "sync").mkdir()
+    test_sync.test_sync_onto_a_disk_that_fills_replaces_neither_file_of_the_pair(ctx.tmp / "sync")
+    return 1

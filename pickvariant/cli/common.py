@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 import typer
 
 from pickvariant import api
+from pickvariant._base import interrupts
 from pickvariant._base.errors import PickVariantError
 from pickvariant._base.request import Request
 from pickvariant.cli import console
@@ -67,7 +68,8 @@ def exits_on_error(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with interrupts.raising():
+                return command(*args, **kwargs)
         except (PickVariantError, KeyboardInterrupt, OSError) as error:
             ending = console.exit_for(error)
             if ending is None:
