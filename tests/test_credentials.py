@@ -105,5 +105,9 @@ def test_pip_installs_from_an_index_given_with_credentials_and_nothing_shows_the
     assert SECRET not in done.stdout + done.stderr
     logs = list(Path(tmp_path).glob("pickvariant-wheels-*.log"))
     assert logs and all(SECRET not in log.read_text() for log in logs)
+    # The installer ran once: one command in the log, nothing found "already satisfied" by a second run.
+    assert [line for log in logs for line in log.read_text().splitlines() if line.startswith("$ ")] != []
+    assert sum(line.startswith("$ ") for log in logs for line in log.read_text().splitlines()) == 1
+    assert "Requirement already satisfied: torch" not in done.stderr
     assert f"PIP_INDEX_URL={url}/{chosen['variant']}" in done.stdout
     assert os.environ.get("PIP_INDEX_URL") is None or SECRET not in os.environ["PIP_INDEX_URL"]

@@ -102,7 +102,7 @@ def _run_until(python: Path, url: str, tmp_path: Path, moment: str, sig: int) ->
 
 def _assert_whole(python: Path, old: str, new: str, done: subprocess.CompletedProcess[str]) -> str:
     state = _torch_state(python)
-    assert state is not None, (done.stderr, sorted(p.name for p in _site(python).iterdir()))
+    assert state is not None, f"{done.stderr}\nsite-packages: {sorted(p.name for p in _site(python).iterdir())}"
     assert state["version"] in (old, new) and not state["missing"], (state, done.stderr)
     assert state["files"] > PADDING
     leftovers = [p.name for p in _site(python).iterdir() if p.name.startswith(("~", ".pickvariant-"))]

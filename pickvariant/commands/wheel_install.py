@@ -172,26 +172,13 @@ def _run_kept(
     projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
     with envlock.locked(site, on_line), terminable():
         there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
-        with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
-            kept = whole.keep(site)
+        kept = None
         try:
+            with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
+                kept = whole.keep(site)
             run(command, log, on_line, timeout_s)
         except BaseException as error:
-            said = "; ".join(whole.settle(kept, False, projects))
-            error = stopped(error, f"{plan.installer} was stopped")
-            if isinstance(error, PickVariantError) and said:
-                raise type(error)(f"{error}; the environment: {said}") from None
-            raise error from None
-        whole.settle(kept, True, projects)
-    projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
-    with envlock.locked(site, on_line), terminable():
-        there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
-        with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
-            kept = whole.keep(site)
-        try:
-            run(command, log, on_line, timeout_s)
-        except BaseException as error:
-            said = "; ".join(whole.settle(kept, False, projects))
+            said = "; ".join(whole.settle(kept, False, projects)) if kept is not None else ""
             error = stopped(error, f"{plan.installer} was stopped")
             if isinstance(error, PickVariantError) and said:
                 raise type(error)(f"{error}; the environment: {said}") from None

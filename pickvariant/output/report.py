@@ -108,7 +108,10 @@ def build(
         if decision.variant is not None:
             mismatches = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
     # A ticket names no local path: the interpreter probed is `python` (the probe's own sentence names its path).
-    said = (problem or "unknown").replace(" ".join(python), "python") if python else problem or "unknown"
+    shown = " ".join(python)
+    said = problem or "unknown"
+    if python and os.sep in shown:
+        said = said.replace(shown, "python")
     data["installed_torch"] = installed if installed else {"error": said}
     data["mismatches"] = mismatches
     record = None if described else last_install()
