@@ -51,3 +51,13 @@ def test_a_path_in_a_markdown_code_fence_cannot_leave_it(hostile) -> None:
     assert lines[opened + 2] == "```" and "\x1b" not in result.stdout
     prose = [re.sub(r"`[^`]*`", "", line) for line in lines[:opened] + lines[opened + 3 :]]  # code spans show as typed
     assert not [line for line in prose if "<img" in line or re.search(r"(?<!\\)\]\(evil", line)]
+
+
+def test_the_install_plan_shows_an_interpreters_path_with_its_control_characters_escaped(hostile) -> None:
+    cpuinfo, python = hostile
+    args = ["install", "--source", "wheels", "--dry-run", "--cpuinfo", str(cpuinfo), "--python", str(python)]
+    result = runner.invoke(app, [*args, "--gpu", "9.0", "--driver", "580.95.05"])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout
+    plan = next(line for line in result.stdout.splitlines() if line.startswith("Plan: install"))
+    assert "tickets\\n[click]" in plan  # the line break shown as \n: the path stays on the plan's line

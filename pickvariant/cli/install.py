@@ -13,6 +13,7 @@ import typer
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
+from pickvariant._base.text import visible
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
@@ -311,7 +312,7 @@ def _install_wheels(
     if as_json:
         typer.echo(json.dumps(wheel_install.plan_json(plan), indent=2))
         return
-    typer.echo("\n".join(wheel_install.plan_lines(plan)))
+    typer.echo("\n".join(visible(line) for line in wheel_install.plan_lines(plan)))
     if dry_run or plan.already:
         typer.echo("Dry run: nothing was run." if dry_run else "Nothing to do.")
         return
@@ -319,9 +320,8 @@ def _install_wheels(
         typer.echo("Nothing was done.")
         raise typer.Exit(0)
     log = wheel_install.carry_out(plan, lambda line: typer.echo(line, err=True), timeout_s)
-    typer.echo(
-        f"Done: {plan.answer.decision.build.local if plan.answer.decision.build else ''} installed for {plan.interpreter}; log: {log}"
-    )
+    installed = plan.answer.decision.build.local if plan.answer.decision.build else ""
+    typer.echo(visible(f"Done: {installed} installed for {plan.interpreter}; log: {log}"))
     if no_verify:
         typer.echo("Verify: skipped (--no-verify)")
         return
