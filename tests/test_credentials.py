@@ -94,7 +94,7 @@ def test_pip_installs_from_an_index_given_with_credentials_and_nothing_shows_the
     python = _fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         root = url.replace("http://", f"http://deploy:{SECRET}@")
-        env = {**_env(tmp_path), "TMPDIR": str(tmp_path)}
+        env = _env(tmp_path)
         done = _pickvariant(
             ["install", "--source", "wheels", "--python", str(python), "--wheel-index", root, *GTX_1080, "--yes",
              "--no-verify"],

@@ -36,11 +36,6 @@ print(json.dumps({"version": dist.version, "missing": missing[:5], "files": len(
 """
 
 
-def _quiet_env(tmp_path: Path) -> dict[str, str]:
-    """The installers' environment, with pickvariant's install log kept in the test's folder."""
-    return {**_env(tmp_path), "TMPDIR": str(tmp_path)}
-
-
 def _torch_state(python: Path) -> dict | None:
     out = subprocess.run([str(python), "-c", _WHOLE], capture_output=True, text=True, check=True, timeout=120)
     return json.loads(out.stdout)
@@ -84,7 +79,7 @@ def _run_until(python: Path, url: str, tmp_path: Path, moment: str, sig: int) ->
     old_dist_info = next(site.glob("torch-*.dist-info"))
     argv = [sys.executable, "-m", "pickvariant", "install", "--source", "wheels", "--python", str(python)]
     argv += ["--wheel-index", url, *GTX_1080, "--yes", "--no-verify"]
-    env = {**_quiet_env(tmp_path), "PYTHONPATH": str(REPO)}
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = {
         "pip starts": lambda: any(site.glob(".pickvariant-kept-*")),
@@ -136,7 +131,7 @@ def test_an_install_past_its_timeout_leaves_the_environment_whole(stage, tmp_pat
     done = _pickvariant(
         ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes",
          "--no-verify", "--timeout", seconds],
-        _quiet_env(tmp_path), tmp_path,
+        _env(tmp_path), tmp_path,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr

@@ -52,6 +52,10 @@ def _host_env(tmp_path: Path, label: str, facts: tuple) -> dict[str, str]:
         "PICKVARIANT_GPU": ",".join(gpus) or "none",
         "PICKVARIANT_DRIVER": driver or "",
         "XDG_CACHE_HOME": str(tmp_path / "hosts" / label / "cache"),  # each host remembers its own last install
+        # The hosts share this machine's CPU but state others (a Sapphire Rapids among them): torch is asked for the
+        # AVX2 kernels every x86_64 test machine runs, and verify reads that as the environment's choice, so the
+        # verdicts are the same on a CPU with AVX-512 and on one without.
+        "ATEN_CPU_CAPABILITY": "avx2",
         **{name: os.environ[name] for name in os.environ if name.startswith("FAKE_FLOX_")},
     }
 

@@ -29,6 +29,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         UV_CACHE_DIR=str(tmp_path / "uv-cache"),
         UV_NO_CONFIG="1",
         UV_PYTHON_DOWNLOADS="never",
+        TMPDIR=str(tmp_path),  # pickvariant's install log and the installers' own temporary files stay in the test's
         **extra,
     )
     return env

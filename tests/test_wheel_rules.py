@@ -5,16 +5,18 @@ the shipped wheel catalog rather than written down: the newest torch with a cu12
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cpuinfo_path
+from conftest import REPO, cli_runner, cpuinfo_path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_driver_version, version_key
+from pickvariant.cli.main import app
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json
 from pickvariant.rules.wheel_pick import pick_wheel
@@ -22,6 +24,7 @@ from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog
 from pickvariant.sources.wheels.load import load_wheel_catalog
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
+runner = cli_runner()
 GRACE = cpuinfo_path("linux-rhel9-neoverse_v2")
 WHEELS = load_wheel_catalog()
 
@@ -257,3 +260,22 @@ def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
     covers = any(c.major == 9 for c in release.sass) if gpu == "9.0" else any(c.major == 6 for c in release.sass)
     assert environment["torch_runs_here"] == ("yes" if covers else "no") == fits
     assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.local}) in this environment")
+
+
+@pytest.mark.parametrize("driver", ["590.10", "470.256.02"])
+def test_a_pascal_card_is_told_the_driver_window_both_sources_tell_it(driver: str) -> None:
+    """A GTX 1080 on a driver newer than R580 (the last branch that drives Pascal) or older than CUDA 12.6's floor:
+    both sources name the same ceiling; the wheel hint never names a floor the driver already passes (issue 52's
+    false sentence, "a driver >= 525.60.13 would run …" to a 590.10 driver)."""
+    machine = ["--gpu", "6.1", "--driver", driver, "--cpuinfo", str(HASWELL)]
+    flox = runner.invoke(app, ["detect", *machine])
+    wheels = runner.invoke(app, ["detect", "--source", "wheels", *machine])
+    assert flox.exit_code == wheels.exit_code == 3
+    ceiling = re.search(r"a driver of branch (R\d+) or older", flox.stderr)
+    if driver == "590.10":  # newer than the last branch that drives Pascal: both name that branch
+        assert ceiling, flox.stderr
+        assert f"a driver of branch {ceiling.group(1)} or older, >= " in wheels.stderr, wheels.stderr
+        assert not re.search(r"a driver >= [0-9.]+ would run", wheels.stderr)
+    else:  # too old: both name the floor alone
+        assert ceiling is None and "or older" not in wheels.stderr
+        assert re.search(r"a driver >= 525\.60\.13 would run torch", wheels.stderr), wheels.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pickvariant._base.versions import DriverVersion
-from pickvariant.machine.gpu import GpuFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
 from pickvariant.rules.wheel_stages import newest_first
@@ -19,6 +19,7 @@ def hints_for_nothing(
     hardware: Catalog,
     verdicts: Mapping[WheelBuild, Rejection | None],
     passed_over: Mapping[WheelBuild, tuple[str, ...]],
+    driver: DriverFacts | None = None,
 ) -> tuple[str, ...]:
     hints = []
     if passed_over:
@@ -29,8 +30,12 @@ def hints_for_nothing(
         if verdict is not None:
             refused.setdefault(f"{verdict.kind}/{dict(verdict.facts).get('cause', '')}", []).append(build)
     by_driver = refused.get(f"{Kind.DRIVER}/wheel", [])
+    last = _last_branch(decision.targets, hardware)
+    given = driver.version if driver is not None else None
+    # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
+    last = last if last is not None and given is not None and given.parts[0] > last else None
     for build, floor, gpus_need in _driver_choices(by_driver, decision.targets, hardware):
-        hints.append(said.driver_would_allow(build.local, str(floor), gpus_need))
+        hints.append(said.driver_would_allow(build.local, str(floor), gpus_need, last))
     by_python = refused.get(f"{Kind.NOT_BUILT}/python_tag", [])
     if by_python:
         hints.append(said.other_python(by_python[0].local, ", ".join(by_python[0].python)))
@@ -50,6 +55,16 @@ def _driver_choices(
     lowest = min(floor for _, floor, _ in needs)
     cheapest = next(need for need in needs if need[1] == lowest)
     return [cheapest] if cheapest is needs[0] or needs[0][1] == lowest else [cheapest, needs[0]]
+
+
+def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Catalog) -> int | None:
+    """The last driver branch that drives every GPU here (R580 for a Pascal card), None where no GPU has one: a
+    driver newer than it drives none of them, so a hint that names a floor names this ceiling too."""
+    archs = [hardware.arch_of(gpu.compute_capability) for gpu in gpus]
+    return min(
+        (arch.drivers.last_branch for arch in archs if arch is not None and arch.drivers and arch.drivers.last_branch),
+        default=None,
+    )
 
 
 def _driver_needed(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog) -> tuple[DriverVersion, str]:

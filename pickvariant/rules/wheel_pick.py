@@ -199,7 +199,7 @@ def _nothing_fits(
     reasons += _left_out_newer(wheels, decision.platform or "", None)
     if decision.installed_said:
         reasons.append(decision.installed_said)
-    hints = hints_for_nothing(decision, hardware, verdicts, passed_over)
+    hints = hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver)
     nearest = next(
         (r for kind in _NEAREST_KINDS for r in decision.rejected if r.kind == kind and r.subject[0] == "wheel_variant"),
         None,

@@ -176,9 +176,12 @@ def installed_is_chosen(local: str) -> str:
 # Hints: what would help when nothing fits.
 
 
-def driver_would_allow(local: str, floor: str, gpus_need: str) -> str:
+def driver_would_allow(local: str, floor: str, gpus_need: str, last_branch: int | None = None) -> str:
+    """The driver that would run `local`: at least its floor and, where a GPU here has a last driver branch (a
+    Pascal card: R580), no newer than that branch, as the recipe answer says it."""
     need = f" that also drives every GPU here ({gpus_need})" if gpus_need else ""
-    return f"a driver >= {floor}{need} would run torch {local}"
+    within = f"of branch R{last_branch} or older, " if last_branch is not None else ""
+    return f"a driver {within}>= {floor}{need} would run torch {local}"
 
 
 def no_gpu_wheel() -> str:
