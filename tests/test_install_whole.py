@@ -1,6 +1,6 @@
 """An install is whole or not at all (issue 51): the real pip, stopped at several moments, never leaves half a torch.
 
-A virtual environment holds a torch of 4,000 files (from a mirror on 127.0.0.1, tests/wheel_mirror.py);
+A virtual environment holds a torch of 2,500 files (from a mirror on 127.0.0.1, tests/wheel_mirror.py);
 `pickvariant install --source wheels --yes` replaces it with the chosen build and is stopped by Ctrl-C (SIGINT) or
 SIGTERM at a moment seen in the environment itself (pip about to start, the old torch just removed by pip, the new
 one being written), or by `--timeout`. Whatever the moment, the environment's torch afterwards is the old one or
@@ -23,7 +23,7 @@ from conftest import REPO
 from test_wheel_install import GTX_1080, _env, _fresh_venv, _pickvariant
 from wheel_mirror import build_mirror, served
 
-PADDING = 4000
+PADDING = 2500
 _WHOLE = """\
 import importlib.metadata as m, json, os
 try:
@@ -46,9 +46,11 @@ def _site(python: Path) -> Path:
     return Path(subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip())
 
 
-@pytest.fixture
-def stage(tmp_path: Path):
-    """A chosen torch and an old one (4,000 files each) served from 127.0.0.1, and a venv holding the old one."""
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory):
+    """A chosen torch and an old one (thousands of files each) served from 127.0.0.1, and a venv for them; each test
+    puts the old torch back first. One for the module: a venv with pip and the wheels take seconds to make."""
+    tmp_path = tmp_path_factory.mktemp("stage")
     python_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     detect = _pickvariant(
         ["detect", "--source", "wheels", "--format", "json", "--python-version", python_version, *GTX_1080],

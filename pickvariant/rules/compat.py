@@ -14,6 +14,7 @@ from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_d
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat_wording as wording
+from pickvariant.rules.kernels import machine_code_runs_on
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch
 
@@ -30,22 +31,6 @@ TEGRA_CUDA_UNKNOWN = wording.TEGRA_CUDA_UNKNOWN
 def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
     """None when the architecture's sm_XY machine code runs on `capability`, else why not (CUDA binary compatibility)."""
     return machine_code_runs_on(arch.compute_capability, capability, catalog)
-
-
-def machine_code_runs_on(built: ComputeCapability, capability: ComputeCapability, catalog: Catalog) -> str | None:
-    """None when sm_XY machine code built for `built` runs on a GPU of `capability`, else why not.
-
-    `built` need not be an architecture of the catalog (verify reads a torch's whole arch list)."""
-    if built.major != capability.major:
-        return wording.kernels_other_major(built, capability)
-    device_tegra = catalog.is_tegra(capability)
-    if catalog.is_tegra(built) or device_tegra:
-        if built != capability:
-            return wording.kernels_across_tegra(built, capability, device_tegra)
-        return None
-    if built.minor > capability.minor:
-        return wording.kernels_newer_than(built, capability)
-    return None
 
 
 def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[str]:

@@ -168,6 +168,8 @@ def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: C
         kind, capability = how
         sentence = said.sass_covers if kind == "sass" else said.ptx_covers
         found.append(sentence(gpu.index, gpu.compute_capability, capability))
+        if kind == "sass" and hardware.is_tegra(gpu.compute_capability) and not hardware.is_tegra(capability):
+            found[-1] += said.unified(build.cuda or "")
     return found
 
 

@@ -16,8 +16,8 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
-from pickvariant.rules import wording
-from pickvariant.rules.compat import driver_refusal, machine_code_runs_on
+from pickvariant.rules import kernels, wording
+from pickvariant.rules.compat import driver_refusal
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import WheelBuild
@@ -47,19 +47,8 @@ def check_pins(options: Request, builds: Sequence[WheelBuild]) -> None:
 def coverage(
     build: WheelBuild, capability: ComputeCapability, hardware: Catalog
 ) -> tuple[str, ComputeCapability] | None:
-    """How the build's kernels run on a GPU of `capability`: ("sass", the architecture) or ("ptx", the PTX the driver
-    compiles), else None. The highest SASS that runs is named; PTX only where no SASS runs."""
-    for sass in sorted(build.sass, key=_capability_key, reverse=True):
-        if machine_code_runs_on(sass, capability, hardware) is None:
-            return "sass", sass
-    for ptx in sorted(build.ptx, key=_capability_key, reverse=True):
-        if _capability_key(ptx) <= _capability_key(capability):
-            return "ptx", ptx
-    return None
-
-
-def _capability_key(capability: ComputeCapability) -> tuple[int, int]:
-    return capability.major, capability.minor
+    """How the build's kernels run on a GPU of `capability`: the one rule (rules/kernels.py), with its CUDA line."""
+    return kernels.coverage(build.sass, build.ptx, capability, hardware, build.cuda)
 
 
 def judge(

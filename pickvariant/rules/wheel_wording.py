@@ -93,6 +93,13 @@ def sass_covers(gpu: int, capability: object, sass: object) -> str:
     return f"GPU {gpu} ({capability}) runs its SASS (machine code) for {same}"
 
 
+def unified(cuda: str) -> str:
+    return (
+        f" (a CUDA {cuda} build: CUDA 13.2 lets code built for a discrete GPU run on a Jetson of the same major, "
+        "as torch's own DEVICE_REQUIREMENT_POST_JETSON_SBSA_UNIFICATION says)"
+    )
+
+
 def ptx_covers(gpu: int, capability: object, ptx: object) -> str:
     return (
         f"GPU {gpu} ({capability}) has no SASS in it: the driver JIT-compiles its compute_{ptx} PTX when a process "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,12 +12,12 @@ from pickvariant._base import strictjson
 from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
-from pickvariant._base.versions import ComputeCapability, release_numbers
+from pickvariant._base.versions import release_numbers
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import cuda_visible_count
-from pickvariant.rules.compat import machine_code_runs_on, usable_isas
-from pickvariant.rules.wheel_wording import installed_lacks
+from pickvariant.rules.compat import usable_isas
 from pickvariant.sources.build import Catalog, Variant
+from pickvariant.verify.devices import arch_capabilities, judge_devices
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
 PROBE_RESULT_SCHEMA = PROBE.with_name("probe-result.schema.json")
@@ -38,7 +37,6 @@ MIN_TIMED_S = 1e-3
 SLOW_PERCENT_OF_PEAK = 50.0
 # The probe prints one JSON line of a few KiB; anything near this is some other program.
 MAX_PROBE_OUTPUT = 4 * 1024 * 1024
-_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
 
 
 @keyword_record
@@ -101,15 +99,6 @@ def run_probe(
     return result, None
 
 
-def _arch_capabilities(arch_list: list[str]) -> list[tuple[str, ComputeCapability]]:
-    found = []
-    for entry in arch_list:
-        match = _ARCH.match(entry)
-        if match:
-            found.append((match.group(1), ComputeCapability(int(match.group(2)), int(match.group(3)))))
-    return found
-
-
 def expected_capability(catalog: Catalog, facts: HostFacts, variant: Variant | None) -> str | None:
     """The CPU dispatch level torch should pick: the variant's, else the best this CPU can run."""
     order = catalog.torch_capability_order
@@ -145,7 +134,7 @@ def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Va
     reasons = [f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}"]
     _judge_visibility(probe, facts, failures, reasons)
     labels = gpu_labels(probe, facts)
-    _judge_devices(probe, catalog, labels, _nvml_indexes(probe, facts), failures, reasons)
+    judge_devices(probe, catalog, labels, _nvml_indexes(probe, facts), failures, reasons)
     _judge_dispatch(probe, catalog, facts, variant, failures, reasons)
     gpu_build = bool(probe.get("cuda")) and bool(probe.get("devices"))
     if gpu_build and probe.get("cudnn") is None:
@@ -193,36 +182,6 @@ def _judge_visibility(probe: dict[str, Any], facts: HostFacts, failures: list[st
         reasons.append(
             f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r}: the probe saw {visible} of {len(facts.gpus)} GPUs; the others were not checked"
         )
-
-
-def _judge_devices(
-    probe: dict[str, Any],
-    catalog: Catalog,
-    labels: dict[str, str],
-    nvml_index: dict[int, int],
-    failures: list[str],
-    reasons: list[str],
-) -> None:
-    """Each GPU the probe saw: does the build carry machine code that runs there, and did a kernel run."""
-    kernels = _arch_capabilities(probe.get("arch_list", []))
-    cubins = [cap for kind, cap in kernels if kind == "sm"]
-    for device in probe.get("devices", []):
-        capability = ComputeCapability(*device["capability"])
-        label = labels[f"cuda:{device['index']}"]
-        runnable = [cap for cap in cubins if machine_code_runs_on(cap, capability, catalog) is None]
-        if not runnable:
-            # Worded as detect --source wheels words the torch in an environment, so a ticket reads one sentence.
-            lacks = installed_lacks(
-                str(probe.get("torch", "?")), nvml_index.get(device["index"], device["index"]), capability
-            )
-            arch_list = ", ".join(probe["arch_list"]) or "empty"
-            failures.append(
-                f"{lacks} ({label}): its arch list is {arch_list}, so CUDA says 'no kernel image is available'"
-            )
-        elif device.get("kernel_ran") is False:
-            failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
-        else:
-            reasons.append(f"{label}, {capability}: kernels for {', '.join(str(c) for c in runnable)} run there")
 
 
 def _judge_dispatch(
@@ -428,7 +387,7 @@ def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog
     if variant.gpu_arch is not None and variant.gpu_arch in catalog.gpu_archs:
         wanted = catalog.gpu_archs[variant.gpu_arch].compute_capability
         arch_list = probe.get("arch_list") or []
-        if not any(kind == "sm" and capability == wanted for kind, capability in _arch_capabilities(arch_list)):
+        if not any(kind == "sm" and capability == wanted for kind, capability in arch_capabilities(arch_list)):
             problems.append(
                 f"arch list {', '.join(arch_list) or 'empty'} has no sm_{wanted.major}{wanted.minor} kernels, the variant's GPU target"
             )

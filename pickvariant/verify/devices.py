@@ -1,0 +1,63 @@
+"""Each GPU the probe saw, judged by the one kernel rule (rules/kernels.py): does the build carry SASS that runs
+there, or PTX its driver compiles, and did a kernel run."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pickvariant._base.versions import ComputeCapability
+from pickvariant.rules import kernels
+from pickvariant.rules.wheel_wording import installed_lacks
+from pickvariant.sources.build import Catalog
+
+_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
+
+
+def arch_capabilities(arch_list: list[str]) -> list[tuple[str, ComputeCapability]]:
+    found = []
+    for entry in arch_list:
+        match = _ARCH.match(entry)
+        if match:
+            found.append((match.group(1), ComputeCapability(int(match.group(2)), int(match.group(3)))))
+    return found
+
+
+def judge_devices(
+    probe: dict[str, Any],
+    catalog: Catalog,
+    labels: dict[str, str],
+    nvml_index: dict[int, int],
+    failures: list[str],
+    reasons: list[str],
+) -> None:
+    """Each GPU the probe saw: does the build carry machine code that runs there, and did a kernel run."""
+    built = arch_capabilities(probe.get("arch_list", []))
+    cubins = [cap for kind, cap in built if kind == "sm"]
+    ptx = [cap for kind, cap in built if kind == "compute"]
+    cuda = probe.get("cuda")
+    for device in probe.get("devices", []):
+        capability = ComputeCapability(*device["capability"])
+        label = labels[f"cuda:{device['index']}"]
+        # The one kernel rule (rules/kernels.py): SASS first, then PTX through the driver's JIT.
+        runnable = [cap for cap in cubins if kernels.sass_runs_on(cap, capability, catalog, cuda) is None]
+        found = kernels.coverage(cubins, ptx, capability, catalog, cuda)
+        if found is not None and found[0] == "ptx":
+            reasons.append(
+                f"{label}, {capability}: no SASS runs there; the driver compiles its compute_"
+                f"{found[1].major}{found[1].minor} PTX at first start"
+            )
+            continue
+        if not runnable:
+            # Worded as detect --source wheels words the torch in an environment, so a ticket reads one sentence.
+            lacks = installed_lacks(
+                str(probe.get("torch", "?")), nvml_index.get(device["index"], device["index"]), capability
+            )
+            arch_list = ", ".join(probe["arch_list"]) or "empty"
+            failures.append(
+                f"{lacks} ({label}): its arch list is {arch_list}, so CUDA says 'no kernel image is available'"
+            )
+        elif device.get("kernel_ran") is False:
+            failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
+        else:
+            reasons.append(f"{label}, {capability}: kernels for {', '.join(str(c) for c in runnable)} run there")
