@@ -99,14 +99,29 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
     assert TEMPLATES_DIR.resolve() == (REPO / "recipes").resolve()
 
 
-def test_no_module_is_over_500_lines() -> None:
+# The modules over 400 lines today, each at most its size here: the list may only shrink (split a module by concept
+# and take it off), never grow, and a module not on it stays at 400 lines or under.
+OVER_400_TODAY = {
+    "pickvariant/sources/flox/nixeval.py": 413,
+    "pickvariant/rules/cluster_plan.py": 434,
+    "pickvariant/sources/flox/sync.py": 437,
+    "pickvariant/rules/wording.py": 441,
+    "pickvariant/verify/probe.py": 447,
+    "pickvariant/verify/judge.py": 458,
+    "pickvariant/sources/flox/fetch.py": 479,
+    "pickvariant/rules/stages.py": 481,
+}
+
+
+def test_no_module_is_over_400_lines_but_todays_exceptions_which_may_only_shrink() -> None:
     """A module a newcomer can read: one concept each (ARCHITECTURE.md says which)."""
-    long = {
-        str(path.relative_to(REPO)): n
+    sizes = {
+        path.relative_to(REPO).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
         for path in (REPO / "pickvariant").rglob("*.py")
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
     }
-    assert long == {}
+    too_long = {name: n for name, n in sizes.items() if n > OVER_400_TODAY.get(name, 400)}
+    assert too_long == {}, "split these by concept (tests/test_layers.py OVER_400_TODAY may only shrink)"
+    assert set(OVER_400_TODAY) <= set(sizes), "a module on the list is gone: take it off"
 
 
 def test_no_function_is_over_60_lines() -> None:
