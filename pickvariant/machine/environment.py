@@ -28,45 +28,64 @@ _VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}(\+[a-z0-9.]{1,32})?")
 _PYTHON = re.compile(r"3\.[0-9]{1,2}\.[0-9]{1,3}")
 _DIST_INFO = re.compile(r"[A-Za-z0-9_.]{1,64}-[A-Za-z0-9_.+!]{1,64}\.dist-info")
 
-# Run as `python -I -S -c SCRIPT torch torchvision torchaudio`: isolated (no PYTHON* variable, no user site, no
-# working directory on sys.path) and without `site`, so no `.pth` file of the environment runs. It imports only the
-# standard library, finds each distribution's .dist-info in the environment's own site-packages (sysconfig, from the
-# virtual environment's pyvenv.cfg where there is one), and reads at most 64 KiB of its METADATA for the
-# version: a METADATA of hundreds of MB costs nothing. It prints one JSON object.
+# Run as `python -E -S -c SCRIPT torch torchvision torchaudio`: no PYTHON* variable read, and without `site`, so no
+# `.pth` file of the environment runs. It imports only the standard library and finds the folders `site` would put on
+# sys.path, in its order, without its side effects: a virtual environment's own (found as site.venv() finds it, from
+# the pyvenv.cfg beside or above the executable, read with the venv scheme: Debian's default scheme would name
+# local/.../dist-packages), with the system's where it includes them; else the user's site (where enabled) and the
+# system's (site.getsitepackages(), Debian's dist-packages included). Each distribution's .dist-info is looked for
+# there, and at most 64 KiB of its METADATA read for the version: a METADATA of hundreds of MB costs nothing.
 _SCRIPT = """\
-import json, os, re, sys, sysconfig
-# Without `site`, a virtual environment is found as site.venv() finds it: a pyvenv.cfg beside or above the executable.
-here = os.path.dirname(sys.executable)
-prefix = next((d for d in (here, os.path.dirname(here)) if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
-paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix} if prefix else None)
-sites = list(dict.fromkeys(paths[key] for key in ("purelib", "platlib")))
+import json, os, re, site, sys, sysconfig
+here = os.path.dirname(os.path.abspath(sys.executable))
+cfg = next((os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here))
+            if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
+def own(prefix, scheme):
+    paths = sysconfig.get_paths(scheme=scheme, vars={"base": prefix, "platbase": prefix})
+    return [paths["purelib"], paths["platlib"]]
+if cfg:
+    with open(cfg, encoding="utf-8", errors="replace") as stream:
+        system = re.search(r"^include-system-site-packages\\s*=\\s*true\\s*$", stream.read(65536), re.M | re.I)
+    schemes = sysconfig.get_scheme_names()
+    sites = own(os.path.dirname(cfg), "venv" if "venv" in schemes else "posix_prefix")
+    target = sites[0]
+    sites += site.getsitepackages() if system else []
+else:
+    user = [site.getusersitepackages()] if site.check_enableusersite() else []
+    paths = sysconfig.get_paths()
+    sites = user + [paths["purelib"], paths["platlib"]] + site.getsitepackages()
+    # Where pip writes: the system's site-packages where this user may, else the user's own.
+    target = paths["purelib"] if os.access(paths["purelib"], os.W_OK) or not user else user[0]
+sites = [s for s in dict.fromkeys(sites) if os.path.isdir(s)] or sites[:1]
 def normal(name):
     return re.sub(r"[-_.]+", "_", name).lower()
 def found(name):
-    for site in sites:
+    for place in sites:
         try:
-            entries = sorted(os.listdir(site))
+            entries = sorted(os.listdir(place))
         except OSError:
             continue
         for entry in entries:
             if entry.endswith(".dist-info") and normal(entry.split("-", 1)[0]) == normal(name):
                 try:
-                    with open(os.path.join(site, entry, "METADATA"), "rb") as stream:
+                    with open(os.path.join(place, entry, "METADATA"), "rb") as stream:
                         head = stream.read(65536).decode("utf-8", "replace")
                 except OSError:
                     continue
                 version = re.search(r"^Version: *(\\S+)", head, re.M)
                 if version:
-                    return {"version": version.group(1), "site": site, "dist_info": entry}
+                    return {"version": version.group(1), "site": place, "dist_info": entry}
     return None
 print(json.dumps({
     "implementation": sys.implementation.name,
     "version": ".".join(str(part) for part in sys.version_info[:3]),
     "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
     "installed": {name: found(name) for name in sys.argv[1:]},
-    "site": sites[0],
+    "site": target,
 }))
 """
+
+
 
 
 @keyword_record
@@ -128,8 +147,8 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
     """That interpreter's version and installed torch, or BadInput naming it (`given_as`) and what went wrong."""
     path = resolve_interpreter(interpreter, given_as, os.environ if env is None else env)
     named = f"{given_as} {visible(path)!r:.200}"
-    # Run from the root directory, isolated and without `site` (the script above says why).
-    captured = capture([path, "-I", "-S", "-c", _SCRIPT, *PROJECTS], READ_TIMEOUT_S, MAX_OUTPUT, named, cwd="/")
+    # Run from the root directory (`-c` puts it first on sys.path), without PYTHON* variables or `site` (see above).
+    captured = capture([path, "-E", "-S", "-c", _SCRIPT, *PROJECTS], READ_TIMEOUT_S, MAX_OUTPUT, named, cwd="/")
     if captured.problem or captured.returncode != 0:
         said = captured.problem or f"exit code {captured.returncode}"
         raise BadInput(f"{named}: could not read its version and packages ({said})")
