@@ -161,10 +161,21 @@ def main() -> int:
         "pickvariant detect --format json": (detect, ENV),
         "python -m pickvariant detect --format json": (as_module, ENV),
         f"same, through the typer {typer.__version__} CLI": (through_typer, ENV),
+        # The wheels source's answer (issue 52: the fast path whatever the source), its environment read or not.
+        "detect --source wheels --format json": ([*detect, "--source", "wheels"], ENV),
+        "detect --source wheels --format json --python PY": ([*detect, "--source", "wheels", "--python", PY], ENV),
     }
     if args.compare:
         compared = {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [args.compare, ENV.get("PYTHONPATH")]))}
         commands["python -m pickvariant detect --format json, compared"] = (as_module, compared)
+        commands["python -m pickvariant detect --source wheels --format json, compared"] = (
+            [*as_module, "--source", "wheels"],
+            compared,
+        )
+        commands["python -m pickvariant detect --source wheels --format json, now"] = (
+            [*as_module, "--source", "wheels"],
+            ENV,
+        )
     with tempfile.TemporaryDirectory() as scratch:
         for version in args.typer:
             env = typer_env(version, Path(scratch))
@@ -178,12 +189,14 @@ def main() -> int:
     baseline = rows["archspec.cpu.host() (baseline)"]
     empty = rows["python -c pass (interpreter start)"]
     ours = rows["pickvariant detect --format json"]
+    wheels = rows["detect --source wheels --format json"]
     print(f"runs per command: {args.runs}; python {sys.version.split()[0]}")
     print("as processes (median wall time, ratio to archspec):")
     for name, seconds in rows.items():
         print(f"  {name:58s} {ms(seconds)}  {seconds / baseline:5.2f}x")
     print(f"  ratio pickvariant / archspec:                             {ours / baseline:5.2f}  (target <= 1.00)")
     print(f"  ratio without interpreter start:                          {(ours - empty) / (baseline - empty):5.2f}")
+    print(f"  ratio wheels source / archspec:                           {wheels / baseline:5.2f}  (target <= 1.00)")
     in_process = median_json({"ours": IN_PROCESS_OURS, "archspec": IN_PROCESS_ARCHSPEC}, min(args.runs, 15))
     in_ours, in_archspec = in_process["ours"], in_process["archspec"]
     print("in process (median of fresh interpreters):")

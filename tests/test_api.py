@@ -172,6 +172,10 @@ VALUES = {
     "--branch": ["pytorch-2.10-python313", "pytorch-2.9-vllm-0.15.1", "nope"],
     "--python-version": ["3.13", "3.12", "2.7"],
     "--label": ["n1", "rack 3 node 7", "-x", "ü"],
+    # The wheels source: its JSON answer takes the fast path too (issue 52), and must print what the CLI prints.
+    "--source": ["wheels", "wheels", "flox", "pip"],
+    "--wheel-index": ["https://mirror.example/whl", "https://u:SECRET@mirror.example/whl", "https://h/whl?x=1"],
+    "--python": [sys.executable, "/nonexistent/python"],
 }
 FLAGS = ["--no-gpu", "--compact", "--help", "--bogus", "extra", "--", "--format=json", "--gpu=9.0", "--label="]
 

@@ -10,7 +10,7 @@ import typer
 
 from pickvariant import api
 from pickvariant._base import settings
-from pickvariant._base.errors import BadInput, NoVariant
+from pickvariant._base.errors import BadInput
 from pickvariant.cli import console
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import decided, declared, exits_on_error, given_on_command_line, request_of
@@ -59,22 +59,22 @@ def _detect_flox(values: dict[str, Any], output: DetectFormat, compact: bool, la
 
 
 def _detect_wheels(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None) -> None:
-    import json
     import shutil
     import sys
 
-    from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+    from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel, no_wheel_error, wheel_json_line
     from pickvariant.output import wheel_answer
 
     ask = WheelAsk(request=request_of(values), python=values["python"], wheel_index=values["wheel_index"])
+    if output is DetectFormat.json:
+        text, error = wheel_json_line(ask, compact, label)  # as entry's fast path prints it
+        typer.echo(text)
+        if error is not None:
+            raise error
+        return
     answer = decide_wheel(ask)
     build = answer.decision.build
-    if output is DetectFormat.json:
-        document = wheel_answer.wheel_json(answer)
-        if label is not None:
-            document = {"label": label, **document}
-        typer.echo(json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2))
-    elif output is DetectFormat.markdown:
+    if output is DetectFormat.markdown:
         typer.echo(wheel_answer.wheel_markdown(answer), nl=False)
     elif output is DetectFormat.text:
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
@@ -83,8 +83,4 @@ def _detect_wheels(values: dict[str, Any], output: DetectFormat, compact: bool, 
         render = wheel_answer.requirements_text if output is DetectFormat.requirements else wheel_answer.pyproject_text
         typer.echo(render(answer), nl=False)
     if build is None:
-        raise wheel_no_variant_error(answer.decision.reasons, answer.decision.hints)
-
-
-def wheel_no_variant_error(reasons: tuple[str, ...], hints: tuple[str, ...]) -> NoVariant:
-    return NoVariant("no compatible wheel for this machine: " + "; ".join(reasons[-1:] + hints))
+        raise no_wheel_error(answer)

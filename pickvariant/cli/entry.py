@@ -1,7 +1,8 @@
 """The console entry point: `detect --format json` without typer, every other command line through it.
 
-`pickvariant detect --format json` with well-formed options is answered through pickvariant.api
-without importing typer, click or rich: importing them costs more than detecting and deciding
+`pickvariant detect --format json` with well-formed options is answered through pickvariant.api (or, for
+`--source wheels`, through commands/wheel_detect.wheel_json_line, which the typer CLI prints too) without importing
+typer, click or rich: importing them costs more than detecting and deciding
 (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
 built from (options.py); every other command line, including every malformed one and every
 --help, goes to the typer app (main.py), which alone owns usage errors and help text.
@@ -18,6 +19,8 @@ from pickvariant._base.errors import Interrupted
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from pickvariant._base.request import Request
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +49,8 @@ def _main(argv: list[str] | None) -> int:
     from pickvariant.cli import options as commandline
 
     values = commandline.parse_plain_detect(args)
-    if values is None or commandline.asks_wheels(values, os.environ):
+    wheels = values is not None and commandline.asks_wheels(values, os.environ)
+    if values is None or (wheels and not commandline.plain_wheels(values, os.environ)):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
@@ -55,6 +59,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         label = commandline.detect_label(values, os.environ, "json")
         request = commandline.request_from(values)
+        if wheels:
+            return _wheels_json(request, values, label)
         text, choice = console.detect_json(request, bool(values["compact"]), label)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -74,6 +80,22 @@ def _main(argv: list[str] | None) -> int:
     if choice.variant is None:
         print(console.error_line(choice.no_variant_error()), file=sys.stderr)
         return 3
+    return 0
+
+
+def _wheels_json(request: Request, values: Mapping[str, object], label: str | None) -> int:
+    """`detect --source wheels --format json` without typer, printed as the typer CLI prints it."""
+    from pickvariant.cli import console
+    from pickvariant.commands.wheel_detect import WheelAsk, wheel_json_line
+
+    python, index = values["python"], values["wheel_index"]
+    ask = WheelAsk(request=request, python=python, wheel_index=index)  # type: ignore[arg-type]
+    text, error = wheel_json_line(ask, bool(values["compact"]), label)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if error is not None:
+        print(console.error_line(error), file=sys.stderr)
+        return error.exit_code
     return 0
 
 

@@ -277,6 +277,17 @@ def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     return named or settings.setting(env, settings.SOURCE) is not None
 
 
+def plain_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Is a plain detect line one of the wheels source that entry's fast path answers as the typer CLI would (the
+    source, named or by PICKVARIANT_SOURCE, is wheels and well-formed)? Anything else goes to the typer CLI."""
+    from pickvariant._base.errors import BadInput
+
+    try:
+        return settings.source(values.get("source"), env) == "wheels"
+    except BadInput:
+        return False
+
+
 def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
     """detect's option values (by parameter name) for `detect --format json …` given plainly, else None.
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 
 from pickvariant._base import settings
+from pickvariant._base.errors import NoVariant
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant._base.urls import public_url
@@ -66,3 +67,24 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
         workload=request.workload,
         index_root_with_credentials=given_root if given_root != root else None,
     )
+
+
+def no_wheel_error(answer: WheelAnswer) -> NoVariant:
+    """Exit 3's one line where no wheel runs here: the last reason and the hints."""
+    decision = answer.decision
+    return NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+
+
+def wheel_json_line(ask: WheelAsk, compact: bool, label: str | None) -> tuple[str, NoVariant | None]:
+    """`detect --source wheels --format json`'s output and, where no wheel runs here, the error that ends it: both
+    front ends (the typer CLI, and entry's fast path, which loads no typer) print exactly this."""
+    import json
+
+    from pickvariant.output.wheel_answer import wheel_json
+
+    answer = decide_wheel(ask)
+    document = wheel_json(answer)
+    if label is not None:
+        document = {"label": label, **document}
+    text = json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)
+    return text, (no_wheel_error(answer) if answer.decision.build is None else None)

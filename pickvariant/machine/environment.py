@@ -86,8 +86,6 @@ print(json.dumps({
 """
 
 
-
-
 @keyword_record
 class PythonEnvironment:
     interpreter: str
