@@ -279,3 +279,25 @@ def test_a_pascal_card_is_told_the_driver_window_both_sources_tell_it(driver: st
     else:  # too old: both name the floor alone
         assert ceiling is None and "or older" not in wheels.stderr
         assert re.search(r"a driver >= 525\.60\.13 would run torch", wheels.stderr), wheels.stderr
+
+
+def test_a_virtual_environment_read_from_its_files_is_read_as_its_interpreter_reads_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 52: a venv whose files say enough is read without starting its interpreter; the answer is the one the
+    interpreter itself gives (its `.pth` run by neither), torch and torchvision found alike."""
+    from pickvariant.machine import environment
+
+    python, site = _venv(tmp_path)
+    for project, version in (("torch", "2.14.1+cu130"), ("torchvision", "0.29.1+cu130")):
+        (site / f"{project}-{version}.dist-info").mkdir(parents=True)
+        (site / f"{project}-{version}.dist-info" / "METADATA").write_text(f"Name: {project}\nVersion: {version}\n")
+    marker = tmp_path / "pth-ran"
+    (site / "evil.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
+    assert environment._from_files(str(python), "--python") is not None  # its files say enough: no interpreter starts
+    from_files = environment.read_environment(str(python), "--python", env={})
+    monkeypatch.setattr(environment, "_from_files", lambda path, given_as: None)
+    from_interpreter = environment.read_environment(str(python), "--python", env={})
+    assert from_files == from_interpreter
+    assert from_files.installed["torch"] == "2.14.1+cu130" and from_files.site == str(site)
+    assert not marker.exists()

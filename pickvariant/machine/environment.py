@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
@@ -28,6 +29,30 @@ _VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}(\+[a-z0-9.]{1,32})?")
 _PYTHON = re.compile(r"3\.[0-9]{1,2}\.[0-9]{1,3}")
 _DIST_INFO = re.compile(r"[A-Za-z0-9_.]{1,64}-[A-Za-z0-9_.+!]{1,64}\.dist-info")
 
+# Each project's .dist-info in the folders given, in their order, and its version from at most 64 KiB of METADATA:
+# run inside the interpreter (the script below) and here alike, where a virtual environment's files say enough.
+_FIND = r"""
+import os, re
+def normal(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
+def found(name, sites):
+    for place in sites:
+        try:
+            entries = sorted(os.listdir(place))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith(".dist-info") and normal(entry.split("-", 1)[0]) == normal(name):
+                try:
+                    with open(os.path.join(place, entry, "METADATA"), "rb") as stream:
+                        head = stream.read(65536).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                version = re.search(r"^Version: *(\S+)", head, re.M)
+                if version:
+                    return {"version": version.group(1), "site": place, "dist_info": entry}
+    return None
+"""
 # Run as `python -E -S -c SCRIPT torch torchvision torchaudio`: no PYTHON* variable read, and without `site`, so no
 # `.pth` file of the environment runs. It imports only the standard library and finds the folders `site` would put on
 # sys.path, in its order, without its side effects: a virtual environment's own (found as site.venv() finds it, from
@@ -35,7 +60,8 @@ _DIST_INFO = re.compile(r"[A-Za-z0-9_.]{1,64}-[A-Za-z0-9_.+!]{1,64}\.dist-info")
 # local/.../dist-packages), with the system's where it includes them; else the user's site (where enabled) and the
 # system's (site.getsitepackages(), Debian's dist-packages included). Each distribution's .dist-info is looked for
 # there, and at most 64 KiB of its METADATA read for the version: a METADATA of hundreds of MB costs nothing.
-_SCRIPT = """\
+_SCRIPT = (
+    """\
 import json, os, re, site, sys, sysconfig
 here = os.path.dirname(os.path.abspath(sys.executable))
 cfg = next((os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here))
@@ -57,33 +83,18 @@ else:
     # Where pip writes: the system's site-packages where this user may, else the user's own.
     target = paths["purelib"] if os.access(paths["purelib"], os.W_OK) or not user else user[0]
 sites = [s for s in dict.fromkeys(sites) if os.path.isdir(s)] or sites[:1]
-def normal(name):
-    return re.sub(r"[-_.]+", "_", name).lower()
-def found(name):
-    for place in sites:
-        try:
-            entries = sorted(os.listdir(place))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.endswith(".dist-info") and normal(entry.split("-", 1)[0]) == normal(name):
-                try:
-                    with open(os.path.join(place, entry, "METADATA"), "rb") as stream:
-                        head = stream.read(65536).decode("utf-8", "replace")
-                except OSError:
-                    continue
-                version = re.search(r"^Version: *(\\S+)", head, re.M)
-                if version:
-                    return {"version": version.group(1), "site": place, "dist_info": entry}
-    return None
+"""
+    + _FIND
+    + """
 print(json.dumps({
     "implementation": sys.implementation.name,
     "version": ".".join(str(part) for part in sys.version_info[:3]),
     "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-    "installed": {name: found(name) for name in sys.argv[1:]},
+    "installed": {name: found(name, sites) for name in sys.argv[1:]},
     "site": target,
 }))
 """
+)
 
 
 @keyword_record
@@ -142,8 +153,14 @@ def resolve_interpreter(interpreter: str, given_as: str, env: Mapping[str, str])
 
 
 def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | None = None) -> PythonEnvironment:
-    """That interpreter's version and installed torch, or BadInput naming it (`given_as`) and what went wrong."""
+    """That interpreter's version and installed torch, or BadInput naming it (`given_as`) and what went wrong.
+
+    A virtual environment whose files say enough (its pyvenv.cfg names the version, its own site-packages is there,
+    no system site-packages) is read from them, without starting its interpreter; any other is asked (_SCRIPT)."""
     path = resolve_interpreter(interpreter, given_as, os.environ if env is None else env)
+    read = _from_files(path, given_as)
+    if read is not None:
+        return read
     named = f"{given_as} {visible(path)!r:.200}"
     # Run from the root directory (`-c` puts it first on sys.path), without PYTHON* variables or `site` (see above).
     captured = capture([path, "-E", "-S", "-c", _SCRIPT, *PROJECTS], READ_TIMEOUT_S, MAX_OUTPUT, named, cwd="/")
@@ -153,11 +170,60 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
     return _parsed(captured.stdout, path, given_as, named)
 
 
+_CFG_LINE = re.compile(r"^\s*([A-Za-z_-]+)\s*=\s*(.*?)\s*$", re.M)
+
+
+def _from_files(path: str, given_as: str) -> PythonEnvironment | None:
+    """A POSIX virtual environment read from its files, as `site` would find its packages; None where they do not
+    say enough (no pyvenv.cfg, another implementation, system site-packages included, an unexpected layout)."""
+    here = os.path.dirname(path)
+    cfg = next(
+        (os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here)) if _is_file(d, "pyvenv.cfg")), None
+    )
+    if cfg is None or os.name != "posix":
+        return None
+    try:
+        with open(cfg, encoding="utf-8", errors="replace") as stream:
+            keys = {key.lower(): value for key, value in _CFG_LINE.findall(stream.read(65536))}
+    except OSError:
+        return None
+    version = keys.get("version_info") or keys.get("version") or ""
+    version = ".".join(version.split(".")[:3])
+    if not _PYTHON.fullmatch(version) or keys.get("include-system-site-packages", "false").lower() == "true":
+        return None
+    if keys.get("implementation", "cpython").lower() != "cpython":
+        return None
+    minor = ".".join(version.split(".")[:2])
+    prefix = os.path.dirname(cfg)
+    layouts = [(os.path.join(prefix, "lib", f"python{minor}{t}", "site-packages"), t == "t") for t in ("", "t")]
+    present = [(site, threaded) for site, threaded in layouts if os.path.isdir(site)]
+    if len(present) != 1:
+        return None
+    site, free_threaded = present[0]
+    finder: dict[str, Any] = {}
+    exec(_FIND, finder)  # pickvariant's own finder, the same the interpreter runs (_SCRIPT)
+    installed = {name: finder["found"](name, [site]) for name in PROJECTS}
+    document = {"implementation": "cpython", "version": version, "free_threaded": free_threaded}
+    return _checked({**document, "installed": installed, "site": site}, path, given_as, given_as)
+
+
+def _is_file(folder: str, name: str) -> bool:
+    return os.path.isfile(os.path.join(folder, name))
+
+
 def _parsed(text: str, interpreter: str, given_as: str, named: str) -> PythonEnvironment:
     try:
         data = strictjson.loads(text)
+    except ValueError:
+        data = None
+    return _checked(data, interpreter, given_as, named)
+
+
+def _checked(data: Any, interpreter: str, given_as: str, named: str) -> PythonEnvironment:
+    """The environment from what was found (the interpreter's JSON, or its files), each value checked."""
+    try:
         version, free_threaded, installed = data["version"], data["free_threaded"], data["installed"]
-    except (ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         raise BadInput(f"{named}: what it printed is not the expected JSON") from None
     if data.get("implementation") != "cpython" or not isinstance(version, str) or not _PYTHON.fullmatch(version):
         raise BadInput(f"{named}: not a CPython 3 interpreter (PyTorch's wheels are built for CPython)")
