@@ -61,3 +61,11 @@ def test_the_install_plan_shows_an_interpreters_path_with_its_control_characters
     assert "\x1b" not in result.stdout
     plan = next(line for line in result.stdout.splitlines() if line.startswith("Plan: install"))
     assert "tickets\\n[click]" in plan  # the line break shown as \n: the path stays on the plan's line
+
+
+@pytest.mark.parametrize("source", ["flox", "wheels"])
+def test_a_report_of_a_stated_machine_needs_its_cpu_for_every_source(source) -> None:
+    """Issue 52: a report describes a stated machine whole or not at all; this machine's CPU is never mixed in."""
+    result = runner.invoke(app, ["report", "--source", source, "--gpu", "9.0", "--driver", "580.95.05"])
+    assert result.exit_code == 2
+    assert "a described machine needs its CPU" in result.stderr and result.stderr.count("\n") == 1

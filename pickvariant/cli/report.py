@@ -63,7 +63,11 @@ def report(
         from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
         from pickvariant.output.wheel_answer import wheel_json, wheel_markdown
 
-        asked = WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index)
+        from pickvariant.machine.facts import states_a_machine
+
+        request = request_of(values)
+        described = states_a_machine(request, os.environ)  # a stated machine needs its CPU, as for recipes
+        asked = WheelAsk(request=request, python=python, wheel_index=wheel_index, described=described)
         answer = reporter.wheel_report_answer(decide_wheel(asked))
         as_json = format is ReportFormat.json
         typer.echo(json.dumps(wheel_json(answer), indent=2) if as_json else wheel_markdown(answer), nl=as_json)

@@ -25,6 +25,8 @@ class WheelAsk:
     request: Request
     python: str | None = None  # --python PATH: the interpreter to install into
     wheel_index: str | None = None  # --wheel-index URL
+    # A report of a stated machine: nothing of this one is mixed in (a stated machine needs its CPU), as for recipes.
+    described: bool = False
 
 
 def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
@@ -53,7 +55,7 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     wheels = load_wheel_catalog()
     given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
     root = public_url(given_root)  # what is shown, printed and recorded: never a credential
-    facts = gather_facts(hardware, ask.request, environment_vars)
+    facts = gather_facts(hardware, ask.request, environment_vars, detect_unstated=not ask.described)
     environment = environment_of(ask, environment_vars)
     request = ask.request.with_environment(environment_vars)
     decision = pick_wheel(facts, hardware, wheels, request, environment, root)
