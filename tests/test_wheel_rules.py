@@ -4,6 +4,7 @@ the shipped wheel catalog rather than written down: the newest torch with a cu12
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -301,3 +302,15 @@ def test_a_virtual_environment_read_from_its_files_is_read_as_its_interpreter_re
     assert from_files == from_interpreter
     assert from_files.installed["torch"] == "2.14.1+cu130" and from_files.site == str(site)
     assert not marker.exists()
+
+
+def test_gpu_index_says_what_the_wheel_means_for_the_other_gpus_as_the_recipe_answer_does() -> None:
+    """A 4090 + 1080 answered for GPU 0 alone (--gpu-index 0): both sources name GPU 1, the kernels it lacks and how
+    to keep a process off it (issue 52); the wheel chosen for the 4090 alone has no 6.1 kernels (facts/wheels.md:
+    6.1 is in cu126's lists only)."""
+    machine = ["--gpu", "8.9", "--gpu", "6.1", "--driver", "580.95.05", "--cpuinfo", str(HASWELL), "--gpu-index", "0"]
+    for source in ("flox", "wheels"):
+        result = runner.invoke(app, ["detect", "--source", source, "--format", "json", *machine])
+        assert result.exit_code == 0, result.output
+        said = [reason for reason in json.loads(result.stdout)["reasons"] if "chosen for GPU 0 (--gpu-index)" in reason]
+        assert said and "no kernels for GPU 1 (6.1)" in said[0] and "CUDA_VISIBLE_DEVICES=0" in said[0], source

@@ -150,6 +150,7 @@ def _chosen(
         reasons.append(said.python_unstated(newest))
         decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
+    reasons += _unserved(chosen, facts, decision.targets, hardware)
     if chosen.pypi:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
     reasons.append(said.dispatch(decision.dispatch, facts.arch))
@@ -171,6 +172,23 @@ def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: C
         if kind == "sass" and hardware.is_tegra(gpu.compute_capability) and not hardware.is_tegra(capability):
             found[-1] += said.unified(build.cuda or "")
     return found
+
+
+def _unserved(build: WheelBuild, facts: HostFacts, targets: tuple[GpuFacts, ...], hardware: Catalog) -> list[str]:
+    """The GPUs the answer was not chosen for (--gpu-index): whether its kernels run there, and how to keep a process
+    off those they do not, as the recipe answer says it (rules/pick.py)."""
+    others = [gpu for gpu in facts.gpus if gpu not in targets] if targets else []
+    if not others:
+        return []
+    runs = {gpu: coverage(build, gpu.compute_capability, hardware) is not None for gpu in others}
+    return [
+        wording.unserved_gpus(
+            build.local,
+            [(gpu.index, gpu.compute_capability) for gpu in others if not runs[gpu]],
+            [(gpu.index, gpu.compute_capability) for gpu in others if runs[gpu]],
+            ",".join(str(gpu.index) for gpu in targets),
+        )
+    ]
 
 
 def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> list[str]:
