@@ -61,9 +61,8 @@ def report(
 
     if settings.source(source, os.environ) == "wheels":
         from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
-        from pickvariant.output.wheel_answer import wheel_json, wheel_markdown
-
         from pickvariant.machine.facts import states_a_machine
+        from pickvariant.output.wheel_answer import wheel_json, wheel_markdown
 
         request = request_of(values)
         described = states_a_machine(request, os.environ)  # a stated machine needs its CPU, as for recipes
