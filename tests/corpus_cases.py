@@ -16,6 +16,7 @@ GTX1080 = [*HASWELL, "--gpu", "6.1", "--driver", "550.54.14"]
 MIXED = [*HASWELL, "--gpu", "8.0", "--gpu", "8.9", "--driver", "570.86.10"]
 OLD_DRIVER = [*SAPPHIRE, "--gpu", "9.0", "--driver", "470.57.02"]
 CPU_ONLY = [*HASWELL, "--no-gpu"]
+WHEELS = ["--source", "wheels"]
 
 CASES: dict[str, list[str]] = {
     "version": ["--version"],
@@ -55,6 +56,31 @@ CASES: dict[str, list[str]] = {
     "plan-missing": ["plan", "no-such-file"],
     "verify-no-python": ["verify", "--python", "no-such-python"],
     "report-stated-json": ["report", *H100, "--python", "no-such-python", "--format", "json"],
+    # PyTorch's own wheels (issue 52's machines): recorded before its refactor, which must keep them or say why not.
+    "wheels-gtx1080": ["detect", *WHEELS, *GTX1080],
+    "wheels-gtx1080-r590": ["detect", *WHEELS, *HASWELL, "--gpu", "6.1", "--driver", "590.10"],
+    "wheels-v100-json": ["detect", *WHEELS, *HASWELL, "--gpu", "7.0", "--driver", "580.95.05", "--format", "json"],
+    "wheels-h100-r580": ["detect", *WHEELS, *H100],
+    "wheels-h100-r580-explain": ["detect", *WHEELS, *H100, "--explain"],
+    "wheels-h100-r580-requirements": ["detect", *WHEELS, *H100, "--with", "torchvision", "--format", "requirements"],
+    "wheels-h100-r580-pyproject": [
+        "detect",
+        *WHEELS,
+        *H100,
+        "--with",
+        "torchvision,torchaudio",
+        "--format",
+        "pyproject",
+    ],
+    "wheels-h100-r550": ["detect", *WHEELS, *SAPPHIRE, "--gpu", "9.0", "--driver", "550.54.15", "--format", "json"],
+    "wheels-5090-r565": ["detect", *WHEELS, *HASWELL, "--gpu", "12.0", "--driver", "565.57.01"],
+    "wheels-5090-r570": ["detect", *WHEELS, *HASWELL, "--gpu", "12.0", "--driver", "570.86.10", "--format", "json"],
+    "wheels-1080-4090": ["detect", *WHEELS, *HASWELL, "--gpu", "6.1", "--gpu", "8.9", "--driver", "580.95.05"],
+    "wheels-gh200-json": ["detect", *WHEELS, *GRACE, "--gpu", "9.0", "--driver", "580.95.05", "--format", "json"],
+    "wheels-mac": ["detect", *WHEELS, "--cpuinfo", "m2", "--format", "json"],
+    "wheels-cpu-markdown": ["detect", *WHEELS, *CPU_ONLY, "--format", "markdown"],
+    "wheels-report": ["report", *WHEELS, *H100],
+    "wheels-plan": ["plan", "cluster.jsonl", *WHEELS],
 }
 
 # The cluster `plan` reads: detect lines of stated machines, written once by --write from the cases above.

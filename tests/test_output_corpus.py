@@ -28,6 +28,7 @@ DUMPS = {
     "haswell": "linux-rhel7-haswell",
     "sapphirerapids": "linux-unknown-sapphirerapids",
     "neoverse_v2": "linux-rhel9-neoverse_v2",
+    "m2": "darwin-monterey-m2",
 }
 
 
