@@ -1732,6 +1732,14 @@ def _plan_of(ctx: Ctx, label: str, *machine: str) -> Path:
     return ctx.dump("plan.json", ctx.cli("plan", str(nodes), "--format", "json").stdout)
 
 
+def _verify_line(plan: Path, label: str) -> dict:
+    """A real H100 verify line (tests/data/verify-h100.json) as node `label` sends it for the plan's first build."""
+    node = json.loads(plan.read_text())["nodes"][0]
+    line = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
+    line.update(label=label, package=node["package"], branch=node["branch"])
+    return line
+
+
 @row("install-plan-changed")
 def _(ctx: Ctx) -> int:
     plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "580.95.05")
@@ -1765,9 +1773,7 @@ def _(ctx: Ctx) -> int:
 @row("fleet-hostile-lines")
 def _(ctx: Ctx) -> int:
     plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--no-gpu")
-    node = json.loads(plan.read_text())["nodes"][0]
-    good = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
-    good.update(label="n1", package=node["package"], branch=node["branch"])
+    good = _verify_line(plan, "n1")
     lines = ["not json", "[" * 100000, "\x1b]0;pwned\x07{}", "x" * (3 << 20), json.dumps(good)]
     results = ctx.dump("results.jsonl", "\n".join(lines) + "\n")
     result = ctx.cli("fleet", str(plan), str(results))
@@ -1887,9 +1893,7 @@ def _(ctx: Ctx) -> int:
     document = json.loads(plan.read_text())
     document["nodes"].append({**document["nodes"][0], "label": "n2"})
     plan.write_text(json.dumps(document))
-    node = document["nodes"][0]
-    good = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
-    good.update(package=node["package"], branch=node["branch"])
+    good = _verify_line(plan, "n1")
     (ctx.tmp / "results").mkdir()
     ctx.dump("results/n1.json", json.dumps({**good, "label": "n1", "passed": False, "reasons": ["x"]}) + "\n")
     ctx.dump("results/n2.json", json.dumps({**good, "label": "n2"}) + "\n" + json.dumps({**good, "label": "n1"}))
@@ -1903,10 +1907,7 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     """A verify line whose figure is NaN or Infinity: a bad line (no JSON has them), the output strict JSON."""
     plan = _plan_of(ctx, "n1", "--cpuinfo", str(HASWELL), "--no-gpu")
-    node = json.loads(plan.read_text())["nodes"][0]
-    good = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
-    good.update(label="n1", package=node["package"], branch=node["branch"])
-    line = json.dumps(good).replace('"tflops": ', '"tflops": NaN, "x": ', 1)
+    line = json.dumps(_verify_line(plan, "n1")).replace('"tflops": ', '"tflops": NaN, "x": ', 1)
     result = ctx.cli("fleet", str(plan), str(ctx.dump("r.jsonl", line + "\n")), "--format", "json")
     found = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(c))
     assert found["input"]["bad_lines"] == 1 and found["nodes"][0]["status"] == "missing"
