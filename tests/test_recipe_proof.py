@@ -347,6 +347,7 @@ _ADDS_AVX512 = (
     '+string(APPEND CMAKE_CXX_FLAGS " -mavx512f")\n'
 )
 _NORMAL_DIFF = '1a2\n> string(APPEND CMAKE_CXX_FLAGS " -march=sapphirerapids")\n'
+_ED_SCRIPT = '1a\n  string(APPEND CMAKE_CXX_FLAGS " -march=sapphirerapids")\n.\n'  # an added line led by blanks
 _MAGMA_PATCH = '(nixpkgs_pinned.fetchpatch {{ url = "{url}"; name = "fix.patch"; hash = "{digest}"; }})'
 _KNOWN = "sha256-i9InbxD5HtfonB/GyF9nQhFmok3jZ73RxGcIciGBGvU="
 
@@ -355,7 +356,7 @@ def _with_patches(patches: str) -> str:
     return HONEST_AVX2.replace(OVERRIDE_END, f"  patches = (old.patches or [ ]) ++ [ {patches} ];\n{OVERRIDE_END}", 1)
 
 
-@pytest.mark.parametrize("diff", [_ADDS_AVX512, _NORMAL_DIFF], ids=["unified", "normal"])
+@pytest.mark.parametrize("diff", [_ADDS_AVX512, _NORMAL_DIFF, _ED_SCRIPT], ids=["unified", "normal", "ed"])
 def test_gnu_patch_really_adds_the_flag_these_patches_carry(diff, tmp_path) -> None:
     patch_program = shutil.which("patch")
     require(patch_program is not None, "GNU patch is not installed")
@@ -368,7 +369,7 @@ def test_gnu_patch_really_adds_the_flag_these_patches_carry(diff, tmp_path) -> N
     assert "CMAKE_CXX_FLAGS" in (tmp_path / "CMakeLists.txt").read_text()
 
 
-@pytest.mark.parametrize("diff", [_ADDS_AVX512, _NORMAL_DIFF], ids=["unified", "normal"])
+@pytest.mark.parametrize("diff", [_ADDS_AVX512, _NORMAL_DIFF, _ED_SCRIPT], ids=["unified", "normal", "ed"])
 def test_a_local_patch_that_adds_compiler_flags_leaves_the_recipe_out(diff, tmp_path) -> None:
     """sync leaves the recipe out naming the patch and its line."""
     forked = _with_patches("./cmake-flags.patch")

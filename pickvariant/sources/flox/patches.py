@@ -60,8 +60,13 @@ def _local(patch: PathValue, rules: PatchRules, local: Mapping[str, str], file: 
     text = local.get(path) if not (path.startswith("../") or patch.text.startswith("/")) else None
     if text is None:
         raise Unprovable(file, where, f"it applies {patch.text}, a patch whose text pickvariant was not given")
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.startswith(_NOT_ADDED) and not line.startswith(("---", "***")):
+    lines = text.split("\n")
+    # A space starts a context line only in a unified or context diff: in an ed script (which GNU patch also applies)
+    # an added line may begin with one.
+    hunks = any(line.startswith(("@@", "***************")) for line in lines)
+    skipped = _NOT_ADDED if hunks else tuple(prefix for prefix in _NOT_ADDED if prefix != " ")
+    for number, line in enumerate(lines, start=1):
+        if line.startswith(skipped) and not line.startswith(("---", "***")):
             continue
         hit = next((pattern for pattern in rules.refused if pattern.search(line)), None)
         if hit is not None:
