@@ -46,11 +46,10 @@ def _site(python: Path) -> Path:
     return Path(subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip())
 
 
-@pytest.fixture(scope="module")
-def stage(tmp_path_factory: pytest.TempPathFactory):
-    """A chosen torch and an old one (thousands of files each) served from 127.0.0.1, and a venv for them; each test
-    puts the old torch back first. One for the module: a venv with pip and the wheels take seconds to make."""
-    tmp_path = tmp_path_factory.mktemp("stage")
+@pytest.fixture
+def stage(tmp_path: Path):
+    """A chosen torch and an old one (thousands of files each) served from 127.0.0.1, and a venv holding the old one:
+    each test its own, so that nothing one leaves can start another's moment early."""
     python_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     detect = _pickvariant(
         ["detect", "--source", "wheels", "--format", "json", "--python-version", python_version, *GTX_1080],

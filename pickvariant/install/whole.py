@@ -79,6 +79,8 @@ def _link(source: Path, target: Path) -> None:
     if not source.is_file() or source.is_symlink():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_file():
+        target.unlink()  # a file the stopped installer left in its place
     try:
         os.link(source, target)
     except OSError:
@@ -102,19 +104,27 @@ def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
     for entry in sorted(_entries(kept.site) - kept.entries - owned):
         _remove(kept.site / entry)  # what the stopped installer wrote that no whole distribution owns
     restored = [name for name in kept.before if name not in whole_now]
-    for name in restored:
-        was = kept.before[name]
-        for top in was.tops - owned:
-            _remove(kept.site / top)
-        for path, _ in was.files:
-            if (kept.folder / path).is_file():
-                _link(kept.folder / path, kept.site / path)
-    final = {dist.name: dist for dist in installed(kept.site) if whole(kept.site, dist)}
+    final: dict[str, Distribution] = {}
+    for _ in range(3):  # put back, then judge again: a removal half-done on a busy disk is done once more
+        for name in (name for name in restored if name not in final):
+            _put_back(kept, kept.before[name], owned)
+        final = {dist.name: dist for dist in installed(kept.site) if whole(kept.site, dist)}
+        if all(name in final for name in restored):
+            break
     return [
         line
         for name in sorted(set(kept.before) | set(final) | set(found))
         if (line := _state(name, kept.before.get(name), final.get(name), name in restored, name in projects, kept))
     ]
+
+
+def _put_back(kept: Kept, was: Distribution, owned: set[str]) -> None:
+    """One distribution's files back from the links, what stands in their place removed first."""
+    for top in was.tops - owned:
+        _remove(kept.site / top)
+    for path, _ in was.files:
+        if (kept.folder / path).is_file():
+            _link(kept.folder / path, kept.site / path)
 
 
 def _state(
