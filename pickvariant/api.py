@@ -7,6 +7,13 @@
     >>> choice.to_json()["recommendation"]["branch"]
     'pytorch-2.10-python313'
 
+The same for PyTorch's own wheels (`detect --source wheels`), whose answer is a WheelRecommendation:
+
+    >>> wheel = recommend(cpuinfo="tests/fixtures/cpuinfo/linux-rhel7-haswell", gpus=["6.1"], driver="580.95.05",
+    ...                   python_version="3.12", source="wheels")
+    >>> wheel.build.local
+    '2.14.1+cu126'
+
 Importing this module loads no CLI or terminal library (typer, click, rich); see what it costs with
 `python -X importtime -c "import pickvariant.api"`. Every argument that is left out is detected
 on this machine (or read from the PICKVARIANT_* variables, as `detect` reads them); every argument
@@ -21,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base import settings
-from pickvariant._base.errors import NoVariant
-from pickvariant._base.records import record, replace
+from pickvariant._base.errors import BadInput, NoVariant
+from pickvariant._base.records import keyword_record, record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
 from pickvariant.rules.decide import decide
@@ -35,11 +42,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from pickvariant.machine.environment import PythonEnvironment
     from pickvariant.machine.gpu import GpuReport
+    from pickvariant.rules.decision import WheelAnswer
 
 __all__ = [
     "Recommendation",
     "Request",
+    "WheelAsk",
+    "WheelRecommendation",
+    "decide_wheel",
     "default_catalog",
     "host_facts",
     "no_variant_error",
@@ -66,6 +78,11 @@ class Recommendation:
     @property
     def variant(self) -> Variant | None:
         """The variant that is safe and fastest here, or None when none fits (`detect` exits 3)."""
+        return self.decision.variant
+
+    @property
+    def build(self) -> Variant | None:
+        """The same as `variant`: the name every source's recommendation answers to."""
         return self.decision.variant
 
     def to_json(self) -> dict[str, Any]:
@@ -125,8 +142,15 @@ def recommend(
     facts: HostFacts | None = None,
     catalog: Catalog | None = None,
     env: Mapping[str, str] | None = None,
-) -> Recommendation:
+    source: str | None = None,
+    python: str | None = None,
+    wheel_index: str | None = None,
+) -> Recommendation | WheelRecommendation:
     """The variant for this machine (or the facts given), as `pickvariant detect` decides it.
+
+    source: "flox" (the recipes' catalog) or "wheels" (PyTorch's own wheels), else PICKVARIANT_SOURCE, else flox,
+    as `detect --source` reads it; for wheels, python names the interpreter whose environment a wheel is for and
+    wheel_index a mirror of PyTorch's indexes (`--python`, `--wheel-index`), and facts and catalog are not taken.
 
     driver_cuda is the CUDA version the driver reports (what judges a Jetson's driver).
     The pins (torch, cuda, gpu_index, branch, python_version) narrow the choice as detect's options
@@ -144,6 +168,10 @@ def recommend(
         python=python_version,
         driver_cuda=driver_cuda,
     )
+    if settings.source(source, os.environ if env is None else env, "source") == "wheels":
+        if facts is not None or catalog is not None:
+            raise BadInput("source 'wheels': facts and catalog are the recipes' (the wheels read their own)")
+        return WheelRecommendation(decide_wheel(WheelAsk(request=request, python=python, wheel_index=wheel_index), env))
     return recommend_request(request, facts=facts, catalog=catalog, env=env)
 
 
@@ -179,3 +207,89 @@ def recommend_request(
     catalog = catalog or default_catalog()
     decision = decide(facts, catalog, request.with_environment(environment))
     return Recommendation(facts, decision, catalog, request.workload)
+
+
+@keyword_record
+class WheelAsk:
+    request: Request
+    python: str | None = None  # --python PATH: the interpreter to install into
+    wheel_index: str | None = None  # --wheel-index URL
+    # A report of a stated machine: nothing of this one is mixed in (a stated machine needs its CPU), as for recipes.
+    described: bool = False
+
+
+def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
+    """Is the machine described by options or variables rather than read here? Then the environment here is not
+    the one a wheel is for, unless --python names it."""
+    variables = (settings.GPU, settings.CPUINFO, settings.DRIVER)
+    return bool(request.gpus or request.no_gpu or request.cpuinfo or any(settings.setting(env, v) for v in variables))
+
+
+def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> PythonEnvironment | None:
+    """The environment a wheel would be installed into: --python's, else (for this machine) the active one."""
+    from pickvariant.machine.environment import active_interpreter, read_environment
+
+    if ask.python is not None:
+        return read_environment(ask.python, "--python", env)
+    if stated_machine(ask.request, env):
+        return None
+    interpreter, given_as = active_interpreter(env)
+    return read_environment(interpreter, given_as, env)
+
+
+def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAnswer:
+    from pickvariant._base.urls import public_url
+    from pickvariant.rules.decision import WheelAnswer
+    from pickvariant.rules.wheel_pick import pick_wheel
+    from pickvariant.sources.wheels.load import load_wheel_catalog
+
+    environment_vars = os.environ if env is None else env
+    hardware = default_catalog()
+    wheels = load_wheel_catalog()
+    given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
+    root = public_url(given_root)  # what is shown, printed and recorded: never a credential
+    facts = gather_facts(hardware, ask.request, environment_vars, detect_unstated=not ask.described)
+    environment = environment_of(ask, environment_vars)
+    request = ask.request.with_environment(environment_vars)
+    decision = pick_wheel(facts, hardware, wheels, request, environment, root)
+    return WheelAnswer(
+        facts=facts,
+        decision=decision,
+        hardware=hardware,
+        wheels=wheels,
+        environment=environment,
+        index_root=root,
+        workload=request.workload,
+        index_root_with_credentials=given_root if given_root != root else None,
+    )
+
+
+def no_wheel_error(answer: WheelAnswer) -> NoVariant:
+    """Exit 3's one line where no wheel runs here: the last reason and the hints."""
+    decision = answer.decision
+    return NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+
+
+@record
+class WheelRecommendation:
+    """The wheels source's decision for one machine (`recommend(source="wheels")`), with what it was made from."""
+
+    answer: WheelAnswer
+
+    @property
+    def build(self) -> Any:
+        """The wheel that runs here and is newest (a WheelBuild), or None when none does (`detect` exits 3)."""
+        return self.answer.decision.build
+
+    @property
+    def decision(self) -> Any:
+        return self.answer.decision
+
+    def to_json(self) -> dict[str, Any]:
+        """The object `pickvariant detect --source wheels --format json` prints for this machine."""
+        from pickvariant.output.wheel_answer import wheel_json
+
+        return wheel_json(self.answer)
+
+    def no_variant_error(self) -> NoVariant:
+        return no_wheel_error(self.answer)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pickvariant import api
 from pickvariant._base.errors import BadInput
-from pickvariant.cli import entry
+from pickvariant.cli import entry, plainline
 from pickvariant.cli import options as commandline
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
@@ -58,6 +58,28 @@ def test_recommend_to_json_is_what_detect_prints() -> None:
     assert (
         choice.variant is not None and choice.variant.package == json.loads(printed.stdout)["recommendation"]["package"]
     )
+
+
+@pytest.mark.parametrize("gpus", [["6.1"], ["9.0"], []], ids=["gtx1080", "h100", "cpu-only"])
+def test_recommend_with_the_wheels_source_is_what_detect_source_wheels_prints(gpus) -> None:
+    machine = ["--cpuinfo", str(HASWELL), "--driver", "580.95.05", "--python-version", "3.12"]
+    machine += [arg for gpu in gpus for arg in ("--gpu", gpu)] or ["--no-gpu"]
+    printed = _run("-m", "pickvariant", "detect", "--source", "wheels", "--format", "json", *machine)
+    assert printed.returncode == 0, printed.stderr
+    choice = api.recommend(cpuinfo=HASWELL, gpus=gpus, driver="580.95.05", python_version="3.12", source="wheels")
+    assert choice.to_json() == json.loads(printed.stdout)
+    assert choice.build is not None and choice.build.local == json.loads(printed.stdout)["recommendation"]["torch"]
+    # PICKVARIANT_SOURCE chooses it as it does for detect; a source that is none is refused naming the argument.
+    by_variable = api.recommend(cpuinfo=HASWELL, gpus=gpus, driver="580.95.05", python_version="3.12",
+                                env={**os.environ, "PICKVARIANT_SOURCE": "wheels"})  # fmt: skip
+    assert by_variable.to_json() == choice.to_json()
+    with pytest.raises(BadInput, match=r"^source 'conda'"):
+        api.recommend(cpuinfo=HASWELL, gpus=gpus, source="conda")
+
+
+def test_recommend_for_wheels_reports_a_misfit_as_a_value() -> None:
+    t4 = api.recommend(cpuinfo=HASWELL, gpus=["7.5"], driver="470.256.02", python_version="3.12", source="wheels")
+    assert t4.build is None and "470.256.02" in str(t4.no_variant_error())
 
 
 def test_recommend_states_no_gpu_pins_and_reports_a_misfit_as_a_value() -> None:
@@ -139,9 +161,11 @@ def test_the_typer_cli_declares_detect_exactly_as_commandline_does() -> None:
     assert list(options) == list(declared)
     for flag, param in options.items():
         option = declared[flag]
-        assert (param.is_flag, param.multiple, param.help) == (option.kind == "flag", option.repeatable, option.help), (
-            flag
-        )
+        assert (param.is_flag, param.multiple, param.help) == (
+            option.kind == "flag",
+            option.repeatable,
+            option.described,
+        ), flag
         if option.choices:
             assert _choices(param) == option.choices, flag
 
@@ -200,7 +224,7 @@ def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(
     argv += flags
     if junk is not None:
         argv.insert(1 + junk[1] % len(argv), junk[0])
-    fast = commandline.parse_plain_detect(argv) is not None
+    fast = plainline.parse_plain_detect(argv) is not None
     event("fast path" if fast else "typer CLI")
     env_before = dict(os.environ)
     assert _outcome(entry.main, argv) == _outcome(cli_main, argv), (argv, fast)
@@ -208,7 +232,7 @@ def test_entry_answers_every_detect_line_exactly_as_the_typer_cli(
 
 
 def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
-    taken = commandline.parse_plain_detect(
+    taken = plainline.parse_plain_detect(
         [
             "detect",
             "--format=json",
@@ -238,7 +262,7 @@ def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
         ["list", "--format", "json"],
         ["detect", "--format", "text"],
     ):
-        assert commandline.parse_plain_detect(declined) is None, declined
+        assert plainline.parse_plain_detect(declined) is None, declined
 
 
 @pytest.mark.parametrize(
@@ -262,7 +286,7 @@ def test_a_plain_detect_json_line_takes_the_fast_path() -> None:
 def test_fast_path_exits_and_lines_match_the_cli(argv: list[str]) -> None:
     from pickvariant.cli.main import main as cli_main
 
-    assert commandline.parse_plain_detect(argv) is not None
+    assert plainline.parse_plain_detect(argv) is not None
     fast, typer_cli = _outcome(entry.main, argv), _outcome(cli_main, argv)
     assert fast == typer_cli
     code, _, stderr = fast

@@ -580,3 +580,74 @@ def test_markdown_and_a_companion_listing_summarise_as_the_text_view_does() -> N
     assert "torchvision-python313-" not in vision.stdout
     every = runner.invoke(app, ["list", "--project", "torchvision", "--all"])
     assert "torchvision-python313-cuda13_1-sm90-avx512" in every.stdout
+
+
+# Flags that mean something else in another command, each with its own declaration: what differs, and why.
+_OWN_MEANINGS = {
+    "--format": "each command's own formats (detect's requirements and pyproject, report's markdown first, ...)",
+    "--branch": "list filters by it, recipe and verify name a package's branch by it, detect and install pin by it",
+    "--python": "verify probes that interpreter, report reports on it, detect and install read its environment",
+    "--python-version": "list filters its rows by it, detect and install pin the choice by it",
+    "--cuda": "list and recipe --all filter by it, detect and install pin the choice by it",
+    "--gpu": "list filters by an architecture, detect and install state a GPU",
+    "--with": "verify imports companions, recipe writes their recipes, detect and install choose them",
+    "--org": "install installs from that organisation, verify probes its package, plan names it in its commands",
+    "--label": "detect and verify label their JSON, install finds its node in a plan by it",
+    "--package": "install installs it, verify checks the probed torch against it",
+    "--build": "install builds instead of installing, detect chooses a set as install --build would build it",
+    "--compact": "detect's and verify's JSON on one line, each its own document",
+    "--force": "install replaces a torch, recipe and catalog overwrite files",
+    "--all": "list shows every row, recipe generates every variant",
+    "-o": "catalog sync and recipe write their own files",
+    "--output": "catalog sync and recipe write their own files",
+    "--check": "catalog sync and catalog wheels compare their own output",
+}
+
+
+def _options_by_command() -> dict[str, dict[str, str]]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    found: dict[str, dict[str, str]] = {}
+    for name, command in sorted(group.commands.items()):  # type: ignore[attr-defined]
+        commands = sorted(command.commands.items()) if hasattr(command, "commands") else [(name, command)]
+        for sub, leaf in commands:
+            for param in leaf.params:
+                for flag in getattr(param, "opts", []):
+                    found.setdefault(flag, {})[sub if sub == name else f"{name} {sub}"] = param.help or ""
+    return found
+
+
+def test_an_option_shared_by_commands_has_one_declaration_and_one_help() -> None:
+    """--source, --wheel-index, the machine's options: the same words in every command's --help, from one
+    declaration; a flag whose help differs between commands is one that means something else there, said above."""
+    drifted = {
+        flag: helps
+        for flag, helps in _options_by_command().items()
+        if len(set(helps.values())) > 1 and flag not in _OWN_MEANINGS
+    }
+    assert drifted == {}
+    for flag in ("--source", "--wheel-index", "--cpuinfo", "--gpu-index", "--driver"):
+        assert len(_options_by_command()[flag]) >= 3, flag  # shared, so the check above did check it
+
+
+def test_every_variable_is_named_by_its_options_help_from_the_declaration() -> None:
+    """An option's variable is part of its declaration (cli/options.py), and its help names it from there: typed
+    into no help text by hand, so it cannot be left out of one command's (report's --wheel-index once was)."""
+    from pathlib import Path
+
+    from pickvariant._base import settings
+    from pickvariant.cli import options
+
+    declared = [value for value in vars(options).values() if isinstance(value, options.Option)]
+    for option in declared:
+        if option.variable is not None:
+            assert option.variable in settings.ALL and option.described.count(option.variable) == 1
+    by_flag = _options_by_command()
+    for option in declared:
+        if option.variable is not None:
+            helps = [help for help in by_flag[option.flag].values() if option.help.rstrip(".") in help]
+            assert helps and all(f"(env {option.variable}" in help for help in helps), option.flag
+    for module in Path(REPO, "pickvariant", "cli").glob("*.py"):
+        if module.name != "options.py":
+            assert "(env PICKVARIANT_" not in module.read_text(), module.name

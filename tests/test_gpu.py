@@ -225,3 +225,52 @@ def test_detect_starts_reading_the_gpus_before_it_loads_the_rest_and_keeps_no_re
     assert gpu._EARLY == []
     assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell, "--no-gpu"]) == 0
     assert started == [1] and gpu._EARLY == []
+
+
+def _through_the_binding(devices, **library) -> tuple[object, object]:
+    from nvml_library import stand_in_library
+
+    from pickvariant.machine.nvml import Nvml
+
+    binding = Nvml(load=stand_in_library(devices, **library))
+    return binding, query_nvml(binding)
+
+
+def test_the_binding_reads_what_the_library_answers_through_nvmls_signatures() -> None:
+    """The binding against a library with nvml.h's C signatures (tests/nvml_library.py): every value as the
+    library wrote it, so that swapped pointers (9.0 read as 0.9), a short buffer (error 7) or a wrong layout fail."""
+    gpus = [dict(H200, bus=0x19), {"name": "NVIDIA A100-SXM4-80GB", "cc": (8, 0), "mem": 81920, "mig": 1,
+                                   "instances": 3, "bus": 0xA3}]  # fmt: skip
+    _, report = _through_the_binding(gpus, driver="580.159.04", cuda=13000)
+    assert not report.inconclusive and report.notes == ()
+    assert str(report.driver.version) == "580.159.04" and report.driver.cuda == "13.0"
+    assert [(g.index, g.name, g.compute_capability, g.memory_mib, g.pci) for g in report.gpus] == [
+        (0, "NVIDIA H200", ComputeCapability(9, 0), 143771, "0000:19:00"),
+        (1, "NVIDIA A100-SXM4-80GB", ComputeCapability(8, 0), 81920, "0000:a3:00"),
+    ]
+    assert [(g.mig_enabled, g.mig_instances) for g in report.gpus] == [(False, None), (True, 3)]
+    # Through the binding and through the pynvml-shaped stand-in: the same report for the same machine.
+    assert report == query_nvml(fake_nvml([dict(H200, bus=0x19), dict(gpus[1], name=gpus[1]["name"])]))
+
+
+def test_each_nvml_return_code_is_raised_as_its_own_class_with_pynvmls_words() -> None:
+    import pynvml
+
+    binding, report = _through_the_binding([H200, H200], errors={("nvmlDeviceGetHandleByIndex_v2", 1): 15})
+    assert report.inconclusive and len(report.gpus) == 1 and "GPU 1" in report.notes[-1]
+    binding.nvmlInit()
+    with pytest.raises(binding.NVMLError) as raised:
+        binding.nvmlDeviceGetHandleByIndex(1)
+    assert type(raised.value).__name__ == "NVMLError_GpuIsLost" and type(raised.value) is not binding.NVMLError
+    assert str(raised.value) == str(pynvml.NVMLError_GpuIsLost())
+    binding.nvmlShutdown()
+    with pytest.raises(binding.NVMLError_Uninitialized):  # a call after shutdown, as the library answers it
+        binding.nvmlDeviceGetCount()
+
+
+@pytest.mark.parametrize(("code", "inconclusive"), [(9, False), (4, True), (18, True)])
+def test_a_library_that_fails_to_start_reads_as_through_pynvml(code, inconclusive) -> None:
+    _, report = _through_the_binding([H200], errors={("nvmlInitWithFlags", None): code})
+    assert report.gpus == () and report.inconclusive is inconclusive
+    name = {9: "DriverNotLoaded", 4: "NoPermission", 18: "LibRmVersionMismatch"}[code]
+    assert report.notes == query_nvml(fake_nvml(init_error=name)).notes

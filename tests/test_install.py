@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import tomllib
 from importlib.metadata import version as installed_version
@@ -735,3 +736,40 @@ def test_a_linked_torch_of_another_release_is_wrong_to_the_patch(found, wrong) -
     from pickvariant.install.linked_torch import wrong_torch
 
     assert wrong_torch(found, "2.9.1") is wrong
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("runner", ["run", "capture"])
+def test_a_signal_that_lands_as_the_child_starts_stops_the_child(tmp_path, monkeypatch, sig, runner) -> None:
+    """A real signal sent to this process the moment the real child has started, before the runner waits on it
+    (where pip once ran on unseen while the environment was mended, issue 51): the child is stopped, not left."""
+    from pickvariant._base import proc
+    from pickvariant._base.errors import Interrupted, Terminated
+
+    started: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signalled(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        started.append(child)
+        signal.raise_signal(sig)  # as a Ctrl-C landing just as Popen returns
+        return child
+
+    monkeypatch.setattr(proc.subprocess, "Popen", popen_then_signalled)
+    raised: BaseException | None = None
+    try:
+        with proc.terminable():
+            if runner == "run":
+                run(Command(argv=("sleep", "30"), cwd=tmp_path, description="x"), tmp_path / "log")
+            else:
+                proc.capture(["sleep", "30"], timeout_s=60, max_stdout=1024, what="x")
+    except BaseException as error:  # a KeyboardInterrupt that escaped would otherwise end the test run itself
+        raised = error
+    finally:
+        for child in started:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                pytest.fail("the child was left running")
+    assert isinstance(raised, Interrupted if sig == signal.SIGINT else Terminated), repr(raised)
+    assert started

@@ -443,12 +443,11 @@ def test_compact_implies_json_in_both_parsers() -> None:
     import contextlib
     import io
 
-    from pickvariant.cli import entry
-    from pickvariant.cli import options as commandline
+    from pickvariant.cli import entry, plainline
     from pickvariant.cli.main import main as cli_main
 
     argv = ["detect", "--compact", "--label", "n7", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"]
-    assert commandline.parse_plain_detect(argv) is not None
+    assert plainline.parse_plain_detect(argv) is not None
     outcomes = []
     for main in (entry.main, cli_main):
         out = io.StringIO()

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pickvariant._base.errors import Interrupted, OperationFailed, Terminated
 from pickvariant._base.records import record
@@ -102,19 +102,54 @@ class _Overflow(Exception):
     """The child printed more than it may: stopped rather than read into memory without bound."""
 
 
+class _Held:
+    """SIGINT and SIGTERM noted rather than acted on, from its making until `resume()`, which puts the handlers back
+    and acts on the first one noted, there. A child is started in between: a Ctrl-C that lands while Popen returns
+    is acted on where the child is in hand and gets stopped, not before, where it would run on unseen in its own
+    session (a pip left removing the old torch while the environment is mended: issue 51). Main thread only."""
+
+    def __init__(self) -> None:
+        self.noted: list[int] = []
+        self.previous: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {sig: signal.signal(sig, self._note) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.noted.append(signum)
+
+    def resume(self, sigterm: Callable[[int, object], None] | None = None) -> None:
+        """The handlers as they were (SIGTERM's `sigterm` where given), then a noted signal acted on."""
+        for sig, handler in self.previous.items():
+            chosen = sigterm if sig == signal.SIGTERM and sigterm is not None else handler
+            signal.signal(sig, signal.SIG_DFL if chosen is None else chosen)  # type: ignore[arg-type]
+        if self.noted:
+            signal.raise_signal(self.noted[0])  # its handler runs here: a KeyboardInterrupt is raised from this call
+
+
+def _started(held: _Held, argv: list[str], **options: Any) -> subprocess.Popen:
+    """The child, in a session of its own with no stdin, started while `held` notes Ctrl-C and SIGTERM; where
+    starting fails, the handlers are put back (and a noted signal acted on) before the error goes on: nothing was
+    started that needs stopping."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, **options)
+    except BaseException:
+        held.resume()
+        raise
+
+
 def _wait(
     process: subprocess.Popen,
     deadline: float | None,
+    held: _Held,
     overflowed: threading.Event | None = None,
     readers: Sequence[threading.Thread] = (),
 ) -> None:
     """Start the output readers and wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow
-    stops its whole process group first, also one that lands while the readers start."""
+    stops its whole process group first, also one that landed while it started (`held`) or the readers start."""
     # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
     # that killed only pickvariant would leave it running on, unseen.
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_sigterm) if in_main_thread else None
     try:
+        held.resume(sigterm=_raise_sigterm)
         for reader in readers:
             reader.start()
         while process.poll() is None:
@@ -127,8 +162,9 @@ def _wait(
         _stop(process)
         raise
     finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        if signal.SIGTERM in held.previous:
+            previous = held.previous[signal.SIGTERM]
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # type: ignore[arg-type]
 
 
 def run(
@@ -153,16 +189,16 @@ def run(
             handle.flush()
         except OSError as error:
             broken.append(error.strerror or str(error))
+        held = _Held()
         try:
-            process = subprocess.Popen(
+            process = _started(
+                held,
                 [program, *command.argv[1:]],
                 cwd=command.cwd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
                 text=True,
                 errors="replace",
-                start_new_session=True,
                 env={**os.environ, **dict(command.env)} if command.env else None,
             )
         except OSError as error:
@@ -170,7 +206,7 @@ def run(
         reader = threading.Thread(target=_pump, args=(process, handle, on_line, broken), daemon=True)
         name = command.argv[0]
         try:
-            _wait(process, None if timeout_s is None else time.monotonic() + timeout_s, readers=(reader,))
+            _wait(process, None if timeout_s is None else time.monotonic() + timeout_s, held, readers=(reader,))
         except KeyboardInterrupt:
             _join(reader)
             raise Interrupted(f"interrupted: {name} was stopped; log: {log}") from None
@@ -217,14 +253,14 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str, c
     group (so nothing it started runs on); so is one that is running when Ctrl-C or SIGTERM
     reaches pickvariant, which then raises Interrupted or Terminated.
     """
+    held = _Held()
     try:
-        process = subprocess.Popen(
+        process = _started(
+            held,
             list(argv),
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
         )
     except OSError as error:
         return Captured(None, "", "", f"cannot run {argv[0]}: {error.strerror or error}")
@@ -251,7 +287,7 @@ def capture(argv: Sequence[str], timeout_s: float, max_stdout: int, what: str, c
     ]
     problem = None
     try:
-        _wait(process, time.monotonic() + timeout_s, overflowed, readers)
+        _wait(process, time.monotonic() + timeout_s, held, overflowed, readers)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted: {what} was stopped") from None
     except _SigTerm:

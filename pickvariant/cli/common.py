@@ -32,9 +32,9 @@ def _typer_parameter(name: str, option: commandline.Option) -> inspect.Parameter
     annotation = choice if choice is not None else opt.KINDS[option.kind]
     default = choice(option.default) if choice is not None else option.default
     declared = (
-        typer.Option(option.flag, help=option.help, metavar=option.metavar)
+        typer.Option(option.flag, help=option.described, metavar=option.metavar)
         if option.metavar
-        else typer.Option(option.flag, help=option.help)
+        else typer.Option(option.flag, help=option.described)
     )
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, declared]

@@ -45,12 +45,12 @@ def _main(argv: list[str] | None) -> int:
 
         start_early()
     from pickvariant._base.errors import PickVariantError
-    from pickvariant.cli import console
+    from pickvariant.cli import console, plainline
     from pickvariant.cli import options as commandline
 
-    values = commandline.parse_plain_detect(args)
-    wheels = values is not None and commandline.asks_wheels(values, os.environ)
-    if values is None or (wheels and not commandline.plain_wheels(values, os.environ)):
+    values = plainline.parse_plain_detect(args)
+    wheels = values is not None and plainline.asks_wheels(values, os.environ)
+    if values is None or (wheels and not plainline.plain_wheels(values, os.environ)):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)

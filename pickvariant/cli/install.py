@@ -38,14 +38,6 @@ InstallPackage = Annotated[
     ),
 ]
 
-InstallOrg = Annotated[
-    str | None,
-    typer.Option(
-        "--org",
-        metavar="ORG",
-        help="Install the package published in this Flox organisation's catalog (env PICKVARIANT_FLOX_ORG).",
-    ),
-]
 
 InstallDirectory = Annotated[
     Path,
@@ -99,44 +91,6 @@ InstallTimeout = Annotated[
     typer.Option("--timeout", metavar="SECONDS", help="Stop a flox command that runs longer than this many seconds."),
 ]
 
-InstallSource = Annotated[
-    str | None,
-    typer.Option(
-        "--source",
-        metavar="flox|wheels",
-        help="flox (the default): a Flox package or recipe; wheels: PyTorch's own wheel, with pip or uv, into a Python "
-        "environment (env PICKVARIANT_SOURCE).",
-    ),
-]
-
-InstallInstaller = Annotated[
-    str | None,
-    typer.Option(
-        "--installer",
-        metavar="pip|uv",
-        help="With --source wheels: pip (run by the environment's interpreter, the default) or uv (found on PATH) "
-        "(env PICKVARIANT_INSTALLER).",
-    ),
-]
-
-InstallPython = Annotated[
-    str | None,
-    typer.Option(
-        "--python",
-        metavar="PATH",
-        help="With --source wheels: the interpreter of the environment to install into (default: the active one).",
-    ),
-]
-
-InstallWheelIndex = Annotated[
-    str | None,
-    typer.Option(
-        "--wheel-index",
-        metavar="URL",
-        help="With --source wheels: the root of a mirror of PyTorch's indexes (ROOT/cu126/torch/...) "
-        "(env PICKVARIANT_WHEEL_INDEX).",
-    ),
-]
 
 InstallFormatOpt = Annotated[
     InstallFormat,
@@ -157,21 +111,12 @@ InstallFromPlan = Annotated[
     ),
 ]
 
-InstallLabel = Annotated[
-    str | None,
-    typer.Option(
-        "--label",
-        metavar="NAME",
-        help="With --plan: this node's label in it (env PICKVARIANT_LABEL; default: the host name).",
-    ),
-]
-
 
 @exits_on_error
 @declared(commandline.REQUEST)
 def install(
     package: InstallPackage = None,
-    org: InstallOrg = None,
+    org: Any = commandline.FLOX_ORG,
     directory: InstallDirectory = Path("."),
     build: InstallBuild = False,
     build_dir: InstallBuildDir = None,
@@ -184,12 +129,12 @@ def install(
     timeout: InstallTimeout = None,
     token_file: InstallTokenFile = None,
     format: InstallFormatOpt = InstallFormat.text,
-    source: InstallSource = None,
-    installer: InstallInstaller = None,
-    python: InstallPython = None,
-    wheel_index: InstallWheelIndex = None,
+    source: Any = commandline.SOURCE,
+    installer: Any = commandline.INSTALLER,
+    python: Any = commandline.PYTHON_PATH,
+    wheel_index: Any = commandline.WHEEL_INDEX,
     plan: InstallFromPlan = None,
-    label: InstallLabel = None,
+    label: Any = commandline.NODE_LABEL,
     **values: Any,
 ) -> None:
     """Detect, decide, explain, ask, then install (or build) the variant through Flox (or PyTorch's wheel with pip

@@ -38,6 +38,17 @@ class Option:
     choices: tuple[str, ...] = ()
     default: object = None
     metavar: str | None = None  # what --help shows for the value (a choice shows its choices)
+    variable: str | None = None  # the PICKVARIANT_* variable that gives it where the option is not given
+    variable_note: str = ""  # how the variable spells it, where not as the option does ("comma-separated")
+
+    @property
+    def described(self) -> str:
+        """The help --help shows: the declared text, with the variable (from the declaration, never typed twice)."""
+        if self.variable is None:
+            return self.help
+        note = f", {self.variable_note}" if self.variable_note else ""
+        text, stop = (self.help[:-1], ".") if self.help.endswith(".") else (self.help, "")
+        return f"{text} (env {self.variable}{note}){stop}"
 
     @property
     def takes_value(self) -> bool:
@@ -59,15 +70,18 @@ WORKLOAD = Option(
 CPUINFO = Option(
     flag="--cpuinfo",
     kind="path",
-    help="Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin (env PICKVARIANT_CPUINFO).",
+    help="Decide for the CPU of this /proc/cpuinfo dump instead of this machine's; - reads stdin.",
     field="cpuinfo",
+    variable=settings.CPUINFO,
     metavar="FILE",
 )
 GPU = Option(
     flag="--gpu",
     kind="texts",
-    help="Decide for a GPU of this compute capability (8.9, sm_89); repeat for several (env PICKVARIANT_GPU, comma-separated).",
+    help="Decide for a GPU of this compute capability (8.9, sm_89); repeat for several.",
     field="gpus",
+    variable=settings.GPU,
+    variable_note="comma-separated",
     metavar="CC",
 )
 NO_GPU = Option(
@@ -80,24 +94,26 @@ NO_GPU = Option(
 DRIVER = Option(
     flag="--driver",
     kind="text",
-    help="NVIDIA driver version to decide for, e.g. 580.65.06 (env PICKVARIANT_DRIVER).",
+    help="NVIDIA driver version to decide for, e.g. 580.65.06.",
     field="driver",
+    variable=settings.DRIVER,
     metavar="VERSION",
 )
 DRIVER_CUDA = Option(
     flag="--driver-cuda",
     kind="text",
-    help='The CUDA version that driver reports (nvidia-smi\'s "CUDA Version", e.g. 13.0): what judges a Jetson driver '
-    "(env PICKVARIANT_DRIVER_CUDA).",
+    help='The CUDA version that driver reports (nvidia-smi\'s "CUDA Version", e.g. 13.0): what judges a Jetson driver.',
     field="driver_cuda",
+    variable=settings.DRIVER_CUDA,
     metavar="X.Y",
 )
 WITH = Option(
     flag="--with",
     kind="texts",
     help="Choose these companions with the torch, on one PyTorch: torchvision, torchaudio, vllm; repeat or "
-    "comma-separate (env PICKVARIANT_WITH).",
+    "comma-separate.",
     field="with_projects",
+    variable=settings.WITH,
     metavar="PROJECT",
 )
 TORCH = Option(
@@ -131,8 +147,9 @@ BRANCH = Option(
 PYTHON = Option(
     flag="--python-version",
     kind="text",
-    help="Only builds for this Python (3.11, 3.12, 3.13); default: the newest built (env PICKVARIANT_PYTHON).",
+    help="Only builds for this Python (3.11, 3.12, 3.13); default: the newest built.",
     field="python",
+    variable=settings.PYTHON,
     metavar="X.Y",
 )
 BUILD = Option(
@@ -156,8 +173,9 @@ SOURCE = Option(
     flag="--source",
     kind="text",
     help="Where builds come from: flox (the build repository's recipes, the default) or wheels (PyTorch's own "
-    "indexes, for pip and uv) (env PICKVARIANT_SOURCE).",
+    "indexes, for pip and uv).",
     metavar="flox|wheels",
+    variable=settings.SOURCE,
 )
 PYTHON_PATH = Option(
     flag="--python",
@@ -166,12 +184,70 @@ PYTHON_PATH = Option(
     "Python and the torch already there are read, torch is not imported.",
     metavar="PATH",
 )
+REPORT_PYTHON = Option(
+    flag="--python",
+    kind="text",
+    help="The interpreter whose PyTorch to report (default: the last install's, else this one); with --source "
+    "wheels, its environment's files are read and torch is not imported.",
+    metavar="PATH",
+)
 WHEEL_INDEX = Option(
     flag="--wheel-index",
     kind="text",
-    help="With --source wheels: the root of a mirror of PyTorch's indexes (ROOT/cu126/torch/...) "
-    "(env PICKVARIANT_WHEEL_INDEX).",
+    help="With --source wheels: the root of a mirror of PyTorch's indexes (ROOT/cu126/torch/...).",
     metavar="URL",
+    variable=settings.WHEEL_INDEX,
+)
+NODE_LABEL = Option(
+    flag="--label",
+    kind="text",
+    help="With --plan: this node's label in it (default: the host name).",
+    metavar="NAME",
+    variable=settings.LABEL,
+)
+FLOX_ORG = Option(
+    flag="--org",
+    kind="text",
+    help="Install the package published in this Flox organisation's catalog.",
+    metavar="ORG",
+    variable=settings.FLOX_ORG,
+)
+PLAN_ORG = Option(
+    flag="--org",
+    kind="text",
+    help="The Flox organisation the builds are published to (used in the printed commands).",
+    metavar="ORG",
+    variable=settings.FLOX_ORG,
+)
+INSTALLER = Option(
+    flag="--installer",
+    kind="text",
+    help="With --source wheels: pip (run by the environment's interpreter, the default) or uv (found on PATH).",
+    metavar="pip|uv",
+    variable=settings.INSTALLER,
+)
+VERIFY_WITH = Option(
+    flag="--with",
+    kind="texts",
+    help="Also import these companions, run one operation of each on every GPU and check one libtorch is loaded.",
+    metavar="PROJECT",
+    variable=settings.WITH,
+)
+VERIFY_LABEL = Option(
+    flag="--label",
+    kind="text",
+    help='With --format json: a "label" naming this node.',
+    metavar="NAME",
+    variable=settings.LABEL,
+)
+# A path option with its own check (cli/typer_options.RepoOpt), declared here for its words and its variable.
+RECIPES_REPO = Option(
+    flag="--repo",
+    kind="path",
+    help="The recipe repository: URL or path of the build repository, a fork, mirror or clone (default: the "
+    "catalog's source).",
+    metavar="URL|PATH",
+    variable=settings.RECIPES_REPO,
 )
 COMPACT = Option(
     flag="--compact",
@@ -188,8 +264,9 @@ EXPLAIN = Option(
 LABEL = Option(
     flag="--label",
     kind="text",
-    help='With --format json or --compact: a top-level "label" naming this node (env PICKVARIANT_LABEL); nothing else names the host.',
+    help='With --format json or --compact: a top-level "label" naming this node; nothing else names the host.',
     metavar="NAME",
+    variable=settings.LABEL,
 )
 
 # The options that fill a Request, by parameter name, in the order commands list them.
@@ -220,8 +297,6 @@ DETECT = {
     "python": PYTHON_PATH,
     "wheel_index": WHEEL_INDEX,
 }
-_BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
-_DIGITS = frozenset("0123456789")
 
 
 def request_from(values: Mapping[str, Any]) -> Request:
@@ -268,64 +343,3 @@ def detect_label(values: Mapping[str, Any], env: Mapping[str, str], output: str)
     if values.get("label") is not None and output != "json":
         raise BadInput("--label names the node in the JSON output: add --format json (or --compact)")
     return check_label(str(label), given)
-
-
-def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
-    """Does a detect command line name the wheels source or its options? Then the typer CLI answers it: the fast
-    path answers the Flox source alone."""
-    named = any(values.get(name) is not None for name in ("source", "python", "wheel_index"))
-    return named or settings.setting(env, settings.SOURCE) is not None
-
-
-def plain_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
-    """Is a plain detect line one of the wheels source that entry's fast path answers as the typer CLI would (the
-    source, named or by PICKVARIANT_SOURCE, is wheels and well-formed)? Anything else goes to the typer CLI."""
-    from pickvariant._base.errors import BadInput
-
-    try:
-        return settings.source(values.get("source"), env) == "wheels"
-    except BadInput:
-        return False
-
-
-def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
-    """detect's option values (by parameter name) for `detect --format json …` given plainly, else None.
-
-    None for anything the typer CLI should judge: an unknown or repeated option, a value that looks like
-    an option, a choice or index it would refuse, --help, a positional argument."""
-    if not args or args[0] != "detect":
-        return None
-    values: dict[str, object] = {name: option.default for name, option in DETECT.items()}
-    seen: set[str] = set()
-    position = 1
-    while position < len(args):
-        flag, equals, value = args[position].partition("=")
-        position += 1
-        if flag not in _BY_FLAG:
-            return None
-        name, option = _BY_FLAG[flag]
-        if name in seen and not option.repeatable:
-            return None
-        seen.add(name)
-        if not option.takes_value:
-            if equals:
-                return None
-            values[name] = True
-            continue
-        if not equals:
-            if position >= len(args):
-                return None
-            value, position = args[position], position + 1
-        if value.startswith("-") or (option.choices and value not in option.choices):
-            return None
-        if option.kind == "int":
-            if not 0 < len(value) <= 9 or not _DIGITS.issuperset(value):
-                return None
-            values[name] = int(value)
-        elif option.repeatable:
-            values[name] = [*(values[name] or ()), value]  # type: ignore[misc]  # a repeatable option's value is a list
-        else:
-            values[name] = value
-    if values["compact"] and "format" not in seen:
-        values["format"] = "json"  # --compact implies JSON, as in the typer CLI
-    return values if values["format"] == "json" else None  # --compact with another --format: typer refuses it

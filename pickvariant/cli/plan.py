@@ -20,14 +20,6 @@ PlanInputs = Annotated[
     ),
 ]
 
-PlanOrg = Annotated[
-    str | None,
-    typer.Option(
-        "--org",
-        metavar="ORG",
-        help="The Flox organisation the builds are published to (used in the printed commands; env PICKVARIANT_FLOX_ORG).",
-    ),
-]
 
 PlanMaxVariants = Annotated[
     int | None,
@@ -43,7 +35,7 @@ PlanMaxVariants = Annotated[
 @declared()
 def plan(
     inputs: PlanInputs,
-    org: PlanOrg = None,
+    org: Any = commandline.PLAN_ORG,
     max_variants: PlanMaxVariants = None,
     workload: Any = commandline.WORKLOAD,
     python_version: Any = commandline.PYTHON,

@@ -22,34 +22,14 @@ class ReportFormat(StrEnum):
 
 ReportFormatOpt = Annotated[ReportFormat, typer.Option("--format", help="markdown (default) or json.")]
 
-ReportPython = Annotated[
-    str | None, typer.Option("--python", metavar="PYTHON", help="The interpreter whose PyTorch to report.")
-]
-
-ReportSource = Annotated[
-    str | None,
-    typer.Option(
-        "--source",
-        metavar="flox|wheels",
-        help="wheels: the PyTorch wheel for the machine and the torch in --python's environment (env PICKVARIANT_SOURCE).",
-    ),
-]
-
-ReportWheelIndex = Annotated[
-    str | None,
-    typer.Option(
-        "--wheel-index", metavar="URL", help="With --source wheels: the root of a mirror of PyTorch's indexes."
-    ),
-]
-
 
 @exits_on_error
 @declared(commandline.REQUEST)
 def report(
     format: ReportFormatOpt = ReportFormat.markdown,
-    python: ReportPython = None,
-    source: ReportSource = None,
-    wheel_index: ReportWheelIndex = None,
+    python: Any = commandline.REPORT_PYTHON,
+    source: Any = commandline.SOURCE,
+    wheel_index: Any = commandline.WHEEL_INDEX,
     **values: Any,
 ) -> None:
     """One block for a support ticket: versions, hardware, the recommendation and the installed PyTorch.

@@ -78,9 +78,9 @@ GenerateOpt = Annotated[
 RepoOpt = Annotated[
     str | None,
     typer.Option(
-        "--repo",
-        metavar="URL|PATH",
+        commandline.RECIPES_REPO.flag,
+        metavar=commandline.RECIPES_REPO.metavar,
         callback=checked_paths,
-        help="The recipe repository: URL or path of the build repository, a fork, mirror or clone (env PICKVARIANT_RECIPES_REPO; default: the catalog's source).",
+        help=commandline.RECIPES_REPO.described,
     ),
 ]

@@ -42,25 +42,9 @@ VerifyOrg = Annotated[
     ),
 ]
 
-VerifyWith = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--with",
-        help="Also import these companions, run one operation of each on every GPU and check one libtorch is loaded (env PICKVARIANT_WITH).",
-        metavar="PROJECT",
-    ),
-]
-
 
 VerifyCompact = Annotated[
     bool, typer.Option("--compact", help="With --format json: the verdict on one line (one line per node, for fleet).")
-]
-
-VerifyLabel = Annotated[
-    str | None,
-    typer.Option(
-        "--label", metavar="NAME", help='With --format json: a "label" naming this node (env PICKVARIANT_LABEL).'
-    ),
 ]
 
 
@@ -72,10 +56,10 @@ def verify(
     package: VerifyPackage = None,
     branch: VerifyBranch = None,
     org: VerifyOrg = None,
-    with_: VerifyWith = None,
+    with_: Any = commandline.VERIFY_WITH,
     format: Any = commandline.FORMAT,
     compact: VerifyCompact = False,
-    label: VerifyLabel = None,
+    label: Any = commandline.VERIFY_LABEL,
 ) -> None:
     """Run a matmul/conv probe in the installed PyTorch: kernels for every GPU, correct results, and how fast."""
     from pickvariant.commands import verify as command

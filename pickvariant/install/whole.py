@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pickvariant._base import text
 from pickvariant._base.errors import OperationFailed
 
 MAX_RECORD_BYTES = 32 * 1024 * 1024  # a CUDA torch's RECORD is about 2 MiB
@@ -134,7 +135,11 @@ def _state(
     if now is None:
         if old is None:
             return f"{name}: what the stopped install wrote of it was removed"
-        return f"{old.name} {old.version} could not be put back: its files are kept in {kept.folder}"
+        unlike = list(_unlike(kept.site, old))
+        return (
+            f"{old.name} {old.version} could not be put back ({len(unlike)} of its {len(old.files)} files missing "
+            f"or changed, the first {text.visible(unlike[0]) if unlike else '?'}): its files are kept in {kept.folder}"
+        )
     if old is None or old.version != now.version:
         return f"{now.name} {now.version} is there, complete"
     if restored:
@@ -187,16 +192,19 @@ def _record(dist_info: Path) -> tuple[tuple[str, int | None], ...]:
 
 def whole(site: Path, dist: Distribution) -> bool:
     """Every file its RECORD names is there, of the size RECORD gives (RECORD itself and its own line included)."""
-    if not dist.files:
-        return False
+    return bool(dist.files) and next(_unlike(site, dist), None) is None
+
+
+def _unlike(site: Path, dist: Distribution) -> Iterator[str]:
+    """The files its RECORD names that are missing, or not of the size RECORD gives."""
     for path, size in dist.files:
         try:
             found = (site / path).stat().st_size
         except OSError:
-            return False
+            yield path
+            continue
         if size is not None and found != size:
-            return False
-    return True
+            yield path
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ module-like surface of pynvml that gpu.query_nvml uses, so that one query reads 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 # nvml.h's return codes detection tells apart, with pynvml's NVMLError_* class names and its text for each
 # (nvidia-ml-py 13.615.71, NVMLError._errcode_to_string), so that a note reads the same whichever answered.
@@ -70,9 +71,10 @@ class Nvml:
     NVMLError = NVMLError
     NVML_DEVICE_MIG_ENABLE = NVML_DEVICE_MIG_ENABLE
 
-    def __init__(self, path: str = "libnvidia-ml.so.1") -> None:
+    def __init__(self, path: str = "libnvidia-ml.so.1", load: Callable[[str], object] = ctypes.CDLL) -> None:
         self._path = path
-        self._library: ctypes.CDLL | None = None
+        self._load = load  # tests give a stand-in library of ctypes functions with nvml.h's signatures
+        self._library: object | None = None
 
     def _call(self, name: str, *args: object) -> None:
         if self._library is None:
@@ -87,7 +89,7 @@ class Nvml:
 
     def nvmlInit(self) -> None:
         try:
-            self._library = ctypes.CDLL(self._path)
+            self._library = self._load(self._path)
         except OSError:
             raise _CLASSES[12](12) from None
         self._call("nvmlInitWithFlags", ctypes.c_uint(0))

@@ -1,0 +1,77 @@
+"""detect's plain JSON line (`detect --format json …`, options given plainly) parsed without typer, from the
+declarations in cli/options.py: what cli/entry.py answers itself; anything else goes to the typer CLI, which owns
+usage errors and help."""
+
+from __future__ import annotations
+
+from pickvariant._base import settings
+from pickvariant.cli.options import DETECT
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+_BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
+_DIGITS = frozenset("0123456789")
+
+
+def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Does a detect command line name the wheels source or its options? Then the typer CLI answers it: the fast
+    path answers the Flox source alone."""
+    named = any(values.get(name) is not None for name in ("source", "python", "wheel_index"))
+    return named or settings.setting(env, settings.SOURCE) is not None
+
+
+def plain_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Is a plain detect line one of the wheels source that entry's fast path answers as the typer CLI would (the
+    source, named or by PICKVARIANT_SOURCE, is wheels and well-formed)? Anything else goes to the typer CLI."""
+    from pickvariant._base.errors import BadInput
+
+    try:
+        return settings.source(values.get("source"), env) == "wheels"
+    except BadInput:
+        return False
+
+
+def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
+    """detect's option values (by parameter name) for `detect --format json …` given plainly, else None.
+
+    None for anything the typer CLI should judge: an unknown or repeated option, a value that looks like
+    an option, a choice or index it would refuse, --help, a positional argument."""
+    if not args or args[0] != "detect":
+        return None
+    values: dict[str, object] = {name: option.default for name, option in DETECT.items()}
+    seen: set[str] = set()
+    position = 1
+    while position < len(args):
+        flag, equals, value = args[position].partition("=")
+        position += 1
+        if flag not in _BY_FLAG:
+            return None
+        name, option = _BY_FLAG[flag]
+        if name in seen and not option.repeatable:
+            return None
+        seen.add(name)
+        if not option.takes_value:
+            if equals:
+                return None
+            values[name] = True
+            continue
+        if not equals:
+            if position >= len(args):
+                return None
+            value, position = args[position], position + 1
+        if value.startswith("-") or (option.choices and value not in option.choices):
+            return None
+        if option.kind == "int":
+            if not 0 < len(value) <= 9 or not _DIGITS.issuperset(value):
+                return None
+            values[name] = int(value)
+        elif option.repeatable:
+            values[name] = [*(values[name] or ()), value]  # type: ignore[misc]  # a repeatable option's value is a list
+        else:
+            values[name] = value
+    if values["compact"] and "format" not in seen:
+        values["format"] = "json"  # --compact implies JSON, as in the typer CLI
+    return values if values["format"] == "json" else None  # --compact with another --format: typer refuses it
