@@ -330,7 +330,9 @@ SAMPLE_MACHINES = [
 
 
 @given(mutations)
-@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow])
+# 120 mutations (a catalog parsed and every sample machine decided for each) in 10 s on a 2-core machine: the suite's
+# time limit (issue 52) against the cases; the strict run replays the same ones each time.
+@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: tuple) -> None:
     generated("parse_catalog: one random mutation of catalog.json")
     path, kind, value = mutation

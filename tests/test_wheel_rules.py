@@ -239,11 +239,37 @@ def test_report_gives_the_wheel_answer_and_the_environment_for_a_support_ticket(
         capture_output=True, text=True, env=env, timeout=120, check=True,
     ).stdout  # fmt: skip
     expected = _newest("linux-x86_64", lambda b: b.variant == "cu126")
-    assert f"**Recommendation:** `{expected.local}`" in markdown
+    # The report's own shape, as for recipes (issue 52): the recommendation, the machine, the environment, the
+    # torch probed there, the reasons; a torch there that the rules judge does not run here is a mismatch.
+    assert markdown.startswith("### pickvariant report")
+    assert f"- Recommendation: `torch=={expected.local}` from `{expected_index(expected)}`" in markdown
     # A ticket names no local path: the interpreter is `python` (issue 51).
-    assert f"- Python {'.'.join(map(str, sys.version_info[:3]))} at `python`" in markdown
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    assert f"- Environment: Python {'.'.join(map(str, sys.version_info[:3]))} ({tag}) at `python`" in markdown
     assert sys.executable not in markdown
-    assert "## Not chosen" in markdown and "GPU 0 (6.0) has none" in markdown
+    import torch  # the real CPU torch the probe found there
+
+    assert f"- Installed PyTorch: {torch.__version__}, CUDA none" in markdown
+    assert "**Mismatches:**" in markdown and "CPU-only build: it leaves this machine's GPUs unused" in markdown
+    document = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "pickvariant", *args, "--python", sys.executable, "--format", "json"],
+            capture_output=True, text=True, env=env, timeout=120, check=True,
+        ).stdout
+    )  # fmt: skip
+    flox = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "pickvariant", "report", *args[3:], "--format", "json"],
+            capture_output=True, text=True, env=env, timeout=120, check=True,
+        ).stdout
+    )  # fmt: skip
+    report_fields = {"described", "system", "gpu_health", "installed_torch", "mismatches", "last_install"}
+    assert report_fields <= set(document) and report_fields <= set(flox)
+    assert document["described"] is True and document["system"] == {"kernel": None, "python": None}
+
+
+def expected_index(build) -> str:
+    return f"{WHEELS.index_root}/{build.variant}"
 
 
 @pytest.mark.parametrize(("gpu", "fits"), [("9.0", "yes"), ("6.0", "no")])

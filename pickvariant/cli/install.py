@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,6 +14,7 @@ import typer
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
+from pickvariant._base.records import replace
 from pickvariant._base.text import visible
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
@@ -21,6 +23,7 @@ from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
 if TYPE_CHECKING:
     from pickvariant._base.request import Request
     from pickvariant.commands.install import InstallOptions, Prepared
+    from pickvariant.commands.plan_install import WheelAssignment
     from pickvariant.commands.wheel_detect import WheelAsk
 
 
@@ -142,19 +145,18 @@ def install(
     from pickvariant.commands import install as command
 
     wheels = settings.source(source, os.environ) == "wheels"
-    flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file, "--plan": plan}
+    flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
     wheel_only = {"--installer": installer, "--python": python, "--wheel-index": wheel_index}
     _check_source_options(wheels, flox_only if wheels else wheel_only, format is InstallFormat.json and not dry_run)
     if label is not None and plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
     if wheels:
-        from pickvariant.commands.wheel_detect import WheelAsk
-
-        ask = WheelAsk(request=request_of(values), python=python, wheel_index=wheel_index)
+        ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label)
         as_json = format is InstallFormat.json
         _install_wheels(
-            ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout, as_json=as_json
-        )
+            ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout, as_json=as_json,
+            assigned=assigned,
+        )  # fmt: skip
         return
     options = command.InstallOptions(
         package=package,
@@ -187,6 +189,29 @@ def _check_source_options(wheels: bool, others: dict[str, Any], real_install_as_
         raise BadInput(
             "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
         )
+
+
+def _wheel_ask(
+    request: Request, python: str | None, wheel_index: str | None, plan: str | None, label: str | None
+) -> tuple[WheelAsk, WheelAssignment | None]:
+    """What to ask the wheel rules; with --plan, the node's assignment pinned, and nothing that would choose
+    another wheel beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
+    from pickvariant.commands import plan_install
+    from pickvariant.commands.wheel_detect import WheelAsk
+    from pickvariant.sources.wheels.load import load_wheel_catalog
+
+    if plan is None:
+        return WheelAsk(request=request, python=python, wheel_index=wheel_index), None
+    pinned = [flag for flag, name in _CHOOSERS.items() if getattr(request, name, None)]
+    if settings.setting(os.environ, settings.WITH) is not None:
+        pinned.append(settings.WITH)
+    if pinned:
+        raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
+    assigned = plan_install.wheel_assignment(plan, label)
+    request = plan_install.wheel_pins(assigned, request, load_wheel_catalog())
+    if wheel_index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
+        wheel_index = assigned.index_root
+    return WheelAsk(request=request, python=python, wheel_index=wheel_index), assigned
 
 
 def _assigned(
@@ -249,11 +274,16 @@ def _install_wheels(
     no_verify: bool,
     timeout_s: float | None,
     as_json: bool,
+    assigned: WheelAssignment | None = None,
 ) -> None:
     """The wheel's plan, then (consented) the installer run and the environment verified: exit 1 when it fails."""
-    from pickvariant.commands import wheel_install
+    from pickvariant.commands import plan_install, wheel_install
 
-    plan = wheel_install.plan_wheel_install(ask, installer)
+    if assigned is None:
+        plan = wheel_install.plan_wheel_install(ask, installer)
+    else:
+        plan = wheel_install.plan_wheel_install(ask, installer, check=partial(plan_install.check_wheel_plan, assigned))
+        plan = replace(plan, assigned_by=assigned.said)
     if as_json:
         typer.echo(json.dumps(wheel_install.plan_json(plan), indent=2))
         return

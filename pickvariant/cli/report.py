@@ -42,18 +42,15 @@ def report(
     if settings.source(source, os.environ) == "wheels":
         from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
         from pickvariant.machine.facts import states_a_machine
-        from pickvariant.output.wheel_answer import wheel_json, wheel_markdown
 
         request = request_of(values)
         described = states_a_machine(request, os.environ)  # a stated machine needs its CPU, as for recipes
         asked = WheelAsk(request=request, python=python, wheel_index=wheel_index, described=described)
-        answer = reporter.wheel_report_answer(decide_wheel(asked))
-        as_json = format is ReportFormat.json
-        typer.echo(json.dumps(wheel_json(answer), indent=2) if as_json else wheel_markdown(answer), nl=as_json)
-        return
-    if wheel_index is not None:
-        raise BadInput("--wheel-index: only with --source wheels")
-    data = reported(request_of(values), python, load_catalog()).data
+        data = reporter.build_wheel(decide_wheel(asked), described)
+    else:
+        if wheel_index is not None:
+            raise BadInput("--wheel-index: only with --source wheels")
+        data = reported(request_of(values), python, load_catalog()).data
     typer.echo(
         json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data),
         nl=format is ReportFormat.json,

@@ -11,19 +11,23 @@ import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant._base.files import read_input
-from pickvariant._base.records import keyword_record
-from pickvariant._base.request import check_label
+from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.request import Request, check_label
 from pickvariant._base.text import visible
 from pickvariant._base.urls import public_url
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.cluster_plan import catalog_identity
-from pickvariant.rules.node_facts import changes, fingerprint
-from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, parse_plan
+from pickvariant.rules.decision import WheelAnswer
+from pickvariant.rules.node_facts import changes, fingerprint, wheel_fingerprint
+from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
+from pickvariant.rules.wheel_cluster_plan import wheels_identity
 from pickvariant.sources.build import Catalog
+from pickvariant.sources.wheel_build import WheelCatalog
 
 
 @keyword_record
@@ -42,6 +46,26 @@ def node_label(stated: str | None, env: Mapping[str, str]) -> tuple[str, str]:
     if (named := settings.setting(env, settings.LABEL)) is not None:
         return check_label(named, settings.LABEL), settings.LABEL
     return check_label(socket.gethostname(), "the host name"), "the host name"
+
+
+def _this_node(document: PlanDocument, label: str | None, what: str) -> tuple[str, PlannedNode]:
+    """This node's label and its one assignment in the plan: BadInput where it has none or several that differ,
+    NoVariant (exit 3) where the plan serves it nothing."""
+    name, given_as = node_label(label, os.environ)
+    shown = visible(document.where)
+    found = document.by_label().get(name)
+    if not found:
+        raise BadInput(
+            f"{given_as} {visible(name)!r}: no node of that label in plan {shown} ({len(document.nodes)} nodes)"
+        )
+    if len({(node.package, node.branch) for node in found}) > 1:
+        raise BadInput(f"plan {shown} gives label {visible(name)!r} to {len(found)} nodes with different builds")
+    node = found[0]
+    if node.package is None or node.branch is None:
+        raise NoVariant(
+            f"plan {shown} serves node {visible(name)!r} no {what}: {visible(node.why or 'no reason given')}"
+        )
+    return name, node
 
 
 def read_plan(path: str) -> PlanDocument:
@@ -63,22 +87,16 @@ def _check_catalog(document: PlanDocument, catalog: Catalog) -> None:
 def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostFacts) -> Assignment:
     """This node's package and branch from the plan; BadInput (exit 2) or NoVariant (exit 3) where there is none
     to install here, naming the plan, the label and what is wrong."""
-    name, given_as = node_label(label, os.environ)
     document = read_plan(plan_path)
-    _check_catalog(document, catalog)
-    shown = visible(plan_path)
-    found = document.by_label().get(name)
-    if not found:
+    if document.source == "wheels":
         raise BadInput(
-            f"{given_as} {visible(name)!r}: no node of that label in plan {shown} ({len(document.nodes)} nodes)"
+            f"plan {visible(plan_path)} is a plan of PyTorch's wheels: install it with --source wheels "
+            "(or PICKVARIANT_SOURCE=wheels)"
         )
-    if len({(node.package, node.branch) for node in found}) > 1:
-        raise BadInput(f"plan {shown} gives label {visible(name)!r} to {len(found)} nodes with different builds")
-    node = found[0]
-    if node.package is None or node.branch is None:
-        raise NoVariant(
-            f"plan {shown} serves node {visible(name)!r} no variant: {visible(node.why or 'no reason given')}"
-        )
+    _check_catalog(document, catalog)
+    name, node = _this_node(document, label, "variant")
+    shown = visible(plan_path)
+    assert node.package is not None and node.branch is not None
     catalog.variant(node.package, node.branch)  # BadInput unless the catalog builds it on that branch
     if node.profile is None:
         raise BadInput(f"plan {shown}: node {visible(name)!r} was planned from unusable facts; gather and plan again")
@@ -90,3 +108,89 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
         )
     companions = document.sets.get((node.branch, node.package), ())
     return Assignment(label=name, package=node.package, branch=node.branch, plan=plan_path, companions=companions)
+
+
+@keyword_record
+class WheelAssignment:
+    """This node's wheel in a plan of PyTorch's wheels, and what it was planned for."""
+
+    label: str
+    torch: str  # the version with its local label, as `torch.__version__` says it ("2.14.1+cu126")
+    variant: str  # the index it is on ("cu126")
+    platform: str
+    plan: str
+    catalog: Mapping[str, str]  # the wheel facts the plan was made from (rules/wheel_cluster_plan.wheels_identity)
+    profile: Mapping[str, Any]
+    index_root: str
+    companions: tuple[tuple[str, str], ...] = ()  # (project, version)
+
+    @property
+    def said(self) -> str:
+        return f"assigned to node {self.label} by plan {self.plan}"
+
+
+def wheel_assignment(plan_path: str, label: str | None) -> WheelAssignment:
+    """This node's wheel from a plan of PyTorch's wheels; BadInput or NoVariant where there is none to install."""
+    document = read_plan(plan_path)
+    shown = visible(plan_path)
+    if document.source != "wheels":
+        raise BadInput(f"plan {shown} is a plan of Flox builds: install it without --source wheels")
+    name, node = _this_node(document, label, "wheel")
+    assert node.package is not None and node.branch is not None and node.platform is not None
+    if node.profile is None:
+        raise BadInput(f"plan {shown}: node {visible(name)!r} was planned from unusable facts; gather and plan again")
+    return WheelAssignment(
+        label=name,
+        torch=node.package,
+        variant=node.branch,
+        platform=node.platform,
+        plan=plan_path,
+        catalog=document.catalog,
+        profile=node.profile,
+        index_root=document.index_root or "",
+        companions=document.sets.get((node.branch, node.package), ()),
+    )
+
+
+def wheel_pins(assigned: WheelAssignment, request: Request, wheels: WheelCatalog) -> Request:
+    """The request that asks the wheel rules for the assigned wheel: its release and CUDA line pinned, its
+    companions named. The rules decide again; `check_wheel_plan` refuses any answer but the plan's."""
+    build = next((b for b in wheels.builds if (b.local, b.variant, b.platform) == _key(assigned)), None)
+    if build is None:
+        raise BadInput(
+            f"plan {visible(assigned.plan)} gives node {visible(assigned.label)!r} torch {assigned.torch} "
+            f"({assigned.variant}, {assigned.platform}), which this node's wheel facts do not hold: plan again"
+        )
+    projects = tuple(project for project, _ in assigned.companions)
+    return replace(request, torch=build.torch, cuda=build.cuda, with_projects=projects)
+
+
+def _key(assigned: WheelAssignment) -> tuple[str, str, str]:
+    return assigned.torch, assigned.variant, assigned.platform
+
+
+def check_wheel_plan(assigned: WheelAssignment, answer: WheelAnswer) -> None:
+    """Nothing is installed unless the plan was made from these wheel facts, for this node's hardware as it is now,
+    and the wheel rules give this node exactly the plan's wheel and companions under its pins."""
+    shown, node = visible(assigned.plan), visible(assigned.label)
+    here = wheels_identity(answer.wheels)
+    if dict(assigned.catalog) != here:
+        raise BadInput(
+            f"plan {shown} was made from other wheel facts (compiled {visible(assigned.catalog['facts_compiled'])}) "
+            f"than this node reads (compiled {here['facts_compiled']}): plan again with this pickvariant"
+        )
+    changed = changes(assigned.profile, wheel_fingerprint(answer.facts, answer.hardware))
+    if changed:
+        raise BadInput(
+            f"node {node!r} is not the machine plan {shown} was made for ({'; '.join(changed)}): torch "
+            f"{assigned.torch} is not installed; gather its facts and plan again"
+        )
+    decision = answer.decision
+    got = (decision.build.local, decision.build.variant, decision.build.platform) if decision.build else None
+    pairs = tuple((pair.project, pair.version) for pair in decision.companions)
+    if got != _key(assigned) or pairs != assigned.companions:
+        why = "; ".join(decision.reasons[-1:]) if decision.build is None else f"they give {decision.build.local}"
+        raise BadInput(
+            f"plan {shown} gives node {node!r} torch {assigned.torch} ({assigned.variant}), which the wheel rules "
+            f"do not give it here ({visible(why)}): nothing was installed; gather its facts and plan again"
+        )

@@ -39,6 +39,7 @@ class WheelInstallPlan:
     already: bool  # the chosen torch (and companions) are already there: nothing to run
     # The index with its credentials, given to the installer in its environment: never printed, logged or in JSON.
     index_env: tuple[tuple[str, str], ...] = ()
+    assigned_by: str | None = None  # install --plan: "assigned to node n1 by plan plan.json"
 
 
 def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
@@ -54,13 +55,21 @@ def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
     return value
 
 
-def plan_wheel_install(ask: WheelAsk, installer: str | None, env: Mapping[str, str] | None = None) -> WheelInstallPlan:
-    """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent."""
+def plan_wheel_install(
+    ask: WheelAsk,
+    installer: str | None,
+    env: Mapping[str, str] | None = None,
+    check: Callable[[WheelAnswer], None] | None = None,
+) -> WheelInstallPlan:
+    """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent.
+    `check` judges the answer first (install --plan: the node is the one planned for, the wheel the plan's)."""
     variables = os.environ if env is None else env
     if ask.python is None:  # an install always goes into an environment: the active one unless --python names one
         interpreter, _ = active_interpreter(variables)
         ask = replace(ask, python=interpreter)
     answer = decide_wheel(ask, variables)
+    if check is not None:
+        check(answer)
     decision = answer.decision
     if decision.build is None or decision.index_url is None:
         raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
@@ -115,6 +124,8 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
 
     names = ", ".join(requirements(decision.build, decision.companions))
     lines = [f"Plan: install {names} from {decision.index_url} into {plan.interpreter} ({plan.installer})"]
+    if plan.assigned_by is not None:
+        lines.append(f"  {plan.assigned_by}")
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
     if plan.already:
         lines.append("  already there: nothing to install")
@@ -139,6 +150,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
         "index_url": decision.index_url,
         "torch": decision.build.local if decision.build else None,
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
+        "assigned_by": plan.assigned_by,
     }
 
 

@@ -15,6 +15,7 @@ from pickvariant._base.urls import without_credentials
 from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
+from pickvariant.output.wheel_answer import wheel_json
 from pickvariant.rules.decide import Decision
 from pickvariant.rules.decision import WheelAnswer
 from pickvariant.sources.build import Catalog
@@ -84,6 +85,31 @@ def build(
     """The report's data. `described`: the facts describe another machine, so nothing of this one (kernel,
     Python, GPU health, the last install, its PyTorch unless an interpreter is named) is read or shown."""
     data = decision_json(facts, decision, catalog, workload)
+    probe = _this_machine(data, catalog, facts, python, described)
+    if probe is not None and decision.variant is not None:
+        data["mismatches"] = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
+    return _scrub_all(data)
+
+
+def build_wheel(answer: WheelAnswer, described: bool = False) -> dict[str, Any]:
+    """The report's data for the wheels source, in the same shape: the wheel answer's JSON (its environment read
+    from its files, no local path) and the report's own fields as `build` fills them, the torch there probed; a
+    mismatch is the environment's torch that the wheel rules judge does not run here."""
+    shown = wheel_report_answer(answer)
+    data = wheel_json(shown)
+    environment = answer.environment
+    python = [environment.interpreter] if environment is not None else []
+    _this_machine(data, answer.hardware, answer.facts, python, described)
+    if shown.decision.installed_fits == "no" and shown.decision.installed_said:
+        data["mismatches"] = [f"installed {shown.decision.installed_said}"]
+    return _scrub_all(data)
+
+
+def _this_machine(
+    data: dict[str, Any], catalog: Catalog, facts: HostFacts, python: list[str], described: bool
+) -> dict[str, Any] | None:
+    """Fills the report's fields about the machine it ran on (none of it for a described one) and probes the
+    named interpreter's torch; returns what the probe said."""
     data["pickvariant"] = __version__
     data["described"] = described
     data["system"] = (
@@ -93,33 +119,27 @@ def build(
     )
     data["hardware"]["cpu"]["flags_that_matter"] = flags_that_matter(facts, catalog)
     data["sources"] = _without_paths(data["sources"])
+    data["gpu_health"], data["installed_torch"], data["mismatches"], data["last_install"] = [], None, [], None
     if described and not python:
-        data["gpu_health"], data["installed_torch"], data["mismatches"], data["last_install"] = [], None, [], None
-        return _scrub_all(data)
+        return None
     from pickvariant.machine.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:  # a short look: clocks, power limits, other processes, MIG, ECC
         probe, problem = run_probe(python, quick=True, info_only=True)
     data["gpu_health"] = list(watch.summary())
-    mismatches: list[str] = []
-    installed: dict[str, Any] | None = None
-    if probe is not None:
-        installed = {k: probe.get(k) for k in ("torch", "cuda", "arch_list", "cpu_capability")}
-        if decision.variant is not None:
-            mismatches = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
     # A ticket names no local path: the interpreter probed is `python` (the probe's own sentence names its path).
     shown = " ".join(python)
     said = problem or "unknown"
     if python and os.sep in shown:
         said = said.replace(shown, "python")
-    data["installed_torch"] = installed if installed else {"error": said}
-    data["mismatches"] = mismatches
+    keys = ("torch", "cuda", "arch_list", "cpu_capability")
+    data["installed_torch"] = {k: probe.get(k) for k in keys} if probe is not None else {"error": said}
     record = None if described else last_install()
     # Which recipe (repository and commit, or generated) the last install built or installed.
     data["last_install"] = (
         {key: record.get(key) for key in ("package", "branch", "torch", "method", "recipe")} if record else None
     )
-    return _scrub_all(data)
+    return probe
 
 
 def health_text(gpu: dict[str, Any]) -> str:
@@ -145,7 +165,7 @@ def health_text(gpu: dict[str, Any]) -> str:
 def markdown(data: dict[str, Any]) -> str:
     """The report for a ticket. Every value from outside (a model name, a GPU name, a path, a reason naming a
     catalog's branch, what a probe printed) is escaped: it shows as written and makes no link, image or HTML."""
-    md, code = markdown_text, markdown_code
+    md = markdown_text
     hw = data["hardware"]
     # A described machine's unstated facts are "not stated"; this machine's unknown ones "unknown".
     missing = NOT_STATED if data.get("described") else "unknown"
@@ -158,7 +178,7 @@ def markdown(data: dict[str, Any]) -> str:
     kernel = md(data["system"]["kernel"] or missing)
     flags = md(" ".join(hw["cpu"]["flags_that_matter"]) or "none")
     lines += [
-        f"- Recommendation: {code(rec['package'])}" if rec else "- Recommendation: none (no compatible variant)",
+        _recommendation(rec, data.get("source")),
         f"- OS: {md(hw['os'])}/{md(hw['arch'])}, kernel {kernel}",
         f"- CPU: {md(hw['cpu']['model'] or missing)}; flags that matter: {flags}{_source(data, 'cpu')}",
         *_gpu_lines(data, missing),
@@ -166,14 +186,26 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     if hw["cuda_visible_devices"] is not None:
         lines.append(f"- CUDA_VISIBLE_DEVICES: {md(repr(hw['cuda_visible_devices']))}")
+    if data.get("environment"):
+        lines.append(_environment_line(data["environment"]))
     lines.append(_torch_line(data["installed_torch"]))
     last = data.get("last_install")
     if last:
         lines.append(f"- Last install: {md(_last_install(last))}")
-    lines += ["", f"Reasons (workload {md(data['workload'])}):", ""] + [f"- {md(r)}" for r in data["reasons"]]
+    heading = f"Reasons (workload {md(data['workload'])}):" if "workload" in data else "Reasons:"
+    lines += ["", heading, ""] + [f"- {md(r)}" for r in data["reasons"]]
     if data["hints"]:
         lines += ["", "What would help:", ""] + [f"- {md(h)}" for h in data["hints"]]
     return "\n".join(lines) + "\n"
+
+
+def _recommendation(rec: dict[str, Any] | None, source: str | None) -> str:
+    code = markdown_code
+    if source == "wheels":
+        if not rec:
+            return "- Recommendation: none (no compatible wheel)"
+        return f"- Recommendation: {code(' '.join(rec['requirements']))} from {code(rec['index_url'])}"
+    return f"- Recommendation: {code(rec['package'])}" if rec else "- Recommendation: none (no compatible variant)"
 
 
 def _source(data: dict[str, Any], fact: str) -> str:
@@ -219,6 +251,14 @@ def _torch_line(torch: dict[str, Any] | None) -> str:
         f"- Installed PyTorch: {md(torch['torch'])}, CUDA {md(torch['cuda'] or 'none')}, arch list {arch_list}, "
         f"CPU capability {md(torch['cpu_capability'])}"
     )
+
+
+def _environment_line(environment: dict[str, Any]) -> str:
+    """The wheels source's environment, as read from its files: its Python and what the rules say of its torch."""
+    md = markdown_text
+    torch = environment["installed"].get("torch")
+    said = md(environment["said"] or f"torch {torch} there") if torch else "no torch there"
+    return f"- Environment: Python {md(environment['python'])} ({md(environment['python_tag'])}) at `python`; {said}"
 
 
 def _last_install(last: dict[str, Any]) -> str:

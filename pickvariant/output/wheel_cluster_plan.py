@@ -54,9 +54,12 @@ def wheel_cluster_plan_json(plan: WheelClusterPlan) -> dict[str, Any]:
                 "index_url": plan.index_url(node.build) if node.build else None,
                 "rank": node.rank,
                 "why": node.why,
+                "profile": profile,
             }
-            for node in plan.nodes
+            for node, profile in zip(plan.nodes, plan.profile_of, strict=True)
         ],
+        "profiles": list(plan.fingerprints),
+        "catalog": dict(plan.catalog or {}),
         **solver_and_input_json(plan),
     }
 

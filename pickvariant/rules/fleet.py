@@ -106,13 +106,20 @@ def _kept(line: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "package": line["package"],
         "branch": line["branch"],
+        "torch": (line.get("probe") or {}).get("torch"),  # what a wheel plan's node is judged by
         "passed": line["passed"],
         "reasons": line["reasons"][:2],
         "figure": figure(line),
     }
 
 
-def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]]) -> NodeResult:
+def _probed(line: Mapping[str, Any], wheels: bool) -> tuple[str | None, str | None]:
+    """What a line says its node runs, as the plan names builds: a Flox package and branch; a wheel plan's torch
+    version (local label and all, as `torch.__version__` says it), which no index of its own can be told from."""
+    return (line["torch"], None) if wheels else (line["package"], line["branch"])
+
+
+def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]], wheels: bool = False) -> NodeResult:
     def result(status: str, why: str | None, found: tuple[str, float] | None = None) -> NodeResult:
         model, tflops = found if found else (None, None)
         return NodeResult(
@@ -129,17 +136,22 @@ def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]]) -> NodeResult:
         return result("unserved", node.why)
     if not lines:
         return result("missing", "no verify line came back from it")
-    verdicts = {(each["package"], each["branch"], each["passed"]) for each in lines}
+    verdicts = {(*_probed(each, wheels), each["passed"]) for each in lines}
     if len(verdicts) > 1:
         # Two lines for one node that disagree: neither is trusted over the other (the last is not the truth).
         said = "; ".join(
-            f"{p or 'no build'} ({b}) {'passed' if ok else 'failed'}" for p, b, ok in sorted(verdicts, key=str)
+            f"{p or 'no build'}{f' ({b})' if b else ''} {'passed' if ok else 'failed'}"
+            for p, b, ok in sorted(verdicts, key=str)
         )
         return result("failed", f"its {len(lines)} verify lines disagree: {said}")
     # Lines that agree: the slowest figure stands for the node.
     timed = [each["figure"] for each in lines if each["figure"] is not None]
     line = {**lines[0], "figure": min(timed, key=lambda found: found[1]) if timed else None}
-    if (line["package"], line["branch"]) != (node.package, node.branch):
+    found, planned = _probed(line, wheels), (node.package, None if wheels else node.branch)
+    if found != planned:
+        if wheels:
+            probed = f"torch {found[0]}" if found[0] else "no torch it could name"
+            return result("other-build", f"it probed {probed}; the plan gives torch {node.package} ({node.branch})")
         probed = f"{line['package']} (branch {line['branch']})" if line["package"] else "no build it could name"
         return result("other-build", f"it probed {probed}; the plan gives {node.package} ({node.branch})")
     if not line["passed"]:
@@ -226,7 +238,8 @@ def _file_node(where: str, planned: Collection[str]) -> str | None:
 
 def fleet_verdict(plan: PlanDocument, gathered: Gathered) -> FleetVerdict:
     planned = {node.label for node in plan.nodes}
-    results = [_judge(node, gathered.by_label.get(node.label, ())) for node in plan.nodes]
+    wheels = plan.source == "wheels"
+    results = [_judge(node, gathered.by_label.get(node.label, ()), wheels) for node in plan.nodes]
     judged, spreads = _slow(results)
     return FleetVerdict(
         plan=plan.where,

@@ -26,6 +26,12 @@ def fingerprint(facts: HostFacts, catalog: Catalog) -> dict[str, Any]:
     }
 
 
+def wheel_fingerprint(facts: HostFacts, catalog: Catalog) -> dict[str, Any]:
+    """What a wheel's assignment rests on: the same facts but the instruction sets, which pick no wheel (ATen
+    chooses its CPU kernels at run time)."""
+    return {key: value for key, value in fingerprint(facts, catalog).items() if key != "cpu_isas"}
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(item) for item in value) or "none"

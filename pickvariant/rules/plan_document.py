@@ -13,8 +13,10 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
+from pickvariant._base.urls import without_credentials
 
 SCHEMA = Path(__file__).resolve().with_name("cluster-plan.schema.json")
+WHEEL_SCHEMA = Path(__file__).resolve().with_name("wheel-cluster-plan.schema.json")
 # A plan takes about 30 times its size in memory once parsed (885 MB for 30 MB): 24 MiB (about 100,000 nodes, under
 # 800 MB parsed) is the most read; a larger file is refused before it is parsed, naming the bound (issue 51).
 MAX_PLAN_BYTES = 24 * 1024 * 1024
@@ -22,11 +24,16 @@ MAX_PLAN_BYTES = 24 * 1024 * 1024
 
 @keyword_record
 class PlannedNode:
+    """One node's assignment. A wheel plan's names its build as `package` (the torch version, local label and all:
+    what `torch.__version__` says) and `branch` (the index it is on, "cu126"), so that fleet and install --plan judge
+    it by the same two fields."""
+
     label: str
     package: str | None  # None: the plan serves it no variant
     branch: str | None
     why: str | None
     profile: Mapping[str, Any] | None  # the facts it was planned for (rules/node_facts.py); None: unreadable
+    platform: str | None = None  # a wheel's platform ("linux-x86_64")
 
 
 @keyword_record
@@ -34,8 +41,11 @@ class PlanDocument:
     where: str  # the file, as named
     catalog: Mapping[str, str]
     nodes: tuple[PlannedNode, ...]
-    # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it.
+    # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it;
+    # a wheel plan's: (variant, torch) -> (project, version).
     sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
+    source: str = "flox"
+    index_root: str | None = None  # a wheel plan's: the root of the indexes its wheels come from
 
     def by_label(self) -> dict[str, list[PlannedNode]]:
         found: dict[str, list[PlannedNode]] = {}
@@ -53,36 +63,29 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         raise BadInput(f"plan {shown}: not JSON ({error!s:.120})") from None
     except MemoryError:
         raise BadInput(f"plan {shown}: too large to read in this machine's memory") from None
-    if isinstance(document, dict) and document.get("source") == "wheels":
-        raise BadInput(
-            f"plan {shown} is a plan of PyTorch's wheels: each node runs the pip command it prints "
-            "(install --plan carries out a Flox plan)"
-        )
+    wheels = isinstance(document, dict) and document.get("source") == "wheels"
     try:
-        validate(document, load_schema(SCHEMA))
+        validate(document, load_schema(WHEEL_SCHEMA if wheels else SCHEMA))
     except SchemaError as error:
         raise BadInput(
-            f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(str(error))})"
+            f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(without_credentials(str(error)))})"
         ) from None
-    profiles = document["profiles"]
+    if wheels:
+        return _wheel_plan(document, where)
     nodes = []
     for entry in document["nodes"]:
-        if entry["profile"] >= len(profiles):
-            raise BadInput(
-                f"plan {shown}: node {visible(entry['label'])!r} names profile {entry['profile']}, not in it"
-            )
+        profile = _profile(document, entry, shown)
         if (entry["package"] is None) != (entry["branch"] is None):
             raise BadInput(
                 f"plan {shown}: node {visible(entry['label'])!r} has a package without a branch, or the reverse"
             )
-        profile = profiles[entry["profile"]]
         nodes.append(
             PlannedNode(
                 label=entry["label"],
                 package=entry["package"],
                 branch=entry["branch"],
                 why=entry["why"],
-                profile=MappingProxyType(profile) if profile is not None else None,
+                profile=profile,
             )
         )
     sets = {
@@ -95,4 +98,46 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         catalog=MappingProxyType(dict(document["catalog"])),
         nodes=tuple(nodes),
         sets=MappingProxyType(sets),
+    )
+
+
+def _profile(document: Mapping[str, Any], entry: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
+    profiles = document["profiles"]
+    if entry["profile"] >= len(profiles):
+        raise BadInput(f"plan {shown}: node {visible(entry['label'])!r} names profile {entry['profile']}, not in it")
+    profile = profiles[entry["profile"]]
+    return MappingProxyType(profile) if profile is not None else None
+
+
+def _wheel_plan(document: Mapping[str, Any], where: str) -> PlanDocument:
+    """A plan of PyTorch's wheels (checked against its schema): each node's torch and index, as PlannedNodes."""
+    shown = visible(where)
+    nodes = []
+    for entry in document["nodes"]:
+        if len({entry["torch"] is None, entry["variant"] is None, entry["platform"] is None}) > 1:
+            raise BadInput(
+                f"plan {shown}: node {visible(entry['label'])!r} has a torch, index or platform without the others"
+            )
+        nodes.append(
+            PlannedNode(
+                label=entry["label"],
+                package=entry["torch"],
+                branch=entry["variant"],
+                why=entry["why"],
+                profile=_profile(document, entry, shown),
+                platform=entry["platform"],
+            )
+        )
+    sets = {
+        (build["variant"], build["torch"]): tuple((c["project"], c["version"]) for c in build["companions"])
+        for build in document["builds"]
+        if build["companions"]
+    }
+    return PlanDocument(
+        where=where,
+        catalog=MappingProxyType(dict(document["catalog"])),
+        nodes=tuple(nodes),
+        sets=MappingProxyType(sets),
+        source="wheels",
+        index_root=document["index_root"],
     )

@@ -9,7 +9,9 @@ its own best as those allow.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
+from typing import Any
 
 from pickvariant._base.errors import PickVariantError
 from pickvariant._base.records import keyword_record, record
@@ -23,6 +25,7 @@ from pickvariant.rules.cluster_plan import (
     hardware_summary,
     solve,
 )
+from pickvariant.rules.node_facts import wheel_fingerprint
 from pickvariant.rules.wheel_pick import pick_wheel
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
@@ -33,6 +36,7 @@ class WheelProfile:
     candidates: tuple[WheelBuild, ...]
     why_none: str | None
     summary: str
+    fingerprint: dict[str, Any] | None = None  # rules/node_facts.py; None: its facts are unusable
 
 
 @record
@@ -56,6 +60,10 @@ class WheelClusterPlan:
     profile_count: int
     python: str | None  # --python-version, where the plan is for one Python
     duplicate_labels: tuple[str, ...] = ()
+    # Each node's profile (by index) and each profile's fingerprint: what `install --plan` checks a node against.
+    profile_of: tuple[int, ...] = ()
+    fingerprints: tuple[dict[str, Any] | None, ...] = ()
+    catalog: dict[str, str] | None = None  # the wheel facts it was made from (wheels_identity)
 
     def index_url(self, build: WheelBuild) -> str:
         return f"{self.index_root}/{build.variant}"
@@ -78,8 +86,14 @@ def _profiles(
             if all(wheels.companion(build.torch, project) for project in options.with_projects)
         )
         why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
-        profiles.append(WheelProfile(candidates, why, hardware_summary(facts)))
+        profiles.append(WheelProfile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware)))
     return profiles
+
+
+def wheels_identity(wheels: WheelCatalog) -> dict[str, str]:
+    """What names the wheel facts a plan was made from: when they were compiled, and a digest of every build."""
+    names = "\n".join(sorted(f"{b.platform}/{b.local}/{','.join(b.python)}" for b in wheels.builds))
+    return {"facts_compiled": wheels.facts_compiled, "builds_sha256": hashlib.sha256(names.encode()).hexdigest()[:32]}
 
 
 def cost_of(best: WheelBuild, got: WheelBuild) -> str:
@@ -139,4 +153,7 @@ def make_wheel_cluster_plan(
         profile_count=len(profiles),
         python=options.python,
         duplicate_labels=tuple(inputs.duplicate_labels()),
+        profile_of=tuple(inputs.profile_of),
+        fingerprints=tuple(profile.fingerprint for profile in profiles),
+        catalog=wheels_identity(wheels),
     )
