@@ -340,3 +340,36 @@ def test_gpu_index_says_what_the_wheel_means_for_the_other_gpus_as_the_recipe_an
         assert result.exit_code == 0, result.output
         said = [reason for reason in json.loads(result.stdout)["reasons"] if "chosen for GPU 0 (--gpu-index)" in reason]
         assert said and "no kernels for GPU 1 (6.1)" in said[0] and "CUDA_VISIBLE_DEVICES=0" in said[0], source
+
+
+_DUMPS = sorted(p.name for p in (REPO / "tests" / "fixtures" / "cpuinfo").iterdir() if p.name.startswith("linux-"))
+_SCENARIOS = {
+    "5090 on R565": ["--gpu", "12.0", "--driver", "565.57.01"],  # the driver cannot drive the GPU
+    "1080 on 590": ["--gpu", "6.1", "--driver", "590.10"],  # newer than the last branch that drives Pascal
+    "H100 on R470": ["--gpu", "9.0", "--driver", "470.256.02"],  # below every CUDA line's floor
+    "4090 + 1080, GPU 0": ["--gpu", "8.9", "--gpu", "6.1", "--driver", "580.95.05", "--gpu-index", "0"],
+}
+
+
+def _hardware_sentences(document: dict) -> set[str]:
+    """What an answer says of the machine itself, whatever it then picks: its GPUs, what the driver can drive."""
+    said = [*document["reasons"], *document["hints"]]
+    described = re.compile(r"GPU \d+: ")  # "GPU 0: NVIDIA …, compute capability 9.0 (discrete)"
+    return {s for s in said if described.match(s) or (s.startswith("driver ") and "cannot drive" in s)}
+
+
+@pytest.mark.parametrize("scenario", list(_SCENARIOS))
+@pytest.mark.parametrize("dump", _DUMPS)
+def test_a_stated_machine_gets_the_same_sentences_about_its_hardware_from_both_sources(dump, scenario) -> None:
+    """Issue 52: the GPUs, what the driver cannot drive and the floor it is below are one rule's sentences, said the
+    same by the recipe answer and the wheel answer, for every real CPU dump (where a platform has no builds of a
+    source, that source says so instead, and there is nothing to compare)."""
+    machine = ["--cpuinfo", str(cpuinfo_path(dump)), *_SCENARIOS[scenario], "--python-version", "3.12"]
+    said = {}
+    for source in ("flox", "wheels"):
+        result = runner.invoke(app, ["detect", "--source", source, "--format", "json", *machine])
+        assert result.exit_code in (0, 3), result.output
+        said[source] = _hardware_sentences(json.loads(result.stdout))
+    assert said["flox"] == said["wheels"]
+    if "power" not in dump and "s390x" not in dump:  # a platform neither source builds for says only that
+        assert any(s.startswith("GPU 0: ") for s in said["flox"])  # the comparison did compare something
