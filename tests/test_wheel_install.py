@@ -237,3 +237,45 @@ def test_a_companion_of_another_build_beside_the_chosen_torch_is_not_already_the
         dry = _pickvariant([*args, *GTX_1080, "--dry-run", "--format", "json"], _env(tmp_path), tmp_path)
     assert dry.returncode == 0, dry.stderr
     assert json.loads(dry.stdout)["already_installed"] is False
+
+
+def test_a_newer_torch_there_is_never_downgraded_without_allow_downgrade(tmp_path, chosen) -> None:
+    """Issue 53: torch 2.99.0 (a newer release than any the catalog holds, as a new release or a nightly is) in the
+    environment: `--yes` consents to replacing a torch, not to a downgrade; the refusal names the flag that would
+    proceed, and with it the install is planned as a downgrade and made by the real pip."""
+    newer = f"2.99.0+{chosen['variant']}"
+    build_mirror(tmp_path / "mirror", {chosen["variant"]: [("torch", chosen["torch"]), ("torch", newer)]})
+    python = _fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        index = f"{url}/{chosen['variant']}"
+        subprocess.run(
+            [str(python), "-m", "pip", "install", f"torch=={newer}", "--index-url", index],
+            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes"]
+        refused = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+        assert refused.returncode == 2 and refused.stderr.startswith("pickvariant: --allow-downgrade: torch 2.99.0")
+        assert refused.stderr.count("\n") == 1 and _installed(python, "torch") == newer
+        allowed = _pickvariant([*args, "--no-verify", "--allow-downgrade"], _env(tmp_path), tmp_path)
+        assert allowed.returncode == 0, allowed.stderr
+        assert f"downgrades torch {newer} to {chosen['torch']} (--allow-downgrade)" in allowed.stdout
+        assert _installed(python, "torch") == chosen["torch"]
+        # A Flox install takes no such flag: it installs into a Flox environment, with its own checks.
+        flox = _pickvariant(["install", "--allow-downgrade", *GTX_1080, "--dry-run"], _env(tmp_path), tmp_path)
+        assert flox.returncode == 2 and "--allow-downgrade: only with --source wheels" in flox.stderr
+
+
+@pytest.mark.parametrize(
+    ("there", "newer"),
+    [
+        ("2.14.1+cu132", False),  # the same release on another CUDA line: a replacement, not a downgrade
+        ("2.14.0+cu126", False),  # an older release: an upgrade
+        ("2.15.0", True),  # PyPI's 2.15.0: a newer release
+        ("2.16.0.dev20261020+cu132", True),  # a nightly of a later release
+        ("not-a-version", True),  # one pickvariant cannot order is kept unless asked
+    ],
+)
+def test_what_counts_as_a_downgrade_of_the_torch_there(there, newer) -> None:
+    from pickvariant.commands.wheel_install import _newer
+
+    assert _newer(there, "2.14.1+cu126") is newer

@@ -89,6 +89,15 @@ InstallForce = Annotated[
     ),
 ]
 
+InstallAllowDowngrade = Annotated[
+    bool,
+    typer.Option(
+        "--allow-downgrade",
+        help="With --source wheels: install the chosen torch even where the torch there is a newer release "
+        "(--yes consents to replacing a torch, never to a downgrade).",
+    ),
+]
+
 InstallTimeout = Annotated[
     float | None,
     typer.Option("--timeout", metavar="SECONDS", help="Stop a flox command that runs longer than this many seconds."),
@@ -136,6 +145,7 @@ def install(
     installer: Any = commandline.INSTALLER,
     python: Any = commandline.PYTHON_PATH,
     wheel_index: Any = commandline.WHEEL_INDEX,
+    allow_downgrade: InstallAllowDowngrade = False,
     plan: InstallFromPlan = None,
     label: Any = commandline.NODE_LABEL,
     **values: Any,
@@ -147,6 +157,7 @@ def install(
     wheels = settings.source(source, os.environ) == "wheels"
     flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
     wheel_only = {"--installer": installer, "--python": python, "--wheel-index": wheel_index}
+    wheel_only["--allow-downgrade"] = True if allow_downgrade else None
     _check_source_options(wheels, flox_only if wheels else wheel_only, format is InstallFormat.json and not dry_run)
     if label is not None and plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
@@ -155,7 +166,7 @@ def install(
         as_json = format is InstallFormat.json
         _install_wheels(
             ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout, as_json=as_json,
-            assigned=assigned,
+            assigned=assigned, allow_downgrade=allow_downgrade,
         )  # fmt: skip
         return
     options = command.InstallOptions(
@@ -275,14 +286,14 @@ def _install_wheels(
     timeout_s: float | None,
     as_json: bool,
     assigned: WheelAssignment | None = None,
+    allow_downgrade: bool = False,
 ) -> None:
     """The wheel's plan, then (consented) the installer run and the environment verified: exit 1 when it fails."""
     from pickvariant.commands import plan_install, wheel_install
 
-    if assigned is None:
-        plan = wheel_install.plan_wheel_install(ask, installer)
-    else:
-        plan = wheel_install.plan_wheel_install(ask, installer, check=partial(plan_install.check_wheel_plan, assigned))
+    check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
+    plan = wheel_install.plan_wheel_install(ask, installer, check=check, allow_downgrade=allow_downgrade)
+    if assigned is not None:
         plan = replace(plan, assigned_by=assigned.said)
     if as_json:
         typer.echo(json.dumps(wheel_install.plan_json(plan), indent=2))

@@ -40,6 +40,7 @@ class WheelInstallPlan:
     # The index with its credentials, given to the installer in its environment: never printed, logged or in JSON.
     index_env: tuple[tuple[str, str], ...] = ()
     assigned_by: str | None = None  # install --plan: "assigned to node n1 by plan plan.json"
+    downgrade: bool = False  # the torch there is a newer release than the chosen one (--allow-downgrade was given)
 
 
 def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
@@ -60,8 +61,10 @@ def plan_wheel_install(
     installer: str | None,
     env: Mapping[str, str] | None = None,
     check: Callable[[WheelAnswer], None] | None = None,
+    allow_downgrade: bool = False,
 ) -> WheelInstallPlan:
-    """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent.
+    """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent, or
+    where the install would downgrade the torch there and --allow-downgrade was not given.
     `check` judges the answer first (install --plan: the node is the one planned for, the wheel the plan's)."""
     variables = os.environ if env is None else env
     if ask.python is None:  # an install always goes into an environment: the active one unless --python names one
@@ -95,6 +98,13 @@ def plan_wheel_install(
     already = all(_same(present.get(project), version, label) for project, version in wanted.items())
     torch = environment.torch
     replaces = torch if torch is not None and torch != decision.build.local else None
+    downgrade = replaces is not None and not already and _newer(replaces, decision.build.local)
+    if downgrade and not allow_downgrade:
+        raise BadInput(
+            f"--allow-downgrade: torch {replaces} in {interpreter}'s environment is a newer release than "
+            f"{decision.build.local}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
+            "consent to; keep the torch there, or pass --allow-downgrade"
+        )
     return WheelInstallPlan(
         answer=answer,
         installer=chosen,
@@ -103,7 +113,19 @@ def plan_wheel_install(
         replaces=replaces,
         already=already,
         index_env=index_env,
+        downgrade=downgrade,
     )
+
+
+def _newer(there: str, chosen: str) -> bool:
+    """Is the torch there a newer release than the chosen one (local labels aside: 2.14.1+cu126 to +cu132 is none)?
+    One PEP 440 cannot read (no release pickvariant can order) counts as newer: it is kept unless asked."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(Version(there).public) > Version(Version(chosen).public)
+    except InvalidVersion:
+        return True
 
 
 def _same(installed: str | None, wanted: str, label: str) -> bool:
@@ -129,6 +151,8 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
     if plan.already:
         lines.append("  already there: nothing to install")
+    elif plan.downgrade:
+        lines.append(f"  downgrades torch {plan.replaces} to {decision.build.local} (--allow-downgrade)")
     elif plan.replaces is not None:
         lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
     shown = [f"{name}={decision.index_url}" for name, _ in plan.index_env]
@@ -151,6 +175,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
         "torch": decision.build.local if decision.build else None,
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
         "assigned_by": plan.assigned_by,
+        "downgrade": plan.downgrade,
     }
 
 
