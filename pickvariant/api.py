@@ -216,6 +216,8 @@ class WheelAsk:
     wheel_index: str | None = None  # --wheel-index URL
     # A report of a stated machine: nothing of this one is mixed in (a stated machine needs its CPU), as for recipes.
     described: bool = False
+    # What named `python`: --python, or where install found the active one (VIRTUAL_ENV, CONDA_PREFIX, PATH).
+    python_given_as: str = "--python"
 
 
 def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
@@ -230,7 +232,7 @@ def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> PythonEnvironment |
     from pickvariant.machine.environment import active_interpreter, read_environment
 
     if ask.python is not None:
-        return read_environment(ask.python, "--python", env)
+        return read_environment(ask.python, ask.python_given_as, env)
     if stated_machine(ask.request, env):
         return None
     interpreter, given_as = active_interpreter(env)

@@ -279,3 +279,27 @@ def test_what_counts_as_a_downgrade_of_the_torch_there(there, newer) -> None:
     from pickvariant.commands.wheel_install import _newer
 
     assert _newer(there, "2.14.1+cu126") is newer
+
+
+def test_a_dry_run_plans_for_uv_where_uv_is_missing_and_the_install_names_what_found_the_interpreter(
+    tmp_path, chosen
+) -> None:
+    """Issue 53: `--installer uv --dry-run` with no uv on PATH shows the plan (nothing is installed, so nothing is
+    missing yet) with a warning; the install itself is refused (exit 2). The plan names what found the interpreter:
+    VIRTUAL_ENV here, never "--python" for one the user did not name."""
+    python = _bare_venv(tmp_path / "venv")
+    env = _env(
+        tmp_path, PATH=str(Path(sys.executable).parent.parent / "no-such-bin"), VIRTUAL_ENV=str(tmp_path / "venv")
+    )
+    args = ["install", "--source", "wheels", "--installer", "uv", *GTX_1080]
+    planned = _pickvariant([*args, "--dry-run"], env, tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert "warning: --installer uv: uv is not on PATH" in planned.stdout
+    assert f"of {python} (VIRTUAL_ENV)" in planned.stdout and "(--python)" not in planned.stdout
+    refused = _pickvariant([*args, "--yes"], env, tmp_path)
+    assert refused.returncode == 2 and refused.stderr.startswith("pickvariant: --installer uv: uv is not on PATH")
+
+
+def _bare_venv(path: Path) -> Path:
+    venv.EnvBuilder(with_pip=False).create(path)
+    return path / "bin" / "python"

@@ -8,13 +8,12 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import venv
 from pathlib import Path
 
 import pytest
 from conftest import cpuinfo_path
 from test_plan import detect_line
-from test_wheel_install import _env, _fresh_venv, _installed, _pickvariant
+from test_wheel_install import _bare_venv, _env, _fresh_venv, _installed, _pickvariant
 from wheel_mirror import build_mirror, served
 
 ZEN4 = cpuinfo_path("linux-rocky8.5-zen4")
@@ -24,12 +23,6 @@ NODES = {
     "cpu": (ZEN4, [], None),
 }
 H100_LINE = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
-
-
-def _bare_venv(path: Path) -> Path:
-    """An environment without pip, for the refusals: nothing is installed into it, so nothing needs pip there."""
-    venv.EnvBuilder(with_pip=False).create(path)
-    return path / "bin" / "python"
 
 
 def _stated(label: str) -> list[str]:

@@ -87,6 +87,11 @@ def test_a_t4_on_r470_gets_no_cuda_wheel_and_the_driver_floor_is_named() -> None
     assert answer.decision.build is None
     floor = min(b.min_driver for b in WHEELS.builds if b.min_driver is not None)
     assert any(f"a driver >= {floor}" in hint for hint in answer.decision.hints)
+    # The nearest index named is one the smallest driver update reaches (issue 53), and the cpu wheel is offered.
+    lowest = {b.variant for b in WHEELS.builds if b.min_driver == floor}
+    nearest = re.search(r"the nearest, (\S+) wheels", answer.decision.reasons[-1])
+    assert nearest and nearest.group(1) in lowest, answer.decision.reasons[-1]
+    assert "--no-gpu: the cpu wheel runs here, without the GPUs" in answer.decision.hints
 
 
 def test_a_1080_beside_a_4090_gets_the_line_that_covers_both() -> None:

@@ -292,7 +292,9 @@ def _install_wheels(
     from pickvariant.commands import plan_install, wheel_install
 
     check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
-    plan = wheel_install.plan_wheel_install(ask, installer, check=check, allow_downgrade=allow_downgrade)
+    plan = wheel_install.plan_wheel_install(
+        ask, installer, check=check, allow_downgrade=allow_downgrade, dry_run=dry_run
+    )
     if assigned is not None:
         plan = replace(plan, assigned_by=assigned.said)
     if as_json:

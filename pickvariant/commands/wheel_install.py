@@ -41,6 +41,7 @@ class WheelInstallPlan:
     index_env: tuple[tuple[str, str], ...] = ()
     assigned_by: str | None = None  # install --plan: "assigned to node n1 by plan plan.json"
     downgrade: bool = False  # the torch there is a newer release than the chosen one (--allow-downgrade was given)
+    warning: str | None = None  # what a dry run found missing that the install itself would need (uv off PATH)
 
 
 def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
@@ -62,14 +63,15 @@ def plan_wheel_install(
     env: Mapping[str, str] | None = None,
     check: Callable[[WheelAnswer], None] | None = None,
     allow_downgrade: bool = False,
+    dry_run: bool = False,
 ) -> WheelInstallPlan:
     """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent, or
     where the install would downgrade the torch there and --allow-downgrade was not given.
     `check` judges the answer first (install --plan: the node is the one planned for, the wheel the plan's)."""
     variables = os.environ if env is None else env
     if ask.python is None:  # an install always goes into an environment: the active one unless --python names one
-        interpreter, _ = active_interpreter(variables)
-        ask = replace(ask, python=interpreter)
+        interpreter, given_as = active_interpreter(variables)
+        ask = replace(ask, python=interpreter, python_given_as=given_as)
     answer = decide_wheel(ask, variables)
     if check is not None:
         check(answer)
@@ -77,12 +79,13 @@ def plan_wheel_install(
     if decision.build is None or decision.index_url is None:
         raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
     chosen = installer_of(installer, variables)
-    uv = "uv"
+    uv, warning = "uv", None
     if chosen == "uv":
         found = shutil.which("uv", path=variables.get("PATH"))
-        if found is None:
-            raise BadInput("--installer uv: uv is not on PATH (install it, or use --installer pip)")
-        uv = found
+        missing = "--installer uv: uv is not on PATH (install it, or use --installer pip)"
+        if found is None and not dry_run:
+            raise BadInput(missing)
+        uv, warning = (found, None) if found is not None else ("uv", f"warning: {missing}")
     environment = answer.environment
     assert environment is not None
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
@@ -114,6 +117,7 @@ def plan_wheel_install(
         already=already,
         index_env=index_env,
         downgrade=downgrade,
+        warning=warning,
     )
 
 
@@ -148,6 +152,8 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
     lines = [f"Plan: install {names} from {decision.index_url} into {plan.interpreter} ({plan.installer})"]
     if plan.assigned_by is not None:
         lines.append(f"  {plan.assigned_by}")
+    if plan.warning is not None:
+        lines.append(f"  {plan.warning}")
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
     if plan.already:
         lines.append("  already there: nothing to install")
@@ -176,6 +182,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
         "assigned_by": plan.assigned_by,
         "downgrade": plan.downgrade,
+        "warning": plan.warning,
     }
 
 

@@ -39,7 +39,9 @@ def hints_for_nothing(
     by_python = refused.get(f"{Kind.NOT_BUILT}/python_tag", [])
     if by_python:
         hints.append(said.other_python(by_python[0].local, ", ".join(by_python[0].python)))
-    if decision.targets and not by_driver and refused.get(f"{Kind.NO_KERNELS}/wheel"):
+    # The cpu wheel, refused only for leaving the GPUs unused, runs here: said whether the GPUs lack kernels or the
+    # driver is too old for every CUDA line (a T4 on R470, issue 53), after what would let them be used.
+    if decision.targets and refused.get(f"{Kind.NOT_BUILT}/gpus_unused"):
         hints.append(said.no_gpu_wheel())
     return tuple(hints)
 

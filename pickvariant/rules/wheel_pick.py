@@ -10,6 +10,7 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
@@ -220,10 +221,20 @@ def _nothing_fits(
     if decision.installed_said:
         reasons.append(decision.installed_said)
     hints = hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver)
-    nearest = next(
-        (r for kind in _NEAREST_KINDS for r in decision.rejected if r.kind == kind and r.subject[0] == "wheel_variant"),
-        None,
-    )
+    nearest = _nearest(decision.rejected, verdicts)
     if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
         reasons.append(said.nothing_fits(wording.choice(nearest), wording.why(nearest)))
     return replace(decision, reasons=tuple(dict.fromkeys(reasons)), hints=hints)
+
+
+def _nearest(rejected: Iterable[Rejection], verdicts: dict[WheelBuild, Rejection | None]) -> Rejection | None:
+    """The index a person is nearest to: by the kind of what refused it (_NEAREST_KINDS), and among those a driver
+    refused, the one needing the oldest driver (the smallest update; issue 53), newest first among equals."""
+    floors = {id(r): b.min_driver.parts for b, r in verdicts.items() if r is not None and b.min_driver is not None}
+    for kind in _NEAREST_KINDS:
+        found = [r for r in rejected if r.kind == kind and r.subject[0] == "wheel_variant"]
+        if found and kind == Kind.DRIVER:
+            return min(found, key=lambda r: floors.get(id(r), (10**9,)))
+        if found:
+            return found[0]
+    return None
