@@ -112,7 +112,13 @@ class _Held:
         self.noted: list[int] = []
         self.previous: dict[int, object] = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = {sig: signal.signal(sig, self._note) for sig in (signal.SIGINT, signal.SIGTERM)}
+            for sig in (signal.SIGINT, signal.SIGTERM):  # one by one: a signal between the two finds SIGINT's put back
+                self.previous[sig] = signal.getsignal(sig)
+                try:
+                    signal.signal(sig, self._note)
+                except BaseException:
+                    self.resume()
+                    raise
 
     def _note(self, signum: int, frame: object) -> None:
         self.noted.append(signum)

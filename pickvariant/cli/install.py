@@ -156,17 +156,15 @@ def install(
 
     wheels = settings.source(source, os.environ) == "wheels"
     flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
-    wheel_only = {"--installer": installer, "--python": python, "--wheel-index": wheel_index}
-    wheel_only["--allow-downgrade"] = True if allow_downgrade else None
+    wheel_only = dict(zip(_WHEEL_FLAGS, (installer, python, wheel_index, allow_downgrade or None), strict=True))
     _check_source_options(wheels, flox_only if wheels else wheel_only, format is InstallFormat.json and not dry_run)
     if label is not None and plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
     if wheels:
         ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label)
-        as_json = format is InstallFormat.json
         _install_wheels(
-            ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout, as_json=as_json,
-            assigned=assigned, allow_downgrade=allow_downgrade,
+            ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout,
+            as_json=format is InstallFormat.json, assigned=assigned, allow_downgrade=allow_downgrade,
         )  # fmt: skip
         return
     options = command.InstallOptions(
@@ -187,6 +185,10 @@ def install(
     if plan is not None:
         request, options = _assigned(plan, label, request, options)
     _install_flox(request, options, yes=yes, as_json=format is InstallFormat.json)
+
+
+# The options of a wheel install only, in the order `install` takes them.
+_WHEEL_FLAGS = ("--installer", "--python", "--wheel-index", "--allow-downgrade")
 
 
 def _check_source_options(wheels: bool, others: dict[str, Any], real_install_as_json: bool) -> None:

@@ -79,13 +79,7 @@ def plan_wheel_install(
     if decision.build is None or decision.index_url is None:
         raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
     chosen = installer_of(installer, variables)
-    uv, warning = "uv", None
-    if chosen == "uv":
-        found = shutil.which("uv", path=variables.get("PATH"))
-        missing = "--installer uv: uv is not on PATH (install it, or use --installer pip)"
-        if found is None and not dry_run:
-            raise BadInput(missing)
-        uv, warning = (found, None) if found is not None else ("uv", f"warning: {missing}")
+    uv, warning = _uv(chosen, variables, dry_run)
     environment = answer.environment
     assert environment is not None
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
@@ -119,6 +113,18 @@ def plan_wheel_install(
         downgrade=downgrade,
         warning=warning,
     )
+
+
+def _uv(chosen: str, variables: Mapping[str, str], dry_run: bool) -> tuple[str, str | None]:
+    """uv's path where it is the installer (else "uv", unused), and a dry run's warning where it is not on PATH;
+    BadInput for a real install without it."""
+    if chosen != "uv":
+        return "uv", None
+    found = shutil.which("uv", path=variables.get("PATH"))
+    missing = "--installer uv: uv is not on PATH (install it, or use --installer pip)"
+    if found is None and not dry_run:
+        raise BadInput(missing)
+    return (found, None) if found is not None else ("uv", f"warning: {missing}")
 
 
 def _newer(there: str, chosen: str) -> bool:

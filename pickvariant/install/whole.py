@@ -65,6 +65,9 @@ def keep(site: Path) -> Kept:
         for dist in before.values():
             for path, _ in dist.files:
                 _link(site / path, folder / path)
+        changed = sorted(dist.name for dist in before.values() if not _kept_whole(site, folder, dist))
+        if changed:  # a file went while it was being kept: something else is changing the environment now
+            raise OSError(f"{', '.join(changed)} changed while being kept (another installer at work there?)")
     except BaseException as error:
         shutil.rmtree(folder, ignore_errors=True)  # also on Ctrl-C: nothing was installed yet, nothing is left
         if not isinstance(error, OSError):
@@ -74,6 +77,14 @@ def keep(site: Path) -> Kept:
             "nothing was installed"
         ) from error
     return Kept(site=site, folder=folder, before=before, entries=frozenset(_entries(site)) - {folder.name})
+
+
+def _kept_whole(site: Path, folder: Path, dist: Distribution) -> bool:
+    """Is it still whole in `site`, and is each of its regular files in `folder` (a link `_link` leaves out is
+    not)? Either failing means something changed it while it was being kept."""
+    if not whole(site, dist):
+        return False
+    return all((folder / path).is_file() for path, _ in dist.files if not (site / path).is_symlink())
 
 
 def _link(source: Path, target: Path) -> None:
