@@ -379,3 +379,17 @@ def test_a_stated_machine_gets_the_same_sentences_about_its_hardware_from_both_s
     assert said["flox"] == said["wheels"]
     if "power" not in dump and "s390x" not in dump:  # a platform neither source builds for says only that
         assert any(s.startswith("GPU 0: ") for s in said["flox"])  # the comparison did compare something
+
+
+@pytest.mark.parametrize(("cuda", "runs"), [("13.2", True), ("13.0", False)])
+def test_a_jetson_orin_runs_an_aarch64_cuda_13_2_wheel_only_on_a_cuda_13_2_driver(cuda: str, runs: bool) -> None:
+    """Issue 53: an Orin (8.7, a Tegra GPU) on a JetPack driver that reports CUDA 13.2 runs the aarch64 cu132 wheel's
+    sm_80 code, as torch 2.15.0's own DEVICE_REQUIREMENT_POST_JETSON_SBSA_UNIFICATION says (facts/wheels.md 2.15);
+    on a CUDA 13.0 driver it does not, and no wheel is named."""
+    answer = _answer(cpuinfo=GRACE, gpus=("8.7",), driver="580.95.05", python="3.12", driver_cuda=cuda)
+    build = answer.decision.build
+    if not runs:
+        assert build is None or build.cuda is None, build
+        return
+    newest = _newest("linux-aarch64", lambda b: b.cuda is not None and version_key(b.cuda) >= (13, 2))
+    assert build is not None and build.local == newest.local and ComputeCapability(8, 0) in build.sass
