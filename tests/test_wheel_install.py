@@ -48,12 +48,14 @@ def _pickvariant(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.
     )
 
 
-def _fresh_venv(path: Path) -> Path:
-    try:
-        import ensurepip  # noqa: F401
-    except ImportError:
-        require(False, "ensurepip is missing (Debian: the python3-venv package): no fresh venv with pip")
-    venv.EnvBuilder(with_pip=True).create(path)
+def _fresh_venv(path: Path, with_pip: bool = True) -> Path:
+    """A new environment; `with_pip=False` for one nothing is installed into (a refusal, a dry run): no pip needed."""
+    if with_pip:
+        try:
+            import ensurepip  # noqa: F401
+        except ImportError:
+            require(False, "ensurepip is missing (Debian: the python3-venv package): no fresh venv with pip")
+    venv.EnvBuilder(with_pip=with_pip).create(path)
     return path / "bin" / "python"
 
 
@@ -287,7 +289,7 @@ def test_a_dry_run_plans_for_uv_where_uv_is_missing_and_the_install_names_what_f
     """Issue 53: `--installer uv --dry-run` with no uv on PATH shows the plan (nothing is installed, so nothing is
     missing yet) with a warning; the install itself is refused (exit 2). The plan names what found the interpreter:
     VIRTUAL_ENV here, never "--python" for one the user did not name."""
-    python = _bare_venv(tmp_path / "venv")
+    python = _fresh_venv(tmp_path / "venv", with_pip=False)
     env = _env(
         tmp_path, PATH=str(Path(sys.executable).parent.parent / "no-such-bin"), VIRTUAL_ENV=str(tmp_path / "venv")
     )
@@ -298,8 +300,3 @@ def test_a_dry_run_plans_for_uv_where_uv_is_missing_and_the_install_names_what_f
     assert f"of {python} (VIRTUAL_ENV)" in planned.stdout and "(--python)" not in planned.stdout
     refused = _pickvariant([*args, "--yes"], env, tmp_path)
     assert refused.returncode == 2 and refused.stderr.startswith("pickvariant: --installer uv: uv is not on PATH")
-
-
-def _bare_venv(path: Path) -> Path:
-    venv.EnvBuilder(with_pip=False).create(path)
-    return path / "bin" / "python"

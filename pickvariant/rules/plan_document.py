@@ -70,35 +70,59 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         raise BadInput(
             f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(without_credentials(str(error)))})"
         ) from None
-    if wheels:
-        return _wheel_plan(document, where)
+    source = "wheels" if wheels else "flox"
+    return PlanDocument(
+        where=where,
+        catalog=MappingProxyType(dict(document["catalog"])),
+        nodes=_nodes(document, shown, source),
+        sets=MappingProxyType(_sets(document, source)),
+        source=source,
+        index_root=document.get("index_root") if wheels else None,
+    )
+
+
+# Each source's names for a node's build, in its plan: the build, its branch or index, and (wheels) its platform.
+_FIELDS = {"flox": ("package", "branch", None), "wheels": ("torch", "variant", "platform")}
+
+
+def _nodes(document: Mapping[str, Any], shown: str, source: str) -> tuple[PlannedNode, ...]:
+    """Every node of a plan checked against its schema, as PlannedNodes: a wheel plan's torch as `package` and its
+    index as `branch`, so that install --plan and fleet judge both by the same two fields."""
+    name, branch, platform = _FIELDS[source]
     nodes = []
     for entry in document["nodes"]:
-        profile = _profile(document, entry, shown)
-        if (entry["package"] is None) != (entry["branch"] is None):
+        fields = [key for key in (name, branch, platform) if key is not None]
+        if len({entry[key] is None for key in fields}) > 1:
             raise BadInput(
-                f"plan {shown}: node {visible(entry['label'])!r} has a package without a branch, or the reverse"
+                f"plan {shown}: node {visible(entry['label'])!r} has a {', '.join(fields[:-1])} or {fields[-1]} "
+                "without the others"
             )
         nodes.append(
             PlannedNode(
                 label=entry["label"],
-                package=entry["package"],
-                branch=entry["branch"],
+                package=entry[name],
+                branch=entry[branch],
                 why=entry["why"],
-                profile=profile,
+                profile=_profile(document, entry, shown),
+                platform=entry[platform] if platform else None,
             )
         )
-    sets = {
+    return tuple(nodes)
+
+
+def _sets(document: Mapping[str, Any], source: str) -> dict[tuple[str, str], tuple[tuple[str, str], ...]]:
+    """Made with --with: each build's companions, installed with it (Flox: packages; wheels: released versions)."""
+    if source == "wheels":
+        return {
+            (build["variant"], build["torch"]): tuple((c["project"], c["version"]) for c in build["companions"])
+            for build in document["builds"]
+            if build["companions"]
+        }
+    return {
         (variant["branch"], variant["package"]): tuple((c["project"], c["package"]) for c in variant["companions"])
         for variant in document.get("variants", ())
         if variant.get("companions")
     }
-    return PlanDocument(
-        where=where,
-        catalog=MappingProxyType(dict(document["catalog"])),
-        nodes=tuple(nodes),
-        sets=MappingProxyType(sets),
-    )
 
 
 def _profile(document: Mapping[str, Any], entry: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
@@ -107,37 +131,3 @@ def _profile(document: Mapping[str, Any], entry: Mapping[str, Any], shown: str) 
         raise BadInput(f"plan {shown}: node {visible(entry['label'])!r} names profile {entry['profile']}, not in it")
     profile = profiles[entry["profile"]]
     return MappingProxyType(profile) if profile is not None else None
-
-
-def _wheel_plan(document: Mapping[str, Any], where: str) -> PlanDocument:
-    """A plan of PyTorch's wheels (checked against its schema): each node's torch and index, as PlannedNodes."""
-    shown = visible(where)
-    nodes = []
-    for entry in document["nodes"]:
-        if len({entry["torch"] is None, entry["variant"] is None, entry["platform"] is None}) > 1:
-            raise BadInput(
-                f"plan {shown}: node {visible(entry['label'])!r} has a torch, index or platform without the others"
-            )
-        nodes.append(
-            PlannedNode(
-                label=entry["label"],
-                package=entry["torch"],
-                branch=entry["variant"],
-                why=entry["why"],
-                profile=_profile(document, entry, shown),
-                platform=entry["platform"],
-            )
-        )
-    sets = {
-        (build["variant"], build["torch"]): tuple((c["project"], c["version"]) for c in build["companions"])
-        for build in document["builds"]
-        if build["companions"]
-    }
-    return PlanDocument(
-        where=where,
-        catalog=MappingProxyType(dict(document["catalog"])),
-        nodes=tuple(nodes),
-        sets=MappingProxyType(sets),
-        source="wheels",
-        index_root=document["index_root"],
-    )
