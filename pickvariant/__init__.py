@@ -23,7 +23,19 @@ def _as_the_command() -> bool:
     ]
 
 
-if _as_the_command():
+def _take_over_ctrl_c() -> None:
+    """The one-line exit on Ctrl-C first, then given back where this is no `pickvariant` command: the window in
+    which a Ctrl-C raises a KeyboardInterrupt through this file is this function's first lines, not the check.
+    Imported off the main thread (a library use), nothing is changed."""
     import _signal  # type: ignore[import-not-found]  # the C module: nothing more to load before the command is safe from a Ctrl-C
 
-    _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+    previous = _signal.getsignal(_signal.SIGINT)
+    try:
+        _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+    except ValueError:
+        return
+    if not _as_the_command():
+        _signal.signal(_signal.SIGINT, previous)
+
+
+_take_over_ctrl_c()

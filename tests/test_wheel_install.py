@@ -300,3 +300,42 @@ def test_a_dry_run_plans_for_uv_where_uv_is_missing_and_the_install_names_what_f
     assert f"of {python} (VIRTUAL_ENV)" in planned.stdout and "(--python)" not in planned.stdout
     refused = _pickvariant([*args, "--yes"], env, tmp_path)
     assert refused.returncode == 2 and refused.stderr.startswith("pickvariant: --installer uv: uv is not on PATH")
+
+
+H100 = ["--gpu", "9.0", "--driver", "580.95.05", "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4"))]
+
+
+def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(tmp_path) -> None:
+    """Issue 53: an H100 on R580 whose environment holds 2.14.1+cu126 (its kernels include sm_90; R580 runs CUDA
+    12.6): detect says it is kept, `install --yes` installs nothing and leaves it, `--with torchvision` (which only
+    the chosen set brings) is refused naming --upgrade, and `--upgrade` installs the chosen build with the real pip."""
+    python_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    detect = _pickvariant(
+        ["detect", "--source", "wheels", "--format", "json", "--python-version", python_version, *H100],
+        _env(tmp_path), tmp_path,
+    )  # fmt: skip
+    chosen = json.loads(detect.stdout)["recommendation"]
+    there = "2.14.1+cu126"
+    assert chosen["torch"] != there  # a newer release or CUDA line is chosen for a new environment
+    build_mirror(tmp_path / "mirror", {"cu126": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
+    python = _fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", f"torch=={there}", "--index-url", f"{url}/cu126"],
+            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *H100], _env(tmp_path), tmp_path)
+        sentence = " ".join(said.stdout.split())  # as a reader sees it, whatever the terminal's width
+        assert f"torch {there} in this environment runs on every GPU here (GPU 0 (9.0)): `install` keeps it" in sentence
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *H100, "--yes"]
+        kept = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+        assert kept.returncode == 0, kept.stderr
+        assert f"kept: torch {there} already runs on every GPU here: nothing to install" in kept.stdout
+        assert "Nothing to do." in kept.stdout and _installed(python, "torch") == there
+        companion = _pickvariant([*args, "--with", "torchvision", "--no-verify"], _env(tmp_path), tmp_path)
+        assert companion.returncode == 2 and companion.stderr.startswith("pickvariant: --upgrade: torch 2.14.1+cu126")
+        assert _installed(python, "torch") == there
+        upgraded = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert f"replaces torch {there}" in upgraded.stdout
+        assert _installed(python, "torch") == chosen["torch"]

@@ -19,7 +19,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_driver_version, version_key
 from pickvariant.cli.main import app
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
-from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json
+from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json, wheel_text_lines
 from pickvariant.rules.wheel_pick import pick_wheel
 from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog
 from pickvariant.sources.wheels.load import load_wheel_catalog
@@ -393,3 +393,59 @@ def test_a_jetson_orin_runs_an_aarch64_cuda_13_2_wheel_only_on_a_cuda_13_2_drive
         return
     newest = _newest("linux-aarch64", lambda b: b.cuda is not None and version_key(b.cuda) >= (13, 2))
     assert build is not None and build.local == newest.local and ComputeCapability(8, 0) in build.sass
+
+
+def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(tmp_path: Path) -> None:
+    """Issue 53: a torch in the environment is kept only where it runs, and that takes the driver too: a CUDA 13
+    build with sm_90 kernels on an H100 whose R550 driver runs CUDA 12.4 at most is said not to run, naming the
+    driver, and is no build `install` keeps."""
+    driver = "550.54.15"
+    build = next(
+        b
+        for b in WHEELS.builds
+        if b.platform == "linux-x86_64" and b.is_cuda and not b.pypi and b.min_driver is not None
+        and b.min_driver > parse_driver_version(driver) and any(c.major == 9 for c in b.sass)
+    )  # fmt: skip
+    wrapper, site = _venv(tmp_path)
+    (site / f"torch-{build.local}.dist-info").mkdir(parents=True)
+    (site / f"torch-{build.local}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {build.local}\n"
+    )
+    request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver=driver)
+    environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
+    assert environment["torch_runs_here"] == "no"
+    assert environment["said"].startswith(f"torch {build.local} in this environment cannot run on this driver")
+    assert driver in environment["said"]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "driver", "floor", "said"),
+    [
+        # An RTX 5090 (12.0) needs R570, the first branch that drives Blackwell (hardware-facts.md), although its
+        # wheel's CUDA 12.x line runs on >= 525.60.13: the machine's floor is the newer of the two.
+        ("12.0", "570.86.15", "570", "driver >= R570"),
+        # An H100 on a CUDA 13 wheel: the CUDA line's floor, 580.65.06, is the newer.
+        ("9.0", "580.95.05", "580.65.06", "driver >= 580.65.06"),
+    ],
+)
+def test_the_driver_floor_said_is_the_machines_own(gpu: str, driver: str, floor: str, said: str) -> None:
+    """Issue 53: `min_driver` was the CUDA line's floor alone (525.60.13 for an RTX 5090, which needs R570)."""
+    request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver=driver)
+    answer = decide_wheel(WheelAsk(request=request), env={})
+    assert wheel_json(answer)["recommendation"]["min_driver"] == floor
+    assert said in " ".join(wheel_text_lines(answer, 200, False))
+
+
+def test_a_driver_stated_as_a_branch_is_never_said_to_be_older_than_a_release_of_that_branch() -> None:
+    """Issue 53: `--driver 580` was judged as 580.0.0 and said to be "older than 580.65.06". Which R580 release it is
+    is not known: the CUDA 13 wheels are left out saying so and asking for the full version; a branch older than
+    the floor's is still older."""
+    zen4 = cpuinfo_path("linux-rocky8.5-zen4")
+    rejected = decide_wheel(WheelAsk(request=Request(cpuinfo=zen4, gpus=("9.0",), driver="580")), env={})
+    text = " ".join(wheel_text_lines(rejected, 400, True))
+    assert "driver 580 names a branch only, and CUDA 13.2 needs 580.65.06 or newer of it" in text
+    assert "driver 580 is older than" not in text
+    older = decide_wheel(WheelAsk(request=Request(cpuinfo=zen4, gpus=("9.0",), driver="575")), env={})
+    assert "driver 575 is older than 580.65.06, the minimum for CUDA 13.2" in " ".join(
+        wheel_text_lines(older, 400, True)
+    )

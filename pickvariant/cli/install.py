@@ -89,6 +89,14 @@ InstallForce = Annotated[
     ),
 ]
 
+InstallUpgrade = Annotated[
+    bool,
+    typer.Option(
+        "--upgrade",
+        help="With --source wheels: replace a torch that already runs on every GPU here with the chosen build "
+        "(without it, such a torch is kept and nothing is installed; --yes does not consent to replacing it).",
+    ),
+]
 InstallAllowDowngrade = Annotated[
     bool,
     typer.Option(
@@ -146,6 +154,7 @@ def install(
     python: Any = commandline.PYTHON_PATH,
     wheel_index: Any = commandline.WHEEL_INDEX,
     allow_downgrade: InstallAllowDowngrade = False,
+    upgrade: InstallUpgrade = False,
     plan: InstallFromPlan = None,
     label: Any = commandline.NODE_LABEL,
     **values: Any,
@@ -154,17 +163,17 @@ def install(
     or uv) and verify it."""
     from pickvariant.commands import install as command
 
-    wheels = settings.source(source, os.environ) == "wheels"
-    flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
-    wheel_only = dict(zip(_WHEEL_FLAGS, (installer, python, wheel_index, allow_downgrade or None), strict=True))
-    _check_source_options(wheels, flox_only if wheels else wheel_only, format is InstallFormat.json and not dry_run)
     if label is not None and plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
+    wheels = settings.source(source, os.environ) == "wheels"
+    flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
+    wheel_only = (installer, python, wheel_index, allow_downgrade or None, upgrade or None)
+    _check_source_options(wheels, flox_only, wheel_only, format is InstallFormat.json and not dry_run)
     if wheels:
         ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label)
         _install_wheels(
             ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout,
-            as_json=format is InstallFormat.json, assigned=assigned, allow_downgrade=allow_downgrade,
+            as_json=format is InstallFormat.json, assigned=assigned, allow_downgrade=allow_downgrade, upgrade=upgrade,
         )  # fmt: skip
         return
     options = command.InstallOptions(
@@ -188,11 +197,15 @@ def install(
 
 
 # The options of a wheel install only, in the order `install` takes them.
-_WHEEL_FLAGS = ("--installer", "--python", "--wheel-index", "--allow-downgrade")
+_WHEEL_FLAGS = ("--installer", "--python", "--wheel-index", "--allow-downgrade", "--upgrade")
 
 
-def _check_source_options(wheels: bool, others: dict[str, Any], real_install_as_json: bool) -> None:
-    """The other source's options are refused, each named: a Flox install's beside --source wheels, and the reverse."""
+def _check_source_options(
+    wheels: bool, flox_only: dict[str, Any], wheel_only: tuple[Any, ...], real_install_as_json: bool
+) -> None:
+    """The other source's options are refused, each named: a Flox install's beside --source wheels, and the reverse
+    (`wheel_only`: the values of _WHEEL_FLAGS, in its order)."""
+    others = flox_only if wheels else dict(zip(_WHEEL_FLAGS, wheel_only, strict=True))
     for flag, given in others.items():
         if given and wheels:
             raise BadInput(f"{flag}: a Flox install's; --source wheels installs PyTorch's own wheel with pip or uv")
@@ -289,21 +302,24 @@ def _install_wheels(
     as_json: bool,
     assigned: WheelAssignment | None = None,
     allow_downgrade: bool = False,
+    upgrade: bool = False,
 ) -> None:
-    """The wheel's plan, then (consented) the installer run and the environment verified: exit 1 when it fails."""
+    """The wheel's plan, then (consented) the installer run and the environment verified: exit 1 when it fails.
+    A plan's assignment is asked for by name: it replaces a torch that runs here as --upgrade does."""
     from pickvariant.commands import plan_install, wheel_install
 
     check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
     plan = wheel_install.plan_wheel_install(
-        ask, installer, check=check, allow_downgrade=allow_downgrade, dry_run=dry_run
-    )
+        ask, installer, check=check, allow_downgrade=allow_downgrade, dry_run=dry_run,
+        upgrade=upgrade or assigned is not None,
+    )  # fmt: skip
     if assigned is not None:
         plan = replace(plan, assigned_by=assigned.said)
     if as_json:
         typer.echo(json.dumps(wheel_install.plan_json(plan), indent=2))
         return
     typer.echo("\n".join(visible(line) for line in wheel_install.plan_lines(plan)))
-    if dry_run or plan.already:
+    if dry_run or plan.already or plan.kept is not None:
         typer.echo("Dry run: nothing was run." if dry_run else "Nothing to do.")
         return
     if not yes and not _confirmed(plan.replaces):

@@ -41,6 +41,7 @@ class WheelInstallPlan:
     index_env: tuple[tuple[str, str], ...] = ()
     assigned_by: str | None = None  # install --plan: "assigned to node n1 by plan plan.json"
     downgrade: bool = False  # the torch there is a newer release than the chosen one (--allow-downgrade was given)
+    kept: str | None = None  # why the torch there is kept and nothing is installed: it already runs here (no --upgrade)
     warning: str | None = None  # what a dry run found missing that the install itself would need (uv off PATH)
 
 
@@ -64,10 +65,13 @@ def plan_wheel_install(
     check: Callable[[WheelAnswer], None] | None = None,
     allow_downgrade: bool = False,
     dry_run: bool = False,
+    upgrade: bool = False,
 ) -> WheelInstallPlan:
     """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent, or
     where the install would downgrade the torch there and --allow-downgrade was not given.
-    `check` judges the answer first (install --plan: the node is the one planned for, the wheel the plan's)."""
+    `check` judges the answer first (install --plan: the node is the one planned for, the wheel the plan's).
+    A torch there that already runs on every GPU here is kept (nothing is installed) unless `upgrade`: the user's
+    working torch is replaced only when asked, never by --yes alone (issue 53)."""
     variables = os.environ if env is None else env
     if ask.python is None:  # an install always goes into an environment: the active one unless --python names one
         interpreter, given_as = active_interpreter(variables)
@@ -89,19 +93,7 @@ def plan_wheel_install(
     index_url = None if hidden else decision.index_url
     argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv)  # type: ignore[arg-type]
     index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
-    present = environment.installed
-    wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
-    label = decision.build.local.partition("+")[2]
-    already = all(_same(present.get(project), version, label) for project, version in wanted.items())
-    torch = environment.torch
-    replaces = torch if torch is not None and torch != decision.build.local else None
-    downgrade = replaces is not None and not already and _newer(replaces, decision.build.local)
-    if downgrade and not allow_downgrade:
-        raise BadInput(
-            f"--allow-downgrade: torch {replaces} in {interpreter}'s environment is a newer release than "
-            f"{decision.build.local}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
-            "consent to; keep the torch there, or pass --allow-downgrade"
-        )
+    replaces, already, downgrade, kept = _against_there(answer, upgrade, allow_downgrade)
     return WheelInstallPlan(
         answer=answer,
         installer=chosen,
@@ -112,7 +104,59 @@ def plan_wheel_install(
         index_env=index_env,
         downgrade=downgrade,
         warning=warning,
+        kept=kept,
     )
+
+
+def _against_there(
+    answer: WheelAnswer, upgrade: bool, allow_downgrade: bool
+) -> tuple[str | None, bool, bool, str | None]:
+    """The chosen set against what the environment holds: (the torch it replaces, whether all of it is there already,
+    whether it downgrades torch, why the torch there is kept); BadInput for a downgrade not allowed."""
+    decision, environment = answer.decision, answer.environment
+    assert decision.build is not None and environment is not None
+    present = environment.installed
+    wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
+    label = decision.build.local.partition("+")[2]
+    already = all(_same(present.get(project), version, label) for project, version in wanted.items())
+    torch = environment.torch
+    replaces = torch if torch is not None and torch != decision.build.local else None
+    downgrade = replaces is not None and not already and _newer(replaces, decision.build.local)
+    if replaces is not None and not already and decision.installed_fits == "yes" and not upgrade:
+        companions = [pair.project for pair in decision.companions]
+        return (
+            replaces,
+            already,
+            downgrade,
+            _kept(replaces, decision.build.local, companions, present, bool(decision.targets)),
+        )
+    if downgrade and not allow_downgrade:
+        raise BadInput(
+            f"--allow-downgrade: torch {replaces} in {environment.interpreter}'s environment is a newer release than "
+            f"{decision.build.local}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
+            "consent to; keep the torch there, or pass --allow-downgrade"
+        )
+    return replaces, already, downgrade, None
+
+
+def _kept(there: str, chosen: str, companions: list[str], present: Mapping[str, str | None], gpus: bool) -> str:
+    """Why the working torch there is kept; BadInput where companions were asked for that only the chosen set (which
+    would replace it) brings."""
+    missing = [project for project in companions if present.get(project) is None]
+    if _newer(chosen, there):
+        upgrade = "--upgrade installs {chosen}, a newer release"
+    elif _newer(there, chosen):
+        upgrade = "{chosen} is an older release: --upgrade with --allow-downgrade installs it"
+    else:
+        upgrade = "--upgrade installs {chosen}, the same release for another CUDA line"
+    if missing:
+        raise BadInput(
+            f"--upgrade: torch {there} already runs here and is kept; {', '.join(missing)} would come "
+            f"with {chosen}, which replaces it: pass --upgrade to install that set, or install "
+            f"{', '.join(missing)} for torch {there} yourself"
+        )
+    where = "on every GPU here" if gpus else "here"
+    return f"torch {there} already runs {where}: nothing to install ({upgrade.format(chosen=chosen)})"
 
 
 def _uv(chosen: str, variables: Mapping[str, str], dry_run: bool) -> tuple[str, str | None]:
@@ -163,12 +207,15 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
     if plan.already:
         lines.append("  already there: nothing to install")
+    elif plan.kept is not None:
+        lines.append(f"  kept: {plan.kept}")
     elif plan.downgrade:
         lines.append(f"  downgrades torch {plan.replaces} to {decision.build.local} (--allow-downgrade)")
     elif plan.replaces is not None:
         lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
     shown = [f"{name}={decision.index_url}" for name, _ in plan.index_env]
-    lines.append(f"  $ {shlex.join([*shown, *plan.argv])}")
+    command = f"$ {shlex.join([*shown, *plan.argv])}"
+    lines.append(f"  with --upgrade: {command}" if plan.kept is not None else f"  {command}")
     if plan.index_env:
         lines.append("  the index's credentials are given to the installer in its environment, never shown")
     return lines
@@ -188,6 +235,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
         "assigned_by": plan.assigned_by,
         "downgrade": plan.downgrade,
+        "kept": plan.kept,
         "warning": plan.warning,
     }
 

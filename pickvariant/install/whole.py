@@ -111,7 +111,7 @@ def settle(kept: Kept, finished: bool, projects: tuple[str, ...] = ("torch",)) -
 
 def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
     found = {dist.name: dist for dist in installed(kept.site)}
-    whole_now = {name: dist for name, dist in found.items() if whole(kept.site, dist)}
+    whole_now = {name: dist for name, dist in found.items() if _sound(kept, dist)}
     owned = {top for dist in whole_now.values() for top in dist.tops}
     for entry in sorted(_entries(kept.site) - kept.entries - owned):
         _remove(kept.site / entry)  # what the stopped installer wrote that no whole distribution owns
@@ -120,7 +120,7 @@ def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
     for _ in range(3):  # put back, then judge again: a removal half-done on a busy disk is done once more
         for name in (name for name in restored if name not in final):
             _put_back(kept, kept.before[name], owned)
-        final = {dist.name: dist for dist in installed(kept.site) if whole(kept.site, dist)}
+        final = {dist.name: dist for dist in installed(kept.site) if _sound(kept, dist)}
         if all(name in final for name in restored):
             break
     return [
@@ -128,6 +128,20 @@ def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
         for name in sorted(set(kept.before) | set(final) | set(found))
         if (line := _state(name, kept.before.get(name), final.get(name), name in restored, name in projects, kept))
     ]
+
+
+def _sound(kept: Kept, dist: Distribution) -> bool:
+    """Whole, and (where it is not the distribution kept, as it was) written out: its RECORD names itself.
+
+    An installer stopped while it extracts a wheel leaves a RECORD cut short whose rows so far name only files
+    already there (issue 51: such a torch was taken for whole, its dist-info removed as owned by nothing, and the
+    old torch was not put back). A wheel's RECORD names itself in its last row; pip writes its own RECORD whole or
+    not at all (a file renamed into place). The kept one is judged as keep() judged it."""
+    was = kept.before.get(dist.name)
+    if was is not None and was.dist_info == dist.dist_info and was.files == dist.files:
+        return whole(kept.site, dist)
+    own = f"{dist.dist_info}/RECORD"
+    return any(path == own for path, _ in dist.files) and whole(kept.site, dist)
 
 
 def _put_back(kept: Kept, was: Distribution, owned: set[str]) -> None:

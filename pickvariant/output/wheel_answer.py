@@ -11,6 +11,7 @@ from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.wheel_command import installer_argv, requirements
 from pickvariant.output.answer import command_lines, fact_items, section, wrapped
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
+from pickvariant.rules import wheel_wording as said
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, WheelAnswer, WheelDecision
 
@@ -35,7 +36,7 @@ def recommendation_json(decision: WheelDecision) -> dict[str, Any] | None:
         "python_tag": decision.python_tag,
         "platform": build.platform,
         "cuda": build.cuda,
-        "min_driver": str(build.min_driver) if build.min_driver else None,
+        "min_driver": decision.min_driver,
         "sass": [str(capability) for capability in build.sass],
         "ptx": [str(capability) for capability in build.ptx],
         "ptx_known": build.ptx_known,
@@ -113,7 +114,8 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
         return ["No compatible wheel (why, and what would help, below)"]
     names = ", ".join([f"torch {build.local}", *(f"{p.project} {p.version}" for p in decision.companions)])
     lines = wrapped(f"Recommendation: {visible(names)} (PyTorch's {visible(build.variant)} index)", width, "", "  ")
-    cuda = f", CUDA {build.cuda} (driver >= {build.min_driver})" if build.cuda else ", CPU-only"
+    floor = said.driver_floor(decision.min_driver) if decision.min_driver else "?"
+    cuda = f", CUDA {build.cuda} (driver >= {floor})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
     lines += command_lines("  install it: ", install_words(answer), width)
     lines += wrapped("or: pickvariant install --source wheels (plans, asks, installs, verifies)", width, "  ")

@@ -78,6 +78,20 @@ def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog:
     return tuple(reasons)
 
 
+def machine_floor(min_driver: DriverVersion | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> DriverVersion | None:
+    """The oldest driver that runs a build of CUDA floor `min_driver` on these GPUs: the newest of that floor and
+    each GPU's first driver (hardware.json's; an RTX 5090 needs R570 even for a CUDA 12.8 build). None for a CPU build."""
+    if min_driver is None:
+        return None
+    floor = min_driver
+    for gpu in gpus:
+        arch = catalog.arch_of(gpu.compute_capability)
+        first = arch.drivers.first if arch is not None and arch.drivers is not None else None
+        if first is not None and floor < first:
+            floor = first
+    return floor
+
+
 def driver_rejection(
     driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog
 ) -> str | None:
@@ -105,6 +119,8 @@ def driver_refusal(
         return None
     if driver.version is not None:
         if driver.version < min_driver:
+            if driver.version.parts == min_driver.parts[:1]:  # "580" against 580.65.06: which 580 is not known
+                return wording.driver_branch_only(driver.version, min_driver, cuda)
             return wording.driver_below_minimum(driver.version, min_driver, cuda)
         return None
     if driver.cuda is not None and version_key(driver.cuda)[0] < version_key(cuda)[0]:

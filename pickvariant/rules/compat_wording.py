@@ -45,6 +45,13 @@ def driver_below_minimum(driver: object, minimum: object, cuda: str) -> str:
     return f"driver {driver} is older than {minimum}, the minimum for CUDA {cuda}"
 
 
+def driver_branch_only(driver: object, minimum: object, cuda: str) -> str:
+    return (
+        f"driver {driver} names a branch only, and CUDA {cuda} needs {minimum} or newer of it: give the full "
+        "version (nvidia-smi's Driver Version) to have it judged"
+    )
+
+
 def driver_other_major(driver_cuda: str, cuda: str, minimum: object) -> str:
     return f"the driver supports CUDA {driver_cuda}; CUDA {cuda} builds need a driver >= {minimum}"
 

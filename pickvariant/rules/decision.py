@@ -155,6 +155,9 @@ class WheelDecision:
     targets: tuple[GpuFacts, ...] = ()
     candidates: tuple[WheelBuild, ...] = ()  # every wheel that runs here, best first
     dispatch: str | None = None  # the CPU dispatch level ATen picks here, where it is known
+    # The oldest driver that runs the chosen wheel on these GPUs (rules/compat.machine_floor): its CUDA line's floor,
+    # or a GPU's first driver where that is newer; None for a CPU build.
+    min_driver: str | None = None
     # The torch already in the environment, as a finding: (its version, whether it runs on every GPU here: "yes",
     # "no", "unknown", "none" where none is installed), with its sentence.
     installed: str | None = None

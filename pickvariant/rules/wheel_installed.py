@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pickvariant.machine.environment import PythonEnvironment
+from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wheel_wording as said
+from pickvariant.rules.compat import driver_refusal
 from pickvariant.rules.wheel_stages import coverage
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import WheelBuild
@@ -29,8 +31,10 @@ def installed_finding(
     gpus: Sequence[GpuFacts],
     hardware: Catalog,
     chosen: WheelBuild | None,
+    facts: HostFacts,
 ) -> tuple[str | None, str, str]:
-    """(the installed torch's version, whether it runs on every GPU here: yes, no, unknown or none, the sentence)."""
+    """(the installed torch's version, whether it runs on every GPU here: yes, no, unknown or none, the sentence).
+    It runs where its kernels run on every GPU and the driver runs its CUDA line: the rules every wheel is held to."""
     local = environment.torch
     if local is None:
         return None, "none", said.installed_none(environment.interpreter)
@@ -48,5 +52,9 @@ def installed_finding(
     for gpu in gpus:
         if coverage(build, gpu.compute_capability, hardware) is None:
             return local, "no", said.installed_lacks(shown, gpu.index, gpu.compute_capability)
+    if build.cuda is not None and build.min_driver is not None:
+        why = driver_refusal(facts.driver, build.cuda, build.min_driver, gpus, hardware)
+        if why is not None:
+            return local, "no", said.installed_undriven(shown, why)
     served = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus)
     return local, "yes", said.installed_covers(shown, served)

@@ -68,7 +68,7 @@ def pick_wheel(
         rejected=alternatives(builds, verdicts, candidates, chosen, passed_over),
         machine_said=len(machine),
     )
-    decision = _with_installed(decision, environment, builds, hardware, chosen)
+    decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
     if chosen is None:
         return _nothing_fits(decision, facts, hardware, wheels, (*machine, *python_said), verdicts, passed_over)
     return _chosen(decision, facts, hardware, wheels, options, (*machine, *python_said), chosen, pairs, index_root)
@@ -124,10 +124,11 @@ def _with_installed(
     builds: tuple[WheelBuild, ...],
     hardware: Catalog,
     chosen: WheelBuild | None,
+    facts: HostFacts,
 ) -> WheelDecision:
     if environment is None:
         return decision
-    version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen)
+    version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen, facts)
     return replace(decision, installed=version, installed_fits=fits, installed_said=sentence)
 
 
@@ -144,7 +145,9 @@ def _chosen(
 ) -> WheelDecision:
     index_url = f"{index_root}/{chosen.variant}"
     pinned = bool(options.torch or options.cuda)
-    floor = str(chosen.min_driver) if chosen.min_driver else None
+    machine_floor = compat.machine_floor(chosen.min_driver, decision.targets, hardware)
+    floor = None if machine_floor is None else said.driver_floor(machine_floor)
+    decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor))
     reasons = [*found, said.chosen(chosen.local, index_url, chosen.cuda, floor, pinned)]
     if decision.python_tag is None:
         newest = next((tag for tag in reversed(chosen.python) if not tag.endswith("t")), chosen.python[-1])
@@ -158,7 +161,8 @@ def _chosen(
     reasons += [said.companion_paired(p.project, p.version, p.requires, chosen.torch) for p in pairs]
     reasons += _left_out_newer(wheels, chosen.platform, chosen.torch)
     if decision.installed_said:
-        reasons.append(decision.installed_said)
+        kept = decision.installed_fits == "yes" and decision.installed != chosen.local
+        reasons.append(said.installed_kept(decision.installed_said) if kept else decision.installed_said)
     return replace(decision, build=chosen, companions=pairs, index_url=index_url, reasons=tuple(reasons))
 
 

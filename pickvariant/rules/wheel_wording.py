@@ -78,6 +78,12 @@ def python_unstated(tag: str) -> str:
     )
 
 
+def driver_floor(driver: object) -> str:
+    """A driver floor as said: a version, or a whole branch ("R570", the first that drives a GPU here)."""
+    text = str(driver)
+    return f"R{text}" if text.isdigit() else text
+
+
 def chosen(local: str, index_url: str, cuda: str | None, floor: str | None, pinned: bool) -> str:
     order = "the pins leave" if pinned else "runs here"
     if cuda is None:
@@ -158,6 +164,15 @@ def installed_covers(local: str, gpus: str) -> str:
 
 def installed_lacks(local: str, gpu: int, capability: object) -> str:
     return f"torch {local} in this environment has no kernels for GPU {gpu} ({capability})"
+
+
+def installed_undriven(local: str, why: str) -> str:
+    return f"torch {local} in this environment cannot run on this driver: {why}"
+
+
+def installed_kept(sentence: str) -> str:
+    """A torch that runs here is kept by `install` (nothing installed) unless --upgrade is given."""
+    return f"{sentence}: `install` keeps it and installs nothing (`install --upgrade` replaces it)"
 
 
 def installed_cpu_only(local: str) -> str:
