@@ -253,7 +253,9 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     facts = gather_facts(hardware, ask.request, environment_vars, detect_unstated=not ask.described)
     environment = environment_of(ask, environment_vars)
     request = ask.request.with_environment(environment_vars)
-    decision = pick_wheel(facts, hardware, wheels, request, environment, root)
+    # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).
+    named = ask.wheel_index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None
+    decision = pick_wheel(facts, hardware, wheels, request, environment, root, pypi_first=not named)
     return WheelAnswer(
         facts=facts,
         decision=decision,

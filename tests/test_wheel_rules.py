@@ -130,13 +130,38 @@ def test_pins_narrow_and_a_pin_that_matches_nothing_is_bad_input() -> None:
         _answer(gpus=("9.0",), with_projects=("vllm",))
 
 
-def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_that_pairs_them() -> None:
+def test_pypis_own_build_comes_first_with_companions_as_their_makers_pair_them() -> None:
+    """Issue 53: an H100 on R580 asking for torchvision and torchaudio, no index named: torch 2.15.0, PyPI's own
+    build (no index URL, pinned without a local label), with torchvision 0.29.2 and torchaudio 2.11.0 (wheels.md
+    section 3: torchaudio stopped at 2.11.0, which names no torch requirement and serves later torch releases)."""
     answer = _answer(gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
+    decision = answer.decision
+    assert decision.build is not None and decision.build.pypi and decision.from_pypi
+    assert decision.build.torch == max((b.torch for b in WHEELS.builds), key=version_key) == "2.15.0"
+    assert decision.index_url is None
+    assert [(p.project, p.version) for p in decision.companions] == [
+        ("torchvision", "0.29.2"),
+        ("torchaudio", "2.11.0"),
+    ]
+    requirements = requirements_text(answer)
+    assert "--index-url" not in requirements
+    assert requirements.splitlines()[-3:] == ["torch==2.15.0", "torchvision==0.29.2", "torchaudio==2.11.0"]
+    assert "[[tool.uv.index]]" not in pyproject_text(answer)
+    assert any("pytorch/audio#4212" in reason for reason in decision.reasons)
+
+
+def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_that_pairs_them() -> None:
+    """With an index named, every wheel comes from it: torchaudio's pairing with later torch releases is true of
+    PyPI's builds only, so the answer moves to the newest release the index pairs torchaudio with."""
+    request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
+    answer = decide_wheel(WheelAsk(request=request, wheel_index=WHEELS.index_root), env={})
     build = answer.decision.build
-    assert build is not None
-    assert all(WHEELS.companion(build.torch, project) is not None for project in ("torchvision", "torchaudio"))
+    assert build is not None and not answer.decision.from_pypi
+    pairs = [WHEELS.companion(build.torch, project) for project in ("torchvision", "torchaudio")]
+    assert all(pair is not None and not pair.pypi_only for pair in pairs)
     newer = [b for b in answer.decision.candidates if version_key(b.torch) > version_key(build.torch)]
-    assert newer and all(WHEELS.companion(b.torch, "torchaudio") is None for b in newer)
+    torchaudio = [WHEELS.companion(b.torch, "torchaudio") for b in newer]
+    assert newer and all(pair is None or pair.pypi_only for pair in torchaudio)
     requirements = requirements_text(answer)
     assert f"--index-url {answer.decision.index_url}\n" in requirements
     assert "torchaudio==" in requirements and "torchvision==" in requirements

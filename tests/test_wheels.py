@@ -81,7 +81,10 @@ def test_companions_pair_as_pypi_pins_them() -> None:
     companions = SHIPPED["companions"]
     assert companions["2.14.1"]["torchvision"] == ["0.29.1", "torch>=2.14.0"]
     assert companions["2.11.0"]["torchaudio"] == ["2.11.0", None]  # no torch requirement at all
-    assert companions["2.12.0"]["torchaudio"] is None  # torchaudio stopped at 2.11.0
+    # torchaudio stopped at 2.11.0, which names no torch requirement and which its makers say serves torch >= 2.11
+    # (wheels.md section 3): paired with later releases from PyPI only, citing them.
+    assert companions["2.12.0"]["torchaudio"] == ["2.11.0", None, {"from": "pypi", "sources": ["A1", "P3"]}]
+    assert "pytorch/audio#4212" in SHIPPED["sources"]["A1"]
 
 
 def test_a_malformed_facts_file_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def plan_wheel_install(
     if check is not None:
         check(answer)
     decision = answer.decision
-    if decision.build is None or decision.index_url is None:
+    if decision.build is None:
         raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
     chosen = installer_of(installer, variables)
     uv, warning = _uv(chosen, variables, dry_run)
@@ -91,7 +91,7 @@ def plan_wheel_install(
     secret = answer.index_url_for_installer()
     hidden = secret is not None and secret != decision.index_url
     index_url = None if hidden else decision.index_url
-    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv)  # type: ignore[arg-type]
+    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv, decision.from_pypi)  # type: ignore[arg-type]
     index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
     replaces, already, downgrade, kept = _against_there(answer, upgrade, allow_downgrade)
     return WheelInstallPlan(
@@ -116,11 +116,12 @@ def _against_there(
     decision, environment = answer.decision, answer.environment
     assert decision.build is not None and environment is not None
     present = environment.installed
-    wanted = {"torch": decision.build.local, **{pair.project: pair.version for pair in decision.companions}}
+    pinned = decision.build.torch if decision.from_pypi else decision.build.local
+    wanted = {"torch": pinned, **{pair.project: pair.version for pair in decision.companions}}
     label = decision.build.local.partition("+")[2]
     already = all(_same(present.get(project), version, label) for project, version in wanted.items())
     torch = environment.torch
-    replaces = torch if torch is not None and torch != decision.build.local else None
+    replaces = torch if torch is not None and torch not in (decision.build.local, pinned) else None
     downgrade = replaces is not None and not already and _newer(replaces, decision.build.local)
     if replaces is not None and not already and decision.installed_fits == "yes" and not upgrade:
         companions = [pair.project for pair in decision.companions]
@@ -198,8 +199,9 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
     assert decision.build is not None
     import shlex
 
-    names = ", ".join(requirements(decision.build, decision.companions))
-    lines = [f"Plan: install {names} from {decision.index_url} into {plan.interpreter} ({plan.installer})"]
+    names = ", ".join(requirements(decision.build, decision.companions, decision.from_pypi))
+    where = decision.index_url or "PyPI (the installer's default index)"
+    lines = [f"Plan: install {names} from {where} into {plan.interpreter} ({plan.installer})"]
     if plan.assigned_by is not None:
         lines.append(f"  {plan.assigned_by}")
     if plan.warning is not None:
@@ -231,6 +233,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
         "replaces": plan.replaces,
         "already_installed": plan.already,
         "index_url": decision.index_url,
+        "from_pypi": decision.from_pypi,
         "torch": decision.build.local if decision.build else None,
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
         "assigned_by": plan.assigned_by,

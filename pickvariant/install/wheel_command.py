@@ -17,15 +17,16 @@ if TYPE_CHECKING:
 INSTALLERS = ("pip", "uv")
 
 
-def torch_pin(build: WheelBuild) -> str:
+def torch_pin(build: WheelBuild, from_pypi: bool = False) -> str:
     """torch pinned to exactly this build, local label included where its wheels carry one, so that an index (or
-    a mirror) holding several variants cannot hand over another."""
-    return f"torch=={build.local}"
+    a mirror) holding several variants cannot hand over another. PyPI's own build is pinned by its release: PyPI
+    holds one build of it per platform, and its version carries no local label."""
+    return f"torch=={build.torch if from_pypi else build.local}"
 
 
-def requirements(build: WheelBuild, companions: Sequence[PairedRelease]) -> list[str]:
+def requirements(build: WheelBuild, companions: Sequence[PairedRelease], from_pypi: bool = False) -> list[str]:
     """torch and each companion, pinned (a companion by its release: its local label matches the index's)."""
-    return [torch_pin(build), *(f"{pair.project}=={pair.version}" for pair in companions)]
+    return [torch_pin(build, from_pypi), *(f"{pair.project}=={pair.version}" for pair in companions)]
 
 
 def installer_argv(
@@ -35,10 +36,12 @@ def installer_argv(
     companions: Sequence[PairedRelease],
     index_url: str | None,
     uv: str = "uv",
+    from_pypi: bool = False,
 ) -> list[str]:
     """The command that installs the set into `interpreter`'s environment from `index_url` alone; None: the index
-    is given in the installer's environment instead (index_environment), where it carries credentials."""
-    pinned = requirements(build, companions)
+    is given in the installer's environment instead (index_environment), where it carries credentials, or, for
+    PyPI's own build (`from_pypi`), the installer's default index is used (PyPI, or what pip or uv is set to)."""
+    pinned = requirements(build, companions, from_pypi)
     index = ["--index-url", index_url] if index_url is not None else []
     if installer == "uv":
         return [uv, "pip", "install", "--python", interpreter, *pinned, *index]

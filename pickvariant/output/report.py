@@ -204,7 +204,8 @@ def _recommendation(rec: dict[str, Any] | None, source: str | None) -> str:
     if source == "wheels":
         if not rec:
             return "- Recommendation: none (no compatible wheel)"
-        return f"- Recommendation: {code(' '.join(rec['requirements']))} from {code(rec['index_url'])}"
+        where = code(rec["index_url"]) if rec.get("index_url") else "PyPI (its own build)"
+        return f"- Recommendation: {code(' '.join(rec['requirements']))} from {where}"
     return f"- Recommendation: {code(rec['package'])}" if rec else "- Recommendation: none (no compatible variant)"
 
 

@@ -32,6 +32,7 @@ def recommendation_json(decision: WheelDecision) -> dict[str, Any] | None:
         "release": build.torch,
         "variant": build.variant,
         "index_url": decision.index_url,
+        "from_pypi": decision.from_pypi,
         "python": decision.python,
         "python_tag": decision.python_tag,
         "platform": build.platform,
@@ -41,7 +42,7 @@ def recommendation_json(decision: WheelDecision) -> dict[str, Any] | None:
         "ptx": [str(capability) for capability in build.ptx],
         "ptx_known": build.ptx_known,
         "pypi_default": build.pypi,
-        "requirements": requirements(build, decision.companions),
+        "requirements": requirements(build, decision.companions, decision.from_pypi),
         "companions": [
             {"project": pair.project, "version": pair.version, "requires": pair.requires}
             for pair in decision.companions
@@ -87,9 +88,11 @@ def wheel_json_text(answer: WheelAnswer, compact: bool) -> str:
 def install_words(answer: WheelAnswer) -> list[str]:
     """The pip command that installs the answer, for copying: its words quoted for the shell."""
     decision = answer.decision
-    assert decision.build is not None and decision.index_url is not None
+    assert decision.build is not None
     interpreter = answer.environment.interpreter if answer.environment is not None else "python3"
-    argv = installer_argv("pip", interpreter, decision.build, decision.companions, decision.index_url)
+    argv = installer_argv(
+        "pip", interpreter, decision.build, decision.companions, decision.index_url, from_pypi=decision.from_pypi
+    )
     return [shlex.quote(word) for word in argv]
 
 
@@ -112,8 +115,10 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
     build = decision.build
     if build is None:
         return ["No compatible wheel (why, and what would help, below)"]
-    names = ", ".join([f"torch {build.local}", *(f"{p.project} {p.version}" for p in decision.companions)])
-    lines = wrapped(f"Recommendation: {visible(names)} (PyTorch's {visible(build.variant)} index)", width, "", "  ")
+    torch = build.torch if decision.from_pypi else build.local  # PyPI's versions carry no local label
+    names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
+    where = "PyPI's own build" if decision.from_pypi else f"PyTorch's {visible(build.variant)} index"
+    lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
     floor = said.driver_floor(decision.min_driver) if decision.min_driver else "?"
     cuda = f", CUDA {build.cuda} (driver >= {floor})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
@@ -147,7 +152,8 @@ def wheel_markdown(answer: WheelAnswer) -> str:
     if build is None:
         out += ["**No compatible wheel.**", ""]
     else:
-        out += [f"**Recommendation:** {markdown_code(build.local)} from {markdown_code(decision.index_url or '')}", ""]
+        where = markdown_code(decision.index_url) if decision.index_url else "PyPI (its own build)"
+        out += [f"**Recommendation:** {markdown_code(build.local)} from {where}", ""]
         out += ["```sh", visible(" ".join(install_words(answer))), "```", ""]  # a line break would leave the fence
     out += ["## This machine", "", *(f"- {markdown_text(item)}" for item in fact_items(answer.facts, answer.hardware))]
     environment = answer.environment
@@ -179,7 +185,8 @@ def requirements_text(answer: WheelAnswer) -> str:
     ]
     header += _credentials_note(answer)
     index = answer.index_url_for_installer()
-    return "\n".join([*header, f"--index-url {index}", *requirements(build, decision.companions)]) + "\n"
+    lines = [f"--index-url {index}"] if index is not None else ["# PyPI's own build: the installer's default index"]
+    return "\n".join([*header, *lines, *requirements(build, decision.companions, decision.from_pypi)]) + "\n"
 
 
 def _credentials_note(answer: WheelAnswer) -> list[str]:
@@ -194,12 +201,19 @@ def pyproject_text(answer: WheelAnswer) -> str:
     assert decision.build is not None
     build = decision.build
     name = f"pytorch-{build.variant}"
-    pins = ", ".join(json.dumps(pin) for pin in requirements(build, decision.companions))
+    pins = ", ".join(json.dumps(pin) for pin in requirements(build, decision.companions, decision.from_pypi))
     projects = ["torch", *(pair.project for pair in decision.companions)]
     lines = [
         f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}",
         *_credentials_note(answer),
         f"# [project] dependencies = [{pins}]",
+    ]
+    if decision.from_pypi:  # PyPI's own build: the default index serves it, no index to name
+        return (
+            "\n".join([*lines, "# PyPI's own build: the default index (PyPI) serves it, no index block is needed"])
+            + "\n"
+        )
+    lines += [
         "",
         "[[tool.uv.index]]",
         f"name = {json.dumps(name)}",

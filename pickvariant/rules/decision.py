@@ -145,7 +145,8 @@ class WheelDecision:
 
     build: WheelBuild | None = None
     companions: tuple[PairedRelease, ...] = ()
-    index_url: str | None = None
+    index_url: str | None = None  # None with a build: PyPI's own, from the installer's default index
+    from_pypi: bool = False  # the build is PyPI's own torch for this platform, installed from PyPI (no index URL)
     platform: str | None = None
     python: str | None = None  # "3.12"
     python_tag: str | None = None  # "cp312"

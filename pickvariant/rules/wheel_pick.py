@@ -40,7 +40,10 @@ def pick_wheel(
     options: Request,
     environment: PythonEnvironment | None,
     index_root: str,
+    pypi_first: bool = False,
 ) -> WheelDecision:
+    """The wheel for this machine. `pypi_first` (no wheel index was named): PyPI's own build of a release comes
+    before its other builds that serve, and is installed from PyPI with no index URL."""
     platform = WHEEL_PLATFORMS.get((facts.os, facts.arch))
     builds = wheels.for_platform(platform) if platform else ()
     if not builds:
@@ -55,8 +58,8 @@ def pick_wheel(
     gpus = () if darwin else stages.targets(facts, options)
     tag, version, python_said = _python(options, environment)
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
-    candidates = newest_first(build for build, verdict in verdicts.items() if verdict is None)
-    chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects)
+    candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
+    chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
     machine = _machine_reasons(facts, hardware, gpus, platform)
     decision = WheelDecision(
         platform=platform,
@@ -71,7 +74,8 @@ def pick_wheel(
     decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
     if chosen is None:
         return _nothing_fits(decision, facts, hardware, wheels, (*machine, *python_said), verdicts, passed_over)
-    return _chosen(decision, facts, hardware, wheels, options, (*machine, *python_said), chosen, pairs, index_root)
+    root = None if pypi_first and chosen.pypi else index_root  # None: PyPI's own build, from PyPI
+    return _chosen(decision, facts, hardware, wheels, options, (*machine, *python_said), chosen, pairs, root)
 
 
 def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:
@@ -104,13 +108,17 @@ def _machine_reasons(facts: HostFacts, hardware: Catalog, gpus: tuple[GpuFacts, 
 
 
 def _with_companions(
-    candidates: list[WheelBuild], wheels: WheelCatalog, projects: tuple[str, ...]
+    candidates: list[WheelBuild], wheels: WheelCatalog, projects: tuple[str, ...], from_pypi: bool
 ) -> tuple[WheelBuild | None, tuple[PairedRelease, ...], dict[WheelBuild, tuple[str, ...]]]:
     """The first candidate whose torch release has every companion asked for paired, and those passed over (with
-    the projects each lacked)."""
+    the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI."""
     passed_over: dict[WheelBuild, tuple[str, ...]] = {}
     for build in candidates:
         pairs = {project: wheels.companion(build.torch, project) for project in projects}
+        pairs = {
+            project: pair if pair is None or not pair.pypi_only or (from_pypi and build.pypi) else None
+            for project, pair in pairs.items()
+        }
         missing = tuple(project for project, pair in pairs.items() if pair is None)
         if not missing:
             return build, tuple(pair for pair in pairs.values() if pair is not None), passed_over
@@ -141,9 +149,9 @@ def _chosen(
     found: tuple[str, ...],
     chosen: WheelBuild,
     pairs: tuple[PairedRelease, ...],
-    index_root: str,
+    index_root: str | None,
 ) -> WheelDecision:
-    index_url = f"{index_root}/{chosen.variant}"
+    index_url = None if index_root is None else f"{index_root}/{chosen.variant}"
     pinned = bool(options.torch or options.cuda)
     machine_floor = compat.machine_floor(chosen.min_driver, decision.targets, hardware)
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
@@ -155,15 +163,22 @@ def _chosen(
         decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
     reasons += _unserved(chosen, facts, decision.targets, hardware)
-    if chosen.pypi:
+    if chosen.pypi and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
     reasons.append(said.dispatch(decision.dispatch, facts.arch))
-    reasons += [said.companion_paired(p.project, p.version, p.requires, chosen.torch) for p in pairs]
+    reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources) for p in pairs]
     reasons += _left_out_newer(wheels, chosen.platform, chosen.torch)
     if decision.installed_said:
         kept = decision.installed_fits == "yes" and decision.installed != chosen.local
         reasons.append(said.installed_kept(decision.installed_said) if kept else decision.installed_said)
-    return replace(decision, build=chosen, companions=pairs, index_url=index_url, reasons=tuple(reasons))
+    return replace(
+        decision,
+        build=chosen,
+        companions=pairs,
+        index_url=index_url,
+        from_pypi=index_url is None,
+        reasons=tuple(reasons),
+    )
 
 
 def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog) -> list[str]:

@@ -121,9 +121,13 @@ def _driver_refusal(
     return rejection(Kind.DRIVER, "wheel_variant", build.variant, cause="wheel", example=build.local, refusal=why)
 
 
-def newest_first(builds: Iterable[WheelBuild]) -> list[WheelBuild]:
-    """Newest torch first, then the newest CUDA line, CPU builds last."""
-    return sorted(builds, key=lambda build: build.sort_key, reverse=True)
+def newest_first(builds: Iterable[WheelBuild], pypi_first: bool = False) -> list[WheelBuild]:
+    """Newest torch first, then the newest CUDA line, CPU builds last; with `pypi_first`, PyPI's own build of each
+    release before its other builds (the simplest command that serves: no index URL)."""
+    ordered = sorted(builds, key=lambda build: build.sort_key, reverse=True)
+    if not pypi_first:
+        return ordered
+    return sorted(ordered, key=lambda build: (version_key(build.torch), build.pypi), reverse=True)
 
 
 def alternatives(

@@ -6,9 +6,10 @@ same; it is imported only when the wheels source is asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pickvariant.rules.decision import Kind
+from pickvariant.sources.wheel_build import PairedRelease
 
 SUBJECTS = {
     "wheel_variant": "{} wheels",
@@ -84,14 +85,22 @@ def driver_floor(driver: object) -> str:
     return f"R{text}" if text.isdigit() else text
 
 
-def chosen(local: str, index_url: str, cuda: str | None, floor: str | None, pinned: bool) -> str:
+def chosen(local: str, index_url: str | None, cuda: str | None, floor: str | None, pinned: bool) -> str:
     order = "the pins leave" if pinned else "runs here"
+    where = f"torch {local} from {index_url}" if index_url is not None else pypi_build_named(local)
     if cuda is None:
-        return f"torch {local} from {index_url}: the newest torch with a wheel that {order} (a CPU build)"
+        return f"{where}: the newest torch with a wheel that {order} (a CPU build)"
     line = f"CUDA {cuda} (driver >= {floor})"
-    return (
-        f"torch {local} from {index_url}: the newest torch with a wheel that {order}, on its newest CUDA line, {line}"
-    )
+    if index_url is None:
+        return f"{where}: the newest torch with a wheel that {order}, PyPI's own build first, {line}"
+    return f"{where}: the newest torch with a wheel that {order}, on its newest CUDA line, {line}"
+
+
+def pypi_build_named(local: str) -> str:
+    """PyPI's own build said as what it is: PyPI's versions carry no local label, its torch.__version__ does."""
+    release, _, label = local.partition("+")
+    seen = f"; torch.__version__ says {local}" if label else ""
+    return f"torch {release} from PyPI, its own build (no index URL needed{seen})"
 
 
 def sass_covers(gpu: int, capability: object, sass: object) -> str:
@@ -133,9 +142,17 @@ def dispatch(level: str | None, arch: str) -> str:
     )
 
 
-def companion_paired(project: str, version: str, requires: str | None, torch: str) -> str:
-    pin = f"it requires {requires}" if requires else "it names no torch requirement"
-    return f"{project} {version}: the release paired with torch {torch} ({pin}), from the same index"
+def companion_paired(pair: PairedRelease, torch: str, from_pypi: bool, sources: Mapping[str, str]) -> str:
+    where = "from PyPI, as torch" if from_pypi else "from the same index"
+    if pair.pypi_only:
+        said_by = "; ".join(sources.get(source, source) for source in pair.sources)
+        return (
+            f"{pair.project} {pair.version} beside torch {torch}: no later {pair.project} release exists, it names no "
+            f"torch requirement, and its makers say it serves later torch releases ({said_by}); from PyPI, where it "
+            "is: whether it has a wheel for this Python is for the installer to find"
+        )
+    pin = f"it requires {pair.requires}" if pair.requires else "it names no torch requirement"
+    return f"{pair.project} {pair.version}: the release paired with torch {torch} ({pin}), {where}"
 
 
 def left_out_newer(rows: Sequence[tuple[str, str, str]]) -> str:

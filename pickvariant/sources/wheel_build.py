@@ -68,11 +68,16 @@ class LeftOut:
 
 @keyword_record
 class PairedRelease:
-    """A companion's release paired with a torch release, and the torch it requires (None: it names none)."""
+    """A companion's release paired with a torch release, and the torch it requires (None: it names none).
+
+    `pypi_only`: a pairing its maintainers state for a later torch than the release was built with (torchaudio
+    2.11.0 beside torch >= 2.11), true only of PyPI's own builds, where the release is: `sources` say who said so."""
 
     project: str
     version: str
     requires: str | None
+    pypi_only: bool = False
+    sources: tuple[str, ...] = ()
 
 
 @keyword_record

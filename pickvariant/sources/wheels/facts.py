@@ -127,4 +127,7 @@ def _sources_used(data: Mapping[str, Any]) -> set[str]:
         used.update(release["pypi_sources"])
         for row in (*release["builds"], *release["not_chosen"]):
             used.update(row["sources"])
+        for pair in release["companions"].values():
+            if pair is not None and len(pair) > 2:
+                used.update(pair[2]["sources"])
     return used

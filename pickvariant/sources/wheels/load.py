@@ -6,7 +6,7 @@ Read only when the wheels source is asked for (`--source wheels`): detect's defa
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base import strictjson
@@ -61,7 +61,19 @@ def _build(row: Mapping[str, Any]) -> WheelBuild:
 
 
 def _paired(projects: Mapping[str, Any]) -> Mapping[str, PairedRelease | None]:
-    return {
-        project: None if pair is None else PairedRelease(project=project, version=pair[0], requires=pair[1])
-        for project, pair in projects.items()
-    }
+    return {project: None if pair is None else _pair(project, pair) for project, pair in projects.items()}
+
+
+def _pair(project: str, pair: Sequence[Any]) -> PairedRelease:
+    """[version, requires] from the release's own metadata, or with a third item: a pairing stated by its makers,
+    true of PyPI's builds only ({"from": "pypi", "sources": [...]})."""
+    stated = pair[2] if len(pair) > 2 else None
+    if stated is not None and stated["from"] != "pypi":
+        raise ValueError(f"{project} {pair[0]}: a stated pairing from {stated['from']!r}, not 'pypi'")
+    return PairedRelease(
+        project=project,
+        version=str(pair[0]),
+        requires=pair[1],
+        pypi_only=stated is not None,
+        sources=tuple(stated["sources"]) if stated is not None else (),
+    )
