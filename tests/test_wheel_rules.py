@@ -474,3 +474,52 @@ def test_a_driver_stated_as_a_branch_is_never_said_to_be_older_than_a_release_of
     assert "driver 575 is older than 580.65.06, the minimum for CUDA 13.2" in " ".join(
         wheel_text_lines(older, 400, True)
     )
+
+
+@pytest.mark.parametrize(
+    ("pin", "said"),
+    [("1.13", "the wheel catalog starts at 2.8.0"), ("2.16", "the newest release the wheel catalog judges is 2.15.0")],
+)
+def test_a_torch_pin_outside_the_catalog_is_said_to_be_unjudged_never_to_have_no_wheel(pin: str, said: str) -> None:
+    """Issue 53: `--torch 1.13` said "no wheel of it for this platform", although PyTorch published one: it is
+    outside what the catalog judges (wheels.md covers 2.8 to 2.15), and the refusal says so (exit 2)."""
+    first, newest = (
+        min((b.torch for b in WHEELS.builds), key=version_key),
+        max((b.torch for b in WHEELS.builds), key=version_key),
+    )
+    assert (first, newest) == ("2.8.0", "2.15.0")  # wheels.md's title: torch 2.8 - 2.15
+    with pytest.raises(BadInput) as refused:
+        _answer(gpus=("9.0",), driver="580.95.05", torch=pin)
+    assert f"--torch {pin}: not judged: {said}" in str(refused.value)
+    assert "no wheel of it" not in str(refused.value)
+
+
+def test_a_driver_older_than_every_line_in_the_catalog_hears_that_older_releases_are_outside_it() -> None:
+    """Issue 53: a T4 on R470 (CUDA 11.4 at most; every CUDA 12 line needs >= 525.60.13 by minor-version
+    compatibility, hardware-facts.md) gets no wheel; it is told the catalog starts at 2.8.0 and that older
+    releases (CUDA 11.8 ones) are not judged, and the CPU wheel is named as what runs without the GPU."""
+    answer = _answer(cpuinfo=cpuinfo_path("linux-rhel7-skylake_avx512"), gpus=("7.5",), driver="470.256.02")
+    decision = answer.decision
+    assert decision.build is None
+    assert any(
+        "driver 470.256.02 is older than every CUDA line the wheel catalog holds (they need >= 525.60.13): it "
+        "starts at torch 2.8.0" in reason
+        for reason in decision.reasons
+    )
+    assert any(hint.startswith("--no-gpu: the cpu wheel runs here") for hint in decision.hints)
+    on_r525 = _answer(cpuinfo=cpuinfo_path("linux-rhel7-skylake_avx512"), gpus=("7.5",), driver="525.60.13")
+    assert on_r525.decision.build is not None
+    assert not any("older than every CUDA line" in reason for reason in on_r525.decision.reasons)
+
+
+def test_the_builds_left_out_are_named_two_and_counted_with_every_one_in_explain_and_json() -> None:
+    """Issue 53: the default answer spent seven lines on "not judged"; now it names the newest two and counts the
+    rest, and --explain and the JSON list each with why."""
+    answer = _answer(gpus=("12.0",), driver="565.57.01")
+    rows = answer.decision.left_out
+    assert len(rows) > 2
+    sentence = next(reason for reason in answer.decision.reasons if reason.startswith("not judged"))
+    assert sentence.endswith(f"and {len(rows) - 2} more, each with why in `--explain` and the JSON's left_out")
+    assert all(row in " ".join(wheel_text_lines(answer, 1000, True)) for row in rows)
+    assert wheel_json(answer)["left_out"] == list(rows)
+    assert rows[0].startswith("torch 2.15.0")  # newest first

@@ -75,6 +75,7 @@ def wheel_json(answer: WheelAnswer) -> dict[str, Any]:
         "reasons": list(decision.reasons),
         "rejected": [rejection_json(rejection) for rejection in decision.rejected],
         "hints": list(decision.hints),
+        "left_out": list(decision.left_out),
         "sources": dict(answer.facts.sources),
         "notes": list(answer.facts.notes),
     }
@@ -106,6 +107,10 @@ def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = 
     if decision.hints:
         lines += section("What would help", [visible(hint) for hint in decision.hints], width)
     lines += _alternatives(decision, width, every_alternative)
+    if every_alternative and decision.left_out:
+        lines += section(
+            "Not judged (left out of the wheel catalog)", [visible(row) for row in decision.left_out], width
+        )
     lines += [line for note in answer.facts.notes for line in wrapped(visible(f"note: {note}"), width, "")]
     return lines
 

@@ -159,6 +159,9 @@ class WheelDecision:
     # The oldest driver that runs the chosen wheel on these GPUs (rules/compat.machine_floor): its CUDA line's floor,
     # or a GPU's first driver where that is newer; None for a CPU build.
     min_driver: str | None = None
+    # Every build of this platform at or after the chosen release left out of the catalog, each with why (the reasons
+    # name the newest two and count the rest).
+    left_out: tuple[str, ...] = ()
     # The torch already in the environment, as a finding: (its version, whether it runs on every GPU here: "yes",
     # "no", "unknown", "none" where none is installed), with its sentence.
     installed: str | None = None

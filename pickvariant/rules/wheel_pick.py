@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
+from pickvariant._base.versions import version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
@@ -54,7 +55,7 @@ def pick_wheel(
     if facts.gpu_inconclusive and not darwin:
         found = (said.platform_has_wheels(facts.os, facts.arch, platform), wording.GPU_INCONCLUSIVE)
         return WheelDecision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
-    check_pins(options, builds)
+    check_pins(options, builds, wheels.builds)
     gpus = () if darwin else stages.targets(facts, options)
     tag, version, python_said = _python(options, environment)
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
@@ -167,7 +168,9 @@ def _chosen(
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
     reasons.append(said.dispatch(decision.dispatch, facts.arch))
     reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources) for p in pairs]
-    reasons += _left_out_newer(wheels, chosen.platform, chosen.torch)
+    left_out = _left_out_newer(wheels, chosen.platform, chosen.torch)
+    reasons += [said.left_out_newer(left_out)] if left_out else []
+    decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         kept = decision.installed_fits == "yes" and decision.installed != chosen.local
         reasons.append(said.installed_kept(decision.installed_said) if kept else decision.installed_said)
@@ -211,17 +214,16 @@ def _unserved(build: WheelBuild, facts: HostFacts, targets: tuple[GpuFacts, ...]
     ]
 
 
-def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> list[str]:
-    """The builds of this platform at or after `torch` (every one, where none was chosen) left out of the catalog."""
-    from pickvariant._base.versions import version_key
-
+def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> list[tuple[str, str, str]]:
+    """The builds of this platform at or after `torch` (every one, where none was chosen) left out of the catalog,
+    newest first: (torch, variant, why)."""
     rows = [
         (row.torch, row.variant, row.why)
         for row in wheels.left_out_for(platform)
         if (torch is None or version_key(row.torch) >= version_key(torch))
         and not row.variant.startswith(_NOT_DETECTED_PREFIXES)
     ]
-    return [said.left_out_newer(rows)] if rows else []
+    return sorted(rows, key=lambda row: version_key(row[0]), reverse=True)
 
 
 def _nothing_fits(
@@ -236,7 +238,10 @@ def _nothing_fits(
     from pickvariant.rules.wheel_hints import hints_for_nothing
 
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
-    reasons += _left_out_newer(wheels, decision.platform or "", None)
+    left_out = _left_out_newer(wheels, decision.platform or "", None)
+    reasons += [said.left_out_newer(left_out)] if left_out else []
+    reasons += _older_than_the_catalog(facts, verdicts)
+    decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         reasons.append(decision.installed_said)
     hints = hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver)
@@ -244,6 +249,17 @@ def _nothing_fits(
     if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
         reasons.append(said.nothing_fits(wording.choice(nearest), wording.why(nearest)))
     return replace(decision, reasons=tuple(dict.fromkeys(reasons)), hints=hints)
+
+
+def _older_than_the_catalog(facts: HostFacts, verdicts: dict[WheelBuild, Rejection | None]) -> list[str]:
+    """Where the driver is older than every CUDA line the catalog holds: the releases before its first (built for
+    older CUDA lines) are outside it, not judged, and this is said rather than left unsaid."""
+    floors = [build.min_driver for build in verdicts if build.min_driver is not None]
+    driver = facts.driver.version if facts.driver is not None else None
+    if driver is None or not floors or not driver < min(floors):
+        return []
+    first = min((build.torch for build in verdicts), key=version_key)
+    return [said.older_than_the_catalog(str(driver), first, str(min(floors)))]
 
 
 def _nearest(rejected: Iterable[Rejection], verdicts: dict[WheelBuild, Rejection | None]) -> Rejection | None:

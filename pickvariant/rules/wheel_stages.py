@@ -25,8 +25,10 @@ from pickvariant.sources.wheel_build import WheelBuild
 COMPANIONS = ("torchvision", "torchaudio")
 
 
-def check_pins(options: Request, builds: Sequence[WheelBuild]) -> None:
-    """The pins the wheels source cannot take, or that match no build of this platform: BadInput naming the flag."""
+def check_pins(options: Request, builds: Sequence[WheelBuild], every: Sequence[WheelBuild] = ()) -> None:
+    """The pins the wheels source cannot take, or that match no build of this platform (`every`: the catalog's builds
+    of all platforms, to say whether a release is outside the catalog or only not built here): BadInput naming the
+    flag."""
     if options.branch:
         raise BadInput("--branch names a branch of the build repository; PyTorch's wheels have none (pin --torch)")
     if options.build:
@@ -37,11 +39,29 @@ def check_pins(options: Request, builds: Sequence[WheelBuild]) -> None:
                 f"--with {project}: PyTorch's indexes pair {' and '.join(COMPANIONS)} with torch, not {project}"
             )
     if options.torch and not any(release_matches(options.torch, b.torch, "--torch") for b in builds):
-        releases = sorted({b.torch for b in builds}, key=version_key)
-        raise BadInput(f"--torch {options.torch}: no wheel of it for this platform (releases: {', '.join(releases)})")
+        raise BadInput(_torch_pin_refused(options.torch, builds, every or builds))
     if options.cuda and not any(b.cuda and release_matches(options.cuda, b.cuda, "--cuda") for b in builds):
         lines = sorted({b.cuda for b in builds if b.cuda}, key=version_key)
         raise BadInput(f"--cuda {options.cuda}: no wheel of it for this platform (CUDA lines: {', '.join(lines)})")
+
+
+def _torch_pin_refused(pin: str, builds: Sequence[WheelBuild], every: Sequence[WheelBuild]) -> str:
+    """Why --torch matches no build here: a release outside what the catalog judges (older than its first, newer
+    than its newest), or one it judges for other platforms only. Never "no wheel of it": PyTorch may well have one."""
+    releases = sorted({b.torch for b in builds}, key=version_key)
+    judged = sorted({b.torch for b in every}, key=version_key)
+    if any(release_matches(pin, release, "--torch") for release in judged):
+        return (
+            f"--torch {pin}: no wheel of it for this platform is in the catalog (releases here: {', '.join(releases)})"
+        )
+    if version_key(pin) < version_key(judged[0]):
+        where = f"the wheel catalog starts at {judged[0]}"
+    else:
+        where = f"the newest release the wheel catalog judges is {judged[-1]}"
+    return (
+        f"--torch {pin}: not judged: {where}, so whether its wheels run here is not known to pickvariant (releases "
+        f"judged here: {', '.join(releases)})"
+    )
 
 
 def coverage(

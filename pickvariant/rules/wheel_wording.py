@@ -155,9 +155,26 @@ def companion_paired(pair: PairedRelease, torch: str, from_pypi: bool, sources: 
     return f"{pair.project} {pair.version}: the release paired with torch {torch} ({pin}), {where}"
 
 
+LEFT_OUT_SHOWN = 2  # the not-judged builds named in the answer; the rest are counted, each with why under --explain
+
+
 def left_out_newer(rows: Sequence[tuple[str, str, str]]) -> str:
-    shown = "; ".join(f"torch {torch} {variant}: {why}" for torch, variant, why in rows)
-    return f"not judged (left out of the wheel catalog, nothing guessed): {shown}"
+    shown = "; ".join(f"torch {torch} {variant}: {why}" for torch, variant, why in rows[:LEFT_OUT_SHOWN])
+    more = len(rows) - LEFT_OUT_SHOWN
+    rest = f"; and {more} more, each with why in `--explain` and the JSON's left_out" if more > 0 else ""
+    return f"not judged (left out of the wheel catalog, nothing guessed): {shown}{rest}"
+
+
+def left_out_row(torch: str, variant: str, why: str) -> str:
+    return f"torch {torch} {variant}: {why}"
+
+
+def older_than_the_catalog(driver: str, first: str, floor: str) -> str:
+    return (
+        f"driver {driver} is older than every CUDA line the wheel catalog holds (they need >= {floor}): it starts at "
+        f"torch {first}, and older releases, built for older CUDA lines (such as 11.8), are outside it and not judged "
+        "here"
+    )
 
 
 def nothing_fits(choice: str, why: str) -> str:
