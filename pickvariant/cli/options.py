@@ -194,7 +194,8 @@ REPORT_PYTHON = Option(
 WHEEL_INDEX = Option(
     flag="--wheel-index",
     kind="text",
-    help="With --source wheels: the root of a mirror of PyTorch's indexes (ROOT/cu126/torch/...).",
+    help="With --source wheels, and for `catalog wheels --refresh`: the root of PyTorch's wheel indexes or of a mirror "
+    "of them (ROOT/cu126/torch/...).",
     metavar="URL",
     variable=settings.WHEEL_INDEX,
 )

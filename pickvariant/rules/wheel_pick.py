@@ -73,10 +73,11 @@ def pick_wheel(
         machine_said=len(machine),
     )
     decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
+    first: tuple[str, ...] = (*machine, *python_said, *said.refreshed(wheels.refreshed))
     if chosen is None:
-        return _nothing_fits(decision, facts, hardware, wheels, (*machine, *python_said), verdicts, passed_over)
+        return _nothing_fits(decision, facts, hardware, wheels, first, verdicts, passed_over)
     root = None if pypi_first and chosen.pypi else index_root  # None: PyPI's own build, from PyPI
-    return _chosen(decision, facts, hardware, wheels, options, (*machine, *python_said), chosen, pairs, root)
+    return _chosen(decision, facts, hardware, wheels, options, first, chosen, pairs, root)
 
 
 def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:

@@ -79,6 +79,15 @@ def python_unstated(tag: str) -> str:
     )
 
 
+def refreshed(date: str | None) -> tuple[str, ...]:
+    """Where the catalog is the one `catalog wheels --refresh` derived: said once, with its date."""
+    if date is None:
+        return ()
+    return (
+        f"wheel facts read from the index on {date} (`pickvariant catalog wheels --refresh`), beside those shipped",
+    )
+
+
 def driver_floor(driver: object) -> str:
     """A driver floor as said: a version, or a whole branch ("R570", the first that drives a GPU here)."""
     text = str(driver)

@@ -89,6 +89,7 @@ class WheelCatalog:
     index_root: str
     facts_compiled: str
     sources: Mapping[str, str]
+    refreshed: str | None = None  # the date `catalog wheels --refresh` read the index, where this catalog is its
 
     def for_platform(self, platform: str) -> tuple[WheelBuild, ...]:
         return tuple(build for build in self.builds if build.platform == platform)

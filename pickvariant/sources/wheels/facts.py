@@ -27,8 +27,8 @@ FACTS = DATA_DIR / "wheel-facts.json"
 CATALOG = DATA_DIR / "wheels.json"
 SCHEMA = DATA_DIR / "wheel-facts.schema.json"
 MAX_FACTS_BYTES = 4 * 1024 * 1024
-TRUSTED = frozenset({"V", "D"})
-MARKS = {"V": "verified", "D": "documented", "I": "only inferred", "U": "not known"}
+TRUSTED = frozenset({"V", "D", "W"})
+MARKS = {"V": "verified", "D": "documented", "W": "read from the wheel", "I": "only inferred", "U": "not known"}
 SCHEMA_VERSION = 1
 
 
@@ -39,17 +39,29 @@ def read_facts(path: Path = FACTS) -> Mapping[str, Any]:
         data = strictjson.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise BadInput(f"wheel facts {path}: not JSON ({error})") from None
+    return checked(data, str(path))
+
+
+def checked(data: Any, name: str) -> Mapping[str, Any]:
+    """Facts that hold to the schema and cite only sources they list; BadInput naming `name` otherwise."""
     try:
         validate(data, load_schema(SCHEMA))
     except SchemaError as error:
-        raise BadInput(f"wheel facts {path}: {error}") from None
+        raise BadInput(f"wheel facts {name}: {error}") from None
     unknown = sorted(_sources_used(data) - set(data["sources"]))
     if unknown:
-        raise BadInput(f"wheel facts {path}: sources {', '.join(unknown)} are cited but not listed under sources")
+        raise BadInput(f"wheel facts {name}: sources {', '.join(unknown)} are cited but not listed under sources")
     return data
 
 
-def derive(facts: Mapping[str, Any]) -> dict[str, Any]:
+def refreshed_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where `catalog wheels --refresh` keeps the catalog it derived (the shipped facts and what it read)."""
+    from pickvariant._base.files import cache_dir
+
+    return cache_dir(env) / "wheels-refreshed.json"
+
+
+def derive(facts: Mapping[str, Any], refreshed: str | None = None) -> dict[str, Any]:
     """The wheel catalog: every build whose SASS is verified or documented, and every row left out with why."""
     floors = {entry["cuda_major"]: entry for entry in facts["driver_floors"]}
     builds: list[dict[str, Any]] = []
@@ -78,6 +90,7 @@ def derive(facts: Mapping[str, Any]) -> dict[str, Any]:
         "builds": builds,
         "left_out": left_out,
         "companions": {release["torch"]: release["companions"] for release in facts["releases"]},
+        **({"refreshed": refreshed} if refreshed else {}),
     }
 
 

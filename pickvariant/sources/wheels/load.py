@@ -14,16 +14,24 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.sources.wheel_build import LeftOut, PairedRelease, WheelBuild, WheelCatalog
-from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION
+from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION, refreshed_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
+def load_wheel_catalog(path: Path | None = None) -> WheelCatalog:
+    """The wheel catalog (by default the one `catalog wheels --refresh` derived, where there is one, else the one
+    shipped), or BadInput naming the file and what in it is not one."""
+    if path is None:
+        refreshed = refreshed_path()
+        path = refreshed if refreshed.is_file() else CATALOG
+    return _load(path)
+
+
 @functools.cache
-def load_wheel_catalog(path: Path = CATALOG) -> WheelCatalog:
-    """The wheel catalog, or BadInput naming the file and what in it is not one."""
+def _load(path: Path) -> WheelCatalog:
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
     try:
         document = strictjson.loads(raw.decode("utf-8"))
@@ -36,6 +44,7 @@ def load_wheel_catalog(path: Path = CATALOG) -> WheelCatalog:
             index_root=str(document["index_root"]).rstrip("/"),
             facts_compiled=str(document["facts_compiled"]),
             sources=dict(document["sources"]),
+            refreshed=str(document["refreshed"]) if document.get("refreshed") else None,
         )
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, BadInput, RecursionError) as error:
         raise BadInput(

@@ -1,0 +1,175 @@
+"""Issue 53: a new torch release is judged the day it ships, from its own wheels.
+
+A PyPI-like simple index and a mirror of PyTorch's variant indexes are served from 127.0.0.1 by a real HTTP server
+that honours Range (werkzeug's, a maintained WSGI library), with torch wheels built as PyTorch builds them: the
+real member names (`torch/version.py`, `torch/cuda/__init__.py`) in their real format (the release table as
+`PYTORCH_RELEASES_CODE_CC: dict[str, dict[str, set[int]]]`), padded with a few MB of incompressible library bytes, so
+that a whole download shows in the server's byte count. `catalog wheels --refresh` finds the new release 2.16.0
+(+cu134, a CUDA line no shipped fact names), reads a few hundred KB of each wheel, and the wheel answer recommends
+it where it serves; a server that ignores Range (Python's own http.server) leaves the release unjudged, said.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import logging
+import random
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cpuinfo_path
+
+werkzeug = pytest.importorskip("werkzeug", reason="werkzeug (the Range-honouring test server) is not installed")
+from werkzeug.serving import make_server  # noqa: E402
+from werkzeug.utils import send_file  # noqa: E402
+from werkzeug.wrappers import Request, Response  # noqa: E402
+
+PADDING = 3 * 1024 * 1024
+TABLE = """\
+PYTORCH_RELEASES_CODE_CC: dict[str, dict[str, set[int]]] = {
+    "13.2": {
+        "x86_64": {75, 80, 86, 90, 100, 120},
+        "aarch64": {80, 90, 100, 110, 120},
+    },
+    "13.4": {
+        "x86_64": {80, 86, 90, 100, 120},
+        "aarch64": {80, 90, 100, 110, 120},
+    },
+}
+"""
+H100 = ["--gpu", "9.0", "--driver", "590.44.01", "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4"))]
+TURING = ["--gpu", "7.5", "--driver", "590.44.01", "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4"))]
+
+
+def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: str | None) -> Path:
+    """A torch wheel as PyTorch builds one: its version.py and cuda/__init__.py in their real form, and a library's
+    worth of incompressible bytes stored after them."""
+    shown = f"{version}+{local}" if local else version
+    name = f"torch-{shown}-{tag}.whl"
+    folder.mkdir(parents=True, exist_ok=True)
+    version_py = (
+        "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+        f"__version__ = '{version}+{local or 'cu134'}'\ndebug = False\ncuda: Optional[str] = {cuda!r}\n"
+        "git_version = '0123456789abcdef0123456789abcdef01234567'\nhip: Optional[str] = None\n"
+    )
+    cuda_py = "import platform\n\n# the release table, as torch/cuda/__init__.py carries it since 2.13\n" + TABLE
+    padding = random.Random(name).randbytes(PADDING)
+    with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("torch/__init__.py", "raise ImportError('a test wheel')\n")
+        archive.writestr("torch/version.py", version_py)
+        archive.writestr("torch/cuda/__init__.py", cuda_py)
+        archive.writestr("torch/lib/libtorch_cuda.so", padding, zipfile.ZIP_STORED)
+        archive.writestr(f"torch-{shown}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {shown}\n")
+        archive.writestr(f"torch-{shown}.dist-info/RECORD", "")
+    return folder / name
+
+
+def build_indexes(root: Path) -> None:
+    pypi = root / "pypi" / "torch"
+    for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
+        torch_wheel(pypi, "2.16.0", None, tag, "13.4")
+    torch_wheel(pypi, "2.16.0", None, "cp312-none-macosx_14_0_arm64", None)
+    torch_wheel(pypi, "2.16.0", None, "cp312-cp312-win_amd64", None)
+    for variant, cuda in (("cu134", "13.4"), ("cpu", None)):
+        for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
+            torch_wheel(root / "whl" / variant / "torch", "2.16.0", variant, tag, cuda)
+    for page in root.glob("**/torch"):
+        links = "".join(f'<a href="{w.name.replace("+", "%2B")}">{w.name}</a>\n' for w in sorted(page.glob("*.whl")))
+        (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+
+
+@contextlib.contextmanager
+def range_server(root: Path, sent: dict[str, int]) -> Iterator[str]:
+    """werkzeug serving `root`, Range honoured (send_file's conditional responses); bytes sent counted per file."""
+
+    @Request.application
+    def app(request: Request) -> Response:
+        path = (root / request.path.lstrip("/")).resolve()
+        if path.is_dir():
+            path = path / "index.html"
+        if root not in path.parents or not path.is_file():
+            return Response("not found", status=404)
+        response = send_file(path, request.environ, conditional=True)
+        sent[path.name] = sent.get(path.name, 0) + (response.content_length or 0)
+        return response
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # its request log is not the test's output
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+@contextlib.contextmanager
+def plain_server(root: Path) -> Iterator[str]:
+    """Python's own http.server, which answers a Range request with the whole file (200)."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pickvariant", *args], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+    )
+
+
+def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(tmp_path: Path) -> None:
+    build_indexes(tmp_path / "www")
+    sent: dict[str, int] = {}
+    with range_server(tmp_path / "www", sent) as url:
+        done = _run(
+            ["catalog", "wheels", "--refresh", "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    assert "new releases read: 2.16.0" in done.stderr
+    wheels = {name: count for name, count in sent.items() if name.endswith(".whl")}
+    assert len(wheels) == 8  # PyPI's four, and cu134 and cpu for both Linux architectures
+    assert all(count < 300 * 1024 for count in wheels.values()), wheels  # a few hundred KB of a 3 MB wheel
+    catalog = json.loads((tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text())
+    new = {(b["variant"], b["platform"]): b for b in catalog["builds"] if b["torch"] == "2.16.0"}
+    assert new[("cu134", "linux-x86_64")]["sass"] == ["8.0", "8.6", "9.0", "10.0", "12.0"]  # the table's 13.4 row
+    assert new[("cu134", "linux-aarch64")]["sass"] == ["8.0", "9.0", "10.0", "11.0", "12.0"]
+    assert new[("cu134", "linux-x86_64")]["pypi"] and new[("cu134", "linux-x86_64")]["min_driver"] == "580.65.06"
+    assert any(url.split("//")[1] in text and "bytes" in text for text in catalog["sources"].values())
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] == "2.16.0" and h100["recommendation"]["from_pypi"]
+    assert any(reason.startswith("wheel facts read from the index on ") for reason in h100["reasons"])
+    turing = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *TURING], tmp_path).stdout)
+    assert turing["recommendation"]["release"] != "2.16.0"  # 13.4's row has no 7.5: the newest that serves it
+
+
+def test_a_server_that_ignores_range_leaves_the_release_unjudged_and_said(tmp_path: Path) -> None:
+    build_indexes(tmp_path / "www")
+    with plain_server(tmp_path / "www") as url:
+        done = _run(
+            ["catalog", "wheels", "--refresh", "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    assert "does not answer Range requests" in done.stderr
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] != "2.16.0"
+    catalog = json.loads((tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text())
+    assert any(row["torch"] == "2.16.0" and "Range" in row["why"] for row in catalog["left_out"])
