@@ -339,3 +339,24 @@ def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(
         assert upgraded.returncode == 0, upgraded.stderr
         assert f"replaces torch {there}" in upgraded.stdout
         assert _installed(python, "torch") == chosen["torch"]
+
+
+def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_asked(tmp_path, chosen) -> None:
+    """Issue 53: torch 2.7.1+cu118 (older than the catalog's first release, so whether it runs here is not known):
+    `install --yes` names it and keeps it; --upgrade replaces it with the chosen build, with the real pip."""
+    there = "2.7.1+cu118"
+    build_mirror(tmp_path / "mirror", {"cu118": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
+    python = _fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", f"torch=={there}", "--index-url", f"{url}/cu118"],
+            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes"]
+        kept = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+        assert kept.returncode == 0, kept.stderr
+        assert f"kept: torch {there} here is not in the wheel catalog" in kept.stdout
+        assert _installed(python, "torch") == there
+        replaced = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
+        assert replaced.returncode == 0, replaced.stderr
+        assert _installed(python, "torch") == chosen["torch"]

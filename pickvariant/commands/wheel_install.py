@@ -123,14 +123,14 @@ def _against_there(
     torch = environment.torch
     replaces = torch if torch is not None and torch not in (decision.build.local, pinned) else None
     downgrade = replaces is not None and not already and _newer(replaces, decision.build.local)
-    if replaces is not None and not already and decision.installed_fits == "yes" and not upgrade:
+    # Kept: a torch that runs here, and one the catalog cannot judge (an older release outside it, a local build)
+    # unless installing would downgrade it, which is refused below naming --allow-downgrade.
+    keeps = decision.installed_fits == "yes" or (decision.installed_fits == "unknown" and not downgrade)
+    if replaces is not None and not already and keeps and not upgrade:
         companions = [pair.project for pair in decision.companions]
-        return (
-            replaces,
-            already,
-            downgrade,
-            _kept(replaces, decision.build.local, companions, present, bool(decision.targets)),
-        )
+        judged = decision.installed_fits == "yes"
+        kept = _kept(replaces, decision.build.local, companions, present, bool(decision.targets), judged)
+        return replaces, already, downgrade, kept
     if downgrade and not allow_downgrade:
         raise BadInput(
             f"--allow-downgrade: torch {replaces} in {environment.interpreter}'s environment is a newer release than "
@@ -140,7 +140,9 @@ def _against_there(
     return replaces, already, downgrade, None
 
 
-def _kept(there: str, chosen: str, companions: list[str], present: Mapping[str, str | None], gpus: bool) -> str:
+def _kept(
+    there: str, chosen: str, companions: list[str], present: Mapping[str, str | None], gpus: bool, judged: bool = True
+) -> str:
     """Why the working torch there is kept; BadInput where companions were asked for that only the chosen set (which
     would replace it) brings."""
     missing = [project for project in companions if present.get(project) is None]
@@ -152,11 +154,16 @@ def _kept(there: str, chosen: str, companions: list[str], present: Mapping[str, 
         upgrade = "--upgrade installs {chosen}, the same release for another CUDA line"
     if missing:
         raise BadInput(
-            f"--upgrade: torch {there} already runs here and is kept; {', '.join(missing)} would come "
+            f"--upgrade: torch {there} is kept; {', '.join(missing)} would come "
             f"with {chosen}, which replaces it: pass --upgrade to install that set, or install "
             f"{', '.join(missing)} for torch {there} yourself"
         )
     where = "on every GPU here" if gpus else "here"
+    if not judged:
+        return (
+            f"torch {there} here is not in the wheel catalog (whether it runs here is not known; `pickvariant verify` "
+            f"probes it): kept, nothing to install ({upgrade.format(chosen=chosen)})"
+        )
     return f"torch {there} already runs {where}: nothing to install ({upgrade.format(chosen=chosen)})"
 
 
