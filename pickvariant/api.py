@@ -250,7 +250,9 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     wheels = load_wheel_catalog()
     given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
     root = public_url(given_root)  # what is shown, printed and recorded: never a credential
-    facts = gather_facts(hardware, ask.request, environment_vars, detect_unstated=not ask.described)
+    facts = gather_facts(
+        hardware, ask.request, environment_vars, detect_unstated=not ask.described, platform_allowed=True
+    )
     environment = environment_of(ask, environment_vars)
     request = ask.request.with_environment(environment_vars)
     # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).

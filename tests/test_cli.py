@@ -590,6 +590,7 @@ _OWN_MEANINGS = {
     "--python-version": "list filters its rows by it, detect and install pin the choice by it",
     "--cuda": "list and recipe --all filter by it, detect and install pin the choice by it",
     "--gpu": "list filters by an architecture, detect and install state a GPU",
+    "--platform": "list filters rows by a Nix system, detect, install and the rest state a machine's platform (wheels)",
     "--with": "verify imports companions, recipe writes their recipes, detect and install choose them",
     "--org": "install installs from that organisation, verify probes its package, plan names it in its commands",
     "--label": "detect and verify label their JSON, install finds its node in a plan by it",

@@ -4,6 +4,7 @@ the shipped wheel catalog rather than written down: the newest torch with a cu12
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -523,3 +524,36 @@ def test_the_builds_left_out_are_named_two_and_counted_with_every_one_in_explain
     assert all(row in " ".join(wheel_text_lines(answer, 1000, True)) for row in rows)
     assert wheel_json(answer)["left_out"] == list(rows)
     assert rows[0].startswith("torch 2.15.0")  # newest first
+
+
+def test_a_stated_windows_machine_gets_windows_wheels_with_its_driver_judged_by_its_cuda_version() -> None:
+    """Issue 53: a Windows machine with a GTX 1080 (no /proc/cpuinfo to give: --platform windows-amd64). PyTorch's
+    Windows cu126 wheels keep 6.1 where the Linux ones do not (wheels.md: "Win adds 6.1"), so it gets the newest
+    Windows cu126 build the catalog holds, not Linux's answer; its driver number is not judged by Linux's floors."""
+    windows = Request(platform="windows-amd64", gpus=("6.1",), driver="581.57", driver_cuda="12.8")
+    answer = decide_wheel(WheelAsk(request=windows), env={})
+    expected = max(
+        (b for b in WHEELS.builds if b.platform == "windows-amd64" and b.variant == "cu126"), key=lambda b: b.sort_key
+    )
+    assert ComputeCapability(6, 1) in expected.sass
+    linux_cu126 = [b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.variant == "cu126"]
+    assert all(ComputeCapability(6, 1) not in b.sass for b in linux_cu126)  # Linux's carry 6.0, run by SASS 6.x
+    assert answer.decision.build == expected and answer.decision.build.platform == "windows-amd64"
+    document = wheel_json(answer)
+    assert document["recommendation"]["min_driver"] is None
+    assert any("driver 581.57 on Windows is not judged by its number" in reason for reason in document["reasons"])
+    assert document["cpu_dispatch"] is None  # no CPU stated: no dispatch level claimed
+    with pytest.raises(BadInput, match=r"--platform windows-amd64: the CPU dump is of linux/x86_64"):
+        decide_wheel(WheelAsk(request=Request(platform="windows-amd64", cpuinfo=HASWELL, gpus=("6.1",))), env={})
+
+
+def test_platform_is_the_wheels_sources_alone_and_a_wheel_of_another_platform_is_never_installed_here(
+    tmp_path: Path,
+) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path)}
+    run = functools.partial(subprocess.run, capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO)})
+    flox = run([sys.executable, "-m", "pickvariant", "detect", "--platform", "windows-amd64", "--gpu", "6.1"])
+    assert flox.returncode == 2 and flox.stderr.startswith("pickvariant: --platform windows-amd64: only with --source")
+    args = ["install", "--source", "wheels", "--platform", "windows-amd64", "--gpu", "6.1", "--python", sys.executable]
+    refused = run([sys.executable, "-m", "pickvariant", *args, "--yes"])
+    assert refused.returncode == 2 and "cannot be installed here (--dry-run shows the plan)" in refused.stderr

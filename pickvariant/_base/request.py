@@ -30,6 +30,14 @@ def check_label(label: str, given: str) -> str:
     return label
 
 
+# The platforms a machine may be stated as (--platform), as PyTorch's wheels name them: (os, arch) as the CPU facts do.
+STATED_PLATFORMS = {
+    "linux-x86_64": ("linux", "x86_64"),
+    "linux-aarch64": ("linux", "aarch64"),
+    "windows-amd64": ("windows", "x86_64"),
+    "macos-arm64": ("darwin", "aarch64"),
+}
+
 # The projects built beside PyTorch, in the same naming (barstoolbluz/build-torchvision, -torchaudio, -vllm).
 COMPANION_PROJECTS = ("torchvision", "torchaudio", "vllm")
 
@@ -38,6 +46,8 @@ COMPANION_PROJECTS = ("torchvision", "torchaudio", "vllm")
 class Request:
     # The machine: a /proc/cpuinfo dump, compute capabilities ("9.0", "sm_90"), no GPU, a driver version and its CUDA version.
     cpuinfo: Path | None = None
+    # The machine's OS and architecture where no CPU dump states them (one of STATED_PLATFORMS): the wheels source only.
+    platform: str | None = None
     gpus: tuple[str, ...] = ()
     no_gpu: bool = False
     driver: str | None = None

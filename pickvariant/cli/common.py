@@ -29,8 +29,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _typer_parameter(name: str, option: commandline.Option) -> inspect.Parameter:
     choice = opt.CHOICES.get(option.choices)
-    annotation = choice if choice is not None else opt.KINDS[option.kind]
-    default = choice(option.default) if choice is not None else option.default
+    if choice is not None and option.default is None:  # a choice one may leave out (--platform)
+        annotation: object = choice | None
+        default = None
+    else:
+        annotation = choice if choice is not None else opt.KINDS[option.kind]
+        default = choice(option.default) if choice is not None else option.default
     declared = (
         typer.Option(option.flag, help=option.described, metavar=option.metavar)
         if option.metavar

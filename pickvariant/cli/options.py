@@ -13,7 +13,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_path_length
 from pickvariant._base.records import keyword_record
-from pickvariant._base.request import WORKLOADS, Request, check_label, projects_from
+from pickvariant._base.request import STATED_PLATFORMS, WORKLOADS, Request, check_label, projects_from
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
 if TYPE_CHECKING:
@@ -74,6 +74,14 @@ CPUINFO = Option(
     field="cpuinfo",
     variable=settings.CPUINFO,
     metavar="FILE",
+)
+PLATFORM = Option(
+    flag="--platform",
+    kind="choice",
+    help="With --source wheels: the stated machine's OS and architecture, as PyTorch's wheels name them (a Windows "
+    "machine has no /proc/cpuinfo to give); with --cpuinfo, the two must agree.",
+    field="platform",
+    choices=tuple(STATED_PLATFORMS),
 )
 GPU = Option(
     flag="--gpu",
@@ -274,6 +282,7 @@ LABEL = Option(
 REQUEST = {
     "workload": WORKLOAD,
     "cpuinfo": CPUINFO,
+    "platform": PLATFORM,
     "gpu": GPU,
     "no_gpu": NO_GPU,
     "driver": DRIVER,

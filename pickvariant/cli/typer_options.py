@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from pickvariant._base.files import path_too_long
-from pickvariant._base.request import WORKLOADS
+from pickvariant._base.request import STATED_PLATFORMS, WORKLOADS
 from pickvariant.cli import options as commandline
 
 
@@ -35,6 +35,9 @@ class Workload(StrEnum):
     bf16 = "bf16"
 
 
+# The stated platforms' names hold a "-", so this enum is made from the data rather than spelled out.
+Platform = StrEnum("Platform", {name.replace("-", "_"): name for name in STATED_PLATFORMS})  # type: ignore[misc]
+
 # The choices are declared as data (cli/options.py, _base/request.py); these classes spell them for typer and mypy.
 if (
     tuple(Format) != commandline.OUTPUT_FORMATS
@@ -47,6 +50,7 @@ CHOICES: dict[tuple[str, ...], type[Enum]] = {
     commandline.OUTPUT_FORMATS: Format,
     commandline.DETECT_FORMATS: DetectFormat,
     WORKLOADS: Workload,
+    tuple(STATED_PLATFORMS): Platform,
 }
 
 KINDS: dict[str, object] = {

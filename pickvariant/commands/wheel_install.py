@@ -82,6 +82,7 @@ def plan_wheel_install(
     decision = answer.decision
     if decision.build is None:
         raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+    _this_platform(decision.build.platform, dry_run)
     chosen = installer_of(installer, variables)
     uv, warning = _uv(chosen, variables, dry_run)
     environment = answer.environment
@@ -165,6 +166,20 @@ def _kept(
             f"probes it): kept, nothing to install ({upgrade.format(chosen=chosen)})"
         )
     return f"torch {there} already runs {where}: nothing to install ({upgrade.format(chosen=chosen)})"
+
+
+def _this_platform(platform: str, dry_run: bool) -> None:
+    """A wheel of another platform (a stated --platform, a stated Mac) cannot be installed here: BadInput, unless the
+    plan is only shown."""
+    from pickvariant.machine.cpu import host_platform
+    from pickvariant.sources.wheel_build import WHEEL_PLATFORMS
+
+    here = WHEEL_PLATFORMS.get(host_platform())
+    if not dry_run and here != platform:
+        raise BadInput(
+            f"--platform, --cpuinfo: the wheel chosen is for {platform}, the stated machine's, and this machine is "
+            f"{here or 'of another platform'}: it cannot be installed here (--dry-run shows the plan)"
+        )
 
 
 def _uv(chosen: str, variables: Mapping[str, str], dry_run: bool) -> tuple[str, str | None]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import re
 import sys
 from collections.abc import Mapping
@@ -220,9 +221,7 @@ def detect_cpu() -> CpuFacts:
             return facts
     import cpuinfo  # py-cpuinfo: only where there is neither /proc/cpuinfo nor sysctl
 
-    return from_py_cpuinfo(
-        cpuinfo.get_cpu_info(), "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789")
-    )
+    return from_py_cpuinfo(cpuinfo.get_cpu_info(), host_platform()[0])
 
 
 def read_sysctl() -> CpuFacts | None:
@@ -241,17 +240,16 @@ def read_sysctl() -> CpuFacts | None:
 
 def host_platform() -> tuple[str, str]:
     """(os, arch) of the machine this process runs on, as CpuFacts name them."""
-    os_name = (
-        "linux"
-        if sys.platform.startswith("linux")
-        else "darwin"
-        if sys.platform == "darwin"
-        else sys.platform.rstrip("0123456789")
-    )
+    if sys.platform.startswith("linux"):
+        os_name = "linux"
+    elif sys.platform == "win32":  # every Windows, 64-bit too: the name PyTorch's wheels and --platform use
+        os_name = "windows"
+    else:
+        os_name = sys.platform.rstrip("0123456789")
     return os_name, _machine()
 
 
 @functools.cache  # the machine a process runs on does not change under it
 def _machine() -> str:
-    machine = os.uname().machine if hasattr(os, "uname") else "unknown"
+    machine = os.uname().machine if hasattr(os, "uname") else platform.machine() or "unknown"  # Windows: AMD64
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)

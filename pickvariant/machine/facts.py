@@ -16,7 +16,7 @@ from types import MappingProxyType
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant._base.request import Request
+from pickvariant._base.request import STATED_PLATFORMS, Request
 from pickvariant._base.versions import (
     DriverVersion,
     parse_compute_capability,
@@ -74,7 +74,14 @@ NOT_STATED = "not stated"
 
 def states_a_machine(request: Request, env: Mapping[str, str]) -> bool:
     """Does the request (or a PICKVARIANT_* variable) describe a machine's CPU, GPUs or driver?"""
-    stated = (request.cpuinfo, request.gpus or None, request.no_gpu or None, request.driver, request.driver_cuda)
+    stated = (
+        request.cpuinfo,
+        request.platform,
+        request.gpus or None,
+        request.no_gpu or None,
+        request.driver,
+        request.driver_cuda,
+    )
     return any(value is not None for value in stated) or any(
         settings.setting(env, variable) is not None for variable in (ENV_CPUINFO, ENV_GPU, ENV_DRIVER, ENV_DRIVER_CUDA)
     )
@@ -87,14 +94,20 @@ def gather_facts(
     detect_cpu_fn: Callable[[], CpuFacts] = detect_cpu,
     read_gpus_fn: Callable[[], GpuReport] = read_gpus,
     detect_unstated: bool = True,
+    platform_allowed: bool = False,
 ) -> HostFacts:
     """The facts the request and PICKVARIANT_* state, the rest detected on this machine; with
     detect_unstated False (a machine described for a report) nothing is detected: GPUs not stated are
     unknown (inconclusive), a CPU not stated is bad input, and no driver is assumed."""
     env = os.environ if env is None else env
+    if request.platform is not None and not platform_allowed:
+        raise BadInput(
+            f"--platform {request.platform}: only with --source wheels (a recipe is chosen by the CPU's instruction "
+            "set: give the machine's --cpuinfo)"
+        )
     sources: dict[FactName, str] = {}
     notes: list[str] = []
-    cpu = _cpu(catalog, request, env, detect_cpu_fn, detect_unstated, sources)
+    cpu = _platform(request, _cpu(catalog, request, env, detect_cpu_fn, detect_unstated, sources), sources)
     notes.extend(cpu.notes)
     gpus = _gpus(request, env, cpu, read_gpus_fn, detect_unstated, sources)
     notes.extend(gpus.notes)
@@ -128,7 +141,10 @@ def _cpu(
     detect_unstated: bool,
     sources: dict[FactName, str],
 ) -> CpuFacts:
-    """The CPU: a stated dump (--cpuinfo, PICKVARIANT_CPUINFO), else this machine's; its flags canonical."""
+    """The CPU: a stated dump (--cpuinfo, PICKVARIANT_CPUINFO), else this machine's; its flags canonical. A machine
+    stated by --platform alone has no CPU here (_platform gives it)."""
+    if request.platform is not None and request.cpuinfo is None and settings.setting(env, ENV_CPUINFO) is None:
+        return CpuFacts(os="", arch="", model=None, flags=frozenset(), source="--platform")
     if request.cpuinfo is not None:
         cpu = _dump(request.cpuinfo, "--cpuinfo")
         sources["cpu"] = f"--cpuinfo {request.cpuinfo}"
@@ -147,6 +163,24 @@ def _cpu(
     if canonical is not cpu.flags:  # canonical_flags hands back the same frozenset when nothing was renamed
         cpu = CpuFacts(os=cpu.os, arch=cpu.arch, model=cpu.model, flags=canonical, source=cpu.source, notes=cpu.notes)
     return cpu
+
+
+def _platform(request: Request, cpu: CpuFacts, sources: dict[FactName, str]) -> CpuFacts:
+    """The CPU facts of a machine stated by --platform: its OS and architecture, no instruction set known (a wheel
+    is not chosen by it); with a dump, the dump must be of that platform."""
+    if request.platform is None:
+        return cpu
+    os_name, arch = STATED_PLATFORMS[request.platform]
+    if cpu.source != "--platform":
+        if (cpu.os, cpu.arch) != (os_name, arch):
+            raise BadInput(
+                f"--platform {request.platform}: the CPU dump is of {cpu.os}/{cpu.arch}, not {os_name}/{arch}: give one "
+                "or the other"
+            )
+        return cpu
+    sources["cpu"] = f"--platform {request.platform}"
+    note = f"--platform {request.platform} states no CPU: its instruction set is not known (no wheel is chosen by it)"
+    return CpuFacts(os=os_name, arch=arch, model=None, flags=frozenset(), source="--platform", notes=(note,))
 
 
 @keyword_record

@@ -124,8 +124,8 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
     where = "PyPI's own build" if decision.from_pypi else f"PyTorch's {visible(build.variant)} index"
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
-    floor = said.driver_floor(decision.min_driver) if decision.min_driver else "?"
-    cuda = f", CUDA {build.cuda} (driver >= {floor})" if build.cuda else ", CPU-only"
+    floor = said.driver_floor(decision.min_driver) if decision.min_driver else None
+    cuda = f", CUDA {build.cuda} ({said.driver_needed(floor, build.cuda)})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
     lines += command_lines("  install it: ", install_words(answer), width)
     lines += wrapped("or: pickvariant install --source wheels (plans, asks, installs, verifies)", width, "  ")

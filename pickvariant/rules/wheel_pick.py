@@ -18,7 +18,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
-from pickvariant.machine.gpu import GpuFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
@@ -45,6 +45,7 @@ def pick_wheel(
 ) -> WheelDecision:
     """The wheel for this machine. `pypi_first` (no wheel index was named): PyPI's own build of a release comes
     before its other builds that serve, and is installed from PyPI with no index URL."""
+    facts, driver_said = _windows_driver(facts)
     platform = WHEEL_PLATFORMS.get((facts.os, facts.arch))
     builds = wheels.for_platform(platform) if platform else ()
     if not builds:
@@ -68,16 +69,27 @@ def pick_wheel(
         python_tag=tag,
         targets=gpus,
         candidates=tuple(candidates),
-        dispatch=compat.dispatch_level(hardware, facts),
+        dispatch=compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None,
         rejected=alternatives(builds, verdicts, candidates, chosen, passed_over),
         machine_said=len(machine),
     )
     decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
-    first: tuple[str, ...] = (*machine, *python_said, *said.refreshed(wheels.refreshed))
+    first: tuple[str, ...] = (*machine, *driver_said, *python_said, *said.refreshed(wheels.refreshed))
     if chosen is None:
         return _nothing_fits(decision, facts, hardware, wheels, first, verdicts, passed_over)
     root = None if pypi_first and chosen.pypi else index_root  # None: PyPI's own build, from PyPI
     return _chosen(decision, facts, hardware, wheels, options, first, chosen, pairs, root)
+
+
+def _windows_driver(facts: HostFacts) -> tuple[HostFacts, tuple[str, ...]]:
+    """A Windows driver is judged by the CUDA version it reports alone: Windows numbers its releases apart from
+    Linux (R580's are 580.88 and 581.x there), and the driver floors and branches in the facts are Linux's."""
+    driver = facts.driver
+    if facts.os != "windows" or driver is None or driver.version is None:
+        return facts, ()
+    return replace(facts, driver=DriverFacts(version=None, cuda=driver.cuda)), (
+        said.windows_driver(str(driver.version), driver.cuda),
+    )
 
 
 def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:
@@ -156,6 +168,8 @@ def _chosen(
     index_url = None if index_root is None else f"{index_root}/{chosen.variant}"
     pinned = bool(options.torch or options.cuda)
     machine_floor = compat.machine_floor(chosen.min_driver, decision.targets, hardware)
+    if facts.os == "windows":  # Linux's floors do not number Windows drivers (_windows_driver)
+        machine_floor = None
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
     decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor))
     reasons = [*found, said.chosen(chosen.local, index_url, chosen.cuda, floor, pinned)]
@@ -167,7 +181,7 @@ def _chosen(
     reasons += _unserved(chosen, facts, decision.targets, hardware)
     if chosen.pypi and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
-    reasons.append(said.dispatch(decision.dispatch, facts.arch))
+    reasons.append(said.dispatch(decision.dispatch, facts.arch, facts.cpu.source != "--platform"))
     reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources) for p in pairs]
     left_out = _left_out_newer(wheels, chosen.platform, chosen.torch)
     reasons += [said.left_out_newer(left_out)] if left_out else []

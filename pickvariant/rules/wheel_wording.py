@@ -79,6 +79,14 @@ def python_unstated(tag: str) -> str:
     )
 
 
+def windows_driver(version: str, cuda: str | None) -> str:
+    judged = f"its CUDA {cuda} judges it" if cuda else "give its CUDA version (--driver-cuda, as nvidia-smi prints it)"
+    return (
+        f"driver {version} on Windows is not judged by its number (Windows numbers its releases apart from Linux, "
+        f"whose floors and branches the facts give): {judged}"
+    )
+
+
 def refreshed(date: str | None) -> tuple[str, ...]:
     """Where the catalog is the one `catalog wheels --refresh` derived: said once, with its date."""
     if date is None:
@@ -86,6 +94,12 @@ def refreshed(date: str | None) -> tuple[str, ...]:
     return (
         f"wheel facts read from the index on {date} (`pickvariant catalog wheels --refresh`), beside those shipped",
     )
+
+
+def driver_needed(floor: str | None, cuda: str) -> str:
+    """The driver a CUDA build needs, as said: its floor, or (where no floor numbers the machine's drivers: Windows)
+    its CUDA major release."""
+    return f"driver >= {floor}" if floor else f"a driver that runs CUDA {cuda.split('.')[0]}.x"
 
 
 def driver_floor(driver: object) -> str:
@@ -99,7 +113,7 @@ def chosen(local: str, index_url: str | None, cuda: str | None, floor: str | Non
     where = f"torch {local} from {index_url}" if index_url is not None else pypi_build_named(local)
     if cuda is None:
         return f"{where}: the newest torch with a wheel that {order} (a CPU build)"
-    line = f"CUDA {cuda} (driver >= {floor})"
+    line = f"CUDA {cuda} ({driver_needed(floor, cuda)})"
     if index_url is None:
         return f"{where}: the newest torch with a wheel that {order}, PyPI's own build first, {line}"
     return f"{where}: the newest torch with a wheel that {order}, on its newest CUDA line, {line}"
@@ -139,7 +153,9 @@ def pypi_same(torch: str, platform: str) -> str:
     return f"PyPI's own torch {torch} for {platform} is this build: a plain `pip install torch=={torch}` gets it too"
 
 
-def dispatch(level: str | None, arch: str) -> str:
+def dispatch(level: str | None, arch: str, cpu_stated: bool = True) -> str:
+    if not cpu_stated:
+        return "CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time (no CPU stated)"
     if level is not None:
         return (
             f"CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time, and this CPU gets "
