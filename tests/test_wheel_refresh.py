@@ -93,6 +93,18 @@ def range_server(root: Path, sent: dict[str, int]) -> Iterator[str]:
     @Request.application
     def app(request: Request) -> Response:
         path = (root / request.path.lstrip("/")).resolve()
+        if (
+            path.is_dir()
+            and path.parent.name == "pypi"
+            and "application/vnd.pypi.simple.v1+json" in request.accept_mimetypes
+        ):
+            # PyPI answers its simple API in PEP 691 JSON where asked; PyTorch's indexes here answer PEP 503 HTML.
+            files = [
+                {"filename": w.name, "url": w.name.replace("+", "%2B"), "hashes": {}}
+                for w in sorted(path.glob("*.whl"))
+            ]
+            body = json.dumps({"meta": {"api-version": "1.1"}, "name": "torch", "files": files})
+            return Response(body, content_type="application/vnd.pypi.simple.v1+json")
         if path.is_dir():
             path = path / "index.html"
         if root not in path.parents or not path.is_file():
@@ -146,6 +158,7 @@ def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(t
     assert done.returncode == 0, done.stderr
     assert "new releases read: 2.16.0" in done.stderr
     wheels = {name: count for name, count in sent.items() if name.endswith(".whl")}
+    assert "index.html" in sent  # the variant indexes' PEP 503 pages; PyPI's page was PEP 691 JSON
     assert len(wheels) == 8  # PyPI's four, and cu134 and cpu for both Linux architectures
     assert all(count < 300 * 1024 for count in wheels.values()), wheels  # a few hundred KB of a 3 MB wheel
     catalog = json.loads((tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text())

@@ -557,3 +557,21 @@ def test_platform_is_the_wheels_sources_alone_and_a_wheel_of_another_platform_is
     args = ["install", "--source", "wheels", "--platform", "windows-amd64", "--gpu", "6.1", "--python", sys.executable]
     refused = run([sys.executable, "-m", "pickvariant", *args, "--yes"])
     assert refused.returncode == 2 and "cannot be installed here (--dry-run shows the plan)" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus"),
+    [("GTX 1080", ("6.1",)), ("V100", ("7.0",)), ("RTX 4090 + GTX 1080", ("8.9", "6.1"))],
+)
+def test_pre_turing_cards_get_the_last_cuda_12_wheel_and_hear_that_2_15_has_none(
+    name: str, gpus: tuple[str, ...]
+) -> None:
+    """Issue 53 (must hold): a GTX 1080, a V100 and a 4090 + 1080 on R580 get 2.14.1+cu126, every GPU named, and the
+    answer says why not 2.15: its notice says no CUDA 12.6 wheel (wheels.md section 2.15), and its cu132 wheel has no
+    kernels for a card below 7.5 (W4)."""
+    answer = _answer(gpus=gpus, driver="580.95.05")
+    document = wheel_json(answer)
+    assert document["recommendation"]["torch"] == "2.14.1+cu126", name
+    text = " ".join(document["reasons"])
+    assert "torch 2.15.0 cu126: a maintainers' notice says 2.15 publishes no CUDA 12.6 wheel" in text
+    assert all(f"GPU {index} ({gpu})" in text for index, gpu in enumerate(gpus))
