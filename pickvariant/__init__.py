@@ -30,6 +30,8 @@ def _take_over_ctrl_c() -> None:
     import _signal  # type: ignore[import-not-found]  # the C module: nothing more to load before the command is safe from a Ctrl-C
 
     previous = _signal.getsignal(_signal.SIGINT)
+    if previous is not _signal.default_int_handler:
+        return  # not Python's own start: whoever set it (a program embedding or importing this) keeps Ctrl-C
     try:
         _signal.signal(_signal.SIGINT, _interrupted_while_loading)
     except ValueError:

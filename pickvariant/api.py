@@ -224,7 +224,8 @@ def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
     """Is the machine described by options or variables rather than read here? Then the environment here is not
     the one a wheel is for, unless --python names it."""
     variables = (settings.GPU, settings.CPUINFO, settings.DRIVER)
-    return bool(request.gpus or request.no_gpu or request.cpuinfo or any(settings.setting(env, v) for v in variables))
+    stated = request.gpus or request.no_gpu or request.cpuinfo or request.platform
+    return bool(stated or any(settings.setting(env, v) for v in variables))
 
 
 def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> PythonEnvironment | None:
