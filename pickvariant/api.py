@@ -35,7 +35,7 @@ from pickvariant.machine.facts import HostFacts, gather_facts
 from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
 from pickvariant.sources.build import Catalog, Variant
-from pickvariant.sources.flox.load import load_catalog
+from pickvariant.sources.flox.load import load_catalog, load_hardware
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -64,6 +64,12 @@ __all__ = [
 def default_catalog() -> Catalog:
     """The catalog `detect` uses (PICKVARIANT_CATALOG, else the packaged one), loaded and validated once per process."""
     return load_catalog()
+
+
+def hardware_catalog() -> Catalog:
+    """The hardware facts alone (no recipe): what the wheels source judges its builds by; the recipes' catalog is
+    never read for a wheel answer (a broken PICKVARIANT_CATALOG cannot stop one)."""
+    return load_hardware()
 
 
 @record
@@ -247,7 +253,7 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     from pickvariant.sources.wheels.load import load_wheel_catalog
 
     environment_vars = os.environ if env is None else env
-    hardware = default_catalog()
+    hardware = hardware_catalog()
     wheels = load_wheel_catalog()
     given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
     root = public_url(given_root)  # what is shown, printed and recorded: never a credential

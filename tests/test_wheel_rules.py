@@ -575,3 +575,19 @@ def test_pre_turing_cards_get_the_last_cuda_12_wheel_and_hear_that_2_15_has_none
     text = " ".join(document["reasons"])
     assert "torch 2.15.0 cu126: a maintainers' notice says 2.15 publishes no CUDA 12.6 wheel" in text
     assert all(f"GPU {index} ({gpu})" in text for index, gpu in enumerate(gpus))
+
+
+def test_the_wheel_answer_never_reads_the_recipes_catalog(tmp_path: Path) -> None:
+    """Issue 52: the wheels source judges its builds by the hardware facts alone; the recipes' catalog is not read,
+    so a PICKVARIANT_CATALOG that is no catalog stops the recipe answer (exit 2, naming it) and not the wheel one."""
+    broken = tmp_path / "catalog.json"
+    broken.write_text("{ not a catalog")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path),
+           "PICKVARIANT_CATALOG": str(broken), "PYTHONPATH": str(REPO)}  # fmt: skip
+    args = ["detect", "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "580.95.05"]
+    run = functools.partial(subprocess.run, capture_output=True, text=True, env=env, timeout=120)
+    flox = run([sys.executable, "-m", "pickvariant", *args])
+    assert flox.returncode == 2 and str(broken) in flox.stderr
+    wheels = run([sys.executable, "-m", "pickvariant", *args, "--source", "wheels"])
+    assert wheels.returncode == 0, wheels.stderr
+    assert json.loads(wheels.stdout) == wheel_json(_answer(gpus=("9.0",), driver="580.95.05"))

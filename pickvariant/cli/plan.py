@@ -53,7 +53,7 @@ def plan(
     options = command.ClusterPlanOptions(
         inputs=tuple(inputs), org=org, max_variants=max_variants, source=source, wheel_index=wheel_index
     )
-    planned = command.run(options, request, load_catalog(), sys.stdin.buffer, reading_progress)
+    planned = command.run(options, request, load_catalog, sys.stdin.buffer, reading_progress)
     from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
 
     if isinstance(planned.result, WheelClusterPlan):

@@ -35,11 +35,13 @@ class PlannedCluster:
 def run(
     options: ClusterPlanOptions,
     request: Request,
-    catalog: Catalog,
+    catalog: Callable[[], Catalog],
     stdin: IO[bytes],
     reading: Callable[[int | None], Any],
 ) -> PlannedCluster:
-    """`reading(size)`: a context manager giving the progress callback for reading the inputs (a bar on a terminal)."""
+    """`reading(size)`: a context manager giving the progress callback for reading the inputs (a bar on a terminal).
+    `catalog` loads the recipes' catalog, read only for the Flox source (the wheels are judged by the hardware facts
+    alone)."""
     source = settings.source(options.source, os.environ)
     if source != "wheels" and options.wheel_index is not None:
         raise BadInput("--wheel-index: only with --source wheels")
@@ -55,8 +57,10 @@ def run(
         read = cluster_input.read_inputs(inputs, stdin, on_progress)
     request = request.with_environment(os.environ)
     if source == "wheels":
-        return PlannedCluster(result=_wheel_plan(read, catalog, request, options), org=org)
-    result = planner.make_cluster_plan(read, catalog, request, options.max_variants)
+        from pickvariant.api import hardware_catalog
+
+        return PlannedCluster(result=_wheel_plan(read, hardware_catalog(), request, options), org=org)
+    result = planner.make_cluster_plan(read, catalog(), request, options.max_variants)
     return PlannedCluster(result=result, org=org)
 
 

@@ -58,6 +58,20 @@ def hardware_facts_path() -> Path:
     return DATA_DIR / "hardware.json"
 
 
+@cache
+def load_hardware() -> Catalog:
+    """pickvariant's own hardware facts (hardware.json) on their own, as a catalog with no builds: what a source
+    that is not the recipes' judges its builds by (the wheels), without reading the recipes' catalog. Every catalog
+    load checks its hardware section against this same file, so the facts are the same ones."""
+    path = hardware_facts_path()
+    data = load_json(path, "hardware facts")
+    if not isinstance(data, dict):
+        raise BadInput(f"hardware facts {path}: not a JSON object")
+    compiled = str(data.get("facts_compiled", ""))
+    source = {"repo": "pickvariant's hardware facts", "commit": "", "date": compiled}
+    return _build({**data, "branches": [], "variants": [], "left_out": [], "source": source}, path)
+
+
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
     raw = read_regular(path, MAX_CATALOG_BYTES, "catalog")
