@@ -164,6 +164,9 @@ def main() -> int:
         # The wheels source's answer (issue 52: the fast path whatever the source), its environment read or not.
         "detect --source wheels --format json": ([*detect, "--source", "wheels"], ENV),
         "detect --source wheels --format json --python PY": ([*detect, "--source", "wheels", "--python", PY], ENV),
+        # The text answers: the wheels source's without typer (entry's fast path), the recipes' through typer and rich.
+        "detect --source wheels (text)": ([*detect[:-2], "--source", "wheels"], ENV),
+        "detect (text, recipes: typer and rich)": (detect[:-2], ENV),
     }
     if args.compare:
         compared = {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [args.compare, ENV.get("PYTHONPATH")]))}
@@ -197,6 +200,8 @@ def main() -> int:
     print(f"  ratio pickvariant / archspec:                             {ours / baseline:5.2f}  (target <= 1.00)")
     print(f"  ratio without interpreter start:                          {(ours - empty) / (baseline - empty):5.2f}")
     print(f"  ratio wheels source / archspec:                           {wheels / baseline:5.2f}  (target <= 1.00)")
+    wheels_text = rows["detect --source wheels (text)"]
+    print(f"  ratio wheels source, text answer / archspec:              {wheels_text / baseline:5.2f}  (target <= 1.00)")
     in_process = median_json({"ours": IN_PROCESS_OURS, "archspec": IN_PROCESS_ARCHSPEC}, min(args.runs, 15))
     in_ours, in_archspec = in_process["ours"], in_process["archspec"]
     print("in process (median of fresh interpreters):")
@@ -295,6 +300,10 @@ def print_gpu_host(script: Path | None, runs: int, compare: str | None = None) -
                     env,
                 )
                 commands["pickvariant detect (text)"] = ([PY, "-m", "pickvariant", "detect"], env)
+            # The wheels source on the same host (issue 52: every source, every format), its environment named.
+            wheel = [*commands["pickvariant detect (text)"][0], "--source", "wheels", "--python", PY]
+            commands["pickvariant detect --source wheels --format json"] = ([*wheel, "--format", "json"], env)
+            commands["pickvariant detect --source wheels (text)"] = (wheel, env)
             if compare:
                 where = str(Path(scratch) / "compare") if state.startswith("no bytecode") else compare
                 other = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [where, env.get("PYTHONPATH")]))}

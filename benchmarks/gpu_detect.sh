@@ -15,6 +15,8 @@ step detect.txt pv detect
 step detect-explain.txt pv detect --explain
 step detect.json pv detect --format json
 step detect-with-torchaudio.txt pv detect --with torchaudio
+step detect-wheels.txt pv detect --source wheels --python python3
+step detect-wheels.json pv detect --source wheels --python python3 --format json
 step phases.txt python3 benchmarks/detect_phases.py --runs 15
 step binding.txt python3 -c '
 import pynvml

@@ -652,3 +652,22 @@ def test_every_variable_is_named_by_its_options_help_from_the_declaration() -> N
     for module in Path(REPO, "pickvariant", "cli").glob("*.py"):
         if module.name != "options.py":
             assert "(env PICKVARIANT_" not in module.read_text(), module.name
+
+
+@pytest.mark.parametrize("output", [[], ["--format", "json"]], ids=["text", "json"])
+def test_the_wheels_answer_imports_no_cli_framework_and_prints_what_the_typer_cli_prints(output: list[str]) -> None:
+    """Issue 52: `detect --source wheels`, text or JSON, answers without typer, click or rich (the answer needs none
+    of them), and its output is the typer CLI's, byte for byte."""
+    import subprocess
+    import sys
+
+    args = ["detect", "--source", "wheels", *output, "--gpu", "9.0", "--driver", "580.95.05"]
+    args += ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pickvariant", *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert not {"typer", "click", "rich"} & imported
+    through_typer = runner.invoke(app, args, env={"COLUMNS": "100"})
+    assert through_typer.exit_code == 0 and through_typer.stdout == done.stdout

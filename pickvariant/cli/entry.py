@@ -1,8 +1,8 @@
 """The console entry point: `detect --format json` without typer, every other command line through it.
 
 `pickvariant detect --format json` with well-formed options is answered through pickvariant.api (or, for
-`--source wheels`, through commands/wheel_detect.wheel_json_line, which the typer CLI prints too) without importing
-typer, click or rich: importing them costs more than detecting and deciding
+`--source wheels`, through commands/wheel_detect.wheel_json_line, which the typer CLI prints too; the wheels
+source's text answer too, through output/wheel_answer.wheel_text_lines) without importing typer, click or rich: importing them costs more than detecting and deciding
 (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
 built from (options.py); every other command line, including every malformed one and every
 --help, goes to the typer app (main.py), which alone owns usage errors and help text.
@@ -48,19 +48,20 @@ def _main(argv: list[str] | None) -> int:
     from pickvariant.cli import console, plainline
     from pickvariant.cli import options as commandline
 
-    values = plainline.parse_plain_detect(args)
+    values = plainline.parse_plain_detect(args, ("json", "text"))
     wheels = values is not None and plainline.asks_wheels(values, os.environ)
-    if values is None or (wheels and not plainline.plain_wheels(values, os.environ)):
+    as_text = values is not None and values["format"] == "text"  # the wheels source's text answer needs no typer
+    if values is None or (wheels and not plainline.plain_wheels(values, os.environ)) or (as_text and not wheels):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
     if not console.prepare_streams():
         return 1
     try:
-        label = commandline.detect_label(values, os.environ, "json")
+        label = commandline.detect_label(values, os.environ, str(values["format"]))
         request = commandline.request_from(values)
         if wheels:
-            return _wheels_json(request, values, label)
+            return _wheels_text(request, values) if as_text else _wheels_json(request, values, label)
         text, choice = console.detect_json(request, bool(values["compact"]), label)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -94,6 +95,26 @@ def _wheels_json(request: Request, values: Mapping[str, object], label: str | No
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if error is not None:
+        print(console.error_line(error), file=sys.stderr)
+        return error.exit_code
+    return 0
+
+
+def _wheels_text(request: Request, values: Mapping[str, object]) -> int:
+    """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
+    import shutil
+
+    from pickvariant.cli import console
+    from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel, no_wheel_error
+    from pickvariant.output.wheel_answer import wheel_text_lines
+
+    python, index = values["python"], values["wheel_index"]
+    answer = decide_wheel(WheelAsk(request=request, python=python, wheel_index=index))  # type: ignore[arg-type]
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+    sys.stdout.write("\n".join(wheel_text_lines(answer, width, bool(values["explain"]))) + "\n")
+    sys.stdout.flush()
+    if answer.decision.build is None:
+        error = no_wheel_error(answer)
         print(console.error_line(error), file=sys.stderr)
         return error.exit_code
     return 0

@@ -34,8 +34,9 @@ def plain_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
         return False
 
 
-def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
-    """detect's option values (by parameter name) for `detect --format json …` given plainly, else None.
+def parse_plain_detect(args: list[str], formats: tuple[str, ...] = ("json",)) -> dict[str, object] | None:
+    """detect's option values (by parameter name) for `detect --format json …` (or another of `formats`) given
+    plainly, else None.
 
     None for anything the typer CLI should judge: an unknown or repeated option, a value that looks like
     an option, a choice or index it would refuse, --help, a positional argument."""
@@ -74,4 +75,6 @@ def parse_plain_detect(args: list[str]) -> dict[str, object] | None:
             values[name] = value
     if values["compact"] and "format" not in seen:
         values["format"] = "json"  # --compact implies JSON, as in the typer CLI
-    return values if values["format"] == "json" else None  # --compact with another --format: typer refuses it
+    if values["compact"] and values["format"] != "json":
+        return None  # --compact with another --format: typer refuses it
+    return values if values["format"] in formats else None
