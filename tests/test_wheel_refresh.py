@@ -186,3 +186,35 @@ def test_a_server_that_ignores_range_leaves_the_release_unjudged_and_said(tmp_pa
     assert h100["recommendation"]["release"] != "2.16.0"
     catalog = json.loads((tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text())
     assert any(row["torch"] == "2.16.0" and "Range" in row["why"] for row in catalog["left_out"])
+
+
+def test_a_server_that_drips_bytes_is_stopped_at_the_deadline_not_waited_for(monkeypatch, tmp_path: Path) -> None:
+    """Every read of an index is bounded in time as well as bytes: a page sent a byte at a time (each byte within
+    the per-read timeout) is refused once the read's deadline passes, naming the URL."""
+    import time
+
+    from pickvariant._base.errors import OperationFailed
+    from pickvariant.sources.wheels import remote
+
+    class Drip(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            for _ in range(200):
+                self.wfile.write(b"<")
+                self.wfile.flush()
+                time.sleep(0.05)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(remote, "DEADLINE_S", 0.5)
+    monkeypatch.setattr(remote, "CHUNK", 1)
+    try:
+        with pytest.raises(OperationFailed, match=r"127\.0\.0\.1.*not read within 0\.5 s"):
+            remote.get(f"http://127.0.0.1:{server.server_port}/simple/torch/", 1024 * 1024)
+    finally:
+        server.shutdown()  # read to its end (200 bytes at 50 ms), it would have returned them: refused instead

@@ -12,14 +12,18 @@ from __future__ import annotations
 import base64
 import io
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any
 
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
 
-TIMEOUT_S = 30.0
+TIMEOUT_S = 30.0  # each request's connect and each read's wait
+DEADLINE_S = 120.0  # one page, or one wheel's reads, in all: a server that drips bytes is stopped, not waited for
+CHUNK = 256 * 1024
 READ_AHEAD = 64 * 1024  # zipfile reads a member's header in small pieces: one request fetches the block around them
 TAIL = 64 * 1024 + 22  # the end-of-archive record and the longest zip comment after it
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
@@ -49,9 +53,10 @@ def _request(url: str, headers: dict[str, str]) -> urllib.request.Request:
 
 def get(url: str, max_bytes: int, accept: str = "*/*") -> tuple[bytes, str]:
     """The body (at most `max_bytes`) and content type of `url`; OperationFailed naming the URL otherwise."""
+    deadline = time.monotonic() + DEADLINE_S
     try:
         with urllib.request.urlopen(_request(url, {"Accept": accept}), timeout=TIMEOUT_S) as response:
-            body = response.read(max_bytes + 1)
+            body = _read_until(response, max_bytes + 1, deadline, url)
             kind = response.headers.get_content_type()
     except (urllib.error.URLError, OSError, ValueError) as error:
         raise OperationFailed(f"cannot read {public_url(url)}: {getattr(error, 'reason', error)}") from None
@@ -60,12 +65,28 @@ def get(url: str, max_bytes: int, accept: str = "*/*") -> tuple[bytes, str]:
     return body, kind
 
 
+def _read_until(response: Any, size: int, deadline: float, url: str) -> bytes:
+    """At most `size` bytes of the response, in chunks, refused once `deadline` passes (a slow drip is no answer)."""
+    parts: list[bytes] = []
+    left = size
+    while left > 0:
+        if time.monotonic() > deadline:
+            raise OperationFailed(f"{public_url(url)}: not read within {DEADLINE_S:g} s")
+        part = response.read(min(CHUNK, left))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 class RangeFile(io.RawIOBase):
     """A remote file read by HTTP Range requests, within a budget of `max_bytes` fetched in all."""
 
     def __init__(self, url: str, max_bytes: int) -> None:
         super().__init__()
         self.url, self.budget, self.fetched = url, max_bytes, 0
+        self.deadline = time.monotonic() + DEADLINE_S
         self.position = 0
         self.blocks: list[tuple[int, bytes]] = []
         start, data, self.size = self._fetch(f"bytes=-{TAIL}")
@@ -84,7 +105,7 @@ class RangeFile(io.RawIOBase):
                 first, last, size = (int(group) for group in found.groups())
                 if last < first or last - first + 1 > self.budget - self.fetched:
                     raise OperationFailed(f"{public_url(self.url)}: past the {self.budget}-byte budget of one wheel")
-                data = response.read(last - first + 2)
+                data = _read_until(response, last - first + 2, self.deadline, self.url)
         except (urllib.error.URLError, OSError, ValueError) as error:
             raise OperationFailed(f"cannot read {public_url(self.url)}: {getattr(error, 'reason', error)}") from None
         if len(data) != last - first + 1:
