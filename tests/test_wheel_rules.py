@@ -520,7 +520,7 @@ def test_the_builds_left_out_are_named_two_and_counted_with_every_one_in_explain
     rows = answer.decision.left_out
     assert len(rows) > 2
     sentence = next(reason for reason in answer.decision.reasons if reason.startswith("not judged"))
-    assert sentence.endswith(f"and {len(rows) - 2} more, each with why in `--explain` and the JSON's left_out")
+    assert sentence.endswith(f"and {len(rows) - 2} more, each with why under --explain and in the JSON's left_out")
     assert all(row in " ".join(wheel_text_lines(answer, 1000, True)) for row in rows)
     assert wheel_json(answer)["left_out"] == list(rows)
     assert rows[0].startswith("torch 2.15.0")  # newest first

@@ -186,7 +186,7 @@ LEFT_OUT_SHOWN = 2  # the not-judged builds named in the answer; the rest are co
 def left_out_newer(rows: Sequence[tuple[str, str, str]]) -> str:
     shown = "; ".join(f"torch {torch} {variant}: {why}" for torch, variant, why in rows[:LEFT_OUT_SHOWN])
     more = len(rows) - LEFT_OUT_SHOWN
-    rest = f"; and {more} more, each with why in `--explain` and the JSON's left_out" if more > 0 else ""
+    rest = f"; and {more} more, each with why under --explain and in the JSON's left_out" if more > 0 else ""
     return f"not judged (left out of the wheel catalog, nothing guessed): {shown}{rest}"
 
 
