@@ -49,7 +49,7 @@ H100 = ["--gpu", "9.0", "--driver", "590.44.01", "--cpuinfo", str(cpuinfo_path("
 TURING = ["--gpu", "7.5", "--driver", "590.44.01", "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4"))]
 
 
-def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: str | None) -> Path:
+def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: str | None, table: str = TABLE) -> Path:
     """A torch wheel as PyTorch builds one: its version.py and cuda/__init__.py in their real form, and a library's
     worth of incompressible bytes stored after them."""
     shown = f"{version}+{local}" if local else version
@@ -60,7 +60,7 @@ def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: s
         f"__version__ = '{version}+{local or 'cu134'}'\ndebug = False\ncuda: Optional[str] = {cuda!r}\n"
         "git_version = '0123456789abcdef0123456789abcdef01234567'\nhip: Optional[str] = None\n"
     )
-    cuda_py = "import platform\n\n# the release table, as torch/cuda/__init__.py carries it since 2.13\n" + TABLE
+    cuda_py = "import platform\n\n# the release table, as torch/cuda/__init__.py carries it since 2.13\n" + table
     padding = random.Random(name).randbytes(PADDING)
     with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("torch/__init__.py", "raise ImportError('a test wheel')\n")
@@ -72,15 +72,15 @@ def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: s
     return folder / name
 
 
-def build_indexes(root: Path) -> None:
+def build_indexes(root: Path, table: str = TABLE) -> None:
     pypi = root / "pypi" / "torch"
     for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
-        torch_wheel(pypi, "2.16.0", None, tag, "13.4")
+        torch_wheel(pypi, "2.16.0", None, tag, "13.4", table)
     torch_wheel(pypi, "2.16.0", None, "cp312-none-macosx_14_0_arm64", None)
     torch_wheel(pypi, "2.16.0", None, "cp312-cp312-win_amd64", None)
     for variant, cuda in (("cu134", "13.4"), ("cpu", None)):
         for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
-            torch_wheel(root / "whl" / variant / "torch", "2.16.0", variant, tag, cuda)
+            torch_wheel(root / "whl" / variant / "torch", "2.16.0", variant, tag, cuda, table)
     for page in root.glob("**/torch"):
         links = "".join(f'<a href="{w.name.replace("+", "%2B")}">{w.name}</a>\n' for w in sorted(page.glob("*.whl")))
         (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
@@ -92,6 +92,8 @@ def range_server(root: Path, sent: dict[str, int]) -> Iterator[str]:
 
     @Request.application
     def app(request: Request) -> Response:
+        if request.authorization is not None:  # the credentials of a URL given with user:password@, as a header
+            sent[f"as {request.authorization.username}:{request.authorization.password}"] = 1
         path = (root / request.path.lstrip("/")).resolve()
         if (
             path.is_dir()
@@ -218,3 +220,26 @@ def test_a_server_that_drips_bytes_is_stopped_at_the_deadline_not_waited_for(mon
             remote.get(f"http://127.0.0.1:{server.server_port}/simple/torch/", 1024 * 1024)
     finally:
         server.shutdown()  # read to its end (200 bytes at 50 ms), it would have returned them: refused instead
+
+
+def test_a_table_that_is_not_a_literal_is_never_run_and_credentials_never_shown(tmp_path: Path) -> None:
+    """What a wheel holds is data: a release table computed by a call is not evaluated (the row is left out, said),
+    and an index given with user:password@ is read with its credentials sent as pip sends them, never printed or
+    written into the catalog."""
+    marker = tmp_path / "ran"
+    hostile = f"PYTORCH_RELEASES_CODE_CC = __import__('pathlib').Path({str(marker)!r}).touch() or {{}}\n"
+    build_indexes(tmp_path / "www", hostile)
+    sent: dict[str, int] = {}
+    with range_server(tmp_path / "www", sent) as url:
+        secret = url.replace("http://", "http://reader:S3CRET@")
+        done = _run(
+            ["catalog", "wheels", "--refresh", "--pypi", f"{secret}/pypi", "--wheel-index", f"{secret}/whl"], tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    assert "is not written as a literal: not read" in done.stderr and not marker.exists()
+    written = (tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text()
+    assert "S3CRET" not in done.stderr + done.stdout + written
+    assert "as reader:S3CRET" in sent  # sent to the server as pip sends them, in the Authorization header
+    catalog = json.loads(written)
+    assert not [b for b in catalog["builds"] if b["torch"] == "2.16.0" and b["variant"] == "cu134"]
+    assert any(row["torch"] == "2.16.0" and "literal" in row["why"] for row in catalog["left_out"])

@@ -50,7 +50,7 @@ def read_wheel(url: str) -> WheelRead:
     values = _literals(version_text, ("__version__", "cuda"), url, VERSION_MEMBER)
     version, cuda = values.get("__version__"), values.get("cuda")
     if not isinstance(version, str) or not (cuda is None or isinstance(cuda, str)):
-        raise OperationFailed(f"{public_url(url)}: {VERSION_MEMBER} gives no __version__ string")
+        raise OperationFailed(f"{public_url(url)}: {VERSION_MEMBER} gives no literal __version__ and cuda")
     table = _table(_literals(cuda_text, (TABLE,), url, CUDA_MEMBER).get(TABLE), url) if cuda_text else None
     return WheelRead(
         url=public_url(url), size=remote.size, fetched=remote.fetched, version=version, cuda=cuda, table=table
@@ -82,8 +82,15 @@ def _literals(text: str, names: tuple[str, ...], url: str, member: str) -> dict[
             try:
                 found[target] = ast.literal_eval(value)
             except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                found.pop(target, None)
+                found[target] = NOT_LITERAL  # computed, not written out: nothing of it is evaluated
     return found
+
+
+class _NotLiteral:
+    """What a name is given where it is not a literal (a call, a name, an expression): never evaluated."""
+
+
+NOT_LITERAL = _NotLiteral()
 
 
 def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
@@ -98,6 +105,10 @@ def _table(value: object, url: str) -> dict[str, dict[str, tuple[int, ...]]] | N
     """The release table as {"13.2": {"x86_64": (75, 80, ...)}}, or None where it is absent or not of that shape."""
     if value is None:
         return None
+    if value is NOT_LITERAL:
+        raise OperationFailed(
+            f"{public_url(url)}: its {TABLE} is not written as a literal: not read (nothing in it runs)"
+        )
     if not isinstance(value, dict) or not all(
         isinstance(key, str) and isinstance(row, dict) for key, row in value.items()
     ):
