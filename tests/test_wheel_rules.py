@@ -419,6 +419,10 @@ def test_a_jetson_orin_runs_an_aarch64_cuda_13_2_wheel_only_on_a_cuda_13_2_drive
         return
     newest = _newest("linux-aarch64", lambda b: b.cuda is not None and version_key(b.cuda) >= (13, 2))
     assert build is not None and build.local == newest.local and ComputeCapability(8, 0) in build.sass
+    # A Jetson's driver is JetPack's, judged by the CUDA it reports (no minor-version compatibility there): the
+    # floor said is that, never the dGPU driver number 580.65.06.
+    assert wheel_json(answer)["recommendation"]["min_driver"] is None
+    assert f"(a JetPack driver of CUDA {build.cuda} or newer)" in " ".join(wheel_text_lines(answer, 200))
 
 
 def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(tmp_path: Path) -> None:

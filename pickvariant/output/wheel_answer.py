@@ -11,7 +11,6 @@ from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.wheel_command import installer_argv, requirements
 from pickvariant.output.answer import command_lines, fact_items, section, wrapped
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
-from pickvariant.rules import wheel_wording as said
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, WheelAnswer, WheelDecision
 
@@ -124,8 +123,7 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
     where = "PyPI's own build" if decision.from_pypi else f"PyTorch's {visible(build.variant)} index"
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
-    floor = said.driver_floor(decision.min_driver) if decision.min_driver else None
-    cuda = f", CUDA {build.cuda} ({said.driver_needed(floor, build.cuda)})" if build.cuda else ", CPU-only"
+    cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
     lines += command_lines("  install it: ", install_words(answer), width)
     lines += wrapped("or: pickvariant install --source wheels (plans, asks, installs, verifies)", width, "  ")

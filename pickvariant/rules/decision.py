@@ -159,6 +159,7 @@ class WheelDecision:
     # The oldest driver that runs the chosen wheel on these GPUs (rules/compat.machine_floor): its CUDA line's floor,
     # or a GPU's first driver where that is newer; None for a CPU build.
     min_driver: str | None = None
+    driver_needed: str | None = None  # that floor as said ("driver >= 580.65.06", "a JetPack driver of CUDA 13.2 …")
     # Every build of this platform at or after the chosen release left out of the catalog, each with why (the reasons
     # name the newest two and count the rest).
     left_out: tuple[str, ...] = ()

@@ -168,11 +168,13 @@ def _chosen(
     index_url = None if index_root is None else f"{index_root}/{chosen.variant}"
     pinned = bool(options.torch or options.cuda)
     machine_floor = compat.machine_floor(chosen.min_driver, decision.targets, hardware)
-    if facts.os == "windows":  # Linux's floors do not number Windows drivers (_windows_driver)
+    tegra = any(hardware.is_tegra(gpu.compute_capability) for gpu in decision.targets)
+    if facts.os == "windows" or tegra:  # Linux's dGPU floors number neither Windows nor JetPack drivers
         machine_floor = None
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
-    decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor))
-    reasons = [*found, said.chosen(chosen.local, index_url, chosen.cuda, floor, pinned)]
+    needed = said.driver_needed(floor, chosen.cuda, tegra) if chosen.cuda else None
+    decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed)
+    reasons = [*found, said.chosen(chosen.local, index_url, chosen.cuda, needed, pinned)]
     if decision.python_tag is None:
         newest = next((tag for tag in reversed(chosen.python) if not tag.endswith("t")), chosen.python[-1])
         reasons.append(said.python_unstated(newest))

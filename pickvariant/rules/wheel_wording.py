@@ -96,9 +96,11 @@ def refreshed(date: str | None) -> tuple[str, ...]:
     )
 
 
-def driver_needed(floor: str | None, cuda: str) -> str:
-    """The driver a CUDA build needs, as said: its floor, or (where no floor numbers the machine's drivers: Windows)
-    its CUDA major release."""
+def driver_needed(floor: str | None, cuda: str, tegra: bool = False) -> str:
+    """The driver a CUDA build needs, as said: its floor; on a Jetson, JetPack's of that CUDA release or newer (no
+    minor-version compatibility there); where no floor numbers the machine's drivers (Windows), its CUDA major."""
+    if tegra:
+        return f"a JetPack driver of CUDA {cuda} or newer"
     return f"driver >= {floor}" if floor else f"a driver that runs CUDA {cuda.split('.')[0]}.x"
 
 
@@ -108,12 +110,12 @@ def driver_floor(driver: object) -> str:
     return f"R{text}" if text.isdigit() else text
 
 
-def chosen(local: str, index_url: str | None, cuda: str | None, floor: str | None, pinned: bool) -> str:
+def chosen(local: str, index_url: str | None, cuda: str | None, needed: str | None, pinned: bool) -> str:
     order = "the pins leave" if pinned else "runs here"
     where = f"torch {local} from {index_url}" if index_url is not None else pypi_build_named(local)
     if cuda is None:
         return f"{where}: the newest torch with a wheel that {order} (a CPU build)"
-    line = f"CUDA {cuda} ({driver_needed(floor, cuda)})"
+    line = f"CUDA {cuda} ({needed})"
     if index_url is None:
         return f"{where}: the newest torch with a wheel that {order}, PyPI's own build first, {line}"
     return f"{where}: the newest torch with a wheel that {order}, on its newest CUDA line, {line}"
