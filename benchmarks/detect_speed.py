@@ -201,7 +201,9 @@ def main() -> int:
     print(f"  ratio without interpreter start:                          {(ours - empty) / (baseline - empty):5.2f}")
     print(f"  ratio wheels source / archspec:                           {wheels / baseline:5.2f}  (target <= 1.00)")
     wheels_text = rows["detect --source wheels (text)"]
-    print(f"  ratio wheels source, text answer / archspec:              {wheels_text / baseline:5.2f}  (target <= 1.00)")
+    print(
+        f"  ratio wheels source, text answer / archspec:              {wheels_text / baseline:5.2f}  (target <= 1.00)"
+    )
     in_process = median_json({"ours": IN_PROCESS_OURS, "archspec": IN_PROCESS_ARCHSPEC}, min(args.runs, 15))
     in_ours, in_archspec = in_process["ours"], in_process["archspec"]
     print("in process (median of fresh interpreters):")
