@@ -174,6 +174,13 @@ def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(t
     assert any(reason.startswith("wheel facts read from the index on ") for reason in h100["reasons"])
     turing = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *TURING], tmp_path).stdout)
     assert turing["recommendation"]["release"] != "2.16.0"  # 13.4's row has no 7.5: the newest that serves it
+    # Derived from other facts than this pickvariant ships (an upgrade since): set aside, the shipped ones answer.
+    cached = tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json"
+    cached.write_text(cached.read_text().replace(catalog["based_on"], "0" * 64))
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] != "2.16.0"
+    cached.write_text("{ damaged")  # a damaged cache is set aside too: the shipped catalog answers
+    assert _run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).returncode == 0
 
 
 def test_a_server_that_ignores_range_leaves_the_release_unjudged_and_said(tmp_path: Path) -> None:

@@ -125,6 +125,8 @@ def catalog_wheels(
     if refresh:
         if output is not None or check:
             raise BadInput("--refresh writes the catalog to the cache, where the answers read it: drop -o and --check")
+        if facts is not None:
+            raise BadInput("--facts: --refresh builds on the wheel facts this pickvariant ships, which the answers use")
         _refresh(facts, wheel_index, pypi)
         return
     for flag, given in (("--pypi", pypi), ("--wheel-index", wheel_index)):

@@ -43,7 +43,8 @@ def refresh_catalog(facts_path: Path | None, wheel_index: str | None, pypi: str 
     merged = {**facts, "sources": {**facts["sources"], **sources}, "releases": [*facts["releases"], *releases]}
     wheel_facts.checked(merged, "read from the index")
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
-    document = wheel_facts.derive(merged, refreshed=today)
+    based_on = wheel_facts.facts_digest(facts_path or wheel_facts.FACTS)
+    document = wheel_facts.derive(merged, refreshed=today, based_on=based_on)
     path = wheel_facts.refreshed_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, wheel_facts.render(document))

@@ -90,6 +90,7 @@ class WheelCatalog:
     facts_compiled: str
     sources: Mapping[str, str]
     refreshed: str | None = None  # the date `catalog wheels --refresh` read the index, where this catalog is its
+    based_on: str | None = None  # the shipped facts it was derived from (their sha256), where it is a refreshed one
 
     def for_platform(self, platform: str) -> tuple[WheelBuild, ...]:
         return tuple(build for build in self.builds if build.platform == platform)

@@ -54,6 +54,14 @@ def checked(data: Any, name: str) -> Mapping[str, Any]:
     return data
 
 
+def facts_digest(path: Path = FACTS) -> str:
+    """The shipped facts' sha256: a refreshed catalog records the facts it was derived from, and is set aside once
+    pickvariant ships others."""
+    import hashlib
+
+    return hashlib.sha256(read_regular(path, MAX_FACTS_BYTES, "wheel facts")).hexdigest()
+
+
 def refreshed_path(env: Mapping[str, str] | None = None) -> Path:
     """Where `catalog wheels --refresh` keeps the catalog it derived (the shipped facts and what it read)."""
     from pickvariant._base.files import cache_dir
@@ -61,7 +69,7 @@ def refreshed_path(env: Mapping[str, str] | None = None) -> Path:
     return cache_dir(env) / "wheels-refreshed.json"
 
 
-def derive(facts: Mapping[str, Any], refreshed: str | None = None) -> dict[str, Any]:
+def derive(facts: Mapping[str, Any], refreshed: str | None = None, based_on: str | None = None) -> dict[str, Any]:
     """The wheel catalog: every build whose SASS is verified or documented, and every row left out with why."""
     floors = {entry["cuda_major"]: entry for entry in facts["driver_floors"]}
     builds: list[dict[str, Any]] = []
@@ -90,7 +98,7 @@ def derive(facts: Mapping[str, Any], refreshed: str | None = None) -> dict[str, 
         "builds": builds,
         "left_out": left_out,
         "companions": {release["torch"]: release["companions"] for release in facts["releases"]},
-        **({"refreshed": refreshed} if refreshed else {}),
+        **({"refreshed": refreshed, "based_on": based_on} if refreshed else {}),
     }
 
 

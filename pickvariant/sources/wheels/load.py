@@ -14,7 +14,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.sources.wheel_build import LeftOut, PairedRelease, WheelBuild, WheelCatalog
-from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION, refreshed_path
+from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION, facts_digest, refreshed_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +26,16 @@ def load_wheel_catalog(path: Path | None = None) -> WheelCatalog:
     shipped), or BadInput naming the file and what in it is not one."""
     if path is None:
         refreshed = refreshed_path()
-        path = refreshed if refreshed.is_file() else CATALOG
+        if refreshed.is_file():
+            try:
+                found = _load(refreshed)
+            except BadInput:  # the cache is what pickvariant may lose: a damaged one is set aside, never trusted
+                found = None
+            # Derived from the facts this pickvariant ships, or from older ones (pickvariant upgraded since): only
+            # the first is preferred; the shipped catalog answers until --refresh runs again.
+            if found is not None and found.based_on is not None and found.based_on == facts_digest():
+                return found
+        path = CATALOG
     return _load(path)
 
 
@@ -45,6 +54,7 @@ def _load(path: Path) -> WheelCatalog:
             facts_compiled=str(document["facts_compiled"]),
             sources=dict(document["sources"]),
             refreshed=str(document["refreshed"]) if document.get("refreshed") else None,
+            based_on=str(document["based_on"]) if document.get("based_on") else None,
         )
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, BadInput, RecursionError) as error:
         raise BadInput(
