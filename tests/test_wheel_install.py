@@ -67,6 +67,14 @@ def _installed(python: Path, project: str) -> str | None:
     return out.strip() or None
 
 
+def _pip_install(python: Path, pin: str, index: str, tmp_path: Path) -> None:
+    """torch at `pin` put into the environment by its own pip from `index`: what was there before pickvariant came."""
+    subprocess.run(
+        [str(python), "-m", "pip", "install", f"torch=={pin}", "--index-url", index],
+        env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def chosen(tmp_path: Path) -> dict:
     """What detect chooses for a GTX 1080 on R580 with the interpreter's Python: the mirror is built from it."""
@@ -188,13 +196,7 @@ def test_the_requirements_output_installs_with_pip_install_r(tmp_path, chosen, m
 def test_a_wrong_torch_already_there_is_named_and_kept_without_consent(tmp_path, chosen, mirror) -> None:
     python = _fresh_venv(tmp_path / "venv")
     wrong = f"{chosen['release']}+cu130"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", f"torch=={wrong}", "--index-url", f"{mirror}/cu130"],
-        env=_env(tmp_path),
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    _pip_install(python, wrong, f"{mirror}/cu130", tmp_path)
     detect = _pickvariant(
         ["detect", "--source", "wheels", "--format", "json", "--python", str(python), *GTX_1080],
         _env(tmp_path),
@@ -250,10 +252,7 @@ def test_a_newer_torch_there_is_never_downgraded_without_allow_downgrade(tmp_pat
     python = _fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         index = f"{url}/{chosen['variant']}"
-        subprocess.run(
-            [str(python), "-m", "pip", "install", f"torch=={newer}", "--index-url", index],
-            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
+        _pip_install(python, newer, index, tmp_path)
         args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes"]
         refused = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
         assert refused.returncode == 2 and refused.stderr.startswith("pickvariant: --allow-downgrade: torch 2.99.0")
@@ -320,10 +319,7 @@ def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(
     build_mirror(tmp_path / "mirror", {"cu126": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
     python = _fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
-        subprocess.run(
-            [str(python), "-m", "pip", "install", f"torch=={there}", "--index-url", f"{url}/cu126"],
-            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
+        _pip_install(python, there, f"{url}/cu126", tmp_path)
         said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *H100], _env(tmp_path), tmp_path)
         sentence = " ".join(said.stdout.split())  # as a reader sees it, whatever the terminal's width
         assert f"torch {there} in this environment runs on every GPU here (GPU 0 (9.0)): `install` keeps it" in sentence
@@ -348,10 +344,7 @@ def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_as
     build_mirror(tmp_path / "mirror", {"cu118": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
     python = _fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
-        subprocess.run(
-            [str(python), "-m", "pip", "install", f"torch=={there}", "--index-url", f"{url}/cu118"],
-            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
+        _pip_install(python, there, f"{url}/cu118", tmp_path)
         args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes"]
         kept = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
         assert kept.returncode == 0, kept.stderr

@@ -12,7 +12,6 @@ it where it serves; a server that ignores Range (Python's own http.server) leave
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.server
 import json
 import logging
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, cpuinfo_path
+from wheel_mirror import served, serving, write_pages
 
 werkzeug = pytest.importorskip("werkzeug", reason="werkzeug (the Range-honouring test server) is not installed")
 from werkzeug.serving import make_server  # noqa: E402
@@ -81,9 +81,7 @@ def build_indexes(root: Path, table: str = TABLE) -> None:
     for variant, cuda in (("cu134", "13.4"), ("cpu", None)):
         for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
             torch_wheel(root / "whl" / variant / "torch", "2.16.0", variant, tag, cuda, table)
-    for page in root.glob("**/torch"):
-        links = "".join(f'<a href="{w.name.replace("+", "%2B")}">{w.name}</a>\n' for w in sorted(page.glob("*.whl")))
-        (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+    write_pages(root.glob("**/torch"))
 
 
 @contextlib.contextmanager
@@ -116,30 +114,8 @@ def range_server(root: Path, sent: dict[str, int]) -> Iterator[str]:
         return response
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # its request log is not the test's output
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-
-
-@contextlib.contextmanager
-def plain_server(root: Path) -> Iterator[str]:
-    """Python's own http.server, which answers a Range request with the whole file (200)."""
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
+    with serving(make_server("127.0.0.1", 0, app, threaded=True)) as url:
+        yield url
 
 
 def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -185,7 +161,7 @@ def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(t
 
 def test_a_server_that_ignores_range_leaves_the_release_unjudged_and_said(tmp_path: Path) -> None:
     build_indexes(tmp_path / "www")
-    with plain_server(tmp_path / "www") as url:
+    with served(tmp_path / "www") as url:  # Python's own http.server: a Range asked for, the whole file sent
         done = _run(
             ["catalog", "wheels", "--refresh", "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path
         )

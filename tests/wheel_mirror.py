@@ -13,8 +13,9 @@ import html
 import http.server
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from packaging.tags import sys_tags
 
@@ -69,7 +70,12 @@ def build_mirror(root: Path, releases: dict[str, list[tuple[str, str]]], padding
             folder.mkdir(parents=True, exist_ok=True)
             make_wheel(folder, project, version, tag, padding)
             make_wheel(folder, project, version, decoy_tag)
-    for page_folder in root.glob("*/*"):
+    write_pages(root.glob("*/*"))
+
+
+def write_pages(folders: Iterable[Path]) -> None:
+    """Each folder's PEP 503 page (index.html): a link to each of its wheels."""
+    for page_folder in folders:
         links = "".join(
             f'<a href="{html.escape(wheel.name)}">{html.escape(wheel.name)}</a><br>\n'
             for wheel in sorted(page_folder.glob("*.whl"))
@@ -88,7 +94,13 @@ def served(root: Path) -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(server: Any) -> Iterator[str]:
+    """A server (http.server's, or werkzeug's) answering on a thread while the block runs: its root URL."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -142,7 +142,7 @@ def catalog_wheels(
 
 def _refresh(facts: Path | None, wheel_index: str | None, pypi: str | None) -> None:
     from pickvariant._base.text import visible
-    from pickvariant.commands.wheel_refresh import refresh_catalog
+    from pickvariant.commands.catalog import refresh_catalog
 
     done = refresh_catalog(facts, wheel_index, pypi)
     for line in done.said:

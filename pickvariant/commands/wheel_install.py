@@ -148,11 +148,11 @@ def _kept(
     would replace it) brings."""
     missing = [project for project in companions if present.get(project) is None]
     if _newer(chosen, there):
-        upgrade = "--upgrade installs {chosen}, a newer release"
+        upgrade = f"--upgrade installs {chosen}, a newer release"
     elif _newer(there, chosen):
-        upgrade = "{chosen} is an older release: --upgrade with --allow-downgrade installs it"
+        upgrade = f"{chosen} is an older release: --upgrade with --allow-downgrade installs it"
     else:
-        upgrade = "--upgrade installs {chosen}, the same release for another CUDA line"
+        upgrade = f"--upgrade installs {chosen}, the same release for another CUDA line"
     if missing:
         raise BadInput(
             f"--upgrade: torch {there} is kept; {', '.join(missing)} would come "
@@ -163,9 +163,9 @@ def _kept(
     if not judged:
         return (
             f"torch {there} here is not in the wheel catalog (whether it runs here is not known; `pickvariant verify` "
-            f"probes it): kept, nothing to install ({upgrade.format(chosen=chosen)})"
+            f"probes it): kept, nothing to install ({upgrade})"
         )
-    return f"torch {there} already runs {where}: nothing to install ({upgrade.format(chosen=chosen)})"
+    return f"torch {there} already runs {where}: nothing to install ({upgrade})"
 
 
 def _this_platform(platform: str, dry_run: bool) -> None:
