@@ -34,6 +34,7 @@ from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
 from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
+from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.flox.load import load_catalog, load_hardware
 
@@ -58,6 +59,12 @@ __all__ = [
     "recommend",
     "recommend_request",
 ]
+
+
+def read_catalog() -> Catalog:
+    """The recipes' catalog as PICKVARIANT_CATALOG (else the packaged one) names it now, read at each call: what a
+    command of the command line reads."""
+    return load_catalog()
 
 
 @functools.cache
@@ -174,10 +181,12 @@ def recommend(
         python=python_version,
         driver_cuda=driver_cuda,
     )
-    if settings.source(source, os.environ if env is None else env, "source") == "wheels":
+    chosen = registry.chosen(source, os.environ if env is None else env, "source")
+    if chosen.pipeline == "builds":
         if facts is not None or catalog is not None:
-            raise BadInput("source 'wheels': facts and catalog are the recipes' (the wheels read their own)")
-        return WheelRecommendation(decide_wheel(WheelAsk(request=request, python=python, wheel_index=wheel_index), env))
+            raise BadInput(f"source {chosen.name!r}: facts and catalog are the recipes' (its builds are its own)")
+        ask = WheelAsk(request=request, python=python, wheel_index=wheel_index, source=chosen.name)
+        return WheelRecommendation(decide_wheel(ask, env))
     return recommend_request(request, facts=facts, catalog=catalog, env=env)
 
 
@@ -224,6 +233,7 @@ class WheelAsk:
     described: bool = False
     # What named `python`: --python, or where install found the active one (VIRTUAL_ENV, CONDA_PREFIX, PATH).
     python_given_as: str = "--python"
+    source: str = "wheels"  # the source of prebuilt builds asked (sources/registry.py), by name
 
 
 def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
@@ -250,11 +260,11 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     from pickvariant._base.urls import public_url
     from pickvariant.rules.decision import WheelAnswer
     from pickvariant.rules.wheel_pick import pick_wheel
-    from pickvariant.sources.wheels.load import load_wheel_catalog
 
     environment_vars = os.environ if env is None else env
+    source = registry.named(ask.source)
     hardware = hardware_catalog()
-    wheels = load_wheel_catalog()
+    wheels = source.catalog()
     given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
     root = public_url(given_root)  # what is shown, printed and recorded: never a credential
     facts = gather_facts(
@@ -274,6 +284,7 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
         index_root=root,
         workload=request.workload,
         index_root_with_credentials=given_root if given_root != root else None,
+        source=source,
     )
 
 

@@ -678,13 +678,13 @@ def inject_faults() -> None:
     if mode.startswith("sleep:"):
         print("building...", flush=True)
         if os.environ.get("FAKE_FLOX_CHILD"):
-            # A builder that ignores SIGINT, as nix's daemon children may: stopping flox must stop it too.
+            # A builder that ignores SIGINT, as nix's daemon children may: stopping flox must stop it too. With
+            # FAKE_FLOX_CHILD_HONOURS_SIGINT=1 it stops at SIGINT, as most do (no escalation to wait out).
+            handler = (
+                "signal.default_int_handler" if os.environ.get("FAKE_FLOX_CHILD_HONOURS_SIGINT") else "signal.SIG_IGN"
+            )
             child = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)",
-                ]
+                [sys.executable, "-c", f"import signal, time; signal.signal(signal.SIGINT, {handler}); time.sleep(60)"]
             )
             Path(os.environ["FAKE_FLOX_CHILD"]).write_text(str(child.pid))
         time.sleep(float(mode.split(":")[1]))

@@ -721,10 +721,13 @@ def _as_from_a_shell() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
-    """A real signal to a real pickvariant process while the fake flox is installing."""
+def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals, *, child_ignores_sigint: bool) -> tuple[int, str]:
+    """A real signal to a real pickvariant process while the fake flox is installing; flox's own child ignores
+    SIGINT (pickvariant must wait out its grace and escalate) or stops at it."""
     project, manifest = _users_flox_environment(ctx)
     ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "sleep:30")
+    if not child_ignores_sigint:
+        ctx.monkeypatch.setenv("FAKE_FLOX_CHILD_HONOURS_SIGINT", "1")
     child_pid = ctx.tmp / "builder.pid"
     ctx.monkeypatch.setenv("FAKE_FLOX_CHILD", str(child_pid))
     process = subprocess.Popen(
@@ -750,14 +753,14 @@ def _signal_while_flox_runs(ctx: Ctx, sig: signal.Signals) -> tuple[int, str]:
 
 @row("ctrl-c")
 def _(ctx: Ctx) -> int:
-    code, err = _signal_while_flox_runs(ctx, signal.SIGINT)
+    code, err = _signal_while_flox_runs(ctx, signal.SIGINT, child_ignores_sigint=True)
     assert "interrupted" in err
     return code
 
 
 @row("sigterm")
 def _(ctx: Ctx) -> int:
-    code, err = _signal_while_flox_runs(ctx, signal.SIGTERM)
+    code, err = _signal_while_flox_runs(ctx, signal.SIGTERM, child_ignores_sigint=False)
     assert "terminated (SIGTERM)" in err
     return code
 
@@ -1092,7 +1095,14 @@ def _(ctx: Ctx) -> int:
 @row("ctrl-c-verify")
 def _(ctx: Ctx) -> int:
     child_pid = ctx.tmp / "probe-child.pid"
-    python = _fake_python(ctx, f"sleep 60 & echo $! > '{child_pid}'\nsleep 60")
+    # The probe's own child stops at SIGINT (a bash background job would ignore it, and waiting out pickvariant's
+    # grace for it is the ctrl-c row's case).
+    # It names itself once it honours SIGINT, so the interrupt never comes while it still ignores it.
+    child = (
+        f"'{sys.executable}' -c 'import os, pathlib, signal, time; signal.signal(signal.SIGINT, signal.default_int_handler);"
+        f' pathlib.Path("{child_pid}").write_text(str(os.getpid())); time.sleep(60)\''
+    )
+    python = _fake_python(ctx, f"{child} &\nsleep 60")
     process = subprocess.Popen(
         [sys.executable, "-m", "pickvariant", "verify", "--python", python],
         stdout=subprocess.PIPE,

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 
 class PickVariantError(Exception):
-    """Base class: an operation failed (exit 1)."""
+    """Base class: an operation failed (exit 1). `hint`, where given: what would help, kept apart from what went
+    wrong (as pip's errors carry theirs), so a program reads it as a field and the line shows it after a colon."""
 
     exit_code = 1
+
+    def __init__(self, *args: object, hint: str | None = None) -> None:
+        super().__init__(*args)
+        self.hint = hint
 
 
 class BadInput(PickVariantError):

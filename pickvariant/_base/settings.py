@@ -41,18 +41,6 @@ ALL = (
     INSTALLER,
     WHEEL_INDEX,
 )
-SOURCES = ("flox", "wheels")
-
-
-def source(stated: str | None, env: Mapping[str, str], flag: str = "--source") -> str:
-    """The source of builds asked for: the option, else PICKVARIANT_SOURCE, else flox; BadInput naming whichever
-    gave another value."""
-    given, value = (flag, stated) if stated is not None else (SOURCE, setting(env, SOURCE))
-    if value is None:
-        return "flox"
-    if value not in SOURCES:
-        raise BadInput(f"{given} {value!r:.40}: choose one of {', '.join(SOURCES)}")
-    return value
 
 
 def wheel_index(stated: str | None, env: Mapping[str, str], default: str) -> str:

@@ -108,6 +108,4 @@ def given_on_command_line(parameter: str) -> bool:
 
 
 def load_catalog() -> Catalog:
-    from pickvariant.sources.flox.load import load_catalog as load
-
-    return load()
+    return api.read_catalog()

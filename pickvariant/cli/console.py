@@ -28,7 +28,8 @@ INTERRUPTED = Interrupted.exit_code
 def error_line(error: PickVariantError) -> str:
     """The stderr line for an error: a failed operation may add its log's tail; anything else is one line."""
     # An operation's failure may add its log's tail, line by line; every line is shown with its control characters visible.
-    message = visible_lines(str(error)) if error.exit_code == 1 else visible(str(error))
+    said = f"{error}: {error.hint}" if error.hint else str(error)
+    message = visible_lines(said) if error.exit_code == 1 else visible(said)
     return f"pickvariant: {message}"
 
 

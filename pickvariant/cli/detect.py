@@ -9,12 +9,12 @@ from typing import Any
 import typer
 
 from pickvariant import api
-from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant.cli import console
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import decided, declared, exits_on_error, given_on_command_line, request_of
 from pickvariant.cli.typer_options import DetectFormat
+from pickvariant.sources import registry
 
 _WHEELS_ONLY = {"python": "--python", "wheel_index": "--wheel-index"}
 
@@ -27,8 +27,9 @@ def detect(**values: Any) -> None:
     if compact and not given_on_command_line("format"):
         output = DetectFormat.json  # --compact exists to feed plan: it implies JSON
     label = commandline.detect_label(values, os.environ, output.value)
-    if settings.source(values["source"], os.environ) == "wheels":
-        _detect_wheels(values, output, compact, label)
+    source = registry.chosen(values["source"], os.environ)
+    if source.pipeline == "builds":
+        _detect_wheels(values, output, compact, label, source.name)
         return
     for name, flag in _WHEELS_ONLY.items():
         if values[name] is not None:
@@ -58,14 +59,16 @@ def _detect_flox(values: dict[str, Any], output: DetectFormat, compact: bool, la
         raise api.no_variant_error(decision)
 
 
-def _detect_wheels(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None) -> None:
+def _detect_wheels(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None, source: str) -> None:
     import shutil
     import sys
 
     from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel, no_wheel_error, wheel_json_line
     from pickvariant.output import wheel_answer
 
-    ask = WheelAsk(request=request_of(values), python=values["python"], wheel_index=values["wheel_index"])
+    ask = WheelAsk(
+        request=request_of(values), python=values["python"], wheel_index=values["wheel_index"], source=source
+    )
     if output is DetectFormat.json:
         text, error = wheel_json_line(ask, compact, label)  # as entry's fast path prints it
         typer.echo(text)

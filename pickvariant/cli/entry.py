@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from pickvariant._base.request import Request
+    from pickvariant.commands.wheel_detect import WheelAsk
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,8 +50,9 @@ def _main(argv: list[str] | None) -> int:
 
     values = plainline.parse_plain_detect(args, ("json", "text"))
     wheels = values is not None and plainline.asks_wheels(values, os.environ)
+    builds = plainline.plain_builds_source(values, os.environ) if wheels and values is not None else None
     as_text = values is not None and values["format"] == "text"  # the wheels source's text answer needs no typer
-    if values is None or (wheels and not plainline.plain_wheels(values, os.environ)) or (as_text and not wheels):
+    if values is None or (wheels and builds is None) or (as_text and not wheels):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
@@ -60,8 +61,11 @@ def _main(argv: list[str] | None) -> int:
     try:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         request = commandline.request_from(values)
-        if wheels:
-            return _wheels_text(request, values) if as_text else _wheels_json(request, values, label)
+        if builds is not None:
+            from pickvariant.commands.wheel_detect import WheelAsk
+
+            ask = WheelAsk(request=request, python=values["python"], wheel_index=values["wheel_index"], source=builds)  # type: ignore[arg-type]
+            return _wheels_text(ask, bool(values["explain"])) if as_text else _wheels_json(ask, values, label)
         text, choice = console.detect_json(request, bool(values["compact"]), label)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -84,13 +88,12 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def _wheels_json(request: Request, values: Mapping[str, object], label: str | None) -> int:
-    """`detect --source wheels --format json` without typer, printed as the typer CLI prints it."""
+def _wheels_json(ask: WheelAsk, values: Mapping[str, object], label: str | None) -> int:
+    """`detect --source wheels --format json` (or another source of prebuilt builds) without typer, printed as the
+    typer CLI prints it."""
     from pickvariant.cli import console
-    from pickvariant.commands.wheel_detect import WheelAsk, wheel_json_line
+    from pickvariant.commands.wheel_detect import wheel_json_line
 
-    python, index = values["python"], values["wheel_index"]
-    ask = WheelAsk(request=request, python=python, wheel_index=index)  # type: ignore[arg-type]
     text, error = wheel_json_line(ask, bool(values["compact"]), label)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -100,18 +103,17 @@ def _wheels_json(request: Request, values: Mapping[str, object], label: str | No
     return 0
 
 
-def _wheels_text(request: Request, values: Mapping[str, object]) -> int:
+def _wheels_text(ask: WheelAsk, explain: bool) -> int:
     """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
     import shutil
 
     from pickvariant.cli import console
-    from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel, no_wheel_error
+    from pickvariant.commands.wheel_detect import decide_wheel, no_wheel_error
     from pickvariant.output.wheel_answer import wheel_text_lines
 
-    python, index = values["python"], values["wheel_index"]
-    answer = decide_wheel(WheelAsk(request=request, python=python, wheel_index=index))  # type: ignore[arg-type]
+    answer = decide_wheel(ask)
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
-    sys.stdout.write("\n".join(wheel_text_lines(answer, width, bool(values["explain"]))) + "\n")
+    sys.stdout.write("\n".join(wheel_text_lines(answer, width, explain)) + "\n")
     sys.stdout.flush()
     if answer.decision.build is None:
         error = no_wheel_error(answer)

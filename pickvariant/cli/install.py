@@ -19,6 +19,7 @@ from pickvariant._base.text import visible
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
+from pickvariant.sources import registry
 
 if TYPE_CHECKING:
     from pickvariant._base.request import Request
@@ -165,12 +166,12 @@ def install(
 
     if label is not None and plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
-    wheels = settings.source(source, os.environ) == "wheels"
+    prebuilt = (chosen := registry.chosen(source, os.environ)).pipeline == "builds"  # the one choice of source
     flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
     wheel_only = (installer, python, wheel_index, allow_downgrade or None, upgrade or None)
-    _check_source_options(wheels, flox_only, wheel_only, format is InstallFormat.json and not dry_run)
-    if wheels:
-        ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label)
+    _check_source_options(prebuilt, flox_only, wheel_only, format is InstallFormat.json and not dry_run)
+    if prebuilt:
+        ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label, chosen.name)
         _install_wheels(
             ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout,
             as_json=format is InstallFormat.json, assigned=assigned, allow_downgrade=allow_downgrade, upgrade=upgrade,
@@ -218,26 +219,25 @@ def _check_source_options(
 
 
 def _wheel_ask(
-    request: Request, python: str | None, wheel_index: str | None, plan: str | None, label: str | None
+    request: Request, python: str | None, wheel_index: str | None, plan: str | None, label: str | None, source: str
 ) -> tuple[WheelAsk, WheelAssignment | None]:
     """What to ask the wheel rules; with --plan, the node's assignment pinned, and nothing that would choose
     another wheel beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
     from pickvariant.commands import plan_install
     from pickvariant.commands.wheel_detect import WheelAsk
-    from pickvariant.sources.wheels.load import load_wheel_catalog
 
     if plan is None:
-        return WheelAsk(request=request, python=python, wheel_index=wheel_index), None
+        return WheelAsk(request=request, python=python, wheel_index=wheel_index, source=source), None
     pinned = [flag for flag, name in _CHOOSERS.items() if getattr(request, name, None)]
     if settings.setting(os.environ, settings.WITH) is not None:
         pinned.append(settings.WITH)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
-    assigned = plan_install.wheel_assignment(plan, label)
-    request = plan_install.wheel_pins(assigned, request, load_wheel_catalog())
+    assigned = plan_install.wheel_assignment(plan, label, source)
+    request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
     if wheel_index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
         wheel_index = assigned.index_root
-    return WheelAsk(request=request, python=python, wheel_index=wheel_index), assigned
+    return WheelAsk(request=request, python=python, wheel_index=wheel_index, source=source), assigned
 
 
 def _assigned(

@@ -23,15 +23,18 @@ def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     return named or settings.setting(env, settings.SOURCE) is not None
 
 
-def plain_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
-    """Is a plain detect line one of the wheels source that entry's fast path answers as the typer CLI would (the
-    source, named or by PICKVARIANT_SOURCE, is wheels and well-formed)? Anything else goes to the typer CLI."""
+def plain_builds_source(values: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """The source of prebuilt builds (wheels, or one registered) a plain detect line asks, named or by
+    PICKVARIANT_SOURCE, that entry's fast path answers as the typer CLI would; None for anything else (the typer CLI
+    answers it, or says what is wrong)."""
     from pickvariant._base.errors import BadInput
+    from pickvariant.sources import registry
 
     try:
-        return settings.source(values.get("source"), env) == "wheels"
+        chosen = registry.chosen(values.get("source"), env)
     except BadInput:
-        return False
+        return None
+    return chosen.name if chosen.pipeline == "builds" else None
 
 
 def parse_plain_detect(args: list[str], formats: tuple[str, ...] = ("json",)) -> dict[str, object] | None:

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
+from pickvariant.sources import registry
 
 
 class ReportFormat(StrEnum):
@@ -39,13 +39,16 @@ def report(
     from pickvariant.commands.report import report as reported
     from pickvariant.output import report as reporter
 
-    if settings.source(source, os.environ) == "wheels":
+    chosen = registry.chosen(source, os.environ)
+    if chosen.pipeline == "builds":
         from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
         from pickvariant.machine.facts import states_a_machine
 
         request = request_of(values)
         described = states_a_machine(request, os.environ)  # a stated machine needs its CPU, as for recipes
-        asked = WheelAsk(request=request, python=python, wheel_index=wheel_index, described=described)
+        asked = WheelAsk(
+            request=request, python=python, wheel_index=wheel_index, described=described, source=chosen.name
+        )
         data = reporter.build_wheel(decide_wheel(asked), described)
     else:
         if wheel_index is not None:

@@ -14,7 +14,12 @@ from pickvariant._base.urls import public_url
 from pickvariant.rules import cluster_input
 from pickvariant.rules import cluster_plan as planner
 from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
+from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.sources.registry import Source
 
 
 @keyword_record
@@ -42,8 +47,8 @@ def run(
     """`reading(size)`: a context manager giving the progress callback for reading the inputs (a bar on a terminal).
     `catalog` loads the recipes' catalog, read only for the Flox source (the wheels are judged by the hardware facts
     alone)."""
-    source = settings.source(options.source, os.environ)
-    if source != "wheels" and options.wheel_index is not None:
+    source = registry.chosen(options.source, os.environ)
+    if source.pipeline != "builds" and options.wheel_index is not None:
         raise BadInput("--wheel-index: only with --source wheels")
     org, given_as = options.org, "--org"
     if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
@@ -56,21 +61,20 @@ def run(
     with reading(cluster_input.input_size(inputs, stdin)) as on_progress:
         read = cluster_input.read_inputs(inputs, stdin, on_progress)
     request = request.with_environment(os.environ)
-    if source == "wheels":
+    if source.pipeline == "builds":
         from pickvariant.api import hardware_catalog
 
-        return PlannedCluster(result=_wheel_plan(read, hardware_catalog(), request, options), org=org)
+        return PlannedCluster(result=_wheel_plan(read, hardware_catalog(), request, options, source), org=org)
     result = planner.make_cluster_plan(read, catalog(), request, options.max_variants)
     return PlannedCluster(result=result, org=org)
 
 
 def _wheel_plan(
-    read: cluster_input.Inputs, hardware: Catalog, request: Request, options: ClusterPlanOptions
+    read: cluster_input.Inputs, hardware: Catalog, request: Request, options: ClusterPlanOptions, source: Source
 ) -> WheelClusterPlan:
     from pickvariant.rules.wheel_cluster_plan import make_wheel_cluster_plan
-    from pickvariant.sources.wheels.load import load_wheel_catalog
 
-    wheels = load_wheel_catalog()
+    wheels = source.catalog()
     # The plan travels to every node: its index carries no credential (each node's pip takes them from its netrc).
     root = public_url(settings.wheel_index(options.wheel_index, os.environ, wheels.index_root))
-    return make_wheel_cluster_plan(read, hardware, wheels, request, options.max_variants, root)
+    return make_wheel_cluster_plan(read, hardware, wheels, request, options.max_variants, root, source.name)

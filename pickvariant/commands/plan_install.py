@@ -88,10 +88,10 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
     """This node's package and branch from the plan; BadInput (exit 2) or NoVariant (exit 3) where there is none
     to install here, naming the plan, the label and what is wrong."""
     document = read_plan(plan_path)
-    if document.source == "wheels":
+    if document.prebuilt:
         raise BadInput(
-            f"plan {visible(plan_path)} is a plan of PyTorch's wheels: install it with --source wheels "
-            "(or PICKVARIANT_SOURCE=wheels)"
+            f"plan {visible(plan_path)} is a plan of prebuilt builds: install it with --source {document.source} "
+            f"(or PICKVARIANT_SOURCE={document.source})"
         )
     _check_catalog(document, catalog)
     name, node = _this_node(document, label, "variant")
@@ -129,12 +129,17 @@ class WheelAssignment:
         return f"assigned to node {self.label} by plan {self.plan}"
 
 
-def wheel_assignment(plan_path: str, label: str | None) -> WheelAssignment:
-    """This node's wheel from a plan of PyTorch's wheels; BadInput or NoVariant where there is none to install."""
+def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") -> WheelAssignment:
+    """This node's wheel from a plan of prebuilt builds of `source` (PyTorch's wheels by default); BadInput or
+    NoVariant where there is none to install."""
     document = read_plan(plan_path)
     shown = visible(plan_path)
-    if document.source != "wheels":
-        raise BadInput(f"plan {shown} is a plan of Flox builds: install it without --source wheels")
+    if not document.prebuilt:
+        raise BadInput(f"plan {shown} is a plan of Flox builds: install it without --source {source}")
+    if document.source != source:
+        raise BadInput(
+            f"plan {shown} is a plan of source {document.source}: install it with --source {document.source}"
+        )
     name, node = _this_node(document, label, "wheel")
     assert node.package is not None and node.branch is not None and node.platform is not None
     if node.profile is None:

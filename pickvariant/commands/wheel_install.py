@@ -248,7 +248,7 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
 def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
     decision = plan.answer.decision
     return {
-        "source": "wheels",
+        "source": plan.answer.source.name,
         "installer": plan.installer,
         "interpreter": plan.interpreter,
         "argv": list(plan.argv),

@@ -12,8 +12,7 @@ from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.rules.cluster_input import BadLine
 from pickvariant.rules.cluster_plan import ClusterPlan, Solution, builds
 from pickvariant.rules.sets import relation
-from pickvariant.sources.build import Variant
-from pickvariant.sources.flox.generated import GENERATED_BY
+from pickvariant.sources.build import GENERATED_BY, Variant
 
 
 def grouped_labels(

@@ -201,7 +201,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 def _recommendation(rec: dict[str, Any] | None, source: str | None) -> str:
     code = markdown_code
-    if source == "wheels":
+    if source not in (None, "flox"):  # a source of prebuilt builds: its requirement lines and index
         if not rec:
             return "- Recommendation: none (no compatible wheel)"
         where = code(rec["index_url"]) if rec.get("index_url") else "PyPI (its own build)"

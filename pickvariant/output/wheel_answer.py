@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 ALTERNATIVES_SHOWN = 3
 
 
-def recommendation_json(decision: WheelDecision) -> dict[str, Any] | None:
+def recommendation_json(decision: WheelDecision, source: str) -> dict[str, Any] | None:
     build = decision.build
     if build is None:
         return None
     return {
-        "source": "wheels",
+        "source": source,
         "torch": build.local,
         "release": build.torch,
         "variant": build.variant,
@@ -55,10 +55,10 @@ def wheel_json(answer: WheelAnswer) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "pickvariant": __version__,
-        "source": "wheels",
+        "source": answer.source.name,
         "hardware": hardware_json(answer.facts),
         "catalog": {"facts_compiled": answer.wheels.facts_compiled, "index_root": answer.index_root},
-        "recommendation": recommendation_json(decision),
+        "recommendation": recommendation_json(decision, answer.source.name),
         "environment": None
         if environment is None
         else {
@@ -105,7 +105,7 @@ def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = 
     lines += section("Why", [visible(reason) for reason in reasons], width)
     if decision.hints:
         lines += section("What would help", [visible(hint) for hint in decision.hints], width)
-    lines += _alternatives(decision, width, every_alternative)
+    lines += _alternatives(decision, width, every_alternative, answer.source.flag)
     if every_alternative and decision.left_out:
         lines += section(
             "Not judged (left out of the wheel catalog)", [visible(row) for row in decision.left_out], width
@@ -121,16 +121,16 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
         return ["No compatible wheel (why, and what would help, below)"]
     torch = build.torch if decision.from_pypi else build.local  # PyPI's versions carry no local label
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
-    where = "PyPI's own build" if decision.from_pypi else f"PyTorch's {visible(build.variant)} index"
+    where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher} {visible(build.variant)} index"
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
     cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
     lines += command_lines("  install it: ", install_words(answer), width)
-    lines += wrapped("or: pickvariant install --source wheels (plans, asks, installs, verifies)", width, "  ")
+    lines += wrapped(f"or: pickvariant install {answer.source.flag} (plans, asks, installs, verifies)", width, "  ")
     return lines
 
 
-def _alternatives(decision: WheelDecision, width: int, every: bool) -> list[str]:
+def _alternatives(decision: WheelDecision, width: int, every: bool, flag: str) -> list[str]:
     if decision.build is None or every:
         shown = list(decision.rejected)
         title = "Not chosen" if decision.build is None else "Every alternative"
@@ -144,7 +144,7 @@ def _alternatives(decision: WheelDecision, width: int, every: bool) -> list[str]
     lines = section(title, [visible(f"{wording.choice(r)}: {wording.why(r)}") for r in shown], width) if shown else []
     left = len(decision.rejected) - len(shown)
     if left:
-        lines += wrapped(f"{left} more, each with why: pickvariant detect --source wheels --explain", width, "")
+        lines += wrapped(f"{left} more, each with why: pickvariant detect {flag} --explain", width, "")
     return lines
 
 

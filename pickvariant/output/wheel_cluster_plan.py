@@ -42,7 +42,7 @@ def _build_json(plan: WheelClusterPlan, build: WheelBuild, count: int) -> dict[s
 def wheel_cluster_plan_json(plan: WheelClusterPlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "source": "wheels",
+        "source": plan.source,
         "index_root": plan.index_root,
         "builds": [_build_json(plan, build, count) for build, count, _ in plan.builds],
         "nodes": [

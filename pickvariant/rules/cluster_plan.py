@@ -347,7 +347,7 @@ def _sets(
 def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, str]]:
     """What to build and publish for one chosen variant, (repository or None for the build repository, branch,
     package): exactly the packages its set installs (sets.shape), or the variant alone without --with. A generated
-    companion's repository is sources/flox/generated.py GENERATED_BY: its recipe is made by `pickvariant recipe --with`."""
+    companion's repository is sources/build.py GENERATED_BY: its recipe is made by `pickvariant recipe --with`."""
     key = (variant.branch, variant.package)
     found = plan.shapes.get(key)
     if found is None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pickvariant.machine.environment import PythonEnvironment
     from pickvariant.machine.facts import HostFacts
     from pickvariant.sources.build import Catalog
+    from pickvariant.sources.registry import Source
     from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
 
     SetRefusalCause = Literal["missing", "two_torches", "not_generated", "aligned"]
@@ -183,6 +184,7 @@ class WheelAnswer:
     environment: PythonEnvironment | None
     index_root: str  # as shown, printed and recorded: without credentials
     workload: str
+    source: Source  # the source whose builds these are (sources/registry.py)
     # The root as given, where it carries credentials (user:password@): only the installer run and the requirements
     # and pyproject outputs (which need it to work) see it; None where it carries none.
     index_root_with_credentials: str | None = None

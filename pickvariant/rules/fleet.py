@@ -238,7 +238,7 @@ def _file_node(where: str, planned: Collection[str]) -> str | None:
 
 def fleet_verdict(plan: PlanDocument, gathered: Gathered) -> FleetVerdict:
     planned = {node.label for node in plan.nodes}
-    wheels = plan.source == "wheels"
+    wheels = plan.prebuilt
     results = [_judge(node, gathered.by_label.get(node.label, ()), wheels) for node in plan.nodes]
     judged, spreads = _slow(results)
     return FleetVerdict(

@@ -44,8 +44,13 @@ class PlanDocument:
     # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it;
     # a wheel plan's: (variant, torch) -> (project, version).
     sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
-    source: str = "flox"
+    source: str = "flox"  # the source it was planned from: flox, wheels, or one registered (sources/registry.py)
     index_root: str | None = None  # a wheel plan's: the root of the indexes its wheels come from
+
+    @property
+    def prebuilt(self) -> bool:
+        """A plan of prebuilt builds (wheels, or a registered source's), in wheel-cluster-plan.schema.json's shape."""
+        return self.source != "flox"
 
     def by_label(self) -> dict[str, list[PlannedNode]]:
         found: dict[str, list[PlannedNode]] = {}
@@ -63,32 +68,32 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         raise BadInput(f"plan {shown}: not JSON ({error!s:.120})") from None
     except MemoryError:
         raise BadInput(f"plan {shown}: too large to read in this machine's memory") from None
-    wheels = isinstance(document, dict) and document.get("source") == "wheels"
+    # A plan of Flox builds may name no source (plans written before there was another).
+    wheels = isinstance(document, dict) and document.get("source", "flox") != "flox"
     try:
         validate(document, load_schema(WHEEL_SCHEMA if wheels else SCHEMA))
     except SchemaError as error:
         raise BadInput(
             f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(without_credentials(str(error)))})"
         ) from None
-    source = "wheels" if wheels else "flox"
     return PlanDocument(
         where=where,
         catalog=MappingProxyType(dict(document["catalog"])),
-        nodes=_nodes(document, shown, source),
-        sets=MappingProxyType(_sets(document, source)),
-        source=source,
+        nodes=_nodes(document, shown, wheels),
+        sets=MappingProxyType(_sets(document, wheels)),
+        source=document.get("source", "flox"),
         index_root=document.get("index_root") if wheels else None,
     )
 
 
-# Each source's names for a node's build, in its plan: the build, its branch or index, and (wheels) its platform.
-_FIELDS = {"flox": ("package", "branch", None), "wheels": ("torch", "variant", "platform")}
+# The names for a node's build in a plan: the build, its branch or index, and (prebuilt builds) its platform.
+_FIELDS = {False: ("package", "branch", None), True: ("torch", "variant", "platform")}
 
 
-def _nodes(document: Mapping[str, Any], shown: str, source: str) -> tuple[PlannedNode, ...]:
+def _nodes(document: Mapping[str, Any], shown: str, prebuilt: bool) -> tuple[PlannedNode, ...]:
     """Every node of a plan checked against its schema, as PlannedNodes: a wheel plan's torch as `package` and its
     index as `branch`, so that install --plan and fleet judge both by the same two fields."""
-    name, branch, platform = _FIELDS[source]
+    name, branch, platform = _FIELDS[prebuilt]
     nodes = []
     for entry in document["nodes"]:
         fields = [key for key in (name, branch, platform) if key is not None]
@@ -110,9 +115,9 @@ def _nodes(document: Mapping[str, Any], shown: str, source: str) -> tuple[Planne
     return tuple(nodes)
 
 
-def _sets(document: Mapping[str, Any], source: str) -> dict[tuple[str, str], tuple[tuple[str, str], ...]]:
+def _sets(document: Mapping[str, Any], prebuilt: bool) -> dict[tuple[str, str], tuple[tuple[str, str], ...]]:
     """Made with --with: each build's companions, installed with it (Flox: packages; wheels: released versions)."""
-    if source == "wheels":
+    if prebuilt:
         return {
             (build["variant"], build["torch"]): tuple((c["project"], c["version"]) for c in build["companions"])
             for build in document["builds"]

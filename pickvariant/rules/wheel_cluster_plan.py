@@ -64,6 +64,7 @@ class WheelClusterPlan:
     profile_of: tuple[int, ...] = ()
     fingerprints: tuple[dict[str, Any] | None, ...] = ()
     catalog: dict[str, str] | None = None  # the wheel facts it was made from (wheels_identity)
+    source: str = "wheels"  # the source of prebuilt builds it was planned from (sources/registry.py)
 
     def index_url(self, build: WheelBuild) -> str:
         return f"{self.index_root}/{build.variant}"
@@ -113,6 +114,7 @@ def make_wheel_cluster_plan(
     options: Request,
     max_variants: int | None,
     index_root: str,
+    source: str = "wheels",
 ) -> WheelClusterPlan:
     """The cluster's plan among the wheels: every profile decided, the fewest wheel builds solved for."""
     check_inputs(inputs, max_variants)
@@ -139,6 +141,7 @@ def make_wheel_cluster_plan(
     order = sorted(solution.chosen, key=lambda b: (-served[b], wheels.builds[b].platform, wheels.builds[b].local))
     chosen_builds = tuple((wheels.builds[b], served[b], tuple(sorted(covers[b]))) for b in order)
     return WheelClusterPlan(
+        source=source,
         builds=chosen_builds,
         companions={
             build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))

@@ -101,6 +101,9 @@ def checked_identifier(name: str, what: str) -> str:
 
 
 MPS = "mps"
+# The repository a companion generated on a variant's own recipe names (sources/flox/generated.py makes them; the
+# plan's wording names them apart from published ones).
+GENERATED_BY = "pickvariant (generated on the variant's recipe)"
 
 
 def _grouped(variants: Iterable[Variant], key: Callable[[Variant], K]) -> Mapping[K, tuple[Variant, ...]]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant.sources.build import Companion, Variant, checked_package
+from pickvariant.sources.build import GENERATED_BY, Companion, Variant, checked_package
 from pickvariant.sources.flox.rows import DATA_DIR
 
 TYPE_CHECKING = False
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     GpuKind = Literal["cuda", "none", "mps"]
 
 DATA = DATA_DIR / "generated-companions.json"
-GENERATED_BY = "pickvariant (generated on the variant's recipe)"
 _GPU_KINDS = frozenset({"cuda", "none", "mps"})
 _TORCH_BY = frozenset({"override", "package_overrides"})
 

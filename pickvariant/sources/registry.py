@@ -1,0 +1,94 @@
+"""The sources of builds by name, each a Source chosen once from `--source` (else PICKVARIANT_SOURCE, else flox).
+
+A Source says which stages walk its builds and where its catalog comes from:
+
+- pipeline "recipes": a catalog of Flox variants on release branches (sources/build.py's Catalog), walked by
+  rules/pick.py. Its catalog is loaded where the command is (PICKVARIANT_CATALOG, --catalog).
+- pipeline "builds": a catalog of prebuilt builds (sources/wheel_build.py's WheelBuild: many GPU architectures as
+  SASS and PTX, no CPU instruction set, an index to install from), walked by rules/wheel_pick.py. `builds` loads it.
+
+The two built in (flox, wheels) are named here by module, as a plug-in is: this module imports neither, so the
+rules, the commands and the command line reach a source only through the Source chosen. A program that imports
+pickvariant adds its own with `register()`; every command then answers `--source NAME` with it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import keyword_record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Literal
+
+    from pickvariant.sources.wheel_build import WheelCatalog
+
+    Pipeline = Literal["recipes", "builds"]
+
+DEFAULT = "flox"
+# Built-in sources: name -> the module whose SOURCE it is (imported when that source is asked for).
+_BUILT_IN = {"flox": "pickvariant.sources.flox.plugin", "wheels": "pickvariant.sources.wheels.plugin"}
+_REGISTERED: dict[str, Source] = {}
+# A name is printed in commands people paste and written into plans: letters, digits and dashes only.
+_NAME = r"[a-z][a-z0-9-]{0,31}"
+
+
+@keyword_record
+class Source:
+    name: str
+    summary: str  # what it is, for --source's help: "PyTorch's own indexes, for pip and uv"
+    pipeline: Pipeline
+    # For pipeline "builds": its catalog of builds (read only when asked for).
+    builds: Callable[[], WheelCatalog] | None = None
+    # Whose indexes its builds are on, as the answer says it ("PyTorch's cu126 index").
+    publisher: str = "PyTorch's"
+
+    @property
+    def flag(self) -> str:
+        """How a command line names it: `--source wheels`."""
+        return f"--source {self.name}"
+
+    def catalog(self) -> WheelCatalog:
+        if self.builds is None:
+            raise BadInput(f"{self.flag}: a source of recipes has no catalog of prebuilt builds")
+        return self.builds()
+
+
+def register(source: Source) -> None:
+    """Make `source` answer `--source NAME` (and PICKVARIANT_SOURCE, plans naming it) in this process."""
+    if not re.fullmatch(_NAME, source.name) or source.name in _BUILT_IN:
+        raise ValueError(f"source name {source.name!r}: lower-case letters, digits and dashes, not a built-in one")
+    if source.pipeline not in ("recipes", "builds") or (source.pipeline == "builds") != (source.builds is not None):
+        raise ValueError(f"source {source.name!r}: pipeline 'builds' takes a catalog of builds, 'recipes' none")
+    _REGISTERED[source.name] = source
+
+
+def unregister(name: str) -> None:
+    _REGISTERED.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    """Every source a command may name: the built-in ones first, then those registered, in order."""
+    return (*_BUILT_IN, *_REGISTERED)
+
+
+def named(name: str, given: str = "--source") -> Source:
+    """The source called `name`, or BadInput naming `given` (the flag, variable or file that said it)."""
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name not in _BUILT_IN:
+        raise BadInput(f"{given} {name!r:.40}", hint=f"choose one of {', '.join(names())}")
+    source: Source = importlib.import_module(_BUILT_IN[name]).SOURCE
+    return source
+
+
+def chosen(stated: str | None, env: Mapping[str, str], flag: str = "--source") -> Source:
+    """The source asked for: the option, else PICKVARIANT_SOURCE, else flox; BadInput naming whichever gave a
+    name no source has."""
+    given, value = (flag, stated) if stated is not None else (settings.SOURCE, settings.setting(env, settings.SOURCE))
+    return named(DEFAULT if value is None else value, given)

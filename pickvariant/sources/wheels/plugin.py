@@ -1,0 +1,18 @@
+"""PyTorch's own wheels as the registry names them: prebuilt builds on PyPI and PyTorch's indexes."""
+
+from __future__ import annotations
+
+from pickvariant.sources.registry import Source
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.sources.wheel_build import WheelCatalog
+
+
+def _catalog() -> WheelCatalog:
+    from pickvariant.sources.wheels.load import load_wheel_catalog
+
+    return load_wheel_catalog()
+
+
+SOURCE = Source(name="wheels", summary="PyTorch's own wheels, for pip and uv", pipeline="builds", builds=_catalog)

@@ -1,0 +1,126 @@
+"""Issue 52: a third source of builds plugs in with no edit to rules/, commands/, output/ or cli/.
+
+The source below (an organisation's own wheel builds on its own index, as a site that builds torch itself publishes
+them) is registered at run time, as a program that imports pickvariant would; detect, install --dry-run, plan and
+report then answer `--source acme` through the same stages, words and documents as the built-in sources. The
+expected answers come from the source's own rows and the hardware facts: sm90 runs its SASS for 9.0, sm61 has none
+(and no PTX at or below 6.1), a driver older than the CUDA line's floor refuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import cli_runner, cpuinfo_path
+from test_plan import detect_line
+
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant.cli.main import app
+from pickvariant.sources import registry
+from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog
+
+runner = cli_runner()
+HASWELL = cpuinfo_path("linux-rhel7-haswell")
+ROOT = "https://wheels.acme.example/torch"
+H100 = ["--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "570.86.10"]
+GTX_1080 = ["--cpuinfo", str(HASWELL), "--gpu", "6.1", "--driver", "570.86.10"]
+
+
+def _build(variant: str, sass: tuple[str, ...], cuda: str | None, driver: str | None) -> WheelBuild:
+    return WheelBuild(
+        torch="2.14.1",
+        variant=variant,
+        platform="linux-x86_64",
+        python=("cp311", "cp312", "cp313"),
+        sass=tuple(parse_compute_capability(cc) for cc in sass),
+        ptx=(),
+        ptx_known=True,
+        cuda=cuda,
+        min_driver=parse_driver_version(driver) if driver else None,
+        pypi=False,
+        sources=("acme build log 2026-11",),
+    )
+
+
+ACME = WheelCatalog(
+    builds=(_build("acme128", ("8.0", "9.0"), "12.8", "525.60.13"), _build("cpu", (), None, None)),
+    left_out=(),
+    companions={},
+    index_root=ROOT,
+    facts_compiled="2026-11-20",
+    sources={},
+)
+
+
+@pytest.fixture(autouse=True)
+def acme():
+    registry.register(
+        registry.Source(
+            name="acme", summary="Acme's own builds", pipeline="builds", builds=lambda: ACME, publisher="Acme's"
+        )
+    )
+    yield
+    registry.unregister("acme")
+
+
+def _detect(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["detect", "--source", "acme", "--format", "json", "--python-version", "3.12", *args])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_detect_answers_from_the_registered_source_and_its_words_name_it() -> None:
+    code, answer = _detect(*H100)
+    assert code == 0 and answer["source"] == "acme"
+    assert answer["recommendation"]["torch"] == "2.14.1+acme128"
+    assert answer["recommendation"]["index_url"] == f"{ROOT}/acme128"
+    text = runner.invoke(app, ["detect", "--source", "acme", "--python-version", "3.12", *H100]).stdout
+    assert "(Acme's acme128 index)" in text and "pickvariant install --source acme" in text
+    # A GPU none of its builds has kernels for: no answer, exit 3, and the CPU build named as what would help.
+    code, answer = _detect(*GTX_1080)
+    assert code == 3 and answer["recommendation"] is None
+    assert any("6.1" in reason for reason in answer["reasons"])
+    # A driver below the CUDA line's floor refuses the CUDA build.
+    code, answer = _detect("--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "470.256.02")
+    assert code == 3 and any("525.60.13" in reason for reason in answer["reasons"])
+
+
+def test_an_unknown_source_is_one_line_naming_every_registered_one(monkeypatch) -> None:
+    monkeypatch.setenv("PICKVARIANT_SOURCE", "nosuch")
+    result = runner.invoke(app, ["detect", "--format", "json", *H100])
+    assert result.exit_code == 2
+    assert "PICKVARIANT_SOURCE 'nosuch': choose one of flox, wheels, acme" in result.stderr
+
+
+def test_install_dry_run_plans_the_sources_wheel_from_its_index(tmp_path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True)
+    python = str(tmp_path / "env" / "bin" / "python")
+    args = ["install", "--source", "acme", "--python", python, "--dry-run", "--format", "json", *H100]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["source"] == "acme" and plan["torch"] == "2.14.1+acme128"
+    assert "torch==2.14.1+acme128" in plan["argv"] and f"{ROOT}/acme128" in plan["argv"]
+
+
+def test_plan_and_install_plan_and_report_carry_the_source(tmp_path) -> None:
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text(detect_line("h100", HASWELL, ["9.0"], "570.86.10") + detect_line("cpu", HASWELL, [], None))
+    result = runner.invoke(
+        app, ["plan", str(cluster), "--source", "acme", "--format", "json", "--python-version", "3.12"]
+    )
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["source"] == "acme"
+    assert {node["label"]: node["torch"] for node in plan["nodes"]} == {"h100": "2.14.1+acme128", "cpu": "2.14.1+cpu"}
+    (tmp_path / "plan.json").write_text(result.stdout)
+    # The plan names its source: the wheels source refuses it, naming the one that made it.
+    other = runner.invoke(app, ["install", "--source", "wheels", "--plan", str(tmp_path / "plan.json"), "--dry-run"])
+    assert other.exit_code == 2 and "install it with --source acme" in other.stderr
+    report = runner.invoke(app, ["report", "--source", "acme", "--format", "json", "--python-version", "3.12", *H100])
+    assert report.exit_code == 0, report.output
+    data = json.loads(report.stdout)
+    assert data["source"] == "acme" and data["recommendation"]["torch"] == "2.14.1+acme128"
+    assert data["described"] is True
