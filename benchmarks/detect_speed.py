@@ -164,9 +164,10 @@ def main() -> int:
         # The wheels source's answer (issue 52: the fast path whatever the source), its environment read or not.
         "detect --source wheels --format json": ([*detect, "--source", "wheels"], ENV),
         "detect --source wheels --format json --python PY": ([*detect, "--source", "wheels", "--python", PY], ENV),
-        # The text answers: the wheels source's without typer (entry's fast path), the recipes' through typer and rich.
+        # The text answers, both on entry's fast path (no typer, no rich); --explain's tree is the typer CLI's.
         "detect --source wheels (text)": ([*detect[:-2], "--source", "wheels"], ENV),
-        "detect (text, recipes: typer and rich)": (detect[:-2], ENV),
+        "detect (text, recipes)": (detect[:-2], ENV),
+        "detect --explain (text, recipes: typer and rich)": ([*detect[:-2], "--explain"], ENV),
     }
     if args.compare:
         compared = {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [args.compare, ENV.get("PYTHONPATH")]))}
@@ -200,9 +201,12 @@ def main() -> int:
     print(f"  ratio pickvariant / archspec:                             {ours / baseline:5.2f}  (target <= 1.00)")
     print(f"  ratio without interpreter start:                          {(ours - empty) / (baseline - empty):5.2f}")
     print(f"  ratio wheels source / archspec:                           {wheels / baseline:5.2f}  (target <= 1.00)")
-    wheels_text = rows["detect --source wheels (text)"]
+    wheels_text, recipes_text = rows["detect --source wheels (text)"], rows["detect (text, recipes)"]
     print(
         f"  ratio wheels source, text answer / archspec:              {wheels_text / baseline:5.2f}  (target <= 1.00)"
+    )
+    print(
+        f"  ratio recipes, text answer / archspec:                    {recipes_text / baseline:5.2f}  (target <= 1.00)"
     )
     in_process = median_json({"ours": IN_PROCESS_OURS, "archspec": IN_PROCESS_ARCHSPEC}, min(args.runs, 15))
     in_ours, in_archspec = in_process["ours"], in_process["archspec"]

@@ -48,6 +48,12 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[name] = path
     # hypothesis keeps what it learns of the code (.hypothesis/constants) in the working folder unless told.
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(root, "hypothesis")
+    # A run started in the background of a script (`cmd &`) inherits SIGINT ignored, and every process it starts would
+    # too: Ctrl-C could then never reach the pickvariant the tests stop. The tests stand where a shell starts a command.
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

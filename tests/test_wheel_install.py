@@ -146,6 +146,22 @@ def test_pip_installs_the_chosen_wheel_from_the_mirror_and_the_dry_run_installs_
     assert _installed(python, "torchvision") == f"{chosen['companions'][0]['version']}+{chosen['variant']}"
 
 
+def test_a_real_install_with_format_json_prints_one_line_of_what_it_installed(tmp_path, chosen, mirror) -> None:
+    """The one install flow (commands/install.run) for every source: a real wheel install with --format json says,
+    on one line, its plan, that it installed, its log and its verdict; the installer's progress goes to stderr."""
+    python = _fresh_venv(tmp_path / "venv")
+    args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", mirror, *GTX_1080]
+    asked = _pickvariant([*args, "--format", "json", "--no-verify"], _env(tmp_path), tmp_path)
+    assert asked.returncode == 2 and "pass --yes" in asked.stderr  # JSON asks nothing
+    assert _installed(python, "torch") is None
+    done = _pickvariant([*args, "--format", "json", "--yes", "--no-verify"], _env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout)
+    assert done.stdout.count("\n") == 1 and line["installed"] is True and line["verdict"] is None
+    assert line["torch"] == chosen["torch"] == _installed(python, "torch")
+    assert Path(line["log"]).is_file() and "Successfully installed torch" in done.stderr
+
+
 def test_uv_installs_the_chosen_wheel_and_verify_then_runs_against_it(tmp_path, chosen, mirror) -> None:
     try:
         from uv import find_uv_bin

@@ -1,8 +1,9 @@
 """The console entry point: `detect --format json` without typer, every other command line through it.
 
-`pickvariant detect --format json` with well-formed options is answered through pickvariant.api (or, for
-`--source wheels`, through commands/wheel_detect.wheel_json_line, which the typer CLI prints too; the wheels
-source's text answer too, through output/wheel_answer.wheel_text_lines) without importing typer, click or rich: importing them costs more than detecting and deciding
+`pickvariant detect --format json`, and the text answer, with well-formed options are answered through
+pickvariant.api (for a source of prebuilt builds, through commands/wheel_detect.wheel_json_line and
+output/wheel_answer.wheel_text_lines; for the recipes' text, output/terminal's plain answer: what the typer CLI
+prints too) without importing typer, click or rich: importing them costs more than detecting and deciding
 (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
 built from (options.py); every other command line, including every malformed one and every
 --help, goes to the typer app (main.py), which alone owns usage errors and help text.
@@ -20,6 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pickvariant._base.request import Request
     from pickvariant.commands.wheel_detect import WheelAsk
 
 
@@ -51,8 +53,9 @@ def _main(argv: list[str] | None) -> int:
     values = plainline.parse_plain_detect(args, ("json", "text"))
     wheels = values is not None and plainline.asks_wheels(values, os.environ)
     builds = plainline.plain_builds_source(values, os.environ) if wheels and values is not None else None
-    as_text = values is not None and values["format"] == "text"  # the wheels source's text answer needs no typer
-    if values is None or (wheels and builds is None) or (as_text and not wheels):
+    # The text answer needs no typer either (the recipes' --explain tree is rich's: the typer CLI draws it).
+    as_text = values is not None and values["format"] == "text"
+    if values is None or (wheels and builds is None) or (as_text and not wheels and values["explain"]):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
@@ -66,6 +69,8 @@ def _main(argv: list[str] | None) -> int:
 
             ask = WheelAsk(request=request, python=values["python"], wheel_index=values["wheel_index"], source=builds)  # type: ignore[arg-type]
             return _wheels_text(ask, bool(values["explain"])) if as_text else _wheels_json(ask, values, label)
+        if as_text:
+            return _recipes_text(request)
         text, choice = console.detect_json(request, bool(values["compact"]), label)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -84,6 +89,22 @@ def _main(argv: list[str] | None) -> int:
         return code
     if choice.variant is None:
         print(console.error_line(choice.no_variant_error()), file=sys.stderr)
+        return 3
+    return 0
+
+
+def _recipes_text(request: Request) -> int:
+    """`detect` (text, without --explain) of the recipes without typer or rich, printed as the typer CLI prints it
+    (cli/detect.py, through output/terminal's answer, which draws with no rich)."""
+    from pickvariant import api
+    from pickvariant.cli import console
+    from pickvariant.output.terminal import print_decision
+
+    choice = api.recommend_request(request)
+    print_decision(choice.facts, choice.decision, choice.catalog, choice.workload)
+    sys.stdout.flush()
+    if choice.decision.variant is None:
+        print(console.error_line(api.no_variant_error(choice.decision)), file=sys.stderr)
         return 3
     return 0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from enum import StrEnum
@@ -15,7 +14,6 @@ import typer
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
-from pickvariant._base.text import visible
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
@@ -23,7 +21,7 @@ from pickvariant.sources import registry
 
 if TYPE_CHECKING:
     from pickvariant._base.request import Request
-    from pickvariant.commands.install import InstallOptions, Prepared
+    from pickvariant.commands.install import Installation, InstallOptions
     from pickvariant.commands.plan_install import WheelAssignment
     from pickvariant.commands.wheel_detect import WheelAsk
 
@@ -169,7 +167,7 @@ def install(
     prebuilt = (chosen := registry.chosen(source, os.environ)).pipeline == "builds"  # the one choice of source
     flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
     wheel_only = (installer, python, wheel_index, allow_downgrade or None, upgrade or None)
-    _check_source_options(prebuilt, flox_only, wheel_only, format is InstallFormat.json and not dry_run)
+    _check_source_options(prebuilt, flox_only, wheel_only)
     if prebuilt:
         ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label, chosen.name)
         _install_wheels(
@@ -201,9 +199,7 @@ def install(
 _WHEEL_FLAGS = ("--installer", "--python", "--wheel-index", "--allow-downgrade", "--upgrade")
 
 
-def _check_source_options(
-    wheels: bool, flox_only: dict[str, Any], wheel_only: tuple[Any, ...], real_install_as_json: bool
-) -> None:
+def _check_source_options(wheels: bool, flox_only: dict[str, Any], wheel_only: tuple[Any, ...]) -> None:
     """The other source's options are refused, each named: a Flox install's beside --source wheels, and the reverse
     (`wheel_only`: the values of _WHEEL_FLAGS, in its order)."""
     others = flox_only if wheels else dict(zip(_WHEEL_FLAGS, wheel_only, strict=True))
@@ -212,10 +208,6 @@ def _check_source_options(
             raise BadInput(f"{flag}: a Flox install's; --source wheels installs PyTorch's own wheel with pip or uv")
         if given is not None and not wheels:
             raise BadInput(f"{flag}: only with --source wheels (a Flox install goes into a Flox environment)")
-    if wheels and real_install_as_json:
-        raise BadInput(
-            "--format json prints the plan of a --dry-run: add --dry-run (an install shows its progress as text)"
-        )
 
 
 def _wheel_ask(
@@ -274,21 +266,8 @@ def _install_flox(request: Request, options: InstallOptions, *, yes: bool, as_js
     """The Flox install's plan, then (consented) the install or build and verify."""
     from pickvariant.commands import install as command
 
-    prepared = command.prepare(request, options, load_catalog())
-    if as_json and options.dry_run:
-        typer.echo(json.dumps(command.install_plan_json(prepared), indent=2))
-        return
-    if as_json:
-        _carry_out_as_json(prepared, options, yes)
-        return
-    typer.echo("\n".join(command.install_plan_lines(prepared)))
-    if options.dry_run:
-        typer.echo("Dry run: nothing was run.")
-        return
-    if not yes and not _confirmed():
-        typer.echo("Nothing was done.")
-        raise typer.Exit(0)
-    _carry_out(prepared, options)
+    installation = command.FloxInstallation(prepared=command.prepare(request, options, load_catalog()), options=options)
+    _run(installation, yes=yes, dry_run=options.dry_run, as_json=as_json)
 
 
 def _install_wheels(
@@ -315,48 +294,28 @@ def _install_wheels(
     )  # fmt: skip
     if assigned is not None:
         plan = replace(plan, assigned_by=assigned.said)
-    if as_json:
-        typer.echo(json.dumps(wheel_install.plan_json(plan), indent=2))
-        return
-    typer.echo("\n".join(visible(line) for line in wheel_install.plan_lines(plan)))
-    if dry_run or plan.already or plan.kept is not None:
-        typer.echo("Dry run: nothing was run." if dry_run else "Nothing to do.")
-        return
-    if not yes and not _confirmed(plan.replaces):
-        typer.echo("Nothing was done.")
-        raise typer.Exit(0)
-    log = wheel_install.carry_out(plan, lambda line: typer.echo(line, err=True), timeout_s)
-    installed = plan.answer.decision.build.local if plan.answer.decision.build else ""
-    typer.echo(visible(f"Done: {installed} installed for {plan.interpreter}; log: {log}"))
-    if no_verify:
-        typer.echo("Verify: skipped (--no-verify)")
-        return
-    verdict = wheel_install.verify_installed(plan)
-    typer.echo(f"Verify: {'PASS' if verdict.passed else 'FAIL'} — {'; '.join(verdict.reasons[:3])}")
-    if not verdict.passed:
-        raise typer.Exit(1)
+    installation = wheel_install.WheelInstallation(plan=plan, no_verify=no_verify, timeout_s=timeout_s)
+    _run(installation, yes=yes, dry_run=dry_run, as_json=as_json)
 
 
-def _carry_out_as_json(prepared: Prepared, options: InstallOptions, yes: bool) -> None:
-    """A real install with --format json: its progress on stderr, then one line: what was installed and its verdict."""
+def _run(installation: Installation, *, yes: bool, dry_run: bool, as_json: bool) -> None:
+    """commands/install.run, the one install flow, speaking through typer: progress on stderr (a Flox build's
+    through its progress view), consent asked on the terminal."""
+    from contextlib import nullcontext
+
     from pickvariant.commands import install as command
-    from pickvariant.output.verdict import verify_json
+    from pickvariant.output.terminal import flox_progress
 
-    if not yes:
-        raise BadInput("--format json of a real install asks nothing: pass --yes (or --dry-run for the plan)")
-    installed = command.carry_out(prepared, options, lambda line: typer.echo(line, err=True))
-    for problem in (*installed.log_problems, *([installed.remember_error] if installed.remember_error else [])):
-        typer.echo(f"warning: {problem}", err=True)
-    verdict = command.verify_installed(prepared)
-    line = {
-        **command.install_plan_json(prepared),
-        "installed": True,
-        "log": str(installed.log),
-        "verdict": None if verdict is None else verify_json(verdict),
-    }
-    typer.echo(json.dumps(line, separators=(",", ":")))
-    if verdict is not None and not verdict.passed:
-        raise typer.Exit(1)
+    def warn(line: str) -> None:
+        typer.echo(line, err=True)
+
+    def progress(label: str | None) -> Any:
+        return flox_progress(label, warn) if label is not None else nullcontext(warn)
+
+    talk = command.Talk(say=typer.echo, warn=warn, consent=_confirmed, progress=progress)
+    code = command.run(installation, talk, dry_run=dry_run, yes=yes, as_json=as_json)
+    if code:
+        raise typer.Exit(code)
 
 
 def _confirmed(replaces: str | None = None) -> bool:
@@ -364,28 +323,3 @@ def _confirmed(replaces: str | None = None) -> bool:
         raise BadInput("no terminal to ask for confirmation: pass --yes to proceed (or --dry-run to only see the plan)")
     question = f"Replace torch {replaces} there and proceed?" if replaces else "Proceed?"
     return typer.confirm(question, default=False)
-
-
-def _carry_out(prepared: Prepared, options: InstallOptions) -> None:
-    """Install with Flox's progress on stderr, then verify: exit 1 when the installed torch fails."""
-    from pickvariant.commands import install as command
-    from pickvariant.output.terminal import flox_progress
-
-    with flox_progress(prepared.variant.package, lambda line: typer.echo(line, err=True)) as on_line:
-        installed = command.carry_out(prepared, options, on_line)
-    for problem in installed.log_problems:
-        typer.echo(f"warning: {problem}", err=True)
-    if installed.remember_error is not None:
-        typer.echo(
-            "warning: the install worked, but it could not be remembered for `pickvariant verify` "
-            f"({installed.remember_error})",
-            err=True,
-        )
-    typer.echo("\n".join(command.done_lines(prepared, installed)))
-    verdict = command.verify_installed(prepared)
-    if verdict is None:
-        typer.echo("Verify: skipped (--no-verify)")
-        return
-    typer.echo(f"Verify: {'PASS' if verdict.passed else 'FAIL'} — {'; '.join(verdict.reasons[:3])}")
-    if not verdict.passed:
-        raise typer.Exit(1)

@@ -1,17 +1,22 @@
-"""`pickvariant install`: decide, plan, (after the user agrees) run the plan through Flox, then verify.
+"""`pickvariant install`: decide, plan, (after the user agrees) run the plan, then verify; the one flow every source's
+install takes (`run`), and the Flox source's installation.
 
 `prepare` does everything that runs nothing: it is what `--dry-run` shows, as text or JSON. `carry_out`
-runs the plan and hands the facts install decided with to verify, which detects nothing again.
+runs the plan and hands the facts install decided with to verify, which detects nothing again. `run` takes an
+Installation (this module's FloxInstallation, commands/wheel_install.py's WheelInstallation): its plan shown, the
+user's consent asked through a callback, the install carried out, its torch verified.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pickvariant import api
 from pickvariant._base import settings
@@ -229,3 +234,124 @@ def done_lines(prepared: Prepared, installed: Installed) -> list[str]:
         f"Done: {names} ({built}installed in the Flox environment {plan.directory}); log: {installed.log}",
         f"Use it: flox activate -d {shlex.quote(str(plan.directory))} -- python3",
     ]
+
+
+@keyword_record
+class Carried:
+    """What carrying out an installation did: the lines that say so, its warnings (for stderr) and its log."""
+
+    done: tuple[str, ...]
+    log: Path
+    warnings: tuple[str, ...] = ()
+
+
+class Installation(Protocol):
+    """One install, whichever source it is of: its plan as lines and as data, what consent asks, how it runs and
+    how its torch is verified (None: --no-verify)."""
+
+    @property
+    def replaces(self) -> str | None: ...  # the torch there that it replaces, which the question names
+
+    @property
+    def nothing_to_do(self) -> bool: ...  # what it would install is there already (or a working torch is kept)
+
+    @property
+    def progress_of(self) -> str | None: ...  # the build a progress view names while it runs; None: lines as they come
+
+    def plan_lines(self) -> list[str]: ...
+
+    def plan_json(self) -> dict[str, Any]: ...
+
+    def carry_out(self, on_line: Callable[[str], None]) -> Carried: ...
+
+    def verify(self) -> verifier.VerifyResult | None: ...
+
+
+@keyword_record
+class FloxInstallation:
+    prepared: Prepared
+    options: InstallOptions
+    replaces: str | None = None
+    nothing_to_do: bool = False
+
+    @property
+    def progress_of(self) -> str | None:
+        return self.prepared.variant.package
+
+    def plan_lines(self) -> list[str]:
+        return install_plan_lines(self.prepared)
+
+    def plan_json(self) -> dict[str, Any]:
+        return install_plan_json(self.prepared)
+
+    def carry_out(self, on_line: Callable[[str], None]) -> Carried:
+        installed = carry_out(self.prepared, self.options, on_line)
+        warnings = [f"warning: {problem}" for problem in installed.log_problems]
+        if installed.remember_error is not None:
+            warnings.append(
+                "warning: the install worked, but it could not be remembered for `pickvariant verify` "
+                f"({installed.remember_error})"
+            )
+        return Carried(done=tuple(done_lines(self.prepared, installed)), log=installed.log, warnings=tuple(warnings))
+
+    def verify(self) -> verifier.VerifyResult | None:
+        return verify_installed(self.prepared)
+
+
+@keyword_record
+class Talk:
+    """How `run` speaks and asks: `say` (stdout), `warn` (stderr), `consent` (asked with the torch replaced, or
+    None), `progress` (a view around the run, given what it names, yielding the line callback)."""
+
+    say: Callable[[str], None]
+    warn: Callable[[str], None]
+    consent: Callable[[str | None], bool]
+    progress: Callable[[str | None], AbstractContextManager[Callable[[str], None]]]
+
+
+def run(installation: Installation, talk: Talk, *, dry_run: bool, yes: bool, as_json: bool) -> int:
+    """The one install flow: the plan, consent, the install, verify. Returns the exit code (1: verify failed)."""
+    if as_json:
+        return _run_as_json(installation, talk, dry_run=dry_run, yes=yes)
+    talk.say("\n".join(installation.plan_lines()))
+    if dry_run or installation.nothing_to_do:
+        talk.say("Dry run: nothing was run." if dry_run else "Nothing to do.")
+        return 0
+    if not yes and not talk.consent(installation.replaces):
+        talk.say("Nothing was done.")
+        return 0
+    with talk.progress(installation.progress_of) as on_line:
+        carried = installation.carry_out(on_line)
+    for warning in carried.warnings:
+        talk.warn(warning)
+    talk.say("\n".join(carried.done))
+    verdict = installation.verify()
+    if verdict is None:
+        talk.say("Verify: skipped (--no-verify)")
+        return 0
+    talk.say(f"Verify: {'PASS' if verdict.passed else 'FAIL'} — {'; '.join(verdict.reasons[:3])}")
+    return 0 if verdict.passed else 1
+
+
+def _run_as_json(installation: Installation, talk: Talk, *, dry_run: bool, yes: bool) -> int:
+    """--format json: the plan of a dry run; a real install's progress on stderr, then one line: what was installed
+    and its verdict."""
+    from pickvariant.output.verdict import verify_json
+
+    if dry_run:
+        talk.say(json.dumps(installation.plan_json(), indent=2))
+        return 0
+    if not yes:
+        raise BadInput("--format json of a real install asks nothing: pass --yes (or --dry-run for the plan)")
+    carried = installation.carry_out(talk.warn)
+    for warning in carried.warnings:
+        talk.warn(warning)
+    verdict = installation.verify()
+    line = {
+        **installation.plan_json(),
+        "installed": True,
+        "log": str(carried.log),
+        "verdict": None if verdict is None else verify_json(verdict),
+    }
+    talk.say(json.dumps(line, separators=(",", ":")))
+    return 1 if verdict is not None and not verdict.passed else 0

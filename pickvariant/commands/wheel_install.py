@@ -18,6 +18,8 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant, PickVariantError
 from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
 from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.text import visible
+from pickvariant.commands.install import Carried
 from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.install import envlock, whole
 from pickvariant.install.wheel_command import INSTALLERS, index_environment, installer_argv, requirements
@@ -316,3 +318,36 @@ def verify_installed(plan: WheelInstallPlan) -> VerifyResult:
     answer = plan.answer
     projects = tuple(pair.project for pair in answer.decision.companions)
     return verify([plan.interpreter], answer.hardware, None, quick=True, facts=answer.facts, companions=projects)
+
+
+@keyword_record
+class WheelInstallation:
+    """A wheel install as commands/install.run takes it: the installer run with the environment kept whole."""
+
+    plan: WheelInstallPlan
+    no_verify: bool = False
+    timeout_s: float | None = None
+    progress_of: str | None = None  # the installer's own lines are the progress
+
+    @property
+    def replaces(self) -> str | None:
+        return self.plan.replaces
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return self.plan.already or self.plan.kept is not None
+
+    def plan_lines(self) -> list[str]:
+        return [visible(line) for line in plan_lines(self.plan)]
+
+    def plan_json(self) -> dict[str, object]:
+        return plan_json(self.plan)
+
+    def carry_out(self, on_line: Callable[[str], None]) -> Carried:
+        log = carry_out(self.plan, on_line, self.timeout_s)
+        build = self.plan.answer.decision.build
+        installed = build.local if build else ""
+        return Carried(done=(visible(f"Done: {installed} installed for {self.plan.interpreter}; log: {log}"),), log=log)
+
+    def verify(self) -> VerifyResult | None:
+        return None if self.no_verify else verify_installed(self.plan)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
+from pickvariant._base.records import replace
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
@@ -127,6 +128,18 @@ def driver_refusal(
         # Minor-version compatibility: a desktop driver of a CUDA major release runs every build of it.
         return wording.driver_other_major(driver.cuda, cuda, min_driver)
     return None
+
+
+def driver_as_judged(facts: HostFacts) -> tuple[HostFacts, tuple[str, ...]]:
+    """The machine's facts with its driver as driver_refusal judges it, and what was said of it. A Windows driver is
+    judged by the CUDA version it reports alone: Windows numbers its releases apart from Linux (R580's are 580.88
+    and 581.x there), and the driver floors and branches in the facts are Linux's."""
+    driver = facts.driver
+    if facts.os != "windows" or driver is None or driver.version is None:
+        return facts, ()
+    return replace(facts, driver=DriverFacts(version=None, cuda=driver.cuda)), (
+        wording.windows_driver(str(driver.version), driver.cuda),
+    )
 
 
 def dispatch_level(catalog: Catalog, facts: HostFacts) -> str | None:

@@ -79,3 +79,11 @@ def crashes_without(missing: Sequence[str]) -> str:
 
 def cuda_build_without_gpu(arch: str) -> str:
     return f"it is a CUDA build ({arch}) and this machine has no NVIDIA GPU"
+
+
+def windows_driver(version: str, cuda: str | None) -> str:
+    judged = f"its CUDA {cuda} judges it" if cuda else "give its CUDA version (--driver-cuda, as nvidia-smi prints it)"
+    return (
+        f"driver {version} on Windows is not judged by its number (Windows numbers its releases apart from Linux, "
+        f"whose floors and branches the facts give): {judged}"
+    )

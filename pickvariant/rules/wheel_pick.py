@@ -18,7 +18,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
-from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
@@ -45,7 +45,7 @@ def pick_wheel(
 ) -> WheelDecision:
     """The wheel for this machine. `pypi_first` (no wheel index was named): PyPI's own build of a release comes
     before its other builds that serve, and is installed from PyPI with no index URL."""
-    facts, driver_said = _windows_driver(facts)
+    facts, driver_said = compat.driver_as_judged(facts)
     platform = WHEEL_PLATFORMS.get((facts.os, facts.arch))
     builds = wheels.for_platform(platform) if platform else ()
     if not builds:
@@ -79,17 +79,6 @@ def pick_wheel(
         return _nothing_fits(decision, facts, hardware, wheels, first, verdicts, passed_over)
     root = None if pypi_first and chosen.pypi else index_root  # None: PyPI's own build, from PyPI
     return _chosen(decision, facts, hardware, wheels, options, first, chosen, pairs, root)
-
-
-def _windows_driver(facts: HostFacts) -> tuple[HostFacts, tuple[str, ...]]:
-    """A Windows driver is judged by the CUDA version it reports alone: Windows numbers its releases apart from
-    Linux (R580's are 580.88 and 581.x there), and the driver floors and branches in the facts are Linux's."""
-    driver = facts.driver
-    if facts.os != "windows" or driver is None or driver.version is None:
-        return facts, ()
-    return replace(facts, driver=DriverFacts(version=None, cuda=driver.cuda)), (
-        said.windows_driver(str(driver.version), driver.cuda),
-    )
 
 
 def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:

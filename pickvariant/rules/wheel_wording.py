@@ -79,14 +79,6 @@ def python_unstated(tag: str) -> str:
     )
 
 
-def windows_driver(version: str, cuda: str | None) -> str:
-    judged = f"its CUDA {cuda} judges it" if cuda else "give its CUDA version (--driver-cuda, as nvidia-smi prints it)"
-    return (
-        f"driver {version} on Windows is not judged by its number (Windows numbers its releases apart from Linux, "
-        f"whose floors and branches the facts give): {judged}"
-    )
-
-
 def refreshed(date: str | None) -> tuple[str, ...]:
     """Where the catalog is the one `catalog wheels --refresh` derived: said once, with its date."""
     if date is None:
