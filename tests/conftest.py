@@ -71,6 +71,18 @@ def generated(label: str) -> None:
     GENERATED[label] += 1
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A worker of pytest-xdist (the suite runs in several, pyproject.toml's addopts) hands its counts to the controller.
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["generated"] = dict(GENERATED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    GENERATED.update(getattr(node, "workeroutput", {}).get("generated", {}))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if GENERATED:
         terminalreporter.section("generated cases (hypothesis)")

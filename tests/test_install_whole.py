@@ -114,6 +114,13 @@ def _installers_running(python: Path) -> list[str]:
     return found
 
 
+def _no_traceback_of_ours(stderr: str) -> bool:
+    """pickvariant ended with its one line, never a traceback of its own. The installer it stopped may print one of
+    its own as it dies (pip's, on KeyboardInterrupt): that is the installer's output, relayed and in the log's tail."""
+    frames = [line for line in stderr.splitlines() if line.strip().startswith('File "')]
+    return not any(str(REPO / "pickvariant") in frame or "/pickvariant/" in frame for frame in frames)
+
+
 def _assert_whole(python: Path, old: str, new: str, done: subprocess.CompletedProcess[str]) -> str:
     assert _installers_running(python) == [], done.stderr  # a pip left running on would change it after this check
     state = _torch_state(python)
@@ -137,7 +144,7 @@ def test_an_install_stopped_at_any_moment_leaves_the_old_torch_or_the_new_one_wh
         done = _run_until(python, url, tmp_path, moment, sig)
         if done.returncode != 0:
             assert done.returncode == (130 if sig == signal.SIGINT else 143), (moment, done.stderr)
-            assert "Traceback" not in done.stderr
+            assert _no_traceback_of_ours(done.stderr), done.stderr
         outcomes.append((moment, _assert_whole(python, old, new, done)))
         if outcomes[-1][1] != old:
             _put_back(python, url, old, tmp_path)
@@ -154,7 +161,7 @@ def test_an_install_past_its_timeout_leaves_the_environment_whole(stage, tmp_pat
         _env(tmp_path), tmp_path,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
-    assert "Traceback" not in done.stderr
+    assert _no_traceback_of_ours(done.stderr), done.stderr
     _assert_whole(python, old, new, done)
 
 

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
-from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record
 from pickvariant._base.text import visible
+
+TYPE_CHECKING = False  # typing (3 ms), shutil and subprocess stay off detect's path: loaded where used
+if TYPE_CHECKING:
+    from typing import Any
 
 READ_TIMEOUT_S = 30.0
 MAX_OUTPUT = 64 * 1024
@@ -131,6 +132,8 @@ def active_interpreter(env: Mapping[str, str]) -> tuple[str, str]:
         if prefix and prefix.strip():
             candidate = Path(prefix) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
             return str(candidate), variable
+    import shutil
+
     found = shutil.which("python3", path=env.get("PATH")) or shutil.which("python", path=env.get("PATH"))
     return (found, "PATH") if found else (sys.executable, "pickvariant's own interpreter")
 
@@ -142,6 +145,8 @@ def resolve_interpreter(interpreter: str, given_as: str, env: Mapping[str, str])
     by the link's own path). BadInput naming `given_as` where there is no executable there."""
     named = f"{given_as} {visible(interpreter)!r:.200}"
     if os.sep not in interpreter and not (os.altsep and os.altsep in interpreter):
+        import shutil
+
         found = shutil.which(interpreter, path=env.get("PATH", os.defpath))
         if found is None:
             raise BadInput(f"{named}: no such interpreter on PATH (give its path)")
@@ -163,6 +168,8 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
         return read
     named = f"{given_as} {visible(path)!r:.200}"
     # Run from the root directory (`-c` puts it first on sys.path), without PYTHON* variables or `site` (see above).
+    from pickvariant._base.proc import capture  # subprocess and threads: loaded only where the interpreter must run
+
     captured = capture([path, "-E", "-S", "-c", _SCRIPT, *PROJECTS], READ_TIMEOUT_S, MAX_OUTPUT, named, cwd="/")
     if captured.problem or captured.returncode != 0:
         said = captured.problem or f"exit code {captured.returncode}"

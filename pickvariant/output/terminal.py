@@ -10,17 +10,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from pickvariant._base.text import visible
 from pickvariant.machine.facts import HostFacts
-from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain, summary
 from pickvariant.output.present import hardware_rows, recommendation_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision
 from pickvariant.sources.build import Catalog
 
+# typing (3 ms), the listing and shutil stay off the text answer's path (entry.py): each is loaded where it is used.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.table import Table
     from rich.tree import Tree
 
@@ -41,12 +43,14 @@ def print_decision(
 
 
 def _print_answer(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
-    import shutil
-
     from pickvariant.output.answer import answer_lines
 
-    terminal = sys.stdout.isatty()
-    lines = answer_lines(facts, decision, catalog, workload, shutil.get_terminal_size().columns if terminal else 100)
+    terminal, width = sys.stdout.isatty(), 100
+    if terminal:
+        import shutil
+
+        width = shutil.get_terminal_size().columns
+    lines = answer_lines(facts, decision, catalog, workload, width)
     if terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
         # The answer's first line in bold, green or red (SGR, as rich would colour it); a pipe gets plain text.
         lines[0] = f"\x1b[1;{32 if decision.variant is not None else 31}m{lines[0]}\x1b[0m"
@@ -101,6 +105,8 @@ def print_summary(catalog: Catalog) -> None:
     """The summary, fitted to the terminal's width on a terminal (a pipe gets whole lines)."""
     import shutil
 
+    from pickvariant.output.listing import summary
+
     sys.stdout.write(summary(catalog, shutil.get_terminal_size().columns if sys.stdout.isatty() else None))
 
 
@@ -108,6 +114,8 @@ def print_rows(rows: list[dict[str, Any]], console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain
 
     console = console or Console()
     if not console.is_terminal:
