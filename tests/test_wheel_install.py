@@ -160,6 +160,9 @@ def test_a_real_install_with_format_json_prints_one_line_of_what_it_installed(tm
     assert done.stdout.count("\n") == 1 and line["installed"] is True and line["verdict"] is None
     assert line["torch"] == chosen["torch"] == _installed(python, "torch")
     assert Path(line["log"]).is_file() and "Successfully installed torch" in done.stderr
+    # Asked again: the torch is there, so nothing runs, and the line says so.
+    again = _pickvariant([*args, "--format", "json", "--yes", "--no-verify"], _env(tmp_path), tmp_path)
+    assert again.returncode == 0 and json.loads(again.stdout)["installed"] is False, again.stderr
 
 
 def test_uv_installs_the_chosen_wheel_and_verify_then_runs_against_it(tmp_path, chosen, mirror) -> None:

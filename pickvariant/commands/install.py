@@ -343,6 +343,10 @@ def _run_as_json(installation: Installation, talk: Talk, *, dry_run: bool, yes: 
         return 0
     if not yes:
         raise BadInput("--format json of a real install asks nothing: pass --yes (or --dry-run for the plan)")
+    if installation.nothing_to_do:  # what it would install is there (or a working torch is kept): nothing runs
+        line = {**installation.plan_json(), "installed": False, "log": None, "verdict": None}
+        talk.say(json.dumps(line, separators=(",", ":")))
+        return 0
     carried = installation.carry_out(talk.warn)
     for warning in carried.warnings:
         talk.warn(warning)
