@@ -4,16 +4,16 @@ requirements file pip installs as is, and the pyproject block that points uv at 
 from __future__ import annotations
 
 import json
-import shlex
 
 from pickvariant import __version__
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.wheel_command import installer_argv, requirements
-from pickvariant.output.answer import command_lines, fact_items, section, wrapped
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, WheelAnswer, WheelDecision
 
+# The text answer's wrapping (output/answer.py, textwrap, shlex) loads only where a text or Markdown answer is made:
+# the JSON line needs none of it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -93,10 +93,14 @@ def install_words(answer: WheelAnswer) -> list[str]:
     argv = installer_argv(
         "pip", interpreter, decision.build, decision.companions, decision.index_url, from_pypi=decision.from_pypi
     )
+    import shlex
+
     return [shlex.quote(word) for word in argv]
 
 
 def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = False) -> list[str]:
+    from pickvariant.output.answer import fact_items, section, wrapped
+
     width = max(width, 40)
     decision = answer.decision
     lines = _headline(answer, width)
@@ -115,6 +119,8 @@ def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = 
 
 
 def _headline(answer: WheelAnswer, width: int) -> list[str]:
+    from pickvariant.output.answer import command_lines, wrapped
+
     decision = answer.decision
     build = decision.build
     if build is None:
@@ -131,6 +137,8 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
 
 
 def _alternatives(decision: WheelDecision, width: int, every: bool, flag: str) -> list[str]:
+    from pickvariant.output.answer import section, wrapped
+
     if decision.build is None or every:
         shown = list(decision.rejected)
         title = "Not chosen" if decision.build is None else "Every alternative"
@@ -149,6 +157,8 @@ def _alternatives(decision: WheelDecision, width: int, every: bool, flag: str) -
 
 
 def wheel_markdown(answer: WheelAnswer) -> str:
+    from pickvariant.output.answer import fact_items
+
     decision = answer.decision
     build = decision.build
     out = ["# pickvariant: PyTorch wheel for this machine", ""]
