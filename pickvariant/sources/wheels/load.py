@@ -62,17 +62,23 @@ def _load(path: Path) -> WheelCatalog:
         ) from None
 
 
+# A catalog names a score of capabilities and floors hundreds of times: each text is parsed once (the records are
+# frozen, so one is shared by every build that names it; bounded, as every read is). Most of the catalog load.
+_capability = functools.lru_cache(maxsize=4096)(parse_compute_capability)
+_driver = functools.lru_cache(maxsize=4096)(parse_driver_version)
+
+
 def _build(row: Mapping[str, Any]) -> WheelBuild:
     return WheelBuild(
         torch=str(row["torch"]),
         variant=str(row["variant"]),
         platform=str(row["platform"]),
         python=tuple(str(tag) for tag in row["python"]),
-        sass=tuple(parse_compute_capability(text) for text in row["sass"]),
-        ptx=tuple(parse_compute_capability(text) for text in row["ptx"]),
+        sass=tuple(_capability(text) for text in row["sass"]),
+        ptx=tuple(_capability(text) for text in row["ptx"]),
         ptx_known=bool(row["ptx_known"]),
         cuda=row["cuda"],
-        min_driver=parse_driver_version(row["min_driver"]) if row["min_driver"] else None,
+        min_driver=_driver(row["min_driver"]) if row["min_driver"] else None,
         pypi=bool(row["pypi"]),
         sources=tuple(row["sources"]),
         note=str(row["note"]),
