@@ -48,6 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[name] = path
     # hypothesis keeps what it learns of the code (.hypothesis/constants) in the working folder unless told.
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(root, "hypothesis")
+    # pytest's own temporary folders (tmp_path) too: under TMPDIR it would keep pytest-of-USER behind after the run.
+    # A pytest-xdist worker keeps the folder its controller gave it (inside the controller's root, removed with it).
+    if getattr(config, "workerinput", None) is None and config.option.basetemp is None:
+        config.option.basetemp = os.path.join(root, "pytest")
     # A run started in the background of a script (`cmd &`) inherits SIGINT ignored, and every process it starts would
     # too: Ctrl-C could then never reach the pickvariant the tests stop. The tests stand where a shell starts a command.
     import signal

@@ -57,11 +57,7 @@ ACME = WheelCatalog(
 
 @pytest.fixture(autouse=True)
 def acme():
-    registry.register(
-        registry.Source(
-            name="acme", summary="Acme's own builds", pipeline="builds", builds=lambda: ACME, publisher="Acme's"
-        )
-    )
+    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme's"))
     yield
     registry.unregister("acme")
 

@@ -41,7 +41,6 @@ _NAME = r"[a-z][a-z0-9-]{0,31}"
 @keyword_record
 class Source:
     name: str
-    summary: str  # what it is, for --source's help: "PyTorch's own indexes, for pip and uv"
     pipeline: Pipeline
     # For pipeline "builds": its catalog of builds (read only when asked for).
     builds: Callable[[], WheelCatalog] | None = None

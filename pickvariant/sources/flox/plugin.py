@@ -2,4 +2,4 @@
 
 from pickvariant.sources.registry import Source
 
-SOURCE = Source(name="flox", summary="the build repository's recipes (Flox packages)", pipeline="recipes")
+SOURCE = Source(name="flox", pipeline="recipes")

@@ -15,4 +15,4 @@ def _catalog() -> WheelCatalog:
     return load_wheel_catalog()
 
 
-SOURCE = Source(name="wheels", summary="PyTorch's own wheels, for pip and uv", pipeline="builds", builds=_catalog)
+SOURCE = Source(name="wheels", pipeline="builds", builds=_catalog)
