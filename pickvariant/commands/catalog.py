@@ -149,12 +149,13 @@ def pypi_index(stated: str | None, env: Mapping[str, str]) -> str:
     """The index the user's installer takes torch from, where --pypi does not name it (see the module's text)."""
     if stated is not None:
         return _checked(stated, "--pypi")
-    for variable in ("PIP_INDEX_URL", "UV_DEFAULT_INDEX"):
-        if env.get(variable):
-            return _checked(env[variable], variable)
+    if env.get("PIP_INDEX_URL"):
+        return _checked(env["PIP_INDEX_URL"], "PIP_INDEX_URL")
     configured = _pip_config()
     if configured:
         return _checked(configured, "pip's global.index-url")
+    if env.get("UV_DEFAULT_INDEX"):
+        return _checked(env["UV_DEFAULT_INDEX"], "UV_DEFAULT_INDEX")
     try:
         from pip._internal.models.index import PyPI  # pip's own name for PyPI's simple index
     except ImportError:
