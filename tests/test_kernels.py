@@ -83,3 +83,38 @@ def test_an_orin_on_a_cuda_13_2_driver_gets_an_aarch64_cuda_13_2_wheel_and_is_to
     assert any("DEVICE_REQUIREMENT_POST_JETSON_SBSA_UNIFICATION" in reason for reason in answer["reasons"])
     older = runner.invoke(app, ["detect", "--source", "wheels", *machine, "--driver-cuda", "13.0"])
     assert older.exit_code == 3
+
+
+def _catalog_with_a_cuda_13_2_line():
+    """The shipped catalog with a CUDA 13.2 line on one branch and its aarch64 sm_80 variant: the build repository has
+    no 13.2 line yet (and pickvariant's hardware facts no 13.2 release, so the catalog is restated in memory). The
+    line's driver floor is 13.x's, as the catalog's 13.1 line has it (facts/wheels.md caveat 12)."""
+    from pickvariant._base.records import replace
+
+    branch = next(b for b in CATALOG.branches if b.name == "pytorch-2.10-python313")
+    line = replace(next(line for line in branch.cuda_lines if line.cuda == "13.1"), cuda="13.2")
+    shipped = next(v for v in branch.variants if v.platform == "aarch64-linux" and v.gpu_arch == "sm80")
+    package = shipped.package.replace(f"cuda{shipped.cuda.replace('.', '_')}", "cuda13_2")
+    variant = replace(shipped, cuda="13.2", package=package)
+    restated = replace(branch, cuda_lines=(*branch.cuda_lines, line), variants=(*branch.variants, variant))
+    releases = dict(CATALOG.cuda_releases, **{"13.2": CATALOG.cuda_releases["13.1"]})
+    branches = tuple(restated if b is branch else b for b in CATALOG.branches)
+    return replace(CATALOG, branches=branches, cuda_releases=releases), package
+
+
+@pytest.mark.parametrize(("driver_cuda", "runs"), [("13.2", True), ("13.1", False)])
+def test_a_recipe_variant_is_judged_by_the_same_kernel_rule_as_a_wheel(driver_cuda, runs) -> None:
+    """The recipes' stages ask the one rule with each variant's CUDA line: an Orin (8.7) whose JetPack driver runs
+    CUDA 13.2 gets the aarch64 sm_80 recipe of CUDA 13.2 (the unification, facts/wheels.md §2.15), as it gets the
+    cu132 wheel; on a CUDA 13.1 driver that recipe cannot run, and no sm_80 recipe of an older line serves it."""
+    from machines import host
+
+    from pickvariant.rules.decide import decide
+
+    catalog, package = _catalog_with_a_cuda_13_2_line()
+    orin = host(catalog, "linux-rhel9-neoverse_v2", gpus=("8.7",), driver_cuda=driver_cuda)
+    decision = decide(orin, catalog)
+    chosen = decision.variant.package if decision.variant is not None else None
+    assert (chosen == package) is runs, decision.reasons
+    assert chosen is None or runs
+    assert (kernels.coverage([CC(8, 0)], [], CC(8, 7), CATALOG, driver_cuda) is not None) is runs

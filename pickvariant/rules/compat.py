@@ -15,7 +15,7 @@ from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_d
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat_wording as wording
-from pickvariant.rules.kernels import machine_code_runs_on
+from pickvariant.rules import kernels
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch
 
@@ -29,9 +29,12 @@ TEGRA_DRIVER_RULE = wording.TEGRA_DRIVER_RULE
 TEGRA_CUDA_UNKNOWN = wording.TEGRA_CUDA_UNKNOWN
 
 
-def kernels_run_on(arch: GpuArch, capability: ComputeCapability, catalog: Catalog) -> str | None:
-    """None when the architecture's sm_XY machine code runs on `capability`, else why not (CUDA binary compatibility)."""
-    return machine_code_runs_on(arch.compute_capability, capability, catalog)
+def kernels_run_on(
+    arch: GpuArch, capability: ComputeCapability, catalog: Catalog, cuda: str | None = None
+) -> str | None:
+    """None when the architecture's sm_XY machine code (built by a CUDA `cuda` toolkit, where known) runs on
+    `capability`, else why not: the one kernel rule (rules/kernels.py)."""
+    return kernels.sass_runs_on(arch.compute_capability, capability, catalog, cuda)
 
 
 def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[str]:
@@ -227,7 +230,7 @@ def why_not(
         capability = gpu.compute_capability
         kind = (capability.major, capability.minor)
         if kind not in verdicts:
-            verdicts[kind] = _sass_verdict(catalog, variant.sass_archs, capability)
+            verdicts[kind] = _kernels_verdict(catalog, variant.sass_archs, variant.ptx_archs, capability, variant.cuda)
         why = verdicts[kind]
         if why:
             problems.append(f"GPU {gpu.index}: {why}")
@@ -237,23 +240,27 @@ def why_not(
     return tuple(problems)
 
 
-def _sass_verdict(catalog: Catalog, archs: Sequence[str], capability: ComputeCapability) -> str | None:
-    """None when machine code for one of `archs` runs on `capability`, else why the first does not.
-
-    A build is held to its SASS alone: no source carries PTX yet (build.py ptx_archs), and a JIT fallback left
-    unjudged can only refuse a build that would have run, never admit one that would not."""
-    whys = [_kernels_verdict(catalog, arch, capability) for arch in archs]
-    return None if any(why is None for why in whys) else whys[0]
-
-
 @per_object
-def _kernels_verdict(catalog: Catalog, arch: str, capability: ComputeCapability) -> str | None:
-    """kernels_run_on, worked out once per catalog, architecture and kind of GPU: decide asks it of dozens of variants."""
-    return kernels_run_on(catalog.gpu_archs[arch], capability, catalog)
+def _kernels_verdict(
+    catalog: Catalog, sass: tuple[str, ...], ptx: tuple[str, ...], capability: ComputeCapability, cuda: str | None
+) -> str | None:
+    """None when the build's kernels run on `capability` (the one rule, rules/kernels.py: SASS, then PTX through the
+    driver's JIT), else why its first architecture's do not. Worked out once per catalog, build and kind of GPU:
+    decide asks it of dozens of variants."""
+    archs = catalog.gpu_archs
+    found = kernels.coverage(
+        (archs[name].compute_capability for name in sass),
+        (archs[name].compute_capability for name in ptx),
+        capability,
+        catalog,
+        cuda,
+    )
+    return None if found is not None else kernels_run_on(archs[sass[0]], capability, catalog, cuda)
 
 
-def runs_on_all(catalog: Catalog, gpu_arch: str | None, gpus: Sequence[GpuFacts]) -> bool:
+def runs_on_all(catalog: Catalog, gpu_arch: str | None, gpus: Sequence[GpuFacts], cuda: str | None = None) -> bool:
+    """Whether the architecture's machine code, built by a CUDA `cuda` toolkit where known, runs on every GPU."""
     if gpu_arch is None or gpu_arch not in catalog.gpu_archs:
         return False
     arch = catalog.gpu_archs[gpu_arch]
-    return all(kernels_run_on(arch, gpu.compute_capability, catalog) is None for gpu in gpus)
+    return all(kernels_run_on(arch, gpu.compute_capability, catalog, cuda) is None for gpu in gpus)

@@ -50,7 +50,7 @@ def find(
     if conflict:
         why.append(wording.gpus_conflict([(g.index, g.name, g.compute_capability) for g in gpus]))
     why += [wording.no_kernels_for(gpu.index, gpu.name, gpu.compute_capability) for gpu in without]
-    gpu_isas = {v.cpu_isa for v in cuda_variants if runs_on_all(catalog, v.gpu_arch, gpus) and v.cpu_isa}
+    gpu_isas = {v.cpu_isa for v in cuda_variants if runs_on_all(catalog, v.gpu_arch, gpus, v.cuda) and v.cpu_isa}
     if gpu_isas and usable and not gpu_isas & usable:
         why.append(wording.gpu_builds_need(sorted(gpu_isas), sorted(usable)))
     undriven = undriven_gpus(facts.driver, gpus, catalog)
@@ -69,4 +69,4 @@ def find(
 
 
 def _any_arch_for(catalog: Catalog, variants: Sequence[Variant], gpus: Sequence[GpuFacts]) -> bool:
-    return any(runs_on_all(catalog, v.gpu_arch, gpus) for v in variants)
+    return any(runs_on_all(catalog, v.gpu_arch, gpus, v.cuda) for v in variants)

@@ -65,7 +65,9 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
         reasons.append(lines.reason)
     usable, lacking = stages.isas(facts, catalog)
     candidates = stages.variants(facts, catalog, options, left, lines, usable, gpus)
-    arch_rejected = stages.gpu_archs(catalog, gpus, candidates[0].gpu_arch if candidates else None) if gpus else ()
+    first = candidates[0] if candidates else None
+    chosen_arch, chosen_cuda = (first.gpu_arch, first.cuda) if first else (None, None)
+    arch_rejected = stages.gpu_archs(catalog, gpus, chosen_arch, chosen_cuda) if gpus else ()
     rejected = (*pinned_out, *lines.rejected, *lacking, *arch_rejected)
     if not candidates:
         picked = _nothing_fits(facts, catalog, gpus, left, usable, tuple(reasons), rejected)
@@ -189,7 +191,7 @@ def _chosen_reasons(
             said.append(wording.arch_exact(arch.name, arch.compute_capability, arch.description))
         else:
             said.append(wording.arch_highest(arch.name, [(gpu.index, gpu.compute_capability) for gpu in gpus]))
-        said += _unserved(facts, catalog, gpus, arch)
+        said += _unserved(facts, catalog, gpus, arch, chosen.cuda)
         if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
             said.append(wording.without_cudnn(arch.name))
     if chosen.cpu_isa is not None:
@@ -199,13 +201,15 @@ def _chosen_reasons(
     return said
 
 
-def _unserved(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ...], arch: GpuArch) -> list[str]:
+def _unserved(
+    facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ...], arch: GpuArch, cuda: str | None
+) -> list[str]:
     """The GPUs of the machine the answer was not chosen for (--gpu-index): whether its kernels run there, and how to
     keep a process off those they do not."""
     others = [gpu for gpu in facts.gpus if gpu not in gpus]
     if not others:
         return []
-    without = [gpu for gpu in others if compat.kernels_run_on(arch, gpu.compute_capability, catalog) is not None]
+    without = [gpu for gpu in others if compat.kernels_run_on(arch, gpu.compute_capability, catalog, cuda) is not None]
     served = [gpu for gpu in others if gpu not in without]
     shown = ",".join(str(gpu.index) for gpu in gpus)
     return [

@@ -237,8 +237,10 @@ def variants(
     # A first cut by platform, GPU architecture, instruction set and admissible line; why_not then judges each
     # survivor, so the cut may only ever let too much through, never too little. With GPUs to serve, a CPU-only
     # build is never a candidate (why_not: it would leave them unused).
+    # The newest line the driver admits: CUDA 13.2's unification only ever admits more with a newer toolkit.
+    newest = max((cuda for _, cuda in lines.admissible), key=version_key, default=None)
     darwin = facts.os == "darwin"
-    runnable = {name for name in catalog.gpu_archs if runs_on_all(catalog, name, gpus)} if gpus else set()
+    runnable = {name for name in catalog.gpu_archs if runs_on_all(catalog, name, gpus, newest)} if gpus else set()
     looked_at: tuple[str | None, ...] = (MPS,) if darwin else tuple(sorted(runnable)) if gpus else (None,)
     found = (
         v
@@ -287,13 +289,16 @@ def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...]
     return before, (variant.branch, variant.package)
 
 
-def gpu_archs(catalog: Catalog, gpus: tuple[GpuFacts, ...], chosen: str | None) -> tuple[Rejection, ...]:
-    """Every architecture of the catalog but the chosen one: no kernels for a GPU here, or outranked."""
+def gpu_archs(
+    catalog: Catalog, gpus: tuple[GpuFacts, ...], chosen: str | None, cuda: str | None = None
+) -> tuple[Rejection, ...]:
+    """Every architecture of the catalog but the chosen one: no kernels (built by the chosen CUDA line) for a GPU
+    here, or outranked."""
     rejected = []
     for arch in catalog.gpu_archs.values():
         if arch.name == chosen:
             continue
-        refusals = ((gpu, kernels_run_on(arch, gpu.compute_capability, catalog)) for gpu in gpus)
+        refusals = ((gpu, kernels_run_on(arch, gpu.compute_capability, catalog, cuda)) for gpu in gpus)
         refused = next(((gpu, why) for gpu, why in refusals if why), None)
         if refused is not None:
             gpu, why = refused
@@ -329,7 +334,7 @@ def branch_has_nothing(
         return rejection(
             Kind.NOT_BUILT, "branch", name, cause="cpu_only", isas=tuple(sorted(usable)) or (f"this {facts.arch} CPU",)
         )
-    compatible = {v.gpu_arch for v in own if runs_on_all(catalog, v.gpu_arch, gpus)}
+    compatible = {v.gpu_arch for v in own if runs_on_all(catalog, v.gpu_arch, gpus, v.cuda)}
     if not compatible:
         wanted = tuple(sorted({gpu.compute_capability.sm.upper() for gpu in gpus}))
         capabilities = tuple(f"{g.compute_capability}" for g in gpus)
