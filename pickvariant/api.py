@@ -37,6 +37,7 @@ from pickvariant.rules.decision import Decision
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.flox.load import load_catalog, load_hardware
+from pickvariant.sources.runs_on import Build, of_variant, of_wheel
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class Recommendation:
     decision: Decision
     catalog: Catalog
     workload: str
+    source: str = "flox"  # the source of recipes it was decided from (sources/registry.py), by name
 
     @property
     def variant(self) -> Variant | None:
@@ -98,11 +100,17 @@ class Recommendation:
         """The same as `variant`: the name every source's recommendation answers to."""
         return self.decision.variant
 
+    @property
+    def runs_on(self) -> Build | None:
+        """What the variant runs on, in the record every source answers with (detect's JSON `build`)."""
+        variant = self.decision.variant
+        return None if variant is None else of_variant(variant, self.catalog, self.source)
+
     def to_json(self) -> dict[str, Any]:
         """The object `pickvariant detect --format json` prints for this machine."""
         from pickvariant.output.present import decision_json
 
-        return decision_json(self.facts, self.decision, self.catalog, self.workload)
+        return decision_json(self.facts, self.decision, self.catalog, self.workload, self.source)
 
     def no_variant_error(self) -> NoVariant:
         """What `detect` reports when no variant fits: the last reason and what would help."""
@@ -187,7 +195,7 @@ def recommend(
             raise BadInput(f"source {chosen.name!r}: facts and catalog are the recipes' (its builds are its own)")
         ask = WheelAsk(request=request, python=python, wheel_index=wheel_index, source=chosen.name)
         return WheelRecommendation(decide_wheel(ask, env))
-    return recommend_request(request, facts=facts, catalog=catalog, env=env)
+    return replace(recommend_request(request, facts=facts, catalog=catalog, env=env), source=chosen.name)
 
 
 def _gpus_pending(request: Request, env: Mapping[str, str]) -> Callable[[], GpuReport] | None:
@@ -308,6 +316,12 @@ class WheelRecommendation:
     @property
     def decision(self) -> Any:
         return self.answer.decision
+
+    @property
+    def runs_on(self) -> Build | None:
+        """What the wheel runs on, in the record every source answers with (detect's JSON `build`)."""
+        build = self.answer.decision.build
+        return None if build is None else of_wheel(build, self.answer.source.name)
 
     def to_json(self) -> dict[str, Any]:
         """The object `pickvariant detect --source wheels --format json` prints for this machine."""

@@ -90,6 +90,19 @@ def test_an_unknown_source_is_one_line_naming_every_registered_one(monkeypatch) 
     assert "PICKVARIANT_SOURCE 'nosuch': choose one of flox, wheels, acme" in result.stderr
 
 
+def test_a_source_that_brings_no_builds_is_not_registered() -> None:
+    """Only prebuilt builds plug in: the recipes' stages read the Flox catalog, so a second source of recipes would
+    answer as flox under another name (every document would name the wrong source)."""
+    for source in (
+        registry.Source(name="myflox", pipeline="recipes"),
+        registry.Source(name="nobuilds", pipeline="builds"),
+        registry.Source(name="Bad Name", pipeline="builds", builds=lambda: ACME),
+    ):
+        with pytest.raises(ValueError, match=repr(source.name)):
+            registry.register(source)
+    assert "myflox" not in registry.names() and "nobuilds" not in registry.names()
+
+
 def test_install_dry_run_plans_the_sources_wheel_from_its_index(tmp_path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True)
     python = str(tmp_path / "env" / "bin" / "python")

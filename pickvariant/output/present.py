@@ -11,6 +11,7 @@ from pickvariant.rules import wording
 from pickvariant.rules.decide import Decision
 from pickvariant.rules.decision import NEAREST, Kind, Rejection
 from pickvariant.sources.build import Catalog
+from pickvariant.sources.runs_on import of_variant
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -67,8 +68,11 @@ def companions_json(decision: Decision) -> list[dict[str, Any]]:
     ]
 
 
-def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
-    document = _decision_json(facts, decision, catalog, workload)
+def decision_json(
+    facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, source: str = "flox"
+) -> dict[str, Any]:
+    """detect's JSON document of a recipe decision (`source`: the source's name, as every source's document says it)."""
+    document = _decision_json(facts, decision, catalog, workload, source)
     if decision.companions:  # --with: the set; the recommendation stays the torch row
         document["companions"] = companions_json(decision)
         if decision.set_shape is not None:  # what install --with installs and plan --with builds, in that order
@@ -81,14 +85,19 @@ def decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, worklo
     return document
 
 
-def _decision_json(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> dict[str, Any]:
+def _decision_json(
+    facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, source: str
+) -> dict[str, Any]:
+    variant = decision.variant
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "pickvariant": __version__,
+        "source": source,
         "hardware": hardware_json(facts),
         "workload": workload,
         "catalog": {"repo": catalog.source.repo, "commit": catalog.source.commit},
         "recommendation": recommendation_json(decision),
+        "build": None if variant is None else of_variant(variant, catalog, source).as_json(),
         "reasons": list(decision.reasons),
         "rejected": [rejection_json(r) for r in decision.rejected],
         "hints": list(decision.hints),

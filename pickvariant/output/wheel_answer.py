@@ -11,6 +11,7 @@ from pickvariant.install.wheel_command import installer_argv, requirements
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, WheelAnswer, WheelDecision
+from pickvariant.sources.runs_on import of_wheel
 
 # The text answer's wrapping (output/answer.py, textwrap, shlex) loads only where a text or Markdown answer is made:
 # the JSON line needs none of it.
@@ -59,6 +60,7 @@ def wheel_json(answer: WheelAnswer) -> dict[str, Any]:
         "hardware": hardware_json(answer.facts),
         "catalog": {"facts_compiled": answer.wheels.facts_compiled, "index_root": answer.index_root},
         "recommendation": recommendation_json(decision, answer.source.name),
+        "build": None if decision.build is None else of_wheel(decision.build, answer.source.name).as_json(),
         "environment": None
         if environment is None
         else {

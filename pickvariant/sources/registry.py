@@ -62,8 +62,12 @@ def register(source: Source) -> None:
     """Make `source` answer `--source NAME` (and PICKVARIANT_SOURCE, plans naming it) in this process."""
     if not re.fullmatch(_NAME, source.name) or source.name in _BUILT_IN:
         raise ValueError(f"source name {source.name!r}: lower-case letters, digits and dashes, not a built-in one")
-    if source.pipeline not in ("recipes", "builds") or (source.pipeline == "builds") != (source.builds is not None):
-        raise ValueError(f"source {source.name!r}: pipeline 'builds' takes a catalog of builds, 'recipes' none")
+    if source.pipeline != "builds" or source.builds is None:
+        # The recipes' stages read the Flox catalog (PICKVARIANT_CATALOG), not one a source brings: a second source
+        # of recipes would be the Flox source under another name, in every document and plan.
+        raise ValueError(
+            f"source {source.name!r}: a registered source brings its catalog of builds (pipeline 'builds')"
+        )
     _REGISTERED[source.name] = source
 
 

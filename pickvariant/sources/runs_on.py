@@ -1,0 +1,95 @@
+"""What a build runs on, whichever source made it: the one record a program reads of the answer.
+
+A Build says which machine a build can run on, in pickvariant's own words for that machine (its `os` and `arch` as
+the machine's facts report them, the CPython tags, the CPU instruction set it requires or none where ATen
+dispatches at run time, the compute capabilities it carries SASS and PTX for, its CUDA line and the driver floor that
+line needs) with the torch release and the label a person installs it by. `origin` is the source's own record (a
+Flox variant, a wheel build), which nothing outside that source reads. The two built-in sources make one each
+(`of_variant`, `of_wheel`); detect's JSON shows it as `build`, beside the source's own `recommendation`.
+"""
+
+from __future__ import annotations
+
+from pickvariant._base.records import keyword_record
+from pickvariant._base.versions import ComputeCapability, DriverVersion
+
+TYPE_CHECKING = False  # typing stays off detect's path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from pickvariant.sources.build import Catalog, Variant
+    from pickvariant.sources.wheel_build import WheelBuild
+
+
+@keyword_record
+class Build:
+    source: str  # the registered source that made it: "flox", "wheels", …
+    label: str  # how a person names it: "pytorch-python313-cuda13_1-sm90-avx512 (pytorch-2.10-python313)"
+    torch: str  # the release, "2.10.0"
+    os: str
+    arch: str
+    python: tuple[str, ...]  # the CPython tags it is built for: "cp313", "cp314t"
+    cpu_isa: str | None  # the instruction set it requires; None: ATen picks its CPU kernels at run time
+    sass: tuple[ComputeCapability, ...]
+    ptx: tuple[ComputeCapability, ...]
+    cuda: str | None  # None: no CUDA (a CPU or MPS build)
+    min_driver: DriverVersion | None  # the CUDA line's floor, where it has one
+    origin: object = None  # the source's own record; not shown
+
+    def as_json(self) -> dict[str, Any]:
+        """The same keys for every source (detect's `build`)."""
+        return {
+            "source": self.source,
+            "label": self.label,
+            "torch": self.torch,
+            "os": self.os,
+            "arch": self.arch,
+            "python": list(self.python),
+            "cpu_isa": self.cpu_isa,
+            "sass": [str(capability) for capability in self.sass],
+            "ptx": [str(capability) for capability in self.ptx],
+            "cuda": self.cuda,
+            "min_driver": None if self.min_driver is None else str(self.min_driver),
+        }
+
+
+def of_variant(variant: Variant, catalog: Catalog, source: str) -> Build:
+    """A Flox variant: one Python, its one GPU architecture's SASS (no PTX: build.py ptx_archs), its CUDA line's
+    floor. An MPS build carries no CUDA code."""
+    platform = catalog.platforms[variant.platform]
+    line = catalog.cuda_line(variant)
+    return Build(
+        source=source,
+        label=variant.label,
+        torch=variant.torch,
+        os=platform.os,
+        arch=platform.arch,
+        python=("cp" + variant.python.replace(".", ""),),
+        cpu_isa=variant.cpu_isa,
+        sass=tuple(catalog.gpu_archs[name].compute_capability for name in variant.sass_archs),
+        ptx=tuple(catalog.gpu_archs[name].compute_capability for name in variant.ptx_archs),
+        cuda=variant.cuda,
+        min_driver=None if line is None else line.min_driver,
+        origin=variant,
+    )
+
+
+def of_wheel(build: WheelBuild, source: str) -> Build:
+    """A wheel build: its Python tags, SASS and PTX as read from its files, no instruction set required."""
+    from pickvariant.sources.wheel_build import WHEEL_PLATFORMS
+
+    os_name, arch = next(machine for machine, name in WHEEL_PLATFORMS.items() if name == build.platform)
+    return Build(
+        source=source,
+        label=build.local,
+        torch=build.torch,
+        os=os_name,
+        arch=arch,
+        python=build.python,
+        cpu_isa=None,
+        sass=build.sass,
+        ptx=build.ptx,
+        cuda=build.cuda,
+        min_driver=build.min_driver,
+        origin=build,
+    )
