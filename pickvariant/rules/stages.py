@@ -116,15 +116,8 @@ def _pinned_branches(
             for b in catalog.branches
             if b.aligned_with is None or pinned
         )
-        pins = ", ".join(
-            f"{flag} {value}"
-            for flag, value in (
-                ("--branch", pinned),
-                ("--torch", torch),
-                (python_flag, python),
-            )
-            if value
-        )
+        given = (("--branch", pinned), ("--torch", torch), (python_flag, python))
+        pins = ", ".join(f"{flag} {value}" for flag, value in given if value)
         raise BadInput(f"no branch matches {pins}; the catalog has {known}")
     return tuple(left), tuple(rejected)
 

@@ -8,6 +8,7 @@ against the facts, never for the facts themselves: the rules would otherwise jud
 from __future__ import annotations
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.text import visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (load.py imports this module)
 if TYPE_CHECKING:
@@ -27,9 +28,9 @@ def check_own_hardware_facts(data: Any, path: Path, own: Mapping[str, Any]) -> N
         if key == "$comment":
             continue
         field = _first_difference(own[key], data.get(key), key)
-        if field is not None:
+        if field is not None:  # a key of the file's own may hold any character: shown escaped, on one line
             raise BadInput(
-                f"catalog {path}: its hardware facts differ from pickvariant's own at {field}; a catalog carries "
+                f"catalog {path}: its hardware facts differ from pickvariant's own at {visible(field):.200}; a catalog carries "
                 f"variants, the facts are pickvariant's: sync it again with this pickvariant "
                 f"(pickvariant catalog sync REPO -o FILE)"
             )
