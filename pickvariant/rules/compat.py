@@ -87,13 +87,20 @@ def machine_floor(min_driver: DriverVersion | None, gpus: Sequence[GpuFacts], ca
     each GPU's first driver (hardware.json's; an RTX 5090 needs R570 even for a CUDA 12.8 build). None for a CPU build."""
     if min_driver is None:
         return None
-    floor = min_driver
-    for gpu in gpus:
+    return max((first for _, first in floor_raisers(min_driver, gpus, catalog)), default=min_driver)
+
+
+def floor_raisers(
+    min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Catalog
+) -> list[tuple[GpuFacts, DriverVersion]]:
+    """The GPUs whose first driver (hardware.json's) is newer than a CUDA line's floor, each with that driver."""
+    raised = []
+    for gpu in dict.fromkeys(gpus):
         arch = catalog.arch_of(gpu.compute_capability)
         first = arch.drivers.first if arch is not None and arch.drivers is not None else None
-        if first is not None and floor < first:
-            floor = first
-    return floor
+        if first is not None and min_driver < first:
+            raised.append((gpu, first))
+    return raised
 
 
 def driver_rejection(

@@ -1,17 +1,26 @@
 """What would help where no wheel runs here: the driver that would run the nearest one, another Python, the cpu
-wheel, torch without its companions. Each hint names a build the rules judged, never one they did not."""
+wheel, torch without its companions. A hint that promises a wheel decides again with the change it proposes (the
+same stages, rules/wheel_pick.py, with the driver raised), as the recipe answer's hints do (rules/hints.py): it never
+promises a build the rules would not choose, nor a companion set they could not make."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from pickvariant._base.versions import DriverVersion
+from pickvariant._base import settings
+from pickvariant._base.versions import DriverVersion, version_key
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wheel_wording as said
+from pickvariant.rules import wording
+from pickvariant.rules.compat import floor_raisers, has_tegra, machine_floor, tegra_cuda_unknown
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
 from pickvariant.rules.wheel_stages import newest_first
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import WheelBuild
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    DecideAgain = Callable[[DriverFacts], WheelDecision]
 
 
 def hints_for_nothing(
@@ -19,7 +28,8 @@ def hints_for_nothing(
     hardware: Catalog,
     verdicts: Mapping[WheelBuild, Rejection | None],
     passed_over: Mapping[WheelBuild, tuple[str, ...]],
-    driver: DriverFacts | None = None,
+    driver: DriverFacts | None,
+    again: DecideAgain,
 ) -> tuple[str, ...]:
     hints = []
     if passed_over:
@@ -30,12 +40,10 @@ def hints_for_nothing(
         if verdict is not None:
             refused.setdefault(f"{verdict.kind}/{dict(verdict.facts).get('cause', '')}", []).append(build)
     by_driver = refused.get(f"{Kind.DRIVER}/wheel", [])
-    last = _last_branch(decision.targets, hardware)
-    given = driver.version if driver is not None else None
-    # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
-    last = last if last is not None and given is not None and given.parts[0] > last else None
-    for build, floor, gpus_need in _driver_choices(by_driver, decision.targets, hardware):
-        hints.append(said.driver_would_allow(build.local, str(floor), gpus_need, last))
+    if tegra_cuda_unknown(decision.targets, driver, hardware):  # no driver can be named: its CUDA is not known
+        hints.append(wording.state_jetson_cuda(settings.DRIVER_CUDA))
+    elif by_driver and driver is not None:
+        hints += _driver_hints(by_driver, decision.targets, hardware, driver, again)
     by_python = refused.get(f"{Kind.NOT_BUILT}/python_tag", [])
     if by_python:
         hints.append(said.other_python(by_python[0].local, ", ".join(by_python[0].python)))
@@ -46,17 +54,46 @@ def hints_for_nothing(
     return tuple(hints)
 
 
-def _driver_choices(
-    builds: list[WheelBuild], gpus: tuple[GpuFacts, ...], hardware: Catalog
-) -> list[tuple[WheelBuild, DriverVersion, str]]:
-    """The wheels a newer driver would run: the newest at the lowest driver that runs any, and the newest of all
-    where it needs more (each with its floor and the GPUs that raise it)."""
-    if not builds:
+def _driver_hints(
+    builds: list[WheelBuild], gpus: tuple[GpuFacts, ...], hardware: Catalog, driver: DriverFacts, again: DecideAgain
+) -> list[str]:
+    """The wheels a newer driver would give, each decided again with that driver: the one the smallest update gives,
+    and where a larger one gives a newer wheel, that too. A driver judged by the CUDA version it reports (a Jetson's,
+    a Windows driver's) is raised by CUDA version; any other to the floor each refused wheel needs on these GPUs."""
+    by_cuda = driver.cuda is not None and (driver.version is None or has_tegra(gpus, hardware))
+    if by_cuda:
+        lines = sorted({build.cuda for build in builds if build.cuda}, key=version_key)
+        upgrades = [DriverFacts(driver.version, cuda) for cuda in lines]
+    else:
+        floors = {machine_floor(build.min_driver, gpus, hardware) for build in builds}
+        upgrades = [DriverFacts(floor, None) for floor in sorted(f for f in floors if f is not None)]
+    if not upgrades:
         return []
-    needs = [(build, *_driver_needed(build, gpus, hardware)) for build in builds]  # newest first
-    lowest = min(floor for _, floor, _ in needs)
-    cheapest = next(need for need in needs if need[1] == lowest)
-    return [cheapest] if cheapest is needs[0] or needs[0][1] == lowest else [cheapest, needs[0]]
+    found: list[WheelDecision] = []
+    smallest = next((d for d in map(again, upgrades[:-1]) if d.build is not None), None)
+    largest = again(upgrades[-1])
+    for decided in (smallest, largest):
+        if decided is not None and decided.build is not None and decided.build not in (d.build for d in found):
+            found.append(decided)
+    if by_cuda:
+        return [said.driver_would_give(d.driver_needed or "", d.build.local) for d in found if d.build]
+    last = _last_branch(gpus, hardware)
+    # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
+    given = driver.version
+    last = last if last is not None and given is not None and given.parts[0] > last else None
+    return [_by_number(d.build, gpus, hardware, last) for d in found if d.build is not None]
+
+
+def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog, last: int | None) -> str:
+    assert build.min_driver is not None  # a CUDA build: a driver gave it
+    raisers = floor_raisers(build.min_driver, gpus, hardware)
+    floor = machine_floor(build.min_driver, gpus, hardware)
+    need = "; ".join(f"GPU {gpu.index} needs {_named(first)} or newer" for gpu, first in raisers)
+    return said.driver_would_allow(build.local, str(floor), need, last)
+
+
+def _named(driver: DriverVersion) -> str:
+    return f"R{driver}" if len(driver.parts) == 1 else str(driver)
 
 
 def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Catalog) -> int | None:
@@ -67,18 +104,3 @@ def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Catalog) -> int | None:
         (arch.drivers.last_branch for arch in archs if arch is not None and arch.drivers and arch.drivers.last_branch),
         default=None,
     )
-
-
-def _driver_needed(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog) -> tuple[DriverVersion, str]:
-    """The driver floor of `build`'s CUDA line, raised to the first driver that drives each GPU here, and the GPUs
-    that raise it (named with their own floors)."""
-    assert build.min_driver is not None  # refused by the driver: a CUDA build
-    floor = build.min_driver
-    raised = []
-    for gpu in dict.fromkeys(gpus):
-        arch = hardware.arch_of(gpu.compute_capability)
-        first = arch.drivers.first if arch is not None and arch.drivers is not None else None
-        if first is not None and floor < first:
-            floor = first
-            raised.append(f"GPU {gpu.index} needs {'R' + str(first) if len(first.parts) == 1 else str(first)} or newer")
-    return floor, "; ".join(raised)

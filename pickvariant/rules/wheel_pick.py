@@ -10,7 +10,7 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
@@ -18,7 +18,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
-from pickvariant.machine.gpu import GpuFacts
+from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
@@ -42,9 +42,16 @@ def pick_wheel(
     environment: PythonEnvironment | None,
     index_root: str,
     pypi_first: bool = False,
+    with_hints: bool = True,
 ) -> WheelDecision:
     """The wheel for this machine. `pypi_first` (no wheel index was named): PyPI's own build of a release comes
-    before its other builds that serve, and is installed from PyPI with no index URL."""
+    before its other builds that serve, and is installed from PyPI with no index URL. `with_hints`: where none
+    runs, decide again with what would help (a hint's own decision is made without)."""
+
+    def again(driver: DriverFacts) -> WheelDecision:
+        changed = replace(facts, driver=driver)
+        return pick_wheel(changed, hardware, wheels, options, environment, index_root, pypi_first, with_hints=False)
+
     facts, driver_said = compat.driver_as_judged(facts)
     platform = WHEEL_PLATFORMS.get((facts.os, facts.arch))
     builds = wheels.for_platform(platform) if platform else ()
@@ -76,7 +83,9 @@ def pick_wheel(
     decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
     first: tuple[str, ...] = (*machine, *driver_said, *python_said, *said.refreshed(wheels.refreshed))
     if chosen is None:
-        return _nothing_fits(decision, facts, hardware, wheels, first, verdicts, passed_over)
+        return _nothing_fits(
+            decision, facts, hardware, wheels, first, verdicts, passed_over, again if with_hints else None
+        )
     root = None if pypi_first and chosen.pypi else index_root  # None: PyPI's own build, from PyPI
     return _chosen(decision, facts, hardware, wheels, options, first, chosen, pairs, root)
 
@@ -240,6 +249,7 @@ def _nothing_fits(
     found: tuple[str, ...],
     verdicts: dict[WheelBuild, Rejection | None],
     passed_over: dict[WheelBuild, tuple[str, ...]],
+    again: Callable[[DriverFacts], WheelDecision] | None,
 ) -> WheelDecision:
     from pickvariant.rules.wheel_hints import hints_for_nothing
 
@@ -250,7 +260,7 @@ def _nothing_fits(
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         reasons.append(decision.installed_said)
-    hints = hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver)
+    hints = () if again is None else hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver, again)
     nearest = _nearest(decision.rejected, verdicts)
     if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
         reasons.append(said.nothing_fits(wording.choice(nearest), wording.why(nearest)))

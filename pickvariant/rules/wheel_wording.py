@@ -259,6 +259,13 @@ def driver_would_allow(local: str, floor: str, gpus_need: str, last_branch: int 
     return f"a driver {within}>= {floor}{need} would run torch {local}"
 
 
+def driver_would_give(needed: str, local: str) -> str:
+    """The driver a decision made again with it says it needs (driver_needed: a JetPack driver of a CUDA release, a
+    Windows driver of a CUDA major), and the wheel that decision chose."""
+    article = "" if needed.startswith("a ") else "a "
+    return f"{article}{needed} would run torch {local}"
+
+
 def no_gpu_wheel() -> str:
     return "--no-gpu: the cpu wheel runs here, without the GPUs"
 

@@ -1,0 +1,94 @@
+"""Issue 52: a wheel answer's driver hint promises only what the rules then choose, as the recipe answer's hints do.
+
+Each hint that names a driver ("a driver >= X would run torch Y", "a JetPack driver of CUDA C or newer would run
+torch Y", "a driver that runs CUDA 12.x would run torch Y") is held to its word: detect with that driver chooses
+torch Y, with the same pins and companions. The machines are the hardware facts' GPUs on drivers too old for them
+(and a Jetson, a Windows machine), with and without companions: the expectation is the hint's own sentence, checked
+by asking again, never a list written from the code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import cli_runner, cpuinfo_path
+
+from pickvariant.cli.main import app
+
+runner = cli_runner()
+HASWELL = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
+GRACE = ["--cpuinfo", str(cpuinfo_path("linux-rhel9-neoverse_v2"))]
+BY_NUMBER = re.compile(
+    r"a driver (?:of branch R\d+ or older, )?>= (\S+)(?: that also drives .*)? would run torch (\S+)$"
+)
+BY_CUDA = re.compile(
+    r"a (?:JetPack driver of CUDA|driver that runs CUDA) (\d+)\.(\d+|x)(?: or newer)? would run torch (\S+)$"
+)
+
+MACHINES = [
+    [*HASWELL, "--gpu", cc, "--driver", driver]
+    for cc in ("6.1", "7.0", "7.5", "8.6", "9.0", "12.0")
+    for driver in ("470.57.02", "515.65.01", "565.57.01")
+]
+MACHINES += [[*HASWELL, "--gpu", "8.9", "--gpu", "6.1", "--driver", "470.57.02"]]
+MACHINES += [[*HASWELL, "--gpu", "6.1", "--driver", "590.10"], [*HASWELL, "--gpu", "7.0", "--driver", "590.10"]]
+MACHINES += [[*GRACE, "--gpu", "8.7", "--driver-cuda", cuda] for cuda in ("12.6", "13.0")]
+MACHINES += [["--platform", "windows-amd64", "--gpu", "8.6", "--driver", "470.10", "--driver-cuda", "11.4"]]
+
+
+def _detect(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["detect", "--source", "wheels", "--format", "json", "--python-version", "3.12", *args])
+    assert result.exit_code in (0, 3), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _with_driver(machine: list[str], driver: str | None, driver_cuda: str | None) -> list[str]:
+    """The machine with its driver changed as a hint names it (its other words kept)."""
+    changed, words = [], iter(machine)
+    for word in words:
+        if word in ("--driver", "--driver-cuda"):
+            next(words)
+            continue
+        changed.append(word)
+    changed += ["--driver", driver] if driver else []
+    changed += ["--driver-cuda", driver_cuda] if driver_cuda else []
+    return changed
+
+
+@pytest.mark.parametrize("companions", [(), ("--with", "torchvision,torchaudio")])
+def test_every_driver_hint_is_what_detect_then_chooses(companions) -> None:
+    checked = 0
+    for machine in MACHINES:
+        code, answer = _detect(*machine, *companions)
+        if code == 0:
+            continue
+        for hint in answer["hints"]:
+            windows = "windows-amd64" in machine
+            if number := BY_NUMBER.match(hint):
+                floor, promised = number.groups()
+                again = _with_driver(machine, floor, None)
+            elif cuda := BY_CUDA.match(hint):
+                major, minor, promised = cuda.groups()
+                version = "0" if minor == "x" else minor
+                stated = "581.80" if windows else None  # a Windows driver is judged by its CUDA version alone
+                again = _with_driver(machine, stated, f"{major}.{version}")
+            else:
+                assert "would run torch" not in hint, hint  # every driver hint is one of the two shapes
+                continue
+            code, decided = _detect(*again, *companions)
+            assert code == 0 and decided["recommendation"]["torch"] == promised, (machine, hint, decided["reasons"])
+            checked += 1
+    assert checked >= 20  # the machines give driver hints: a change that drops them fails here
+
+
+def test_a_jetson_whose_driver_cuda_is_not_known_is_asked_for_it_as_the_recipe_answer_asks() -> None:
+    """A Jetson stated by its driver's number alone: no driver floor can be promised (JetPack numbers its drivers
+    apart); both sources say the same: state the CUDA version it reports."""
+    machine = [*GRACE, "--gpu", "8.7", "--driver", "540.4.0"]
+    _, wheels = _detect(*machine)
+    recipes = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine]).stdout)
+    asked = [hint for hint in recipes["hints"] if "--driver-cuda X.Y" in hint]
+    assert asked and asked[0] in wheels["hints"]
+    assert not any("would run torch" in hint for hint in wheels["hints"])
