@@ -53,6 +53,7 @@ __all__ = [
     "Request",
     "WheelAsk",
     "WheelRecommendation",
+    "answer",
     "decide_wheel",
     "default_catalog",
     "host_facts",
@@ -189,13 +190,28 @@ def recommend(
         python=python_version,
         driver_cuda=driver_cuda,
     )
+    if facts is not None or catalog is not None:
+        if registry.chosen(source, os.environ if env is None else env, "source").pipeline == "builds":
+            raise BadInput(f"source {source!r}: facts and catalog are the recipes' (its builds are its own)")
+        return recommend_request(request, facts=facts, catalog=catalog, env=env)
+    return answer(request, source=source, python=python, wheel_index=wheel_index, env=env)
+
+
+def answer(
+    request: Request,
+    *,
+    source: str | None = None,
+    python: str | None = None,
+    wheel_index: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Recommendation | WheelRecommendation:
+    """The answer of the source `source` names (else PICKVARIANT_SOURCE, else flox) for a request: what detect shows
+    of it. `python` and `wheel_index` are a source of prebuilt builds' (`--python`, `--wheel-index`)."""
     chosen = registry.chosen(source, os.environ if env is None else env, "source")
     if chosen.pipeline == "builds":
-        if facts is not None or catalog is not None:
-            raise BadInput(f"source {chosen.name!r}: facts and catalog are the recipes' (its builds are its own)")
         ask = WheelAsk(request=request, python=python, wheel_index=wheel_index, source=chosen.name)
         return WheelRecommendation(decide_wheel(ask, env))
-    return replace(recommend_request(request, facts=facts, catalog=catalog, env=env), source=chosen.name)
+    return replace(recommend_request(request, env=env), source=chosen.name)
 
 
 def _gpus_pending(request: Request, env: Mapping[str, str]) -> Callable[[], GpuReport] | None:

@@ -73,6 +73,10 @@ def test_recommend_with_the_wheels_source_is_what_detect_source_wheels_prints(gp
     by_variable = api.recommend(cpuinfo=HASWELL, gpus=gpus, driver="580.95.05", python_version="3.12",
                                 env={**os.environ, "PICKVARIANT_SOURCE": "wheels"})  # fmt: skip
     assert by_variable.to_json() == choice.to_json()
+    # The same question as one Request, to any source (what detect asks): the same answer.
+    request = api.Request(cpuinfo=HASWELL, gpus=tuple(gpus), no_gpu=not gpus, driver="580.95.05", python="3.12")
+    assert api.answer(request, source="wheels").to_json() == choice.to_json()
+    assert api.answer(request).to_json()["source"] == "flox"
     with pytest.raises(BadInput, match=r"^source 'conda'"):
         api.recommend(cpuinfo=HASWELL, gpus=gpus, source="conda")
 

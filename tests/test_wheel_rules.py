@@ -18,8 +18,8 @@ from conftest import REPO, cli_runner, cpuinfo_path, require, torch_site_package
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_driver_version, version_key
+from pickvariant.api import WheelAsk, decide_wheel
 from pickvariant.cli.main import app
-from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json, wheel_text_lines
 from pickvariant.rules.wheel_pick import pick_wheel
 from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog

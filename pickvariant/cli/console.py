@@ -7,14 +7,10 @@ here: pickvariant's one exception family becomes its exit code in exit_for, and 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 
-from pickvariant import api
-from pickvariant._base import settings
 from pickvariant._base.errors import Interrupted, PickVariantError
-from pickvariant._base.request import Request
 from pickvariant._base.text import visible, visible_lines
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path
@@ -71,16 +67,6 @@ def output_failed(error: OSError) -> int | None:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 1
-
-
-def detect_json(request: Request, compact: bool = False, label: str | None = None) -> tuple[str, api.Recommendation]:
-    """`detect --format json`'s output and the Recommendation it shows (both front ends print exactly this)."""
-    choice = api.recommend_request(request)
-    document = choice.to_json()
-    label = label if label is not None else settings.setting(os.environ, settings.LABEL)
-    if label is not None:
-        document = {"label": label, **document}
-    return (json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)), choice
 
 
 def usage_line(error: Any) -> str:

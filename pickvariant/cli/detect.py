@@ -10,7 +10,6 @@ import typer
 
 from pickvariant import api
 from pickvariant._base.errors import BadInput
-from pickvariant.cli import console
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import decided, declared, exits_on_error, given_on_command_line, request_of
 from pickvariant.cli.typer_options import DetectFormat
@@ -28,28 +27,30 @@ def detect(**values: Any) -> None:
         output = DetectFormat.json  # --compact exists to feed plan: it implies JSON
     label = commandline.detect_label(values, os.environ, output.value)
     source = registry.chosen(values["source"], os.environ)
-    if source.pipeline == "builds":
-        _detect_wheels(values, output, compact, label, source.name)
-        return
-    for name, flag in _WHEELS_ONLY.items():
-        if values[name] is not None:
-            raise BadInput(f"{flag}: only with --source wheels (the Flox source installs into a Flox environment)")
-    if output in (DetectFormat.requirements, DetectFormat.pyproject):
-        raise BadInput(f"--format {output.value}: only with --source wheels (a Flox package is no pip requirement)")
-    _detect_flox(values, output, compact, label)
+    if source.pipeline != "builds":
+        for name, flag in _WHEELS_ONLY.items():
+            if values[name] is not None:
+                raise BadInput(f"{flag}: only with --source wheels (the Flox source installs into a Flox environment)")
+        if output in (DetectFormat.requirements, DetectFormat.pyproject):
+            raise BadInput(f"--format {output.value}: only with --source wheels (a Flox package is no pip requirement)")
+    if output is DetectFormat.json:  # one document for every source; entry's fast path prints the same
+        from pickvariant.commands.detect import json_text
+
+        request = request_of(values)
+        text, error = json_text(request, source.name, values["python"], values["wheel_index"], compact, label)
+        typer.echo(text)
+        if error is not None:
+            raise error
+    elif source.pipeline == "builds":
+        _detect_wheels(values, output, source.name)
+    else:
+        _detect_flox(values, output)
 
 
-def _detect_flox(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None) -> None:
+def _detect_flox(values: dict[str, Any], output: DetectFormat) -> None:
     from pickvariant.output import present, terminal
 
     request = request_of(values)
-    if output is DetectFormat.json:
-        # The same function answers the typer-free path in entry.py.
-        text, choice = console.detect_json(request, compact, label)
-        typer.echo(text)
-        if choice.variant is None:
-            raise choice.no_variant_error()
-        return
     catalog, facts, decision = decided(request)
     if output is DetectFormat.markdown:
         typer.echo(present.decision_markdown(facts, decision, catalog, request.workload), nl=False)
@@ -59,22 +60,16 @@ def _detect_flox(values: dict[str, Any], output: DetectFormat, compact: bool, la
         raise api.no_variant_error(decision)
 
 
-def _detect_wheels(values: dict[str, Any], output: DetectFormat, compact: bool, label: str | None, source: str) -> None:
+def _detect_wheels(values: dict[str, Any], output: DetectFormat, source: str) -> None:
     import shutil
     import sys
 
-    from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel, no_wheel_error, wheel_json_line
+    from pickvariant.api import WheelAsk, decide_wheel, no_wheel_error
     from pickvariant.output import wheel_answer
 
     ask = WheelAsk(
         request=request_of(values), python=values["python"], wheel_index=values["wheel_index"], source=source
     )
-    if output is DetectFormat.json:
-        text, error = wheel_json_line(ask, compact, label)  # as entry's fast path prints it
-        typer.echo(text)
-        if error is not None:
-            raise error
-        return
     answer = decide_wheel(ask)
     build = answer.decision.build
     if output is DetectFormat.markdown:

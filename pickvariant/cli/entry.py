@@ -1,9 +1,9 @@
 """The console entry point: `detect --format json` without typer, every other command line through it.
 
 `pickvariant detect --format json`, and the text answer, with well-formed options are answered through
-pickvariant.api (for a source of prebuilt builds, through commands/wheel_detect.wheel_json_line and
-output/wheel_answer.wheel_text_lines; for the recipes' text, output/terminal's plain answer: what the typer CLI
-prints too) without importing typer, click or rich: importing them costs more than detecting and deciding
+pickvariant.api (the JSON of every source through commands/detect.json_text; the text through
+output/wheel_answer.wheel_text_lines for a source of prebuilt builds, output/terminal's plain answer for the recipes:
+what the typer CLI prints too) without importing typer, click or rich: importing them costs more than detecting and deciding
 (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
 built from (options.py); every other command line, including every malformed one and every
 --help, goes to the typer app (main.py), which alone owns usage errors and help text.
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pickvariant._base.request import Request
-    from pickvariant.commands.wheel_detect import WheelAsk
+    from pickvariant.api import WheelAsk
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,14 +64,18 @@ def _main(argv: list[str] | None) -> int:
     try:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         request = commandline.request_from(values)
-        if builds is not None:
-            from pickvariant.commands.wheel_detect import WheelAsk
+        if as_text and builds is not None:
+            from pickvariant.api import WheelAsk
 
             ask = WheelAsk(request=request, python=values["python"], wheel_index=values["wheel_index"], source=builds)  # type: ignore[arg-type]
-            return _wheels_text(ask, bool(values["explain"])) if as_text else _wheels_json(ask, values, label)
+            return _wheels_text(ask, bool(values["explain"]))
         if as_text:
             return _recipes_text(request)
-        text, choice = console.detect_json(request, bool(values["compact"]), label)
+        from pickvariant.commands.detect import json_text
+
+        source = builds if builds is not None else "flox"
+        python, index = (values["python"], values["wheel_index"]) if builds is not None else (None, None)
+        text, error = json_text(request, source, python, index, bool(values["compact"]), label)  # type: ignore[arg-type]
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except (PickVariantError, KeyboardInterrupt) as error:
@@ -87,9 +91,9 @@ def _main(argv: list[str] | None) -> int:
             print(ending[0], file=sys.stderr)
             return ending[1]
         return code
-    if choice.variant is None:
-        print(console.error_line(choice.no_variant_error()), file=sys.stderr)
-        return 3
+    if error is not None:
+        print(console.error_line(error), file=sys.stderr)
+        return error.exit_code
     return 0
 
 
@@ -109,27 +113,12 @@ def _recipes_text(request: Request) -> int:
     return 0
 
 
-def _wheels_json(ask: WheelAsk, values: Mapping[str, object], label: str | None) -> int:
-    """`detect --source wheels --format json` (or another source of prebuilt builds) without typer, printed as the
-    typer CLI prints it."""
-    from pickvariant.cli import console
-    from pickvariant.commands.wheel_detect import wheel_json_line
-
-    text, error = wheel_json_line(ask, bool(values["compact"]), label)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-    if error is not None:
-        print(console.error_line(error), file=sys.stderr)
-        return error.exit_code
-    return 0
-
-
 def _wheels_text(ask: WheelAsk, explain: bool) -> int:
     """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
     import shutil
 
+    from pickvariant.api import decide_wheel, no_wheel_error
     from pickvariant.cli import console
-    from pickvariant.commands.wheel_detect import decide_wheel, no_wheel_error
     from pickvariant.output.wheel_answer import wheel_text_lines
 
     answer = decide_wheel(ask)

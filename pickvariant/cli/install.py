@@ -21,9 +21,9 @@ from pickvariant.sources import registry
 
 if TYPE_CHECKING:
     from pickvariant._base.request import Request
+    from pickvariant.api import WheelAsk
     from pickvariant.commands.install import Installation, InstallOptions
     from pickvariant.commands.plan_install import WheelAssignment
-    from pickvariant.commands.wheel_detect import WheelAsk
 
 
 class InstallFormat(StrEnum):
@@ -215,8 +215,8 @@ def _wheel_ask(
 ) -> tuple[WheelAsk, WheelAssignment | None]:
     """What to ask the wheel rules; with --plan, the node's assignment pinned, and nothing that would choose
     another wheel beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
+    from pickvariant.api import WheelAsk
     from pickvariant.commands import plan_install
-    from pickvariant.commands.wheel_detect import WheelAsk
 
     if plan is None:
         return WheelAsk(request=request, python=python, wheel_index=wheel_index, source=source), None

@@ -41,7 +41,7 @@ def report(
 
     chosen = registry.chosen(source, os.environ)
     if chosen.pipeline == "builds":
-        from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
+        from pickvariant.api import WheelAsk, decide_wheel
         from pickvariant.machine.facts import states_a_machine
 
         request = request_of(values)

@@ -19,8 +19,8 @@ from pickvariant._base.errors import BadInput, NoVariant, PickVariantError
 from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.text import visible
+from pickvariant.api import WheelAsk, decide_wheel
 from pickvariant.commands.install import Carried
-from pickvariant.commands.wheel_detect import WheelAsk, decide_wheel
 from pickvariant.install import envlock, whole
 from pickvariant.install.wheel_command import INSTALLERS, index_environment, installer_argv, requirements
 from pickvariant.machine.environment import PythonEnvironment, active_interpreter
