@@ -320,6 +320,23 @@ def test_a_dry_run_plans_for_uv_where_uv_is_missing_and_the_install_names_what_f
     assert refused.returncode == 2 and refused.stderr.startswith("pickvariant: --installer uv: uv is not on PATH")
 
 
+def test_a_python_pin_other_than_the_environments_is_refused_shown_or_run(tmp_path) -> None:
+    """A wheel chosen for --python-version X.Y is not the one pip installs into an interpreter of another Python (it
+    resolves its own Python's wheel, or none): the plan is refused naming both (exit 2), a dry run too; the pin of
+    the environment's own Python plans as before."""
+    python = _fresh_venv(tmp_path / "venv", with_pip=False)
+    own = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    other = "3.10" if own != "3.10" else "3.12"
+    args = ["install", "--source", "wheels", "--python", python, "--dry-run", *GTX_1080]
+    refused = _pickvariant([*args, "--python-version", other], _env(tmp_path), tmp_path)
+    assert refused.returncode == 2, refused.stdout
+    tag = "cp" + other.replace(".", "")
+    assert refused.stderr.startswith(f"pickvariant: --python-version {other}: {python} (--python) is Python {own}")
+    assert f"a {tag} wheel does not install there" in refused.stderr and refused.stdout == ""
+    planned = _pickvariant([*args, "--python-version", own], _env(tmp_path), tmp_path)
+    assert planned.returncode == 0, planned.stderr
+
+
 H100 = ["--gpu", "9.0", "--driver", "580.95.05", "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4"))]
 
 

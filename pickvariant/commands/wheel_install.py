@@ -89,6 +89,7 @@ def plan_wheel_install(
     uv, warning = _uv(chosen, variables, dry_run)
     environment = answer.environment
     assert environment is not None
+    _same_python(ask, decision.python_tag, environment)
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
     interpreter = environment.interpreter
     secret = answer.index_url_for_installer()
@@ -168,6 +169,19 @@ def _kept(
             f"probes it): kept, nothing to install ({upgrade})"
         )
     return f"torch {there} already runs {where}: nothing to install ({upgrade})"
+
+
+def _same_python(ask: WheelAsk, tag: str | None, environment: PythonEnvironment) -> None:
+    """A wheel chosen for another Python than the environment's (a --python-version pin) would not be the one pip
+    installs there: BadInput naming both, shown or run."""
+    if tag is None or environment.tag is None or tag == environment.tag:
+        return
+    flag = ask.request.python_given_as
+    raise BadInput(
+        f"{flag} {ask.request.python}: {environment.interpreter} ({environment.given_as}) is Python "
+        f"{environment.version} ({environment.tag}), so a {tag} wheel does not install there: leave out {flag}, or "
+        f"name an interpreter of that Python with --python"
+    )
 
 
 def _this_platform(platform: str, dry_run: bool) -> None:
