@@ -1,9 +1,8 @@
 """`pickvariant plan`: from a cluster's `detect` JSON lines to the fewest variants that serve every node.
 
-Each node is decided again from its facts with this catalog (never trusting an old recommendation);
-nodes with the same facts are one profile; the variants a profile may get are exactly those
-`detect` admits for it (Decision.candidates), in detect's order. Choosing the variants is a
-set-cover-with-assignment problem, solved exactly as an integer program by HiGHS (highspy).
+Each node is decided again from its facts with this catalog (never trusting an old recommendation); nodes with
+the same facts are one profile, which may get exactly the variants `detect` admits for it (Decision.candidates), in
+detect's order. Choosing them is set cover with assignment, solved exactly as an integer program by HiGHS.
 """
 
 from __future__ import annotations
@@ -364,6 +363,7 @@ def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, s
 def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
+        "source": "flox",  # as every plan says its source (install --plan refuses another source's plan)
         "variants": [
             {
                 "branch": v.branch,
