@@ -114,7 +114,7 @@ def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> li
         h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"),
         *_variant_lines(plan, style),
     ]
-    given = [(n.label, n.variant.package if n.variant else None, n.rank, n.why) for n in plan.nodes]
+    given = [(n.label, n.build.package if n.build else None, n.rank, n.why) for n in plan.nodes]
     out += assignment_lines(given, "variant", style)
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
     for variant, _, _ in plan.variants:
@@ -165,8 +165,8 @@ def _variant_lines(plan: ClusterPlan, style: PlanStyle) -> list[str]:
     code, t, item, sub_item = style.code, style.text, style.item, style.sub_item
     labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
     for node in plan.nodes:
-        if node.variant is not None:
-            labels_of[(node.variant.branch, node.variant.package)].append(node.label)
+        if node.build is not None:
+            labels_of[(node.build.branch, node.build.package)].append(node.label)
     out = []
     for variant, count, summaries in plan.variants:
         out.append(

@@ -22,6 +22,7 @@ from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
 from pickvariant.rules.node_facts import fingerprint
+from pickvariant.rules.plan_assign import NodePlan, assign
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 
@@ -184,18 +185,10 @@ def _run_highs(program: _Program) -> tuple[str, Sequence[float], float]:
     return status, h.getSolution().col_value, float(h.getInfo().objective_function_value)
 
 
-@record
-class NodePlan:
-    label: str
-    variant: Variant | None
-    rank: int | None  # 1 = the node's own best
-    why: str | None
-
-
 @keyword_record
 class ClusterPlan:
     variants: tuple[tuple[Variant, int, tuple[str, ...]], ...]  # variant, node count, hardware summaries
-    nodes: tuple[NodePlan, ...]
+    nodes: tuple[NodePlan[Variant], ...]
     solution: Solution
     node_count: int
     bad: tuple[BadLine, ...]
@@ -234,24 +227,10 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
     """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
     check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
-    group_of_profile, groups = _groups(inputs, profiles, catalog)
-    solution = solve(groups, max_variants) if groups else Solution((), (), "Optimal (nothing to serve)", 0.0)
-    nodes = []
-    served: Counter[int] = Counter()
-    covers: dict[int, set[str]] = defaultdict(set)
-    for label, p in zip(inputs.labels, inputs.profile_of, strict=False):
-        profile = profiles[p]
-        group = group_of_profile.get(p)
-        chosen = solution.assignment[group] if group is not None else None
-        if group is None or chosen is None:
-            why = profile.why_none or f"none of the {max_variants} chosen variant(s) runs here"
-            nodes.append(NodePlan(label, None, None, why))
-            continue
-        variant = catalog.variants[chosen]
-        rank = groups[group][1].index(chosen) + 1
-        served[chosen] += 1
-        covers[chosen].add(profile.summary)
-        nodes.append(NodePlan(label, variant, rank, None if rank == 1 else cost_of(profile.candidates[0], variant)))
+    grouped = _groups(inputs, profiles, catalog)
+    solution = solve(grouped[1], max_variants) if grouped[1] else Solution((), (), "Optimal (nothing to serve)", 0.0)
+    unserved = f"none of the {max_variants} chosen variant(s) runs here"
+    nodes, served, covers = assign(inputs, profiles, grouped, solution.assignment, catalog.variants, cost_of, unserved)
     chosen_variants = tuple(
         (catalog.variants[v], served[v], tuple(sorted(covers[v])))
         for v in sorted(
@@ -261,7 +240,7 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
     companions, shapes = _sets(chosen_variants, catalog, options)
     return ClusterPlan(
         variants=chosen_variants,
-        nodes=tuple(nodes),
+        nodes=nodes,
         solution=solution,
         node_count=len(inputs.labels),
         bad=tuple(inputs.bad),
@@ -389,8 +368,8 @@ def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
         "nodes": [
             {
                 "label": n.label,
-                "branch": n.variant.branch if n.variant else None,
-                "package": n.variant.package if n.variant else None,
+                "branch": n.build.branch if n.build else None,
+                "package": n.build.package if n.build else None,
                 "rank": n.rank,
                 "why": n.why,
                 "profile": profile,

@@ -10,7 +10,6 @@ its own best as those allow.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, defaultdict
 from typing import Any
 
 from pickvariant._base.errors import PickVariantError
@@ -26,6 +25,7 @@ from pickvariant.rules.cluster_plan import (
     solve,
 )
 from pickvariant.rules.node_facts import wheel_fingerprint
+from pickvariant.rules.plan_assign import NodePlan, assign
 from pickvariant.rules.wheel_pick import pick_wheel
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
@@ -39,20 +39,12 @@ class WheelProfile:
     fingerprint: dict[str, Any] | None = None  # rules/node_facts.py; None: its facts are unusable
 
 
-@record
-class WheelNodePlan:
-    label: str
-    build: WheelBuild | None
-    rank: int | None  # 1 = the node's own best
-    why: str | None
-
-
 @keyword_record
 class WheelClusterPlan:
     builds: tuple[tuple[WheelBuild, int, tuple[str, ...]], ...]  # build, node count, hardware summaries
     companions: dict[WheelBuild, tuple[PairedRelease, ...]]
     index_root: str
-    nodes: tuple[WheelNodePlan, ...]
+    nodes: tuple[NodePlan[WheelBuild], ...]
     solution: Solution
     node_count: int
     bad: tuple[BadLine, ...]
@@ -120,24 +112,10 @@ def make_wheel_cluster_plan(
     check_inputs(inputs, max_variants)
     profiles = _profiles(inputs, hardware, wheels, options, index_root)
     id_of = {build: i for i, build in enumerate(wheels.builds)}
-    group_of_profile, groups = group_profiles(
-        inputs, [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
-    )
-    solution = solve(groups, max_variants) if groups else Solution((), (), "Optimal (nothing to serve)", 0.0)
-    nodes = []
-    served: Counter[int] = Counter()
-    covers: dict[int, set[str]] = defaultdict(set)
-    for label, p in zip(inputs.labels, inputs.profile_of, strict=False):
-        profile, group = profiles[p], group_of_profile.get(p)
-        chosen = solution.assignment[group] if group is not None else None
-        if group is None or chosen is None:
-            why = profile.why_none or f"none of the {max_variants} chosen wheel build(s) runs here"
-            nodes.append(WheelNodePlan(label, None, None, why))
-            continue
-        build, rank = wheels.builds[chosen], groups[group][1].index(chosen) + 1
-        served[chosen] += 1
-        covers[chosen].add(profile.summary)
-        nodes.append(WheelNodePlan(label, build, rank, None if rank == 1 else cost_of(profile.candidates[0], build)))
+    grouped = group_profiles(inputs, [tuple(id_of[build] for build in profile.candidates) for profile in profiles])
+    solution = solve(grouped[1], max_variants) if grouped[1] else Solution((), (), "Optimal (nothing to serve)", 0.0)
+    unserved = f"none of the {max_variants} chosen wheel build(s) runs here"
+    nodes, served, covers = assign(inputs, profiles, grouped, solution.assignment, wheels.builds, cost_of, unserved)
     order = sorted(solution.chosen, key=lambda b: (-served[b], wheels.builds[b].platform, wheels.builds[b].local))
     chosen_builds = tuple((wheels.builds[b], served[b], tuple(sorted(covers[b]))) for b in order)
     return WheelClusterPlan(
@@ -148,7 +126,7 @@ def make_wheel_cluster_plan(
             for build, _, _ in chosen_builds
         },
         index_root=index_root,
-        nodes=tuple(nodes),
+        nodes=nodes,
         solution=solution,
         node_count=len(inputs.labels),
         bad=tuple(inputs.bad),
