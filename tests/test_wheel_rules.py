@@ -595,3 +595,30 @@ def test_the_wheel_answer_never_reads_the_recipes_catalog(tmp_path: Path) -> Non
     wheels = run([sys.executable, "-m", "pickvariant", *args, "--source", "wheels"])
     assert wheels.returncode == 0, wheels.stderr
     assert json.loads(wheels.stdout) == wheel_json(_answer(gpus=("9.0",), driver="580.95.05"))
+
+
+def test_the_active_interpreter_and_a_bare_name_are_found_on_path_as_shutil_finds_them(tmp_path: Path) -> None:
+    """The interpreter found on PATH (no virtual environment active), and one named by a bare name, are the ones
+    shutil.which names (what a shell runs): the first executable file of that name, a directory or a file without the
+    execute bit skipped; none where PATH has none."""
+    import shutil
+
+    from pickvariant._base.errors import BadInput
+    from pickvariant.machine import environment
+
+    folders = [tmp_path / name for name in ("dir-named", "not-executable", "real", "later")]
+    for folder in folders:
+        folder.mkdir()
+    (folders[0] / "python3").mkdir()
+    (folders[1] / "python3").write_text("")
+    for folder in folders[2:]:
+        (folder / "python3").write_text("#!/bin/sh\n")
+        (folder / "python3").chmod(0o755)
+    path = os.pathsep.join(str(folder) for folder in folders)
+    found, given_as = environment.active_interpreter({"PATH": path})
+    assert (found, given_as) == (shutil.which("python3", path=path), "PATH") and found == str(folders[2] / "python3")
+    assert environment.resolve_interpreter("python3", "--python", {"PATH": path}) == found
+    empty = str(tmp_path / "empty")
+    assert environment.active_interpreter({"PATH": empty}) == (sys.executable, "pickvariant's own interpreter")
+    with pytest.raises(BadInput, match="no such interpreter on PATH"):
+        environment.resolve_interpreter("python3", "--python", {"PATH": empty})

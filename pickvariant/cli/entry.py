@@ -115,14 +115,16 @@ def _recipes_text(request: Request) -> int:
 
 def _wheels_text(ask: WheelAsk, explain: bool) -> int:
     """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
-    import shutil
-
     from pickvariant.api import decide_wheel, no_wheel_error
     from pickvariant.cli import console
     from pickvariant.output.wheel_answer import wheel_text_lines
 
     answer = decide_wheel(ask)
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+    width = 100
+    if sys.stdout.isatty():  # shutil (bz2, lzma, zlib: milliseconds) only where a terminal's width is asked
+        import shutil
+
+        width = shutil.get_terminal_size().columns
     sys.stdout.write("\n".join(wheel_text_lines(answer, width, explain)) + "\n")
     sys.stdout.flush()
     if answer.decision.build is None:

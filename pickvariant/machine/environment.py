@@ -132,10 +132,22 @@ def active_interpreter(env: Mapping[str, str]) -> tuple[str, str]:
         if prefix and prefix.strip():
             candidate = Path(prefix) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
             return str(candidate), variable
-    import shutil
-
-    found = shutil.which("python3", path=env.get("PATH")) or shutil.which("python", path=env.get("PATH"))
+    found = _on_path("python3", env.get("PATH")) or _on_path("python", env.get("PATH"))
     return (found, "PATH") if found else (sys.executable, "pickvariant's own interpreter")
+
+
+def _on_path(name: str, path: str | None) -> str | None:
+    """`name` as a shell finds it on PATH (shutil.which's answer). On POSIX without shutil, whose imports (bz2, lzma,
+    zlib) cost detect milliseconds; on Windows (PATHEXT) through shutil."""
+    if os.name == "nt":
+        import shutil
+
+        return shutil.which(name, path=path)
+    for folder in (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep):
+        candidate = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def resolve_interpreter(interpreter: str, given_as: str, env: Mapping[str, str]) -> str:
@@ -145,9 +157,7 @@ def resolve_interpreter(interpreter: str, given_as: str, env: Mapping[str, str])
     by the link's own path). BadInput naming `given_as` where there is no executable there."""
     named = f"{given_as} {visible(interpreter)!r:.200}"
     if os.sep not in interpreter and not (os.altsep and os.altsep in interpreter):
-        import shutil
-
-        found = shutil.which(interpreter, path=env.get("PATH", os.defpath))
+        found = _on_path(interpreter, env.get("PATH", os.defpath))
         if found is None:
             raise BadInput(f"{named}: no such interpreter on PATH (give its path)")
         interpreter = found
