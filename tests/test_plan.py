@@ -22,7 +22,7 @@ from pickvariant._base.request import Request
 from pickvariant.cli.main import app
 from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules import cluster_input
-from pickvariant.rules import cluster_plan as planner
+from pickvariant.rules import fewest_builds as planner
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decide import decide
 
@@ -601,7 +601,7 @@ def test_a_tie_between_covers_goes_to_fewer_builds_then_to_better_ranks() -> Non
     """Two nodes: each has its own best build (0, 1) and both run build 2, second best. Without a limit one build
     serving both beats two best ones (the objective says so: one build, rank 1 each); with room for two, every node
     gets its best."""
-    from pickvariant.rules import cluster_plan as planner
+    from pickvariant.rules import fewest_builds as planner
 
     groups = [(1, [0, 2]), (1, [1, 2])]
     one = planner.solve(groups, None)

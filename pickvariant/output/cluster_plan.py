@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.rules.cluster_input import BadLine
-from pickvariant.rules.cluster_plan import ClusterPlan, Solution, builds
+from pickvariant.rules.cluster_plan import ClusterPlan, builds
+from pickvariant.rules.fewest_builds import Solution
 from pickvariant.rules.sets import relation
 from pickvariant.sources.build import GENERATED_BY, Variant
 

@@ -2,27 +2,27 @@
 
 Each node is decided again from its facts with this catalog (never trusting an old recommendation); nodes with
 the same facts are one profile, which may get exactly the variants `detect` admits for it (Decision.candidates), in
-detect's order. Choosing them is set cover with assignment, solved exactly as an integer program by HiGHS.
+detect's order. Choosing them is set cover with assignment, solved exactly as an integer program by HiGHS
+(rules/fewest_builds.py, which every source's plan goes through).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
 from pickvariant._base.errors import BadInput, PickVariantError
-from pickvariant._base.native import stdout_silenced
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, facts_from_json
 from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
+from pickvariant.rules.fewest_builds import NodePlan, Solution, fewest
 from pickvariant.rules.node_facts import fingerprint
-from pickvariant.rules.plan_assign import NodePlan, assign
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 
@@ -73,118 +73,6 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
     return profiles
 
 
-@record
-class Solution:
-    chosen: tuple[int, ...]  # variant ids
-    assignment: tuple[int | None, ...]  # per group: the variant id, or None
-    status: str
-    objective: float
-
-
-def solve(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None) -> Solution:
-    """Exactly: choose variants and give each group (node count, candidate ids best first) one of its candidates.
-
-    Without a limit: every group is served, by the fewest variants, and among those the assignment
-    with the least node-weighted rank. With max_variants K: the most nodes served, then the least
-    node-weighted rank, then the fewest variants, using at most K. Weights make each goal dominate
-    the next, so one integer program answers all of them."""
-    program = _program(groups, max_variants)
-    status, solution, objective = _run_highs(program)
-    column_of = {v: i for i, v in enumerate(program.variants)}
-    chosen = tuple(v for v in program.variants if solution[column_of[v]] > 0.5)
-    assignment: list[int | None] = [None] * len(groups)
-    for g, x, y in program.pairs:
-        if solution[y] > 0.5:
-            assignment[g] = program.variants[x]
-    return Solution(chosen, tuple(assignment), status, objective)
-
-
-@record
-class _Program:
-    """The integer program: a 0/1 column per variant (chosen), per (group, candidate) pair (assigned) and, under a
-    limit, per group (left unserved); each row is its columns' coefficients and its bounds."""
-
-    variants: list[int]
-    pairs: list[tuple[int, int, int]]  # (group, variant column, pair column)
-    costs: list[float]
-    rows: list[tuple[list[tuple[int, float]], float, float]]
-
-
-def _program(groups: Sequence[tuple[int, Sequence[int]]], max_variants: int | None) -> _Program:
-    variants = sorted({v for _, candidates in groups for v in candidates})
-    column_of = {v: i for i, v in enumerate(variants)}
-    rank_total = sum(count * max(len(candidates) - 1, 0) for count, candidates in groups)
-    if max_variants is None:
-        choose_cost, rank_weight, unserved_cost = float(rank_total + 1), 1.0, None
-    else:
-        rank_weight = float(max_variants + 1)
-        choose_cost = 1.0
-        unserved_cost = rank_weight * rank_total + max_variants + 1.0
-    costs = [choose_cost] * len(variants)
-    pairs: list[tuple[int, int, int]] = []
-    for g, (count, candidates) in enumerate(groups):
-        for rank, v in enumerate(candidates):
-            pairs.append((g, column_of[v], len(costs)))
-            costs.append(rank_weight * count * rank)
-    slack_of = {}
-    if unserved_cost is not None:
-        for g, (count, _) in enumerate(groups):
-            slack_of[g] = len(costs)
-            costs.append(unserved_cost * count)
-    inf = float("inf")  # no bound; handed to HiGHS as its own -kHighsInf
-    rows: list[tuple[list[tuple[int, float]], float, float]] = [
-        ([(y, 1.0), (x, -1.0)], -inf, 0.0)
-        for _, x, y in pairs  # a group gets only a chosen variant
-    ]
-    by_group: dict[int, list[int]] = defaultdict(list)
-    for g, _, y in pairs:
-        by_group[g].append(y)
-    for g in range(len(groups)):
-        entries = [(y, 1.0) for y in by_group[g]] + ([(slack_of[g], 1.0)] if g in slack_of else [])
-        if entries:
-            rows.append((entries, 1.0, 1.0))  # each group served once, or left unserved
-    if max_variants is not None:
-        rows.append(([(i, 1.0) for i in range(len(variants))], 0.0, float(max_variants)))
-    return _Program(variants=variants, pairs=pairs, costs=costs, rows=rows)
-
-
-def _run_highs(program: _Program) -> tuple[str, Sequence[float], float]:
-    """HiGHS's status, column values and objective for the program; an error unless it is optimal."""
-    import highspy
-    import numpy as np
-
-    # HiGHS 1.16 prints its banner to fd 1 from the constructor, before output_flag can be set.
-    with stdout_silenced():
-        h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("mip_abs_gap", 0.5)  # every cost is an integer: a gap below 1 is optimal
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
-    n = len(program.costs)
-    h.addVars(n, np.zeros(n), np.ones(n))
-    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(program.costs, dtype=np.float64))
-    h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n))
-    if program.rows:
-        starts = np.cumsum([0] + [len(entries) for entries, _, _ in program.rows[:-1]], dtype=np.int32)
-        flat = [entry for entries, _, _ in program.rows for entry in entries]
-        h.addRows(
-            len(program.rows),
-            np.array([max(low, -highspy.kHighsInf) for _, low, _ in program.rows]),
-            np.array([high for _, _, high in program.rows]),
-            len(flat),
-            starts,
-            np.array([column for column, _ in flat], dtype=np.int32),
-            np.array([value for _, value in flat], dtype=np.float64),
-        )
-    with stdout_silenced():  # and whatever a version prints while solving, should output_flag not cover it
-        h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise PickVariantError(f"the solver found no optimal plan (HiGHS: {status})")
-    return status, h.getSolution().col_value, float(h.getInfo().objective_function_value)
-
-
 @keyword_record
 class ClusterPlan:
     variants: tuple[tuple[Variant, int, tuple[str, ...]], ...]  # variant, node count, hardware summaries
@@ -227,15 +115,10 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
     """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
     check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
-    grouped = _groups(inputs, profiles, catalog)
-    solution = solve(grouped[1], max_variants) if grouped[1] else Solution((), (), "Optimal (nothing to serve)", 0.0)
-    unserved = f"none of the {max_variants} chosen variant(s) runs here"
-    nodes, served, covers = assign(inputs, profiles, grouped, solution.assignment, catalog.variants, cost_of, unserved)
-    chosen_variants = tuple(
-        (catalog.variants[v], served[v], tuple(sorted(covers[v])))
-        for v in sorted(
-            solution.chosen, key=lambda v: (-served[v], catalog.variants[v].branch, catalog.variants[v].package)
-        )
+    index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
+    ids = [tuple(index_of[id(v)] for v in profile.candidates) for profile in profiles]
+    solution, nodes, chosen_variants = fewest(
+        inputs, profiles, ids, catalog.variants, cost_of, max_variants, "variant", lambda v: (v.branch, v.package)
     )
     companions, shapes = _sets(chosen_variants, catalog, options)
     return ClusterPlan(
@@ -275,34 +158,6 @@ def check_inputs(inputs: Inputs, max_variants: int | None) -> None:
         )
     if max_variants is not None and max_variants < 1:
         raise BadInput(f"--max-variants {max_variants}: give 1 or more")
-
-
-def _groups(
-    inputs: Inputs, profiles: Sequence[Profile], catalog: Catalog
-) -> tuple[dict[int, int], list[tuple[int, tuple[int, ...]]]]:
-    index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
-    return group_profiles(inputs, [tuple(index_of[id(v)] for v in profile.candidates) for profile in profiles])
-
-
-def group_profiles(
-    inputs: Inputs, candidate_ids: Sequence[tuple[int, ...]]
-) -> tuple[dict[int, int], list[tuple[int, tuple[int, ...]]]]:
-    """Profiles with the same ranked candidates (ids, best first; none: unserved) are interchangeable: one group
-    each, their node counts added. Returns each served profile's group and the groups as `solve` takes them."""
-    counts = Counter(inputs.profile_of)
-    group_of_profile: dict[int, int] = {}
-    groups: list[tuple[int, tuple[int, ...]]] = []
-    group_index: dict[tuple[int, ...], int] = {}
-    for p, key in enumerate(candidate_ids):
-        if not key:
-            continue
-        if key not in group_index:
-            group_index[key] = len(groups)
-            groups.append((0, key))
-        g = group_index[key]
-        groups[g] = (groups[g][0] + counts[p], key)
-        group_of_profile[p] = g
-    return group_of_profile, groups
 
 
 def _sets(

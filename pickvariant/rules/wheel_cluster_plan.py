@@ -3,8 +3,8 @@
 Each hardware profile is decided by the wheel rules (rules/wheel_pick.py), as `detect --source wheels` decides it
 on that node with no environment read; the wheels a profile may get are exactly the decision's candidates, best
 first (with --with, those whose release pairs every companion). The choice is the same integer program the Flox
-plan solves (rules/cluster_plan.py `solve`): every node served by the fewest wheel builds, then each node as near
-its own best as those allow.
+plan solves (rules/fewest_builds.py, one for every source): every node served by the fewest wheel builds, then each
+node as near its own best as those allow.
 """
 
 from __future__ import annotations
@@ -17,15 +17,9 @@ from pickvariant._base.records import keyword_record, record
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules.cluster_input import BadLine, Inputs
-from pickvariant.rules.cluster_plan import (
-    Solution,
-    check_inputs,
-    group_profiles,
-    hardware_summary,
-    solve,
-)
+from pickvariant.rules.cluster_plan import check_inputs, hardware_summary
+from pickvariant.rules.fewest_builds import NodePlan, Solution, fewest
 from pickvariant.rules.node_facts import wheel_fingerprint
-from pickvariant.rules.plan_assign import NodePlan, assign
 from pickvariant.rules.wheel_pick import pick_wheel
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
@@ -112,12 +106,10 @@ def make_wheel_cluster_plan(
     check_inputs(inputs, max_variants)
     profiles = _profiles(inputs, hardware, wheels, options, index_root)
     id_of = {build: i for i, build in enumerate(wheels.builds)}
-    grouped = group_profiles(inputs, [tuple(id_of[build] for build in profile.candidates) for profile in profiles])
-    solution = solve(grouped[1], max_variants) if grouped[1] else Solution((), (), "Optimal (nothing to serve)", 0.0)
-    unserved = f"none of the {max_variants} chosen wheel build(s) runs here"
-    nodes, served, covers = assign(inputs, profiles, grouped, solution.assignment, wheels.builds, cost_of, unserved)
-    order = sorted(solution.chosen, key=lambda b: (-served[b], wheels.builds[b].platform, wheels.builds[b].local))
-    chosen_builds = tuple((wheels.builds[b], served[b], tuple(sorted(covers[b]))) for b in order)
+    ids = [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
+    solution, nodes, chosen_builds = fewest(
+        inputs, profiles, ids, wheels.builds, cost_of, max_variants, "wheel build", lambda b: (b.platform, b.local)
+    )
     return WheelClusterPlan(
         source=source,
         builds=chosen_builds,
