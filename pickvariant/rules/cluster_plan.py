@@ -9,19 +9,26 @@ detect's order. Choosing them is set cover with assignment, solved exactly as an
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from pickvariant._base.errors import BadInput, PickVariantError
-from pickvariant._base.records import keyword_record, record
+from pickvariant._base.errors import PickVariantError
+from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
-from pickvariant.machine.facts import HostFacts, facts_from_json
+from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide
-from pickvariant.rules.fewest_builds import NodePlan, Solution, fewest
+from pickvariant.rules.fewest_builds import (
+    NodePlan,
+    Profile,
+    Solution,
+    check_inputs,
+    fewest,
+    hardware_summary,
+    unreadable,
+)
 from pickvariant.rules.node_facts import fingerprint
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
@@ -29,29 +36,13 @@ from pickvariant.sources.build import Catalog, Companion, Variant
 JSON_SCHEMA_VERSION = 1
 
 
-@record
-class Profile:
-    facts: HostFacts | None
-    candidates: tuple[Variant, ...]
-    why_none: str | None
-    summary: str
-
-
-def hardware_summary(facts: HostFacts) -> str:
-    gpus = Counter(str(gpu.compute_capability) for gpu in facts.gpus)
-    # U+00D7, the multiplication sign, is what people read in a count of GPUs.
-    gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"  # noqa: RUF001
-    driver = f", driver {facts.driver.version}" if facts.driver and facts.driver.version else ""
-    return f"{facts.cpu.model or facts.arch} ({facts.os}/{facts.arch}); {gpu_text}{driver}"
-
-
-def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[Profile]:
+def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[Profile[Variant]]:
     profiles = []
     for hardware in inputs.hardware:
         try:
             facts = facts_from_json(hardware, catalog)
         except PickVariantError as error:
-            profiles.append(Profile(None, (), f"its facts are unusable: {error}", "unreadable facts"))
+            profiles.append(unreadable(error))
             continue
         decision = decide(facts, catalog, options, with_hints=False)
         candidates = decision.candidates
@@ -69,7 +60,7 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
             # What detect would say on that node: its last reason and its hints (a driver that would help, ...).
             told = decide(facts, catalog, options)
             why = "; ".join(told.reasons[-1:] + told.hints) or "no variant fits"
-        profiles.append(Profile(facts, candidates, why, hardware_summary(facts)))
+        profiles.append(Profile(candidates, why, hardware_summary(facts), fingerprint(facts, catalog)))
     return profiles
 
 
@@ -131,7 +122,7 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
         profile_count=len(profiles),
         duplicate_labels=tuple(inputs.duplicate_labels()),
         profile_of=tuple(inputs.profile_of),
-        fingerprints=tuple(fingerprint(p.facts, catalog) if p.facts else None for p in profiles),
+        fingerprints=tuple(profile.fingerprint for profile in profiles),
         catalog=catalog_identity(catalog),
         companions=companions,
         shapes=shapes,
@@ -143,21 +134,6 @@ def catalog_identity(catalog: Catalog) -> dict[str, str]:
     names = "\n".join(sorted(f"{v.branch}/{v.package}" for v in catalog.variants))
     digest = hashlib.sha256(names.encode("utf-8")).hexdigest()[:32]
     return {"repo": catalog.source.repo, "commit": catalog.source.commit, "variants_sha256": digest}
-
-
-def check_inputs(inputs: Inputs, max_variants: int | None) -> None:
-    if not inputs.labels and not inputs.bad_count:
-        raise BadInput(
-            "no node in the input: it holds no line at all "
-            "(give the output of `pickvariant detect --compact` from each node: a file, a directory of them, or -)"
-        )
-    if not inputs.labels:
-        raise BadInput(
-            f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
-            + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else "")
-        )
-    if max_variants is not None and max_variants < 1:
-        raise BadInput(f"--max-variants {max_variants}: give 1 or more")
 
 
 def _sets(

@@ -1,25 +1,26 @@
 """The fewest builds that serve every node of a cluster, and which node gets which: one for every source.
 
-rules/cluster_plan.py (recipes) and rules/wheel_cluster_plan.py (prebuilt builds) decide each hardware profile by
-their own stages, into the builds it may get, best first; from there on a plan is this module's: profiles with the
-same candidates grouped (`group_profiles`), the choice solved exactly as a set-cover-with-assignment integer program
-by HiGHS (highspy) (`solve`), and each node given its build, how near its own best that is, or why it gets none
-(`assign`, one `NodePlan`); `fewest` runs the three.
+rules/cluster_plan.py (recipes) and rules/wheel_cluster_plan.py (prebuilt builds) check their input here
+(`check_inputs`) and decide each hardware profile by their own stages into one `Profile` (the builds it may get, best
+first, its hardware in words); from there on a plan is this module's: profiles with the same candidates grouped
+(`group_profiles`), the choice solved exactly as a set-cover-with-assignment integer program by HiGHS (highspy)
+(`solve`), and each node given its build, how near its own best that is, or why it gets none (`assign`, one
+`NodePlan`); `fewest` runs the three.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pickvariant._base.errors import PickVariantError
+from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.native import stdout_silenced
 from pickvariant._base.records import record
+from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.cluster_input import Inputs
 
 B = TypeVar("B")
-B_co = TypeVar("B_co", covariant=True)
 
 
 @record
@@ -134,6 +135,21 @@ def _run_highs(program: _Program) -> tuple[str, Sequence[float], float]:
     return status, h.getSolution().col_value, float(h.getInfo().objective_function_value)
 
 
+def check_inputs(inputs: Inputs, max_variants: int | None) -> None:
+    if not inputs.labels and not inputs.bad_count:
+        raise BadInput(
+            "no node in the input: it holds no line at all "
+            "(give the output of `pickvariant detect --compact` from each node: a file, a directory of them, or -)"
+        )
+    if not inputs.labels:
+        raise BadInput(
+            f"no node in the input: {inputs.bad_count} line(s) were not detect JSON"
+            + (f" (first: {inputs.bad[0].where}: {inputs.bad[0].why})" if inputs.bad else "")
+        )
+    if max_variants is not None and max_variants < 1:
+        raise BadInput(f"--max-variants {max_variants}: give 1 or more")
+
+
 def group_profiles(
     inputs: Inputs, candidate_ids: Sequence[tuple[int, ...]]
 ) -> tuple[dict[int, int], list[tuple[int, tuple[int, ...]]]]:
@@ -163,22 +179,33 @@ class NodePlan(Generic[B]):
     why: str | None
 
 
-class Served(Protocol[B_co]):
-    """A hardware profile as the plan reads it: the builds it may get, best first, and why none where there are none."""
+@record
+class Profile(Generic[B]):
+    """A hardware profile as a plan reads it, decided by its source's stages: the builds it may get, best first, why
+    none where there are none (what detect would say there), its hardware in words, and what `install --plan`
+    checks a node against (rules/node_facts.py; None where its facts are unusable)."""
 
-    @property
-    def candidates(self) -> Sequence[B_co]: ...
+    candidates: tuple[B, ...]
+    why_none: str | None
+    summary: str
+    fingerprint: dict[str, Any] | None = None
 
-    @property
-    def why_none(self) -> str | None: ...
 
-    @property
-    def summary(self) -> str: ...
+def unreadable(error: PickVariantError) -> Profile[Any]:
+    return Profile((), f"its facts are unusable: {error}", "unreadable facts")
+
+
+def hardware_summary(facts: HostFacts) -> str:
+    gpus = Counter(str(gpu.compute_capability) for gpu in facts.gpus)
+    # U+00D7, the multiplication sign, is what people read in a count of GPUs.
+    gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"  # noqa: RUF001
+    driver = f", driver {facts.driver.version}" if facts.driver and facts.driver.version else ""
+    return f"{facts.cpu.model or facts.arch} ({facts.os}/{facts.arch}); {gpu_text}{driver}"
 
 
 def assign(
     inputs: Inputs,
-    profiles: Sequence[Served[B]],
+    profiles: Sequence[Profile[B]],
     groups: tuple[dict[int, int], Sequence[tuple[int, Sequence[int]]]],
     answer: Sequence[int | None],
     builds: Sequence[B],
@@ -207,7 +234,7 @@ def assign(
 
 def fewest(
     inputs: Inputs,
-    profiles: Sequence[Served[B]],
+    profiles: Sequence[Profile[B]],
     candidate_ids: Sequence[tuple[int, ...]],
     builds: Sequence[B],
     cost_of: Callable[[B, B], str],

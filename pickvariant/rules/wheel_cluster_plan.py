@@ -13,24 +13,23 @@ import hashlib
 from typing import Any
 
 from pickvariant._base.errors import PickVariantError
-from pickvariant._base.records import keyword_record, record
+from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules.cluster_input import BadLine, Inputs
-from pickvariant.rules.cluster_plan import check_inputs, hardware_summary
-from pickvariant.rules.fewest_builds import NodePlan, Solution, fewest
+from pickvariant.rules.fewest_builds import (
+    NodePlan,
+    Profile,
+    Solution,
+    check_inputs,
+    fewest,
+    hardware_summary,
+    unreadable,
+)
 from pickvariant.rules.node_facts import wheel_fingerprint
 from pickvariant.rules.wheel_pick import pick_wheel
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
-
-
-@record
-class WheelProfile:
-    candidates: tuple[WheelBuild, ...]
-    why_none: str | None
-    summary: str
-    fingerprint: dict[str, Any] | None = None  # rules/node_facts.py; None: its facts are unusable
 
 
 @keyword_record
@@ -58,13 +57,13 @@ class WheelClusterPlan:
 
 def _profiles(
     inputs: Inputs, hardware: Catalog, wheels: WheelCatalog, options: Request, index_root: str
-) -> list[WheelProfile]:
+) -> list[Profile[WheelBuild]]:
     profiles = []
     for node_hardware in inputs.hardware:
         try:
             facts = facts_from_json(node_hardware, hardware)
         except PickVariantError as error:
-            profiles.append(WheelProfile((), f"its facts are unusable: {error}", "unreadable facts"))
+            profiles.append(unreadable(error))
             continue
         decision = pick_wheel(facts, hardware, wheels, options, None, index_root)
         candidates = tuple(
@@ -73,7 +72,7 @@ def _profiles(
             if all(wheels.companion(build.torch, project) for project in options.with_projects)
         )
         why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
-        profiles.append(WheelProfile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware)))
+        profiles.append(Profile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware)))
     return profiles
 
 
