@@ -362,6 +362,29 @@ def test_a_virtual_environment_read_from_its_files_is_read_as_its_interpreter_re
     assert not marker.exists()
 
 
+def test_the_interpreter_running_pickvariant_is_read_in_process_as_it_reads_itself_when_started(monkeypatch) -> None:
+    """The environment of the interpreter pickvariant runs in (a system or conda Python, read where its files do not
+    say enough) is read in this process, with no interpreter started: the same answer the interpreter gives when
+    started as `python -E -S`. A variable -E would ignore that moves its folders (PYTHONUSERBASE …) means it is
+    started instead, as another interpreter is."""
+    from pickvariant.machine import environment
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(environment, "_from_files", lambda path, given_as: None)  # as for a system Python
+    for name in ("PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "PYTHONPLATLIBDIR"):
+        monkeypatch.delenv(name, raising=False)
+    import pickvariant._base.proc as proc
+
+    real = proc.capture
+    monkeypatch.setattr(proc, "capture", lambda argv, *rest, **kw: started.append(argv) or real(argv, *rest, **kw))
+    here = environment.read_environment(sys.executable, "--python", env={})
+    assert started == []  # read in this process
+    monkeypatch.setenv("PYTHONUSERBASE", str(Path(sys.prefix) / "elsewhere"))
+    asked = environment.read_environment(sys.executable, "--python", env={})
+    assert len(started) == 1 and started[0][:3] == [sys.executable, "-E", "-S"]
+    assert here == asked
+
+
 def test_gpu_index_says_what_the_wheel_means_for_the_other_gpus_as_the_recipe_answer_does() -> None:
     """A 4090 + 1080 answered for GPU 0 alone (--gpu-index 0): both sources name GPU 1, the kernels it lacks and how
     to keep a process off it (issue 52); the wheel chosen for the 4090 alone has no 6.1 kernels (facts/wheels.md:

@@ -1,8 +1,10 @@
 """The Python environment a wheel would be installed into: its interpreter's version and the torch already there.
 
-Read by running that interpreter once (bounded in time and output) with a short script that asks importlib.metadata
-for the installed distributions' versions: torch itself is never imported, so a broken or CUDA-less torch costs
-nothing and runs nothing of its own. What comes back is data: each value is checked before it is kept.
+Read by running that interpreter once (bounded in time and output) with a short script that finds the installed
+distributions' versions in their METADATA: torch itself is never imported, so a broken or CUDA-less torch costs
+nothing and runs nothing of its own. What comes back is data: each value is checked before it is kept. A virtual
+environment whose files say enough is read from them, and the interpreter running pickvariant by the same script in
+this process: neither starts an interpreter.
 """
 
 from __future__ import annotations
@@ -61,41 +63,44 @@ def found(name, sites):
 # local/.../dist-packages), with the system's where it includes them; else the user's site (where enabled) and the
 # system's (site.getsitepackages(), Debian's dist-packages included). Each distribution's .dist-info is looked for
 # there, and at most 64 KiB of its METADATA read for the version: a METADATA of hundreds of MB costs nothing.
-_SCRIPT = (
+_READ = (
     """\
 import json, os, re, site, sys, sysconfig
-here = os.path.dirname(os.path.abspath(sys.executable))
-cfg = next((os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here))
-            if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
-def own(prefix, scheme):
-    paths = sysconfig.get_paths(scheme=scheme, vars={"base": prefix, "platbase": prefix})
-    return [paths["purelib"], paths["platlib"]]
-if cfg:
-    with open(cfg, encoding="utf-8", errors="replace") as stream:
-        system = re.search(r"^include-system-site-packages\\s*=\\s*true\\s*$", stream.read(65536), re.M | re.I)
-    schemes = sysconfig.get_scheme_names()
-    sites = own(os.path.dirname(cfg), "venv" if "venv" in schemes else "posix_prefix")
-    target = sites[0]
-    sites += site.getsitepackages() if system else []
-else:
-    user = [site.getusersitepackages()] if site.check_enableusersite() else []
-    paths = sysconfig.get_paths()
-    sites = user + [paths["purelib"], paths["platlib"]] + site.getsitepackages()
-    # Where pip writes: the system's site-packages where this user may, else the user's own.
-    target = paths["purelib"] if os.access(paths["purelib"], os.W_OK) or not user else user[0]
-sites = [s for s in dict.fromkeys(sites) if os.path.isdir(s)] or sites[:1]
+def read(projects):
+    here = os.path.dirname(os.path.abspath(sys.executable))
+    cfg = next((os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here))
+                if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
+    def own(prefix, scheme):
+        paths = sysconfig.get_paths(scheme=scheme, vars={"base": prefix, "platbase": prefix})
+        return [paths["purelib"], paths["platlib"]]
+    if cfg:
+        with open(cfg, encoding="utf-8", errors="replace") as stream:
+            system = re.search(r"^include-system-site-packages\\s*=\\s*true\\s*$", stream.read(65536), re.M | re.I)
+        schemes = sysconfig.get_scheme_names()
+        sites = own(os.path.dirname(cfg), "venv" if "venv" in schemes else "posix_prefix")
+        target = sites[0]
+        sites += site.getsitepackages() if system else []
+    else:
+        user = [site.getusersitepackages()] if site.check_enableusersite() else []
+        paths = sysconfig.get_paths()
+        sites = user + [paths["purelib"], paths["platlib"]] + site.getsitepackages()
+        # Where pip writes: the system's site-packages where this user may, else the user's own.
+        target = paths["purelib"] if os.access(paths["purelib"], os.W_OK) or not user else user[0]
+    sites = [s for s in dict.fromkeys(sites) if os.path.isdir(s)] or sites[:1]
+    return {
+        "implementation": sys.implementation.name,
+        "version": ".".join(str(part) for part in sys.version_info[:3]),
+        "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "installed": {name: found(name, sites) for name in projects},
+        "site": target,
+    }
 """
     + _FIND
-    + """
-print(json.dumps({
-    "implementation": sys.implementation.name,
-    "version": ".".join(str(part) for part in sys.version_info[:3]),
-    "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-    "installed": {name: found(name, sites) for name in sys.argv[1:]},
-    "site": target,
-}))
-"""
 )
+_SCRIPT = _READ + "print(json.dumps(read(sys.argv[1:])))\n"
+# What `python -E -S` ignores and this process may not have: where one is set (or this process was started with -s or
+# -I), the interpreter's own answer can differ from this process's, and it is asked.
+_ENV_THAT_CHANGES_SITES = ("PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "PYTHONPLATLIBDIR")
 
 
 @keyword_record
@@ -177,6 +182,8 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
     if read is not None:
         return read
     named = f"{given_as} {visible(path)!r:.200}"
+    if _is_this_interpreter(path):  # the interpreter running pickvariant: its answer is this process's, not started
+        return _checked(_read_here(), path, given_as, named)
     # Run from the root directory (`-c` puts it first on sys.path), without PYTHON* variables or `site` (see above).
     from pickvariant._base.proc import capture  # subprocess and threads: loaded only where the interpreter must run
 
@@ -185,6 +192,21 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
         said = captured.problem or f"exit code {captured.returncode}"
         raise BadInput(f"{named}: could not read its version and packages ({said})")
     return _parsed(captured.stdout, path, given_as, named)
+
+
+def _is_this_interpreter(path: str) -> bool:
+    """`path` is the executable this process runs, started as `python -E -S` would see the same folders: none of the
+    variables -E ignores that move them is set here, and this process was not started with -s or -I."""
+    if os.path.abspath(path) != os.path.abspath(sys.executable) or sys.flags.no_user_site or sys.flags.isolated:
+        return False
+    return not any(name in os.environ for name in _ENV_THAT_CHANGES_SITES)
+
+
+def _read_here() -> Any:
+    """What _SCRIPT prints, computed in this process (the same code: pickvariant's own, exec'd as _from_files does)."""
+    reader: dict[str, Any] = {}
+    exec(_READ, reader)
+    return reader["read"](PROJECTS)
 
 
 _CFG_LINE = re.compile(r"^\s*([A-Za-z_-]+)\s*=\s*(.*?)\s*$", re.M)
