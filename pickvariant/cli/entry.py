@@ -51,7 +51,7 @@ def _main(argv: list[str] | None) -> int:
     from pickvariant.cli import options as commandline
 
     values = plainline.parse_plain_detect(args, ("json", "text"))
-    wheels = values is not None and plainline.asks_wheels(values, os.environ)
+    wheels = values is not None and plainline.names_a_source(values, os.environ)
     builds = plainline.plain_builds_source(values, os.environ) if wheels and values is not None else None
     # The text answer needs no typer either (the recipes' --explain tree is rich's: the typer CLI draws it).
     as_text = values is not None and values["format"] == "text"

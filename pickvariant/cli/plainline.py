@@ -16,9 +16,9 @@ _BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
 _DIGITS = frozenset("0123456789")
 
 
-def asks_wheels(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
-    """Does a detect command line name the wheels source or its options? Then the typer CLI answers it: the fast
-    path answers the Flox source alone."""
+def names_a_source(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Does a detect command line name a source (--source, PICKVARIANT_SOURCE) or an option of a source of prebuilt
+    builds (--python, --wheel-index)? Then plain_builds_source says whether the fast path answers it."""
     named = any(values.get(name) is not None for name in ("source", "python", "wheel_index"))
     return named or settings.setting(env, settings.SOURCE) is not None
 
