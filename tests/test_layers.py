@@ -108,7 +108,6 @@ OVER_400_TODAY = {
     "pickvariant/verify/probe.py": 447,
     "pickvariant/verify/judge.py": 458,
     "pickvariant/sources/flox/fetch.py": 479,
-    "pickvariant/rules/stages.py": 479,
 }
 
 

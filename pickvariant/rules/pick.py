@@ -19,7 +19,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules import compat, stages, wording
+from pickvariant.rules import alternatives, compat, stages, wording
 from pickvariant.rules.decision import Decision, Rejection, SetRefusal, dedupe
 from pickvariant.sources.build import Branch, Catalog, Companion, Variant
 from pickvariant.sources.hardware import GpuArch
@@ -67,7 +67,7 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
     candidates = stages.variants(facts, catalog, options, left, lines, usable, gpus)
     first = candidates[0] if candidates else None
     chosen_arch, chosen_cuda = (first.gpu_arch, first.cuda) if first else (None, None)
-    arch_rejected = stages.gpu_archs(catalog, gpus, chosen_arch, chosen_cuda) if gpus else ()
+    arch_rejected = alternatives.gpu_archs(catalog, gpus, chosen_arch, chosen_cuda) if gpus else ()
     rejected = (*pinned_out, *lines.rejected, *lacking, *arch_rejected)
     if not candidates:
         picked = _nothing_fits(facts, catalog, gpus, left, usable, tuple(reasons), rejected)
@@ -131,8 +131,8 @@ def _chosen(
     rejected = (
         *rejected,
         *(found.rejected if found else ()),
-        *stages.other_branches(catalog, chosen, left, candidates, gpus, usable, facts, options, passed_over),
-        *(stages.other_isas(catalog, chosen, options, usable, candidates, passed_over) if chosen.cpu_isa else ()),
+        *alternatives.other_branches(catalog, chosen, left, candidates, gpus, usable, facts, options, passed_over),
+        *(alternatives.other_isas(catalog, chosen, options, usable, candidates, passed_over) if chosen.cpu_isa else ()),
     )
     decision = Decision(
         variant=chosen,
@@ -234,7 +234,7 @@ def _nothing_fits(
     """No variant: every branch left with why nothing of it fits, and what the stages found, in words."""
     from pickvariant.rules import nothing  # only a machine nothing fits reads it
 
-    rejected = (*rejected, *(stages.branch_has_nothing(b, gpus, usable, catalog, facts) for b in left))
+    rejected = (*rejected, *(alternatives.branch_has_nothing(b, gpus, usable, catalog, facts) for b in left))
     found = nothing.find(facts, catalog, gpus, left, usable)
     decision = Decision(reasons=reasons, rejected=dedupe(rejected), targets=gpus)
     return Picked(decision=decision, branches=left, usable_isas=usable, nothing=found)
