@@ -60,8 +60,8 @@ def _holds_to_the_facts(document: dict) -> None:
     assert (build["os"], build["arch"]) == (hardware["os"], hardware["arch"])
     for gpu in hardware["gpus"]:
         assert _runs_on(build, gpu["compute_capability"]), (build, gpu)
-    if hardware["gpus"] and build["min_driver"] is not None:
-        assert _version(hardware["driver"]["version"]) >= _version(build["min_driver"])
+    if hardware["gpus"] and build["cuda_min_driver"] is not None:
+        assert _version(hardware["driver"]["version"]) >= _version(build["cuda_min_driver"])
     if not hardware["gpus"]:
         assert build["cuda"] is None and build["sass"] == []
 

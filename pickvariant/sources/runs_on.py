@@ -33,7 +33,10 @@ class Build:
     sass: tuple[ComputeCapability, ...]
     ptx: tuple[ComputeCapability, ...]
     cuda: str | None  # None: no CUDA (a CPU or MPS build)
-    min_driver: DriverVersion | None  # the CUDA line's floor, where it has one
+    # The minimum driver of its CUDA line (Linux numbering), where it has one: a GPU may need a newer one (an RTX
+    # 5090 needs R570 even for CUDA 12.8), which the answer's reasons and hints say; named for the line, never the
+    # machine.
+    cuda_min_driver: DriverVersion | None
     origin: object = None  # the source's own record; not shown
 
     def as_json(self) -> dict[str, Any]:
@@ -49,7 +52,7 @@ class Build:
             "sass": [str(capability) for capability in self.sass],
             "ptx": [str(capability) for capability in self.ptx],
             "cuda": self.cuda,
-            "min_driver": None if self.min_driver is None else str(self.min_driver),
+            "cuda_min_driver": None if self.cuda_min_driver is None else str(self.cuda_min_driver),
         }
 
 
@@ -69,7 +72,7 @@ def of_variant(variant: Variant, catalog: Catalog, source: str) -> Build:
         sass=tuple(catalog.gpu_archs[name].compute_capability for name in variant.sass_archs),
         ptx=tuple(catalog.gpu_archs[name].compute_capability for name in variant.ptx_archs),
         cuda=variant.cuda,
-        min_driver=None if line is None else line.min_driver,
+        cuda_min_driver=None if line is None else line.min_driver,
         origin=variant,
     )
 
@@ -90,6 +93,6 @@ def of_wheel(build: WheelBuild, source: str) -> Build:
         sass=build.sass,
         ptx=build.ptx,
         cuda=build.cuda,
-        min_driver=build.min_driver,
+        cuda_min_driver=build.min_driver,
         origin=build,
     )
