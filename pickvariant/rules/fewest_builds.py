@@ -225,7 +225,7 @@ def assign(
         if group is None or chosen is None:
             nodes.append(NodePlan(label, None, None, profile.why_none or unserved))
             continue
-        build, rank = builds[chosen], list(grouped[group][1]).index(chosen) + 1
+        build, rank = builds[chosen], grouped[group][1].index(chosen) + 1
         served[chosen] += 1
         covers[chosen].add(profile.summary)
         nodes.append(NodePlan(label, build, rank, None if rank == 1 else cost_of(profile.candidates[0], build)))
