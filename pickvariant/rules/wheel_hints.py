@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from pickvariant._base import settings
-from pickvariant._base.versions import DriverVersion, version_key
+from pickvariant._base.versions import version_key
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules import wording
@@ -88,12 +88,8 @@ def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog,
     assert build.min_driver is not None  # a CUDA build: a driver gave it
     raisers = floor_raisers(build.min_driver, gpus, hardware)
     floor = machine_floor(build.min_driver, gpus, hardware)
-    need = "; ".join(f"GPU {gpu.index} needs {_named(first)} or newer" for gpu, first in raisers)
+    need = "; ".join(f"GPU {gpu.index} needs {said.driver_floor(first)} or newer" for gpu, first in raisers)
     return said.driver_would_allow(build.local, str(floor), need, last)
-
-
-def _named(driver: DriverVersion) -> str:
-    return f"R{driver}" if len(driver.parts) == 1 else str(driver)
 
 
 def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Catalog) -> int | None:
