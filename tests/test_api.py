@@ -141,6 +141,13 @@ def test_detect_json_as_a_process_imports_no_cli_library() -> None:
     text = _run("-X", "importtime", "-m", "pickvariant", "detect", "--cpuinfo", str(HASWELL), "--no-gpu")
     assert text.returncode == 0 and text.stdout.startswith("Recommendation: ")
     assert not _imported_roots(text.stderr) & set(CLI_LIBRARIES)
+    # A source named on the command line is answered there too, with the same document as the default source's.
+    named = _run(
+        "-X", "importtime", "-m", "pickvariant", "detect", "--source", "flox", "--format", "json", "--compact",
+        "--label", "n1", "--cpuinfo", str(HASWELL), "--no-gpu",
+    )  # fmt: skip
+    assert named.returncode == 0 and named.stdout == done.stdout
+    assert not _imported_roots(named.stderr) & set(CLI_LIBRARIES)
     tree = _run("-X", "importtime", "-m", "pickvariant", "detect", "--explain", "--cpuinfo", str(HASWELL), "--no-gpu")
     assert tree.returncode == 0 and "rich.tree" in _imported(tree.stderr)
 

@@ -133,3 +133,29 @@ def test_plan_and_install_plan_and_report_carry_the_source(tmp_path) -> None:
     data = json.loads(report.stdout)
     assert data["source"] == "acme" and data["recommendation"]["torch"] == "2.14.1+acme128"
     assert data["described"] is True
+
+
+def test_each_source_refuses_the_options_another_adds_naming_every_source_that_takes_them(tmp_path) -> None:
+    """The options a source adds are the source's (its installer's): a source that does not take one refuses it in
+    one line naming the sources that do, and what it installs itself; the registered source is among them."""
+    python = ["--python", sys.executable]
+    detect = runner.invoke(app, ["detect", "--source", "flox", "--format", "json", *python, *H100])
+    assert detect.exit_code == 2 and detect.stdout == ""
+    assert detect.stderr == (
+        "pickvariant: --python: only with --source wheels or --source acme: --source flox installs into a Flox "
+        "environment\n"
+    )
+    install = runner.invoke(app, ["install", "--source", "acme", "--package", "pytorch", "--dry-run", *H100])
+    assert install.exit_code == 2
+    assert "--package: only with --source flox: --source acme installs Acme's wheels with pip or uv" in install.stderr
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text(detect_line("h100", HASWELL, ["9.0"], "570.86.10"))
+    plan = runner.invoke(app, ["plan", str(cluster), "--source", "flox", "--wheel-index", ROOT])
+    assert plan.exit_code == 2 and "--wheel-index: only with --source wheels or --source acme" in plan.stderr
+    requirements = runner.invoke(app, ["detect", "--format", "requirements", *H100])
+    assert requirements.exit_code == 2 and "--format requirements: only with --source wheels" in requirements.stderr
+    # The same options are the wheels' and the registered source's own: taken, never refused.
+    taken = runner.invoke(
+        app, ["detect", "--source", "acme", "--format", "requirements", "--python-version", "3.12", *H100]
+    )
+    assert taken.exit_code == 0 and "torch==2.14.1+acme128" in taken.stdout

@@ -9,13 +9,9 @@ from typing import Any
 import typer
 
 from pickvariant import api
-from pickvariant._base.errors import BadInput
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import decided, declared, exits_on_error, given_on_command_line, request_of
 from pickvariant.cli.typer_options import DetectFormat
-from pickvariant.sources import registry
-
-_WHEELS_ONLY = {"python": "--python", "wheel_index": "--wheel-index"}
 
 
 @exits_on_error
@@ -26,13 +22,7 @@ def detect(**values: Any) -> None:
     if compact and not given_on_command_line("format"):
         output = DetectFormat.json  # --compact exists to feed plan: it implies JSON
     label = commandline.detect_label(values, os.environ, output.value)
-    source = registry.chosen(values["source"], os.environ)
-    if source.pipeline != "builds":
-        for name, flag in _WHEELS_ONLY.items():
-            if values[name] is not None:
-                raise BadInput(f"{flag}: only with --source wheels (the Flox source installs into a Flox environment)")
-        if output in (DetectFormat.requirements, DetectFormat.pyproject):
-            raise BadInput(f"--format {output.value}: only with --source wheels (a Flox package is no pip requirement)")
+    source = commandline.detect_source(values, os.environ, output.value)
     if output is DetectFormat.json:  # one document for every source; entry's fast path prints the same
         from pickvariant.commands.detect import json_text
 

@@ -51,11 +51,11 @@ def _main(argv: list[str] | None) -> int:
     from pickvariant.cli import options as commandline
 
     values = plainline.parse_plain_detect(args, ("json", "text"))
-    wheels = values is not None and plainline.names_a_source(values, os.environ)
-    builds = plainline.plain_builds_source(values, os.environ) if wheels and values is not None else None
+    source = None if values is None else plainline.plain_source(values, os.environ)
+    builds = source is not None and source.pipeline == "builds"
     # The text answer needs no typer either (the recipes' --explain tree is rich's: the typer CLI draws it).
     as_text = values is not None and values["format"] == "text"
-    if values is None or (wheels and builds is None) or (as_text and not wheels and values["explain"]):
+    if values is None or source is None or (as_text and not builds and values["explain"]):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
@@ -64,18 +64,17 @@ def _main(argv: list[str] | None) -> int:
     try:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         request = commandline.request_from(values)
-        if as_text and builds is not None:
+        python, index = values["python"], values["wheel_index"]  # a source that does not take them refused them
+        if as_text and builds:
             from pickvariant.api import WheelAsk
 
-            ask = WheelAsk(request=request, python=values["python"], wheel_index=values["wheel_index"], source=builds)  # type: ignore[arg-type]
+            ask = WheelAsk(request=request, python=python, wheel_index=index, source=source.name)  # type: ignore[arg-type]
             return _wheels_text(ask, bool(values["explain"]))
         if as_text:
             return _recipes_text(request)
         from pickvariant.commands.detect import json_text
 
-        source = builds if builds is not None else "flox"
-        python, index = (values["python"], values["wheel_index"]) if builds is not None else (None, None)
-        text, error = json_text(request, source, python, index, bool(values["compact"]), label)  # type: ignore[arg-type]
+        text, error = json_text(request, source.name, python, index, bool(values["compact"]), label)  # type: ignore[arg-type]
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except (PickVariantError, KeyboardInterrupt) as error:

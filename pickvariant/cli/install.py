@@ -165,9 +165,9 @@ def install(
     if label is not None and plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
     prebuilt = (chosen := registry.chosen(source, os.environ)).pipeline == "builds"  # the one choice of source
-    flox_only = {"--package": package, "--org": org, "--build": build, "--token-file": token_file}
-    wheel_only = (installer, python, wheel_index, allow_downgrade or None, upgrade or None)
-    _check_source_options(prebuilt, flox_only, wheel_only)
+    given = {"--package": package, "--org": org, "--build": build or None, "--token-file": token_file}
+    given |= {"--installer": installer, "--python": python, "--wheel-index": wheel_index}
+    registry.refuse_others(chosen, given | {"--allow-downgrade": allow_downgrade, "--upgrade": upgrade})
     if prebuilt:
         ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label, chosen.name)
         _install_wheels(
@@ -193,21 +193,6 @@ def install(
     if plan is not None:
         request, options = _assigned(plan, label, request, options)
     _install_flox(request, options, yes=yes, as_json=format is InstallFormat.json)
-
-
-# The options of a wheel install only, in the order `install` takes them.
-_WHEEL_FLAGS = ("--installer", "--python", "--wheel-index", "--allow-downgrade", "--upgrade")
-
-
-def _check_source_options(wheels: bool, flox_only: dict[str, Any], wheel_only: tuple[Any, ...]) -> None:
-    """The other source's options are refused, each named: a Flox install's beside --source wheels, and the reverse
-    (`wheel_only`: the values of _WHEEL_FLAGS, in its order)."""
-    others = flox_only if wheels else dict(zip(_WHEEL_FLAGS, wheel_only, strict=True))
-    for flag, given in others.items():
-        if given and wheels:
-            raise BadInput(f"{flag}: a Flox install's; --source wheels installs PyTorch's own wheel with pip or uv")
-        if given is not None and not wheels:
-            raise BadInput(f"{flag}: only with --source wheels (a Flox install goes into a Flox environment)")
 
 
 def _wheel_ask(

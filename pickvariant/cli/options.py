@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, Literal
 
+    from pickvariant.sources.registry import Source
+
     OptionKind = Literal["text", "path", "int", "texts", "flag", "choice"]
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
@@ -330,6 +332,17 @@ def request_from(values: Mapping[str, Any]) -> Request:
         else:
             fields[option.field] = value
     return Request(**fields)
+
+
+def detect_source(values: Mapping[str, Any], env: Mapping[str, str], output: str) -> Source:
+    """The source a detect command line asks (--source, else PICKVARIANT_SOURCE, else flox), with another source's
+    options refused: both front ends ask it here."""
+    from pickvariant.sources import registry
+
+    source = registry.chosen(values["source"], env)
+    added = {"--python": values["python"], "--wheel-index": values["wheel_index"], f"--format {output}": True}
+    registry.refuse_others(source, added)
+    return source
 
 
 def detect_label(values: Mapping[str, Any], env: Mapping[str, str], output: str) -> str | None:

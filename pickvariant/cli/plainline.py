@@ -4,7 +4,6 @@ usage errors and help."""
 
 from __future__ import annotations
 
-from pickvariant._base import settings
 from pickvariant.cli.options import DETECT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's fast path
@@ -12,29 +11,23 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from pickvariant.sources.registry import Source
+
 _BY_FLAG = {option.flag: (name, option) for name, option in DETECT.items()}
 _DIGITS = frozenset("0123456789")
 
 
-def names_a_source(values: Mapping[str, Any], env: Mapping[str, str]) -> bool:
-    """Does a detect command line name a source (--source, PICKVARIANT_SOURCE) or an option of a source of prebuilt
-    builds (--python, --wheel-index)? Then plain_builds_source says whether the fast path answers it."""
-    named = any(values.get(name) is not None for name in ("source", "python", "wheel_index"))
-    return named or settings.setting(env, settings.SOURCE) is not None
-
-
-def plain_builds_source(values: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    """The source of prebuilt builds (wheels, or one registered) a plain detect line asks, named or by
-    PICKVARIANT_SOURCE, that entry's fast path answers as the typer CLI would; None for anything else (the typer CLI
-    answers it, or says what is wrong)."""
+def plain_source(values: Mapping[str, Any], env: Mapping[str, str]) -> Source | None:
+    """The source a plain detect line asks (--source, else PICKVARIANT_SOURCE, else flox), which entry's fast path
+    answers as the typer CLI would; None where the typer CLI should say what is wrong (no source of that name, another
+    source's option)."""
     from pickvariant._base.errors import BadInput
-    from pickvariant.sources import registry
+    from pickvariant.cli.options import detect_source
 
     try:
-        chosen = registry.chosen(values.get("source"), env)
+        return detect_source(values, env, str(values["format"]))
     except BadInput:
         return None
-    return chosen.name if chosen.pipeline == "builds" else None
 
 
 def parse_plain_detect(args: list[str], formats: tuple[str, ...] = ("json",)) -> dict[str, object] | None:

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from pickvariant._base.errors import BadInput
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.sources import registry
@@ -40,6 +39,7 @@ def report(
     from pickvariant.output import report as reporter
 
     chosen = registry.chosen(source, os.environ)
+    registry.refuse_others(chosen, {"--wheel-index": wheel_index})
     if chosen.pipeline == "builds":
         from pickvariant.api import WheelAsk, decide_wheel
         from pickvariant.machine.facts import states_a_machine
@@ -51,8 +51,6 @@ def report(
         )
         data = reporter.build_wheel(decide_wheel(asked), described)
     else:
-        if wheel_index is not None:
-            raise BadInput("--wheel-index: only with --source wheels")
         data = reported(request_of(values), python, load_catalog()).data
     typer.echo(
         json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data),

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from pickvariant._base import settings
-from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
 from pickvariant._base.urls import public_url
@@ -48,8 +47,7 @@ def run(
     `catalog` loads the recipes' catalog, read only for the Flox source (the wheels are judged by the hardware facts
     alone)."""
     source = registry.chosen(options.source, os.environ)
-    if source.pipeline != "builds" and options.wheel_index is not None:
-        raise BadInput("--wheel-index: only with --source wheels")
+    registry.refuse_others(source, {"--wheel-index": options.wheel_index})
     org, given_as = options.org, "--org"
     if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
         given_as = settings.FLOX_ORG

@@ -34,6 +34,19 @@ DEFAULT = "flox"
 # Built-in sources: name -> the module whose SOURCE it is (imported when that source is asked for).
 _BUILT_IN = {"flox": "pickvariant.sources.flox.plugin", "wheels": "pickvariant.sources.wheels.plugin"}
 _REGISTERED: dict[str, Source] = {}
+# What each pipeline's install takes beyond what every source takes (Source.options).
+_ADDED: dict[str, tuple[str, ...]] = {
+    "recipes": ("--package", "--org", "--build", "--token-file"),
+    "builds": (
+        "--python",
+        "--wheel-index",
+        "--installer",
+        "--allow-downgrade",
+        "--upgrade",
+        "--format requirements",
+        "--format pyproject",
+    ),
+}
 # A name is printed in commands people paste and written into plans: letters, digits and dashes only.
 _NAME = r"[a-z][a-z0-9-]{0,31}"
 
@@ -51,6 +64,19 @@ class Source:
     def flag(self) -> str:
         """How a command line names it: `--source wheels`."""
         return f"--source {self.name}"
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options (and detect formats) this source adds to the commands that take them, its installer's: every
+        other source refuses them (refuse_others)."""
+        return _ADDED[self.pipeline]
+
+    @property
+    def installs(self) -> str:
+        """What its install does, as an error beside another source's option says it."""
+        if self.pipeline == "recipes":
+            return "installs into a Flox environment"
+        return f"installs {self.publisher} wheels with pip or uv"
 
     def catalog(self) -> WheelCatalog:
         if self.builds is None:
@@ -95,3 +121,14 @@ def chosen(stated: str | None, env: Mapping[str, str], flag: str = "--source") -
     name no source has."""
     given, value = (flag, stated) if stated is not None else (settings.SOURCE, settings.setting(env, settings.SOURCE))
     return named(DEFAULT if value is None else value, given)
+
+
+def refuse_others(source: Source, given: Mapping[str, object]) -> None:
+    """BadInput for the first option in `given` (flag -> value; None or False: not given) that another source adds
+    and `source` does not take, naming the sources that take it and what `source` installs."""
+    for flag, value in given.items():
+        if value is None or value is False or flag in source.options:
+            continue
+        takers = [other.flag for other in map(named, names()) if flag in other.options]
+        if takers:
+            raise BadInput(f"{flag}: only with {' or '.join(takers)}", hint=f"{source.flag} {source.installs}")
