@@ -32,11 +32,9 @@ from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant._base.records import keyword_record, record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
-from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog, Variant
-from pickvariant.sources.flox.load import load_catalog, load_hardware
 from pickvariant.sources.runs_on import Build, of_variant, of_wheel
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -66,18 +64,24 @@ __all__ = [
 def read_catalog() -> Catalog:
     """The recipes' catalog as PICKVARIANT_CATALOG (else the packaged one) names it now, read at each call: what a
     command of the command line reads."""
+    from pickvariant.sources.flox.load import load_catalog
+
     return load_catalog()
 
 
 @functools.cache
 def default_catalog() -> Catalog:
     """The catalog `detect` uses (PICKVARIANT_CATALOG, else the packaged one), loaded and validated once per process."""
+    from pickvariant.sources.flox.load import load_catalog
+
     return load_catalog()
 
 
 def hardware_catalog() -> Catalog:
     """The hardware facts alone (no recipe): what the wheels source judges its builds by; the recipes' catalog is
     never read for a wheel answer (a broken PICKVARIANT_CATALOG cannot stop one)."""
+    from pickvariant.sources.flox.load import load_hardware
+
     return load_hardware()
 
 
@@ -234,6 +238,9 @@ def recommend_request(
     """recommend() for a Request, as every command line builds one: the machine it states (the rest
     detected unless detect_unstated is False, or `facts` as given) and its pins, with PICKVARIANT_PYTHON
     where it pins no Python."""
+    # The recipes' stages, imported here (a wheel answer never loads them) and first, while NVML is still read.
+    from pickvariant.rules.decide import decide
+
     environment = os.environ if env is None else env
     if facts is None:
         # NVML first: its library load, init and queries run in C while the catalog and the CPU are read.

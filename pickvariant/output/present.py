@@ -8,8 +8,7 @@ from pickvariant._base.versions import version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wording
-from pickvariant.rules.decide import Decision
-from pickvariant.rules.decision import NEAREST, Kind, Rejection
+from pickvariant.rules.decision import NEAREST, Decision, Kind, Rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.runs_on import of_variant
 

@@ -16,8 +16,7 @@ from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.output.wheel_answer import wheel_json
-from pickvariant.rules.decide import Decision
-from pickvariant.rules.decision import WheelAnswer
+from pickvariant.rules.decision import Decision, WheelAnswer
 from pickvariant.sources.build import Catalog
 from pickvariant.verify.judge import run_probe, variant_mismatches
 
