@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pickvariant.machine.environment import PythonEnvironment
     from pickvariant.machine.gpu import GpuReport
     from pickvariant.rules.decision import WheelAnswer
+    from pickvariant.sources.hardware import HardwareCatalog
 
 __all__ = [
     "Recommendation",
@@ -77,10 +78,10 @@ def default_catalog() -> Catalog:
     return load_catalog()
 
 
-def hardware_catalog() -> Catalog:
+def hardware_catalog() -> HardwareCatalog:
     """The hardware facts alone (no recipe): what the wheels source judges its builds by; the recipes' catalog is
     never read for a wheel answer (a broken PICKVARIANT_CATALOG cannot stop one)."""
-    from pickvariant.sources.flox.load import load_hardware
+    from pickvariant.sources.hardware_json import load_hardware
 
     return load_hardware()
 

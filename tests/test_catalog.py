@@ -273,7 +273,7 @@ def test_an_empty_reason_is_refused_as_the_schema_says() -> None:
 
 def test_the_shipped_catalog_holds_exactly_the_hardware_facts_of_hardware_json() -> None:
     """One copy of every fact: `catalog sync` embeds hardware.json; a fact edited there without a re-sync fails here."""
-    facts = json.loads((REPO / "pickvariant" / "sources" / "flox" / "data" / "hardware.json").read_text())
+    facts = json.loads((REPO / "pickvariant" / "sources" / "data" / "hardware.json").read_text())
     for key, value in facts.items():
         if key != "$comment":
             assert RAW[key] == value, f"catalog.json's {key} differs from hardware.json: run `pickvariant catalog sync`"

@@ -1614,13 +1614,16 @@ def _(ctx: Ctx) -> int:
     made small): nothing is written, and it says which file and why, rather than leaving one every command refuses."""
     import types
 
-    from pickvariant.sources.flox import load, sync_files
+    from pickvariant._base import strictjson
+    from pickvariant.sources.flox import sync_files
 
     repo = _build_repo(ctx)
     out = ctx.tmp / "site.json"
     # The bound as sync's writer sees it (reading hardware.json keeps the real one).
-    ctx.monkeypatch.setattr(sync_files, "load", types.SimpleNamespace(MAX_CATALOG_BYTES=4096))
-    assert load.MAX_CATALOG_BYTES == 16 * 1024 * 1024
+    ctx.monkeypatch.setattr(
+        sync_files, "strictjson", types.SimpleNamespace(MAX_DOCUMENT_BYTES=4096, loads=strictjson.loads)
+    )
+    assert strictjson.MAX_DOCUMENT_BYTES == 16 * 1024 * 1024
     result = ctx.cli("catalog", "sync", str(repo), "-o", str(out))
     assert f"{out} would be" in result.stderr and "nothing was written" in result.stderr, result.stderr
     assert not out.exists() and not (ctx.tmp / "site.companions.json").exists()

@@ -25,9 +25,10 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.compat import missing_flags
 from pickvariant.rules.decide import decide
-from pickvariant.sources.flox.load import hardware_facts_path, parse_catalog
+from pickvariant.sources.flox.load import parse_catalog
 from pickvariant.sources.flox.own_facts import check_own_hardware_facts
 from pickvariant.sources.flox.render import render
+from pickvariant.sources.hardware_json import hardware_facts_path
 
 runner = cli_runner()
 ARCHES = {"x86_64", "aarch64", "armv7l", "ppc64", "ppc64 (byte order unknown)", "riscv64", "s390x", "unknown"}

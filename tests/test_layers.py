@@ -72,9 +72,10 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
 
     from pickvariant.install.floxcontract import CONTRACT
     from pickvariant.sources.flox import generated
-    from pickvariant.sources.flox.load import DATA_DIR, default_catalog_path, hardware_facts_path
+    from pickvariant.sources.flox.load import DATA_DIR, default_catalog_path
     from pickvariant.sources.flox.render import TEMPLATES_DIR
-    from pickvariant.verify.judge import PROBE
+    from pickvariant.sources.hardware_json import hardware_facts_path
+    from pickvariant.verify.probe_run import PROBE
 
     package = (REPO / "pickvariant").resolve()
     carried = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
@@ -106,7 +107,6 @@ OVER_400_TODAY = {
     "pickvariant/sources/flox/sync.py": 437,
     "pickvariant/rules/wording.py": 441,
     "pickvariant/verify/probe.py": 447,
-    "pickvariant/verify/judge.py": 458,
     "pickvariant/sources/flox/fetch.py": 479,
 }
 

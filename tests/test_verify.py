@@ -15,7 +15,8 @@ from machines import host
 
 from pickvariant._base.records import replace
 from pickvariant.cli.main import app
-from pickvariant.verify.judge import finding_text, judge, run_probe
+from pickvariant.verify.judge import finding_text, judge
+from pickvariant.verify.probe_run import run_probe
 
 runner = cli_runner()
 

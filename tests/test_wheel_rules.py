@@ -615,9 +615,15 @@ def test_the_wheel_answer_never_reads_the_recipes_catalog(tmp_path: Path) -> Non
     run = functools.partial(subprocess.run, capture_output=True, text=True, env=env, timeout=120)
     flox = run([sys.executable, "-m", "pickvariant", *args])
     assert flox.returncode == 2 and str(broken) in flox.stderr
-    wheels = run([sys.executable, "-m", "pickvariant", *args, "--source", "wheels"])
+    wheels = run([sys.executable, "-X", "importtime", "-m", "pickvariant", *args, "--source", "wheels"])
     assert wheels.returncode == 0, wheels.stderr
     assert json.loads(wheels.stdout) == wheel_json(_answer(gpus=("9.0",), driver="580.95.05"))
+    # Nor is any of the Flox source's code loaded: the hardware facts are read on their own (sources/hardware_json).
+    imported = [
+        line.rsplit("|", 1)[-1].strip() for line in wheels.stderr.splitlines() if line.startswith("import time:")
+    ]
+    assert "pickvariant.sources.hardware_json" in imported
+    assert not [name for name in imported if name.startswith("pickvariant.sources.flox")]
 
 
 def test_the_active_interpreter_and_a_bare_name_are_found_on_path_as_shutil_finds_them(tmp_path: Path) -> None:

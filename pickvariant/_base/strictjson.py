@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import json
 
+from pickvariant._base.errors import BadInput
+from pickvariant._base.files import read_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time: detect's fast path never loads it
+    from pathlib import Path
     from typing import Any
+
+# The most a catalog or facts file pickvariant reads may hold.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
 
 def _refuse(constant: str) -> Any:
@@ -19,3 +26,18 @@ def _refuse(constant: str) -> Any:
 def loads(text: str | bytes) -> Any:
     """json.loads without NaN and the infinities: json.JSONDecodeError (a ValueError), as for any text that is no JSON."""
     return json.loads(text, parse_constant=_refuse)
+
+
+def load_file(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
+    """The JSON document in a regular file of at most `limit` bytes; BadInput naming `what` and the file otherwise."""
+    return decoded(read_regular(path, limit, what), path, what)
+
+
+def decoded(raw: bytes, path: Path, what: str) -> Any:
+    """A file's bytes as JSON read strictly; BadInput naming `what` and the file where they are none."""
+    try:
+        return loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInput(f"{what} {path} is not valid JSON: {error}") from error
+    except RecursionError:
+        raise BadInput(f"{what} {path} is nested too deeply to be a {what}") from None

@@ -15,6 +15,7 @@ from pickvariant.rules import cluster_plan as planner
 from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def run(
 
 
 def _wheel_plan(
-    read: cluster_input.Inputs, hardware: Catalog, request: Request, options: ClusterPlanOptions, source: Source
+    read: cluster_input.Inputs, hardware: Hardware, request: Request, options: ClusterPlanOptions, source: Source
 ) -> WheelClusterPlan:
     from pickvariant.rules.wheel_cluster_plan import make_wheel_cluster_plan
 

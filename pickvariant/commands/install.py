@@ -32,6 +32,7 @@ from pickvariant.rules.decision import Decision
 from pickvariant.rules.sets import SetShape, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.verify import judge as verifier
+from pickvariant.verify.probe_run import probe_argv
 
 
 @keyword_record
@@ -88,7 +89,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     plan = installer.make_install_plan(variant, catalog, options, companions=companions, set_shape=set_shape)
     python = tuple(installer.interpreter_for(plan))
     projects = tuple(companion.project for companion in plan.companions)
-    probe = None if options.no_verify else verifier.probe_argv(list(python), quick=True, companions=projects)
+    probe = None if options.no_verify else probe_argv(list(python), quick=True, companions=projects)
     forced = " (forced)" if options.force else ""
     why = decision.reasons if options.package is None else (options.assigned_by or f"chosen with --package{forced}",)
     return Prepared(

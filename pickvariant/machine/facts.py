@@ -26,7 +26,7 @@ from pickvariant._base.versions import (
 )
 from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def states_a_machine(request: Request, env: Mapping[str, str]) -> bool:
 
 
 def gather_facts(
-    catalog: Catalog,
+    catalog: Hardware,
     request: Request = Request(),
     env: Mapping[str, str] | None = None,
     detect_cpu_fn: Callable[[], CpuFacts] = detect_cpu,
@@ -134,7 +134,7 @@ def gather_facts(
 
 
 def _cpu(
-    catalog: Catalog,
+    catalog: Hardware,
     request: Request,
     env: Mapping[str, str],
     detect_cpu_fn: Callable[[], CpuFacts],
@@ -249,7 +249,7 @@ def _gpus(
 
 
 def _driver(
-    catalog: Catalog,
+    catalog: Hardware,
     request: Request,
     env: Mapping[str, str],
     gpus: _Gpus,
@@ -286,7 +286,7 @@ _DRIVER_TEXT = r"[Rr]?(\d{3})(\.\d{1,3}){0,2}"  # compiled by re's cache when a 
 OLDEST_DRIVER_BRANCH = 300  # no NVIDIA driver older than R300 knows a GPU any catalog builds for
 
 
-def stated_driver_version(catalog: Catalog, stated: tuple[str, str], notes: list[str]) -> DriverVersion:
+def stated_driver_version(catalog: Hardware, stated: tuple[str, str], notes: list[str]) -> DriverVersion:
     """A stated driver version, as nvidia-smi prints it (580.65.06, 580.65) or a branch alone (580, R580: read as the
     oldest driver of that branch, and said). Refused where it is not an NVIDIA driver version: 0, 999, 580.65.06.1."""
     given, text = stated
@@ -345,7 +345,7 @@ def _parsed_as(parse: Callable[[str], Any], stated: tuple[str, str] | None) -> A
         raise BadInput(f"{given.split('=')[0]}: {error}") from None
 
 
-def facts_from_json(hardware: Mapping[str, object], catalog: Catalog) -> HostFacts:
+def facts_from_json(hardware: Mapping[str, object], catalog: Hardware) -> HostFacts:
     """The facts a `detect --format json` object's "hardware" holds, read back (for `plan`); pure.
 
     Raises BadInput naming the field that is missing or malformed."""

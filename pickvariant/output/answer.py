@@ -13,6 +13,7 @@ from pickvariant.output.present import gpu_extras, nearest_alternatives
 from pickvariant.rules import wording
 from pickvariant.rules.decision import Decision, Rejection
 from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 
 # Of the nearest alternatives, one per axis (another instruction set, architecture, branch…), this many at most.
 ALTERNATIVES_SHOWN = 3
@@ -85,7 +86,7 @@ def command_lines(first: str, words: list[str], width: int) -> list[str]:
     return [*lines, current]
 
 
-def fact_items(facts: HostFacts, catalog: Catalog) -> list[str]:
+def fact_items(facts: HostFacts, catalog: Hardware) -> list[str]:
     def source(name: str) -> str:
         given = facts.sources.get(name)  # type: ignore[call-overload]
         return f" [{given}]" if given else ""

@@ -10,6 +10,7 @@ from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, Decision, Kind, Rejection
 from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.runs_on import of_variant
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -117,7 +118,7 @@ def rejection_json(rejection: Rejection) -> dict[str, Any]:
     }
 
 
-def flags_that_matter(facts: HostFacts, catalog: Catalog) -> list[str]:
+def flags_that_matter(facts: HostFacts, catalog: Hardware) -> list[str]:
     wanted = {flag for isa in catalog.isas.values() if isa.platform == facts.arch for flag in isa.requires}
     return sorted(flag for flag in facts.cpu.flags if flag in wanted)
 

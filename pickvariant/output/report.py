@@ -18,7 +18,9 @@ from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.output.wheel_answer import wheel_json
 from pickvariant.rules.decision import Decision, WheelAnswer
 from pickvariant.sources.build import Catalog
-from pickvariant.verify.judge import run_probe, variant_mismatches
+from pickvariant.sources.hardware import Hardware
+from pickvariant.verify.judge import variant_mismatches
+from pickvariant.verify.probe_run import run_probe
 
 # GPU and MIG UUIDs (GPU-5c1d…, MIG-5c1d…, the older MIG-GPU-…/1/0) identify one card: CUDA_VISIBLE_DEVICES
 # may hold them, and a support ticket must not.
@@ -105,7 +107,7 @@ def build_wheel(answer: WheelAnswer, described: bool = False) -> dict[str, Any]:
 
 
 def _this_machine(
-    data: dict[str, Any], catalog: Catalog, facts: HostFacts, python: list[str], described: bool
+    data: dict[str, Any], catalog: Hardware, facts: HostFacts, python: list[str], described: bool
 ) -> dict[str, Any] | None:
     """Fills the report's fields about the machine it ran on (none of it for a described one) and probes the
     named interpreter's torch; returns what the probe said."""

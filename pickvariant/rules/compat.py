@@ -17,7 +17,7 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat_wording as wording
 from pickvariant.rules import kernels
 from pickvariant.sources.build import Catalog, Variant
-from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch
+from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch, Hardware
 
 # Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
 # "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.
@@ -30,7 +30,7 @@ TEGRA_CUDA_UNKNOWN = wording.TEGRA_CUDA_UNKNOWN
 
 
 def kernels_run_on(
-    arch: GpuArch, capability: ComputeCapability, catalog: Catalog, cuda: str | None = None
+    arch: GpuArch, capability: ComputeCapability, catalog: Hardware, cuda: str | None = None
 ) -> str | None:
     """None when the architecture's sm_XY machine code (built by a CUDA `cuda` toolkit, where known) runs on
     `capability`, else why not: the one kernel rule (rules/kernels.py)."""
@@ -43,7 +43,7 @@ def missing_flags(isa_requires: Sequence[str], flags: frozenset[str]) -> list[st
     return [flag for flag in isa_requires if flag not in flags]
 
 
-def usable_isas(catalog: Catalog, facts: HostFacts) -> tuple[CpuIsa, ...]:
+def usable_isas(catalog: Hardware, facts: HostFacts) -> tuple[CpuIsa, ...]:
     """The catalog's instruction sets this CPU can run (every required flag present), in catalog order."""
     return tuple(
         isa
@@ -52,21 +52,21 @@ def usable_isas(catalog: Catalog, facts: HostFacts) -> tuple[CpuIsa, ...]:
     )
 
 
-def has_tegra(gpus: Sequence[GpuFacts], catalog: Catalog) -> bool:
+def has_tegra(gpus: Sequence[GpuFacts], catalog: Hardware) -> bool:
     return any(catalog.is_tegra(gpu.compute_capability) for gpu in gpus)
 
 
-def judged_by_cuda_version(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Catalog) -> bool:
+def judged_by_cuda_version(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Hardware) -> bool:
     """Tegra GPUs with a driver that reports its CUDA version: that version decides, not the number."""
     return driver is not None and driver.cuda is not None and has_tegra(gpus, catalog)
 
 
-def tegra_cuda_unknown(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Catalog) -> bool:
+def tegra_cuda_unknown(gpus: Sequence[GpuFacts], driver: DriverFacts | None, catalog: Hardware) -> bool:
     """A Jetson driver stated by its number alone: nothing it can run is known."""
     return driver is not None and driver.cuda is None and has_tegra(gpus, catalog)
 
 
-def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> tuple[str, ...]:
+def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog: Hardware) -> tuple[str, ...]:
     """Why the driver cannot drive each of `gpus` it cannot: a branch older than the GPU's architecture,
     or newer than the last branch that drives it (hardware.json's sourced driver support)."""
     if driver is None or driver.version is None:
@@ -82,7 +82,9 @@ def undriven_gpus(driver: DriverFacts | None, gpus: Sequence[GpuFacts], catalog:
     return tuple(reasons)
 
 
-def machine_floor(min_driver: DriverVersion | None, gpus: Sequence[GpuFacts], catalog: Catalog) -> DriverVersion | None:
+def machine_floor(
+    min_driver: DriverVersion | None, gpus: Sequence[GpuFacts], catalog: Hardware
+) -> DriverVersion | None:
     """The oldest driver that runs a build of CUDA floor `min_driver` on these GPUs: the newest of that floor and
     each GPU's first driver (hardware.json's; an RTX 5090 needs R570 even for a CUDA 12.8 build). None for a CPU build."""
     if min_driver is None:
@@ -91,7 +93,7 @@ def machine_floor(min_driver: DriverVersion | None, gpus: Sequence[GpuFacts], ca
 
 
 def floor_raisers(
-    min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Catalog
+    min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Hardware
 ) -> list[tuple[GpuFacts, DriverVersion]]:
     """The GPUs whose first driver (hardware.json's) is newer than a CUDA line's floor, each with that driver."""
     raised = []
@@ -104,7 +106,7 @@ def floor_raisers(
 
 
 def driver_rejection(
-    driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Catalog
+    driver: DriverFacts | None, line: CudaLine | None, gpus: Sequence[GpuFacts], catalog: Hardware
 ) -> str | None:
     """None when the driver can run the CUDA line on these GPUs (or nothing is known of it, or there is none), else why not."""
     if line is None:
@@ -113,7 +115,7 @@ def driver_rejection(
 
 
 def driver_refusal(
-    driver: DriverFacts | None, cuda: str, min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Catalog
+    driver: DriverFacts | None, cuda: str, min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Hardware
 ) -> str | None:
     """None when the driver can run builds of CUDA `cuda` (whose floor is `min_driver`) on these GPUs, or nothing is
     known of it; else why not. Any source's build is held to this: a Flox CUDA line, a wheel's CUDA runtime."""
@@ -152,7 +154,7 @@ def driver_as_judged(facts: HostFacts) -> tuple[HostFacts, tuple[str, ...]]:
     )
 
 
-def dispatch_level(catalog: Catalog, facts: HostFacts) -> str | None:
+def dispatch_level(catalog: Hardware, facts: HostFacts) -> str | None:
     """The CPU dispatch level ATen picks at run time on this CPU: on x86_64 the best of the instruction sets it runs
     (hardware.json's torch_cpu_capability); on aarch64 DEFAULT without SVE, and None with it (SVE256 depends on the
     vector length, which /proc/cpuinfo does not give)."""
@@ -163,7 +165,7 @@ def dispatch_level(catalog: Catalog, facts: HostFacts) -> str | None:
     return max(usable, key=order.index) if usable else "DEFAULT"
 
 
-def _shipped_driver(catalog: Catalog, cuda: str) -> tuple[DriverVersion, DriverVersion] | None:
+def _shipped_driver(catalog: Hardware, cuda: str) -> tuple[DriverVersion, DriverVersion] | None:
     """(the minimum driver, the driver the toolkit ships with) where the minimum is older: minor-version compatibility."""
     release = catalog.cuda_releases.get(cuda)
     if release is None:
@@ -175,7 +177,7 @@ def _shipped_driver(catalog: Catalog, cuda: str) -> tuple[DriverVersion, DriverV
     return (release.min_driver, shipped) if release.min_driver < shipped else None
 
 
-def minor_version_note(catalog: Catalog, cudas: Sequence[str], driver: DriverVersion | None = None) -> str | None:
+def minor_version_note(catalog: Hardware, cudas: Sequence[str], driver: DriverVersion | None = None) -> str | None:
     """Why a driver older than a CUDA release's own runs its builds, where that is so: CUDA's minor-version
     compatibility (a 12.x build runs on any driver >= 525.60.13), in words. `driver`: only the releases whose own
     driver is newer than it are named."""
@@ -192,7 +194,7 @@ def minor_version_note(catalog: Catalog, cudas: Sequence[str], driver: DriverVer
     return wording.minor_version_compatibility(majors, minimums, shipped)
 
 
-def for_cuda(catalog: Catalog, cuda: str, driver: DriverVersion | None) -> str:
+def for_cuda(catalog: Hardware, cuda: str, driver: DriverVersion | None) -> str:
     """ "CUDA 12.9" in a hint naming `driver`, and where that driver is older than the one 12.9's toolkit ships
     with, the rule by which it runs 12.9's builds."""
     found = _shipped_driver(catalog, cuda)
@@ -200,7 +202,7 @@ def for_cuda(catalog: Catalog, cuda: str, driver: DriverVersion | None) -> str:
     return wording.cuda_words(cuda, compatible)
 
 
-def platform_rejection(variant: Variant, facts: HostFacts, catalog: Catalog) -> str | None:
+def platform_rejection(variant: Variant, facts: HostFacts, catalog: Hardware) -> str | None:
     """None when the variant is built for this machine's OS and CPU architecture (its Nix system)."""
     system = catalog.nix_system(facts.os, facts.arch)
     if variant.platform == system:
@@ -249,7 +251,7 @@ def why_not(
 
 @per_object
 def _kernels_verdict(
-    catalog: Catalog, sass: tuple[str, ...], ptx: tuple[str, ...], capability: ComputeCapability, cuda: str | None
+    catalog: Hardware, sass: tuple[str, ...], ptx: tuple[str, ...], capability: ComputeCapability, cuda: str | None
 ) -> str | None:
     """None when the build's kernels run on `capability` (the one rule, rules/kernels.py: SASS, then PTX through the
     driver's JIT), else why its first architecture's do not. Worked out once per catalog, build and kind of GPU:
@@ -265,7 +267,7 @@ def _kernels_verdict(
     return None if found is not None else kernels_run_on(archs[sass[0]], capability, catalog, cuda)
 
 
-def runs_on_all(catalog: Catalog, gpu_arch: str | None, gpus: Sequence[GpuFacts], cuda: str | None = None) -> bool:
+def runs_on_all(catalog: Hardware, gpu_arch: str | None, gpus: Sequence[GpuFacts], cuda: str | None = None) -> bool:
     """Whether the architecture's machine code, built by a CUDA `cuda` toolkit where known, runs on every GPU."""
     if gpu_arch is None or gpu_arch not in catalog.gpu_archs:
         return False

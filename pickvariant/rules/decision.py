@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     # The wheels source's records: named in annotations only, so detect's path never loads them.
     from pickvariant.machine.environment import PythonEnvironment
     from pickvariant.machine.facts import HostFacts
-    from pickvariant.sources.build import Catalog
+    from pickvariant.sources.hardware import Hardware
     from pickvariant.sources.registry import Source
     from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
 
@@ -179,7 +179,7 @@ class WheelAnswer:
 
     facts: HostFacts
     decision: WheelDecision
-    hardware: Catalog
+    hardware: Hardware
     wheels: WheelCatalog
     environment: PythonEnvironment | None
     index_root: str  # as shown, printed and recorded: without credentials

@@ -17,14 +17,14 @@ from collections.abc import Iterable
 
 from pickvariant._base.versions import ComputeCapability
 from pickvariant.rules import compat_wording as wording
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 
 # CUDA 13.2's SBSA-on-Jetson unification: the SASS whose code runs on Tegra GPUs of its major (minor at least its own).
 UNIFIED_FROM_CUDA = (13, 2)
 UNIFIED_SASS = frozenset({ComputeCapability(7, 0), ComputeCapability(8, 0), ComputeCapability(8, 6)})
 
 
-def machine_code_runs_on(built: ComputeCapability, capability: ComputeCapability, catalog: Catalog) -> str | None:
+def machine_code_runs_on(built: ComputeCapability, capability: ComputeCapability, catalog: Hardware) -> str | None:
     """None when sm_XY machine code built for `built` runs on a GPU of `capability`, else why not.
 
     `built` need not be an architecture of the catalog (verify reads a torch's whole arch list)."""
@@ -41,7 +41,7 @@ def machine_code_runs_on(built: ComputeCapability, capability: ComputeCapability
 
 
 def sass_runs_on(
-    built: ComputeCapability, capability: ComputeCapability, catalog: Catalog, cuda: str | None = None
+    built: ComputeCapability, capability: ComputeCapability, catalog: Hardware, cuda: str | None = None
 ) -> str | None:
     """None when SASS built for `built` (by a CUDA `cuda` toolkit, where known) runs on a GPU of `capability`, else
     why not."""
@@ -51,7 +51,7 @@ def sass_runs_on(
     return why
 
 
-def _unified(built: ComputeCapability, capability: ComputeCapability, catalog: Catalog, cuda: str | None) -> bool:
+def _unified(built: ComputeCapability, capability: ComputeCapability, catalog: Hardware, cuda: str | None) -> bool:
     if cuda is None or built not in UNIFIED_SASS or not catalog.is_tegra(capability):
         return False
     parts = cuda.split(".")
@@ -68,7 +68,7 @@ def coverage(
     sass: Iterable[ComputeCapability],
     ptx: Iterable[ComputeCapability],
     capability: ComputeCapability,
-    catalog: Catalog,
+    catalog: Hardware,
     cuda: str | None = None,
 ) -> tuple[str, ComputeCapability] | None:
     """How a build's kernels run on a GPU of `capability`: ("sass", the highest architecture whose SASS runs there)

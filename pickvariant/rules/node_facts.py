@@ -13,10 +13,10 @@ from typing import Any
 
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.compat import usable_isas
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 
 
-def fingerprint(facts: HostFacts, catalog: Catalog) -> dict[str, Any]:
+def fingerprint(facts: HostFacts, catalog: Hardware) -> dict[str, Any]:
     return {
         "os": facts.os,
         "arch": facts.arch,
@@ -26,7 +26,7 @@ def fingerprint(facts: HostFacts, catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def wheel_fingerprint(facts: HostFacts, catalog: Catalog) -> dict[str, Any]:
+def wheel_fingerprint(facts: HostFacts, catalog: Hardware) -> dict[str, Any]:
     """What a wheel's assignment rests on: the same facts but the instruction sets, which pick no wheel (ATen
     chooses its CPU kernels at run time)."""
     return {key: value for key, value in fingerprint(facts, catalog).items() if key != "cpu_isas"}

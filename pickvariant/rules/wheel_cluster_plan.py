@@ -28,7 +28,7 @@ from pickvariant.rules.fewest_builds import (
 )
 from pickvariant.rules.node_facts import wheel_fingerprint
 from pickvariant.rules.wheel_pick import pick_wheel
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
 
 
@@ -56,7 +56,7 @@ class WheelClusterPlan:
 
 
 def _profiles(
-    inputs: Inputs, hardware: Catalog, wheels: WheelCatalog, options: Request, index_root: str
+    inputs: Inputs, hardware: Hardware, wheels: WheelCatalog, options: Request, index_root: str
 ) -> list[Profile[WheelBuild]]:
     profiles = []
     for node_hardware in inputs.hardware:
@@ -94,7 +94,7 @@ def cost_of(best: WheelBuild, got: WheelBuild) -> str:
 
 def make_wheel_cluster_plan(
     inputs: Inputs,
-    hardware: Catalog,
+    hardware: Hardware,
     wheels: WheelCatalog,
     options: Request,
     max_variants: int | None,

@@ -15,7 +15,7 @@ from pickvariant.rules import wording
 from pickvariant.rules.compat import floor_raisers, has_tegra, machine_floor, tegra_cuda_unknown
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
 from pickvariant.rules.wheel_stages import newest_first
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 
 TYPE_CHECKING = False
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def hints_for_nothing(
     decision: WheelDecision,
-    hardware: Catalog,
+    hardware: Hardware,
     verdicts: Mapping[WheelBuild, Rejection | None],
     passed_over: Mapping[WheelBuild, tuple[str, ...]],
     driver: DriverFacts | None,
@@ -55,7 +55,7 @@ def hints_for_nothing(
 
 
 def _driver_hints(
-    builds: list[WheelBuild], gpus: tuple[GpuFacts, ...], hardware: Catalog, driver: DriverFacts, again: DecideAgain
+    builds: list[WheelBuild], gpus: tuple[GpuFacts, ...], hardware: Hardware, driver: DriverFacts, again: DecideAgain
 ) -> list[str]:
     """The wheels a newer driver would give, each decided again with that driver: the one the smallest update gives,
     and where a larger one gives a newer wheel, that too. A driver judged by the CUDA version it reports (a Jetson's,
@@ -84,7 +84,7 @@ def _driver_hints(
     return [_by_number(d.build, gpus, hardware, last) for d in found if d.build is not None]
 
 
-def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog, last: int | None) -> str:
+def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Hardware, last: int | None) -> str:
     assert build.min_driver is not None  # a CUDA build: a driver gave it
     raisers = floor_raisers(build.min_driver, gpus, hardware)
     floor = machine_floor(build.min_driver, gpus, hardware)
@@ -92,7 +92,7 @@ def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog,
     return said.driver_would_allow(build.local, str(floor), need, last)
 
 
-def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Catalog) -> int | None:
+def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Hardware) -> int | None:
     """The last driver branch that drives every GPU here (R580 for a Pascal card), None where no GPU has one: a
     driver newer than it drives none of them, so a hint that names a floor names this ceiling too."""
     archs = [hardware.arch_of(gpu.compute_capability) for gpu in gpus]

@@ -12,7 +12,7 @@ from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.compat import driver_refusal
 from pickvariant.rules.wheel_stages import coverage
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 
 
@@ -29,7 +29,7 @@ def installed_finding(
     environment: PythonEnvironment,
     builds: Sequence[WheelBuild],
     gpus: Sequence[GpuFacts],
-    hardware: Catalog,
+    hardware: Hardware,
     chosen: WheelBuild | None,
     facts: HostFacts,
 ) -> tuple[str | None, str, str]:

@@ -24,7 +24,7 @@ from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Kind, Rejection, WheelDecision
 from pickvariant.rules.wheel_installed import installed_finding
 from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WHEEL_PLATFORMS, PairedRelease, WheelBuild, WheelCatalog
 
 # ROCm and XPU builds are kept in the catalog but not chosen until pickvariant detects those GPUs: no reason to name them.
@@ -36,7 +36,7 @@ _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kin
 
 def pick_wheel(
     facts: HostFacts,
-    hardware: Catalog,
+    hardware: Hardware,
     wheels: WheelCatalog,
     options: Request,
     environment: PythonEnvironment | None,
@@ -104,7 +104,9 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
     return None, None, ()
 
 
-def _machine_reasons(facts: HostFacts, hardware: Catalog, gpus: tuple[GpuFacts, ...], platform: str) -> tuple[str, ...]:
+def _machine_reasons(
+    facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts, ...], platform: str
+) -> tuple[str, ...]:
     found = [said.platform_has_wheels(facts.os, facts.arch, platform)]
     if facts.os == "darwin":
         return (*found, said.mps_wheel())
@@ -142,7 +144,7 @@ def _with_installed(
     decision: WheelDecision,
     environment: PythonEnvironment | None,
     builds: tuple[WheelBuild, ...],
-    hardware: Catalog,
+    hardware: Hardware,
     chosen: WheelBuild | None,
     facts: HostFacts,
 ) -> WheelDecision:
@@ -155,7 +157,7 @@ def _with_installed(
 def _chosen(
     decision: WheelDecision,
     facts: HostFacts,
-    hardware: Catalog,
+    hardware: Hardware,
     wheels: WheelCatalog,
     options: Request,
     found: tuple[str, ...],
@@ -199,7 +201,7 @@ def _chosen(
     )
 
 
-def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Catalog) -> list[str]:
+def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
     found = []
     for gpu in dict.fromkeys(gpus):
         how = coverage(build, gpu.compute_capability, hardware)
@@ -212,7 +214,7 @@ def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: C
     return found
 
 
-def _unserved(build: WheelBuild, facts: HostFacts, targets: tuple[GpuFacts, ...], hardware: Catalog) -> list[str]:
+def _unserved(build: WheelBuild, facts: HostFacts, targets: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
     """The GPUs the answer was not chosen for (--gpu-index): whether its kernels run there, and how to keep a process
     off those they do not, as the recipe answer says it (rules/pick.py)."""
     others = [gpu for gpu in facts.gpus if gpu not in targets] if targets else []
@@ -244,7 +246,7 @@ def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> l
 def _nothing_fits(
     decision: WheelDecision,
     facts: HostFacts,
-    hardware: Catalog,
+    hardware: Hardware,
     wheels: WheelCatalog,
     found: tuple[str, ...],
     verdicts: dict[WheelBuild, Rejection | None],

@@ -19,7 +19,7 @@ from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import kernels, wording
 from pickvariant.rules.compat import driver_refusal
 from pickvariant.rules.decision import Kind, Rejection, rejection
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 
 COMPANIONS = ("torchvision", "torchaudio")
@@ -65,7 +65,7 @@ def _torch_pin_refused(pin: str, builds: Sequence[WheelBuild], every: Sequence[W
 
 
 def coverage(
-    build: WheelBuild, capability: ComputeCapability, hardware: Catalog
+    build: WheelBuild, capability: ComputeCapability, hardware: Hardware
 ) -> tuple[str, ComputeCapability] | None:
     """How the build's kernels run on a GPU of `capability`: the one rule (rules/kernels.py), with its CUDA line."""
     return kernels.coverage(build.sass, build.ptx, capability, hardware, build.cuda)
@@ -74,7 +74,7 @@ def coverage(
 def judge(
     build: WheelBuild,
     facts: HostFacts,
-    hardware: Catalog,
+    hardware: Hardware,
     options: Request,
     gpus: tuple[GpuFacts, ...],
     python_tag: str | None,
@@ -112,7 +112,7 @@ def judge(
     return _kernels_refusal(build, hardware, gpus) or _driver_refusal(build, facts, hardware, gpus)
 
 
-def _kernels_refusal(build: WheelBuild, hardware: Catalog, gpus: tuple[GpuFacts, ...]) -> Rejection | None:
+def _kernels_refusal(build: WheelBuild, hardware: Hardware, gpus: tuple[GpuFacts, ...]) -> Rejection | None:
     for gpu in gpus:
         if coverage(build, gpu.compute_capability, hardware) is None:
             return rejection(
@@ -131,7 +131,7 @@ def _kernels_refusal(build: WheelBuild, hardware: Catalog, gpus: tuple[GpuFacts,
 
 
 def _driver_refusal(
-    build: WheelBuild, facts: HostFacts, hardware: Catalog, gpus: tuple[GpuFacts, ...]
+    build: WheelBuild, facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts, ...]
 ) -> Rejection | None:
     if build.cuda is None or build.min_driver is None:
         return None

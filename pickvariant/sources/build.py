@@ -29,6 +29,7 @@ from pickvariant.sources.hardware import (
     CudaLine,
     CudaRelease,
     GpuArch,
+    Hardware,
     HardwareFacts,
     PeakThroughput,
     Platform,
@@ -270,7 +271,7 @@ class Source:
 
 
 @keyword_record
-class Catalog:
+class Catalog(Hardware):
     path: Path
     source: Source
     platforms: Mapping[str, Platform]
@@ -352,42 +353,3 @@ class Catalog:
     @cached_property
     def _lines(self) -> Mapping[tuple[str, str], CudaLine]:
         return {(branch.name, line.cuda): line for branch in self.branches for line in branch.cuda_lines}
-
-    def is_tegra(self, capability: ComputeCapability) -> bool:
-        return capability in self.tegra_capabilities
-
-    def arch_of(self, capability: ComputeCapability) -> GpuArch | None:
-        """The catalog's architecture of exactly this compute capability (None for one it does not know)."""
-        return self._arch_by_capability.get(capability)
-
-    @cached_property
-    def _arch_by_capability(self) -> Mapping[ComputeCapability, GpuArch]:
-        return {arch.compute_capability: arch for arch in self.gpu_archs.values()}
-
-    def nix_system(self, os_name: str, arch: str) -> str | None:
-        return self._systems.get((os_name, arch))
-
-    @cached_property
-    def _systems(self) -> Mapping[tuple[str, str], str]:
-        # The first platform of an (os, arch) pair wins, as the catalog lists them.
-        systems: dict[tuple[str, str], str] = {}
-        for platform in self.platforms.values():
-            systems.setdefault((platform.os, platform.arch), platform.nix_system)
-        return systems
-
-    def canonical_flags(self, flags: Iterable[str]) -> frozenset[str]:
-        """Map every spelling a tool reports (py-cpuinfo, macOS sysctl) to the kernel's name."""
-        flags = flags if isinstance(flags, (set, frozenset)) else frozenset(flags)
-        aliased = flags & self.flag_aliases.keys()
-        if not aliased:
-            return frozenset(flags)
-        canonical = set(flags - aliased)
-        for flag in aliased:
-            canonical.update(self.flag_aliases[flag])
-        return frozenset(canonical)
-
-    def peak_for(self, gpu_name: str) -> PeakThroughput | None:
-        for peak in self.peaks:
-            if re.search(peak.name_pattern, gpu_name, re.IGNORECASE):
-                return peak
-        return None

@@ -1,10 +1,14 @@
 """pickvariant's hardware facts as records: platforms, CPU instruction sets, GPU architectures, CUDA releases and
 lines (their driver floors), torch sources, peak throughputs, workloads. hardware.json holds them, with sources;
-every source of builds is judged against the same facts."""
+every source of builds is judged against the same facts: `Hardware`, which a catalog of recipes is (with its builds)
+and HardwareCatalog is alone (sources/hardware_json.py reads it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from pathlib import Path
 
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
@@ -151,3 +155,77 @@ class HardwareFacts:
     compiler_flags: Mapping[str, tuple[str, ...]]
     nixpkgs_torch: Mapping[str, str]
     torch_sources: Mapping[str, TorchSource]
+
+
+class Hardware:
+    """The hardware facts every source's builds are judged by, and what is looked up in them: what the rules and the
+    machine's facts read. sources/build.Catalog is one (the recipes' catalog carries hardware.json's facts beside its
+    builds); HardwareCatalog is one alone, what a source of prebuilt builds is judged against, no recipe read."""
+
+    if TYPE_CHECKING:  # the fields of each record that is one
+        platforms: Mapping[str, Platform]
+        isas: Mapping[str, CpuIsa]
+        gpu_archs: Mapping[str, GpuArch]
+        cuda_releases: Mapping[str, CudaRelease]
+        flag_aliases: Mapping[str, tuple[str, ...]]
+        tegra_capabilities: frozenset[ComputeCapability]
+        torch_capability_order: tuple[str, ...]
+        workloads: Mapping[str, Workload]
+        peaks: tuple[PeakThroughput, ...]
+
+    def is_tegra(self, capability: ComputeCapability) -> bool:
+        return capability in self.tegra_capabilities
+
+    def arch_of(self, capability: ComputeCapability) -> GpuArch | None:
+        """The architecture of exactly this compute capability (None for one the facts do not know)."""
+        return self._arch_by_capability.get(capability)
+
+    @cached_property
+    def _arch_by_capability(self) -> Mapping[ComputeCapability, GpuArch]:
+        return {arch.compute_capability: arch for arch in self.gpu_archs.values()}
+
+    def nix_system(self, os_name: str, arch: str) -> str | None:
+        return self._systems.get((os_name, arch))
+
+    @cached_property
+    def _systems(self) -> Mapping[tuple[str, str], str]:
+        # The first platform of an (os, arch) pair wins, as the facts list them.
+        systems: dict[tuple[str, str], str] = {}
+        for platform in self.platforms.values():
+            systems.setdefault((platform.os, platform.arch), platform.nix_system)
+        return systems
+
+    def canonical_flags(self, flags: Iterable[str]) -> frozenset[str]:
+        """Map every spelling a tool reports (py-cpuinfo, macOS sysctl) to the kernel's name."""
+        flags = flags if isinstance(flags, (set, frozenset)) else frozenset(flags)
+        aliased = flags & self.flag_aliases.keys()
+        if not aliased:
+            return frozenset(flags)
+        canonical = set(flags - aliased)
+        for flag in aliased:
+            canonical.update(self.flag_aliases[flag])
+        return frozenset(canonical)
+
+    def peak_for(self, gpu_name: str) -> PeakThroughput | None:
+        for peak in self.peaks:
+            if re.search(peak.name_pattern, gpu_name, re.IGNORECASE):
+                return peak
+        return None
+
+
+@keyword_record
+class HardwareCatalog(Hardware):
+    """pickvariant's hardware facts on their own (hardware.json), with no builds: what a source of prebuilt builds is
+    judged by. `compiled`: the date the facts were compiled."""
+
+    path: Path
+    compiled: str
+    platforms: Mapping[str, Platform]
+    isas: Mapping[str, CpuIsa]
+    gpu_archs: Mapping[str, GpuArch]
+    cuda_releases: Mapping[str, CudaRelease]
+    flag_aliases: Mapping[str, tuple[str, ...]]
+    tegra_capabilities: frozenset[ComputeCapability]
+    torch_capability_order: tuple[str, ...]
+    workloads: Mapping[str, Workload]
+    peaks: tuple[PeakThroughput, ...]

@@ -9,7 +9,7 @@ from typing import Any
 from pickvariant._base.versions import ComputeCapability
 from pickvariant.rules import kernels
 from pickvariant.rules.wheel_wording import installed_lacks
-from pickvariant.sources.build import Catalog
+from pickvariant.sources.hardware import Hardware
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")
 
@@ -25,7 +25,7 @@ def arch_capabilities(arch_list: list[str]) -> list[tuple[str, ComputeCapability
 
 def judge_devices(
     probe: dict[str, Any],
-    catalog: Catalog,
+    catalog: Hardware,
     labels: dict[str, str],
     nvml_index: dict[int, int],
     failures: list[str],

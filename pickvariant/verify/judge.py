@@ -1,28 +1,20 @@
-"""`pickvariant verify`: run the probe in the target interpreter and judge what it reports."""
+"""`pickvariant verify`: judge what the probe reports (verify/probe_run.py runs it in the target interpreter)."""
 
 from __future__ import annotations
 
-import json
-import signal
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from pickvariant._base import strictjson
-from pickvariant._base.proc import capture
 from pickvariant._base.records import keyword_record, replace
-from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.versions import release_numbers
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import cuda_visible_count
 from pickvariant.rules.compat import usable_isas
-from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.build import Variant
+from pickvariant.sources.hardware import Hardware
 from pickvariant.verify.devices import arch_capabilities, judge_devices
+from pickvariant.verify.probe_run import run_probe
 
-PROBE = Path(__file__).resolve().parent / "probe.py"
-PROBE_RESULT_SCHEMA = PROBE.with_name("probe-result.schema.json")
-QUICK_TIMEOUT_S = 120.0
-FULL_TIMEOUT_S = 600.0
 # A figure above the GPU's catalog peak by more than this is a measurement error, not a fast GPU:
 # boost clocks above the rated one and GeForce ratings that understate the silicon stay below it
 # (RTX 5090: 224 TFLOP/s bf16 measured against 209.5 rated, 107%; hardware-facts.md table 7).
@@ -35,8 +27,6 @@ MIN_TIMED_S = 1e-3
 # half the peak is far outside what a difference of model or clocks explains: a throttled, capped,
 # shared or misconfigured GPU.
 SLOW_PERCENT_OF_PEAK = 50.0
-# The probe prints one JSON line of a few KiB; anything near this is some other program.
-MAX_PROBE_OUTPUT = 4 * 1024 * 1024
 
 
 @keyword_record
@@ -50,56 +40,7 @@ class VerifyResult:
     health: tuple[dict[str, Any], ...] = ()
 
 
-def probe_argv(python: list[str], quick: bool, info_only: bool = False, companions: Sequence[str] = ()) -> list[str]:
-    """The command line that runs the probe in `python` (install's --dry-run prints it as it will run)."""
-    return (
-        [*python, str(PROBE)]
-        + (["--quick"] if quick else [])
-        + (["--info"] if info_only else [])
-        + ([f"--with={','.join(companions)}"] if companions else [])
-    )
-
-
-def run_probe(
-    python: list[str],
-    quick: bool,
-    info_only: bool = False,
-    timeout_s: float | None = None,
-    companions: Sequence[str] = (),
-) -> tuple[dict[str, Any] | None, str | None]:
-    """The probe's JSON, or None and why it produced none (a signal, a timeout, no torch, a flood of output)."""
-    args = probe_argv(python, quick, info_only, companions)
-    limit = timeout_s or (QUICK_TIMEOUT_S if quick or info_only else FULL_TIMEOUT_S)
-    done = capture(args, limit, MAX_PROBE_OUTPUT, "the probe")
-    if done.problem is not None:
-        return None, done.problem
-    assert done.returncode is not None
-    if done.returncode < 0:
-        name = signal.Signals(-done.returncode).name
-        cause = {
-            "SIGILL": "the build uses CPU instructions this CPU lacks (illegal instruction)",
-            "SIGSEGV": "it crashed (segmentation fault)",
-            "SIGBUS": "it crashed (bus error)",
-            "SIGKILL": "it was killed (out of memory?)",
-        }.get(name, "it was killed by a signal")
-        return None, f"the probe died with {name}: {cause}"
-    last = (done.stderr_tail.strip().splitlines() or ["no output"])[-1]
-    if done.returncode != 0:
-        if "No module named 'torch'" in done.stderr_tail:
-            return None, f"{' '.join(python)} has no torch installed"
-        return None, f"the probe failed with exit code {done.returncode}: {last[:300]}"
-    try:
-        result = strictjson.loads(done.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError, RecursionError):
-        return None, f"the probe printed no result: {last[:300]}"
-    try:
-        validate(result, load_schema(PROBE_RESULT_SCHEMA))
-    except SchemaError as error:
-        return None, f"the probe printed something that is not its result ({error})"
-    return result, None
-
-
-def expected_capability(catalog: Catalog, facts: HostFacts, variant: Variant | None) -> str | None:
+def expected_capability(catalog: Hardware, facts: HostFacts, variant: Variant | None) -> str | None:
     """The CPU dispatch level torch should pick: the variant's, else the best this CPU can run."""
     order = catalog.torch_capability_order
     if variant is not None:
@@ -128,7 +69,7 @@ def _dispatch_said(got: str | None, expected: str, cpu_best: str | None, of_vari
     return f"CPU dispatch {got}, above the {expected} of {whose} and above {shown} this CPU's flags show"
 
 
-def judge(probe: dict[str, Any], catalog: Catalog, facts: HostFacts, variant: Variant | None) -> VerifyResult:
+def judge(probe: dict[str, Any], catalog: Hardware, facts: HostFacts, variant: Variant | None) -> VerifyResult:
     """What the probe's output shows of this torch here: each stage adds its failures and its reasons."""
     failures: list[str] = []
     reasons = [f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}"]
@@ -186,7 +127,7 @@ def _judge_visibility(probe: dict[str, Any], facts: HostFacts, failures: list[st
 
 def _judge_dispatch(
     probe: dict[str, Any],
-    catalog: Catalog,
+    catalog: Hardware,
     facts: HostFacts,
     variant: Variant | None,
     failures: list[str],
@@ -216,7 +157,7 @@ def _judge_dispatch(
 def _judge_check(
     check: dict[str, Any],
     probe: dict[str, Any],
-    catalog: Catalog,
+    catalog: Hardware,
     labels: dict[str, str],
     gpu_build: bool,
     failures: list[str],
@@ -372,7 +313,7 @@ def rate_text(check: dict[str, Any]) -> str:
     return "-"
 
 
-def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog) -> list[str]:
+def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Hardware) -> list[str]:
     """Each field in which the probed torch differs from `variant`'s build: torch version, CUDA version, arch list."""
     problems = []
     if release_numbers(probe.get("torch")) != release_numbers(variant.torch):
@@ -394,7 +335,7 @@ def variant_mismatches(probe: dict[str, Any], variant: Variant, catalog: Catalog
     return problems
 
 
-def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> float | None:
+def _peak(catalog: Hardware, probe: dict[str, Any], check: dict[str, Any]) -> float | None:
     if not str(check.get("device", "")).startswith("cuda") or "tflops" not in check:
         return None
     index = int(check["device"].split(":")[1])
@@ -405,7 +346,7 @@ def _peak(catalog: Catalog, probe: dict[str, Any], check: dict[str, Any]) -> flo
 
 def verify(
     python: list[str],
-    catalog: Catalog,
+    catalog: Hardware,
     variant: Variant | None,
     quick: bool,
     facts: HostFacts | None = None,

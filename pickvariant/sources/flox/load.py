@@ -1,7 +1,7 @@
 """Reading catalog.json: the file (bounded), its validation stamp, the schema, and the cross-checks the schema cannot say.
 
 A catalog that `catalog sync` wrote carries a stamp; while the stamp still matches, the schema pass is
-skipped (see below). The hardware facts of sources/flox/data/hardware.json are checked here too, by
+skipped (see below). The hardware facts of sources/data/hardware.json are checked here too, by
 build_hardware, for sync and for every load alike.
 """
 
@@ -20,18 +20,26 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_path_length, read_regular, shipped
 from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant._base.strictjson import MAX_DOCUMENT_BYTES, decoded, load_file
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import (
-    ComputeCapability,
-    parse_compute_capability,
     parse_driver_version,
 )
 from pickvariant.sources.build import Branch, Catalog, Source, Variant
 from pickvariant.sources.flox.companion_source import FloxCompanions
-from pickvariant.sources.flox.hardware import build_hardware, parsed, unique
 from pickvariant.sources.flox.own_facts import check_own_hardware_facts
-from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, MAX_CATALOG_BYTES, check_hardware, decoded, load_json
-from pickvariant.sources.hardware import CpuIsa, CudaLine, HardwareFacts, PeakThroughput, Workload
+from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, check_hardware
+from pickvariant.sources.hardware import CudaLine, HardwareFacts
+from pickvariant.sources.hardware_json import (
+    build_hardware,
+    flag_aliases,
+    hardware_facts_path,
+    parsed,
+    peaks,
+    tegra_capabilities,
+    unique,
+    workloads,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -54,27 +62,9 @@ def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
     return SHIPPED_CATALOG
 
 
-def hardware_facts_path() -> Path:
-    return DATA_DIR / "hardware.json"
-
-
-@cache
-def load_hardware() -> Catalog:
-    """pickvariant's own hardware facts (hardware.json) on their own, as a catalog with no builds: what a source
-    that is not the recipes' judges its builds by (the wheels), without reading the recipes' catalog. Every catalog
-    load checks its hardware section against this same file, so the facts are the same ones."""
-    path = hardware_facts_path()
-    data = load_json(path, "hardware facts")
-    if not isinstance(data, dict):
-        raise BadInput(f"hardware facts {path}: not a JSON object")
-    compiled = str(data.get("facts_compiled", ""))
-    source = {"repo": "pickvariant's hardware facts", "commit": "", "date": compiled}
-    return _build({**data, "branches": [], "variants": [], "left_out": [], "source": source}, path)
-
-
 def load_catalog(path: Path | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
-    raw = read_regular(path, MAX_CATALOG_BYTES, "catalog")
+    raw = read_regular(path, MAX_DOCUMENT_BYTES, "catalog")
     # Tens of thousands of objects that all stay alive: the collector's passes over them while they
     # are made find nothing and cost an eighth of the load, so it waits until they are built.
     collecting = gc.isenabled()
@@ -85,7 +75,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
         shipped = path.resolve() == SHIPPED_CATALOG.resolve()
         data = decoded(raw, path, "catalog")
         if not shipped:
-            check_own_hardware_facts(data, path, load_json(hardware_facts_path(), "hardware facts"))
+            check_own_hardware_facts(data, path, load_file(hardware_facts_path(), "hardware facts"))
         return parse_catalog(data, path, schema_checked=shipped and schema_checked_before(raw))
     finally:
         if collecting:
@@ -149,7 +139,6 @@ def parse_catalog(data: Any, path: Path, schema_checked: bool = False) -> Catalo
 def _build(data: Mapping[str, Any], path: Path) -> Catalog:
     hardware = build_hardware(data)
     isas = hardware.isas
-    workloads = {name: _workload(name, entry, isas) for name, entry in data["workloads"].items()}
     unique(data["branches"], "name", "branches")
     variants_by_branch: dict[str, list[Variant]] = {entry["name"]: [] for entry in data["branches"]}
     _check_rows(data, hardware)
@@ -167,8 +156,8 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         build_hours=data["build"]["hours"],
         build_disk_gb=data["build"]["disk_gb"],
         build_memory_gb=data["build"]["memory_gb"],
-        flag_aliases={entry["spelling"]: tuple(entry["canonical"]) for entry in data["flag_aliases"]},
-        tegra_capabilities=_tegra_capabilities(data, hardware),
+        flag_aliases=flag_aliases(data),
+        tegra_capabilities=tegra_capabilities(data, hardware),
         isas=isas,
         gpu_archs=hardware.gpu_archs,
         cuda_releases=hardware.cuda_releases,
@@ -177,45 +166,13 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         torch_sources=hardware.torch_sources,
         python_preference=tuple(data["python_preference"]["order"]),
         min_macos=data["apple"]["min_macos"],
-        workloads=workloads,
+        workloads=workloads(data, isas),
         branches=branches,
-        peaks=tuple(
-            PeakThroughput(
-                entry["gpu"],
-                entry["name_pattern"],
-                {k: entry[k] for k in ("bf16", "fp16", "tf32", "fp32")},
-                entry["source"],
-            )
-            for entry in data["peak_tflops"]
-        ),
+        peaks=peaks(data),
         torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
         companion_source=FloxCompanions(),
         left_out=tuple((entry["branch"], entry["path"], entry["why"]) for entry in data.get("left_out", ())),
     )
-
-
-def _workload(name: str, entry: Mapping[str, Any], isas: Mapping[str, CpuIsa]) -> Workload:
-    preference = tuple(entry["isa_preference"])
-    unknown = [isa for isa in preference if isa not in isas]
-    missing = [isa for isa in isas if isa not in preference]
-    if unknown or missing or len(set(preference)) != len(preference):
-        raise SchemaError(
-            f"workloads.{name}.isa_preference",
-            f"must rank every CPU instruction set once (unknown: {unknown}, missing: {missing})",
-        )
-    return Workload(name, entry["description"], preference)
-
-
-def _tegra_capabilities(data: Mapping[str, Any], hardware: HardwareFacts) -> frozenset[ComputeCapability]:
-    listed = frozenset(
-        parsed(
-            parse_compute_capability,
-            entry["compute_capability"],
-            f"tegra_compute_capabilities[{index}].compute_capability",
-        )
-        for index, entry in enumerate(data["tegra_compute_capabilities"])
-    )
-    return listed | frozenset(arch.compute_capability for arch in hardware.gpu_archs.values() if arch.tegra)
 
 
 def _check_rows(data: Mapping[str, Any], hardware: HardwareFacts) -> None:

@@ -1,16 +1,12 @@
-"""Reading a catalog's JSON and checking one row's hardware: what the catalog, its companions file and the generated
-companions' data share (bounded reads, the data folder)."""
+"""Checking one row's hardware: what the catalog, its companions file and the generated companions' data share (and
+the data folder)."""
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Mapping
 from pathlib import Path
 
-from pickvariant._base import strictjson
-from pickvariant._base.errors import BadInput
-from pickvariant._base.files import read_regular
 from pickvariant._base.schema import SchemaError
 from pickvariant.sources.build import MPS
 from pickvariant.sources.hardware import HardwareFacts
@@ -20,21 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-MAX_CATALOG_BYTES = 16 * 1024 * 1024
 HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
-
-
-def load_json(path: Path, what: str) -> Any:
-    return decoded(read_regular(path, MAX_CATALOG_BYTES, what), path, what)
-
-
-def decoded(raw: bytes, path: Path, what: str) -> Any:
-    try:
-        return strictjson.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BadInput(f"{what} {path} is not valid JSON: {error}") from error
-    except RecursionError:
-        raise BadInput(f"{what} {path} is nested too deeply to be a {what}") from None
 
 
 def check_hardware(where: str, raw: Mapping[str, Any], hardware: HardwareFacts) -> None:

@@ -15,9 +15,10 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
 from pickvariant._base.records import record
 from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant._base.strictjson import load_file
 from pickvariant._base.urls import public_url
 from pickvariant.sources.build import Catalog, Companion, Source, axes_of
-from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, check_hardware, load_json
+from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, check_hardware
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def load_stack(catalog: Catalog) -> Stack:
     path = companions_path(catalog.path)
     if not path.exists():
         return Stack((), (), None)
-    data = load_json(path, "companions")
+    data = load_file(path, "companions")
     try:
         validate(data, load_schema(SCHEMA))
     except SchemaError as error:

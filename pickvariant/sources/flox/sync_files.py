@@ -13,7 +13,6 @@ from pickvariant._base import strictjson
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.files import check_writable, write_together
 from pickvariant._base.text import visible
-from pickvariant.sources.flox import load
 from pickvariant.sources.flox.load import stamp
 from pickvariant.sources.flox.stack import companions_path
 from pickvariant.sources.flox.sync import SyncResult
@@ -98,10 +97,10 @@ def deliver(result: SyncResult, output: Path | None, check_only: bool, force: bo
     for index, (path, _, text) in enumerate(rendered):
         # A file every later command would refuse to read is not written: the bound and the file agree.
         size = len(text.encode("utf-8"))
-        if size > load.MAX_CATALOG_BYTES:
+        if size > strictjson.MAX_DOCUMENT_BYTES:
             name = path or ("the catalog" if index == 0 else "the companions")
             raise OperationFailed(
-                f"{name} would be {size / 2**20:.1f} MiB, more than the {load.MAX_CATALOG_BYTES // 2**20} MiB "
+                f"{name} would be {size / 2**20:.1f} MiB, more than the {strictjson.MAX_DOCUMENT_BYTES // 2**20} MiB "
                 "pickvariant reads of a catalog file: nothing was written; sync fewer branches or repositories"
             )
     if not check_only and output is not None:

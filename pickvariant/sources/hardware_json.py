@@ -1,22 +1,30 @@
-"""A catalog's hardware facts (hardware.json's tables: platforms, instruction sets, GPU architectures, CUDA
-releases, compiler flags, nixpkgs pins, torch sources), each built into its record and checked against the others."""
+"""pickvariant's hardware facts (sources/data/hardware.json: platforms, instruction sets, GPU architectures, CUDA
+releases, compiler flags, nixpkgs pins, torch sources, flag spellings, Tegra capabilities, workloads, peaks), each
+built into its record and checked against the others: read alone (load_hardware, what a source of prebuilt builds is
+judged by), and in every catalog of recipes (sources/flox/load.py), whose copy must be these."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.schema import SchemaError
-from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant._base.strictjson import load_file
+from pickvariant._base.versions import ComputeCapability, parse_compute_capability, parse_driver_version
 from pickvariant.sources.hardware import (
     CpuIsa,
     CudaRelease,
     DriverSupport,
     GpuArch,
+    HardwareCatalog,
     HardwareFacts,
+    PeakThroughput,
     Platform,
     TorchSource,
+    Workload,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path
@@ -180,3 +188,77 @@ def _torch_source(entry: Mapping[str, Any]) -> TorchSource:
         nixpkgs_patches=tuple((patch["name"], patch["keep"], patch["why"]) for patch in entry["nixpkgs_patches"]),
         nixpkgs_patches_source=entry["nixpkgs_patches_source"],
     )
+
+
+def hardware_facts_path() -> Path:
+    """hardware.json, inside the package (a wheel carries it there too)."""
+    return Path(__file__).resolve().parent / "data" / "hardware.json"
+
+
+@cache
+def load_hardware() -> HardwareCatalog:
+    """pickvariant's own hardware facts on their own, with no builds: what a source that is not the recipes' judges
+    its builds by (the wheels), with no catalog of recipes read. Every catalog load checks its hardware section
+    against this same file (sources/flox/own_facts.py), so the facts are the same ones."""
+    path = hardware_facts_path()
+    data = load_file(path, "hardware facts")
+    if not isinstance(data, dict):
+        raise BadInput(f"hardware facts {path}: not a JSON object")
+    hardware = build_hardware(data)
+    return HardwareCatalog(
+        path=path,
+        compiled=str(data.get("facts_compiled", "")),
+        platforms=hardware.platforms,
+        isas=hardware.isas,
+        gpu_archs=hardware.gpu_archs,
+        cuda_releases=hardware.cuda_releases,
+        flag_aliases=flag_aliases(data),
+        tegra_capabilities=tegra_capabilities(data, hardware),
+        torch_capability_order=tuple(data["torch_cpu_capability_order"]["order"]),
+        workloads=workloads(data, hardware.isas),
+        peaks=peaks(data),
+    )
+
+
+def flag_aliases(data: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    return {entry["spelling"]: tuple(entry["canonical"]) for entry in data["flag_aliases"]}
+
+
+def peaks(data: Mapping[str, Any]) -> tuple[PeakThroughput, ...]:
+    return tuple(
+        PeakThroughput(
+            entry["gpu"],
+            entry["name_pattern"],
+            {k: entry[k] for k in ("bf16", "fp16", "tf32", "fp32")},
+            entry["source"],
+        )
+        for entry in data["peak_tflops"]
+    )
+
+
+def workloads(data: Mapping[str, Any], isas: Mapping[str, CpuIsa]) -> dict[str, Workload]:
+    return {name: _workload(name, entry, isas) for name, entry in data["workloads"].items()}
+
+
+def _workload(name: str, entry: Mapping[str, Any], isas: Mapping[str, CpuIsa]) -> Workload:
+    preference = tuple(entry["isa_preference"])
+    unknown = [isa for isa in preference if isa not in isas]
+    missing = [isa for isa in isas if isa not in preference]
+    if unknown or missing or len(set(preference)) != len(preference):
+        raise SchemaError(
+            f"workloads.{name}.isa_preference",
+            f"must rank every CPU instruction set once (unknown: {unknown}, missing: {missing})",
+        )
+    return Workload(name, entry["description"], preference)
+
+
+def tegra_capabilities(data: Mapping[str, Any], hardware: HardwareFacts) -> frozenset[ComputeCapability]:
+    listed = frozenset(
+        parsed(
+            parse_compute_capability,
+            entry["compute_capability"],
+            f"tegra_compute_capabilities[{index}].compute_capability",
+        )
+        for index, entry in enumerate(data["tegra_compute_capabilities"])
+    )
+    return listed | frozenset(arch.compute_capability for arch in hardware.gpu_archs.values() if arch.tegra)
