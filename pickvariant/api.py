@@ -294,14 +294,20 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     from pickvariant.rules.wheel_pick import pick_wheel
 
     environment_vars = os.environ if env is None else env
+    # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
+    # hardware facts and the catalog of builds are read.
+    pending = None if ask.described else _gpus_pending(ask.request, environment_vars)
     source = registry.named(ask.source)
     hardware = hardware_catalog()
     wheels = source.catalog()
     given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
     root = public_url(given_root)  # what is shown, printed and recorded: never a credential
-    facts = gather_facts(
-        hardware, ask.request, environment_vars, detect_unstated=not ask.described, platform_allowed=True
-    )
+    if pending is not None:
+        facts = gather_facts(hardware, ask.request, environment_vars, read_gpus_fn=pending, platform_allowed=True)
+    else:
+        facts = gather_facts(
+            hardware, ask.request, environment_vars, detect_unstated=not ask.described, platform_allowed=True
+        )
     environment = environment_of(ask, environment_vars)
     request = ask.request.with_environment(environment_vars)
     # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).

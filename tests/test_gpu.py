@@ -203,11 +203,14 @@ def test_gpus_read_in_the_background_are_waited_for_within_the_bound(monkeypatch
     assert report.inconclusive and "did not answer within 0.2 s" in report.notes[0]
 
 
+@pytest.mark.parametrize("source", [[], ["--source", "wheels"]])
 def test_detect_starts_reading_the_gpus_before_it_loads_the_rest_and_keeps_no_reading_after(
-    monkeypatch, capsys
+    monkeypatch, capsys, source
 ) -> None:
     """The console script's detect starts NVML first (its work in C overlaps the imports and the catalog), takes that
-    reading for its answer, and leaves none behind for a later call; a detect that states its GPUs starts none."""
+    reading for its answer, and leaves none behind for a later call; a detect that states its GPUs starts none. The
+    same for every source: the wheels' answer once read NVML a second time, after its catalog, leaving the early
+    reading unused."""
     import json
 
     from conftest import cpuinfo_path
@@ -219,11 +222,11 @@ def test_detect_starts_reading_the_gpus_before_it_loads_the_rest_and_keeps_no_re
     monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
     monkeypatch.setattr(gpu, "nvml_binding", lambda: started.append(1) or fake_nvml([H200], driver="580.95.05"))
     haswell = str(cpuinfo_path("linux-rhel7-haswell"))
-    assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell]) == 0
+    assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell, *source]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["hardware"]["gpus"][0]["name"] == "NVIDIA H200" and started == [1]
     assert gpu._EARLY == []
-    assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell, "--no-gpu"]) == 0
+    assert entry.main(["detect", "--format", "json", "--cpuinfo", haswell, "--no-gpu", *source]) == 0
     assert started == [1] and gpu._EARLY == []
 
 
