@@ -33,28 +33,35 @@ _PYTHON = re.compile(r"3\.[0-9]{1,2}\.[0-9]{1,3}")
 _DIST_INFO = re.compile(r"[A-Za-z0-9_.]{1,64}-[A-Za-z0-9_.+!]{1,64}\.dist-info")
 
 # Each project's .dist-info in the folders given, in their order, and its version from at most 64 KiB of METADATA:
-# run inside the interpreter (the script below) and here alike, where a virtual environment's files say enough.
+# run inside the interpreter (the script below) and here alike, where a virtual environment's files say enough. Each
+# folder is listed once for every project (a conda or CUDA environment's site-packages holds hundreds of entries).
 _FIND = r"""
 import os, re
 def normal(name):
     return re.sub(r"[-_.]+", "_", name).lower()
-def found(name, sites):
+def found(names, sites):
+    wanted = {normal(name): name for name in names}
+    result = dict.fromkeys(names)
     for place in sites:
         try:
             entries = sorted(os.listdir(place))
         except OSError:
             continue
         for entry in entries:
-            if entry.endswith(".dist-info") and normal(entry.split("-", 1)[0]) == normal(name):
-                try:
-                    with open(os.path.join(place, entry, "METADATA"), "rb") as stream:
-                        head = stream.read(65536).decode("utf-8", "replace")
-                except OSError:
-                    continue
-                version = re.search(r"^Version: *(\S+)", head, re.M)
-                if version:
-                    return {"version": version.group(1), "site": place, "dist_info": entry}
-    return None
+            if not entry.endswith(".dist-info"):
+                continue
+            name = wanted.get(normal(entry.split("-", 1)[0]))
+            if name is None or result[name] is not None:
+                continue
+            try:
+                with open(os.path.join(place, entry, "METADATA"), "rb") as stream:
+                    head = stream.read(65536).decode("utf-8", "replace")
+            except OSError:
+                continue
+            version = re.search(r"^Version: *(\S+)", head, re.M)
+            if version:
+                result[name] = {"version": version.group(1), "site": place, "dist_info": entry}
+    return result
 """
 # Run as `python -E -S -c SCRIPT torch torchvision torchaudio`: no PYTHON* variable read, and without `site`, so no
 # `.pth` file of the environment runs. It imports only the standard library and finds the folders `site` would put on
@@ -91,7 +98,7 @@ def read(projects):
         "implementation": sys.implementation.name,
         "version": ".".join(str(part) for part in sys.version_info[:3]),
         "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-        "installed": {name: found(name, sites) for name in projects},
+        "installed": found(projects, sites),
         "site": target,
     }
 """
@@ -241,7 +248,7 @@ def _from_files(path: str, given_as: str) -> PythonEnvironment | None:
     site, free_threaded = present[0]
     finder: dict[str, Any] = {}
     exec(_FIND, finder)  # pickvariant's own finder, the same the interpreter runs (_SCRIPT)
-    installed = {name: finder["found"](name, [site]) for name in PROJECTS}
+    installed = finder["found"](PROJECTS, [site])
     document = {"implementation": "cpython", "version": version, "free_threaded": free_threaded}
     return _checked({**document, "installed": installed, "site": site}, path, given_as, given_as)
 
