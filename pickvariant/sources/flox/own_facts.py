@@ -7,6 +7,9 @@ against the facts, never for the facts themselves: the rules would otherwise jud
 
 from __future__ import annotations
 
+import json
+import re
+
 from pickvariant._base.errors import BadInput
 from pickvariant._base.text import visible
 
@@ -28,7 +31,7 @@ def check_own_hardware_facts(data: Any, path: Path, own: Mapping[str, Any]) -> N
         if key == "$comment":
             continue
         field = _first_difference(own[key], data.get(key), key)
-        if field is not None:  # a key of the file's own may hold any character: shown escaped, on one line
+        if field is not None:  # a key of the file's own may hold any character: shown quoted and escaped, on one line
             raise BadInput(
                 f"catalog {path}: its hardware facts differ from pickvariant's own at {visible(field):.200}; a catalog carries "
                 f"variants, the facts are pickvariant's: sync it again with this pickvariant "
@@ -40,7 +43,7 @@ def _first_difference(own: Any, theirs: Any, where: str) -> str | None:
     """The path of the first value where `theirs` differs from `own` (list entries named by their name), or None."""
     if isinstance(own, dict) and isinstance(theirs, dict):
         for key in sorted(set(own) | set(theirs)):
-            found = _first_difference(own.get(key), theirs.get(key), f"{where}.{key}")
+            found = _first_difference(own.get(key), theirs.get(key), where + _segment(key))
             if found is not None:
                 return found
         return None
@@ -52,3 +55,12 @@ def _first_difference(own: Any, theirs: Any, where: str) -> str | None:
                 return found
         return None
     return None if own == theirs and type(own) is type(theirs) else where
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _segment(key: str) -> str:
+    """A key in a field's path: `.name`, or `["…"]` (JSON-quoted) for one that is no plain name, so that a key of
+    the file's own (`:`, `.`, a line break) cannot read as another path or end the field early."""
+    return f".{key}" if _NAME.fullmatch(key) else f"[{json.dumps(key)}]"
