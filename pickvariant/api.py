@@ -32,7 +32,7 @@ from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant._base.records import keyword_record, record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
-from pickvariant.rules.decision import Decision
+from pickvariant.rules.decision import RecipeDecision
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.runs_on import Build, of_variant, of_wheel
@@ -91,7 +91,7 @@ class Recommendation:
     """The decision for one machine, with the facts it was made from."""
 
     facts: HostFacts
-    decision: Decision
+    decision: RecipeDecision
     catalog: Catalog
     workload: str
     source: str = "flox"  # the source of recipes it was decided from (sources/registry.py), by name
@@ -123,7 +123,7 @@ class Recommendation:
         return no_variant_error(self.decision)
 
 
-def no_variant_error(decision: Decision) -> NoVariant:
+def no_variant_error(decision: RecipeDecision) -> NoVariant:
     """The error (exit 3) for a decision without a variant: its last reason and what would help."""
     return NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
 

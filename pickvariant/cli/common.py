@@ -21,7 +21,7 @@ from pickvariant.cli import typer_options as opt
 
 if TYPE_CHECKING:
     from pickvariant.machine.facts import HostFacts
-    from pickvariant.rules.decision import Decision
+    from pickvariant.rules.decision import RecipeDecision
     from pickvariant.sources.build import Catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,7 +90,7 @@ def request_of(values: Mapping[str, Any]) -> Request:
     )
 
 
-def decided(request: Request) -> tuple[Catalog, HostFacts, Decision]:
+def decided(request: Request) -> tuple[Catalog, HostFacts, RecipeDecision]:
     choice = api.recommend_request(request, catalog=load_catalog())
     return choice.catalog, choice.facts, choice.decision
 

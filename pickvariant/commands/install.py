@@ -28,7 +28,7 @@ from pickvariant.install import flow as installer
 from pickvariant.install.install_plan import InstallOptions
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import pairing, wording
-from pickvariant.rules.decision import Decision
+from pickvariant.rules.decision import RecipeDecision
 from pickvariant.rules.sets import SetShape, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.verify import judge as verifier
@@ -41,7 +41,7 @@ class Prepared:
 
     catalog: Catalog
     facts: HostFacts
-    decision: Decision
+    decision: RecipeDecision
     variant: Variant
     plan: installer.InstallPlan
     python: tuple[str, ...]
@@ -120,7 +120,7 @@ def from_plan(
 
 
 def _set_of(
-    request: Request, options: InstallOptions, catalog: Catalog, decision: Decision, variant: Variant
+    request: Request, options: InstallOptions, catalog: Catalog, decision: RecipeDecision, variant: Variant
 ) -> tuple[tuple[Companion, ...], SetShape | None]:
     """The companions installed with the variant, and the set's shape: the decision's, none beside --package, or
     with --plan the set the plan made on its assignment (made again from this catalog, and refused unless the same)."""
@@ -138,7 +138,7 @@ def _set_of(
 
 
 def _variant(
-    request: Request, options: InstallOptions, catalog: Catalog, facts: HostFacts, decision: Decision
+    request: Request, options: InstallOptions, catalog: Catalog, facts: HostFacts, decision: RecipeDecision
 ) -> Variant:
     if options.package is None:
         if decision.variant is None:

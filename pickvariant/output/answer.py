@@ -11,7 +11,7 @@ from pickvariant._base.text import visible
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.present import gpu_extras, nearest_alternatives
 from pickvariant.rules import wording
-from pickvariant.rules.decision import Decision, Rejection
+from pickvariant.rules.decision import RecipeDecision, Rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
 
@@ -19,7 +19,7 @@ from pickvariant.sources.hardware import Hardware
 ALTERNATIVES_SHOWN = 3
 
 
-def answer_lines(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, width: int) -> list[str]:
+def answer_lines(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, width: int) -> list[str]:
     """The default answer, line by line, no line wider than `width` (at least 40)."""
     width = max(width, 40)
     lines = _headline(decision, width)
@@ -37,7 +37,7 @@ def answer_lines(facts: HostFacts, decision: Decision, catalog: Catalog, workloa
     return lines
 
 
-def _headline(decision: Decision, width: int) -> list[str]:
+def _headline(decision: RecipeDecision, width: int) -> list[str]:
     variant, branch = decision.variant, decision.branch
     if variant is None:
         return ["No compatible variant (why, and what would help, below)"]
@@ -60,7 +60,7 @@ def _headline(decision: Decision, width: int) -> list[str]:
     return lines
 
 
-def _install_command(decision: Decision) -> list[str]:
+def _install_command(decision: RecipeDecision) -> list[str]:
     """The one command that installs this answer on the machine it describes, named so that it installs exactly it:
     its words quoted for the shell, then a shell comment."""
     assert decision.variant is not None
@@ -109,7 +109,7 @@ def fact_items(facts: HostFacts, catalog: Hardware) -> list[str]:
     return [visible(item) for item in items]
 
 
-def _alternatives(decision: Decision, catalog: Catalog, width: int) -> list[str]:
+def _alternatives(decision: RecipeDecision, catalog: Catalog, width: int) -> list[str]:
     """The nearest alternatives, the first of each axis, and how many more --explain shows; when nothing fits,
     every alternative (each is part of the answer)."""
     if decision.variant is None:

@@ -8,7 +8,7 @@ from pickvariant._base.versions import version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import wording
-from pickvariant.rules.decision import NEAREST, Decision, Kind, Rejection
+from pickvariant.rules.decision import NEAREST, Kind, RecipeDecision, Rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.runs_on import of_variant
@@ -50,14 +50,14 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
     }
 
 
-def recommendation_json(decision: Decision) -> dict[str, Any] | None:
+def recommendation_json(decision: RecipeDecision) -> dict[str, Any] | None:
     variant = decision.variant
     if variant is None:
         return None
     return variant.identity()
 
 
-def companions_json(decision: Decision) -> list[dict[str, Any]]:
+def companions_json(decision: RecipeDecision) -> list[dict[str, Any]]:
     """One row per companion chosen with the recommendation: its identity, and how its torch relates to the recommended one."""
     from pickvariant.rules.sets import relation  # only a decision with companions reads them
 
@@ -69,7 +69,7 @@ def companions_json(decision: Decision) -> list[dict[str, Any]]:
 
 
 def decision_json(
-    facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, source: str = "flox"
+    facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, source: str = "flox"
 ) -> dict[str, Any]:
     """detect's JSON document of a recipe decision (`source`: the source's name, as every source's document says it)."""
     document = _decision_json(facts, decision, catalog, workload, source)
@@ -86,7 +86,7 @@ def decision_json(
 
 
 def _decision_json(
-    facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, source: str
+    facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, source: str
 ) -> dict[str, Any]:
     variant = decision.variant
     return {
@@ -160,7 +160,7 @@ def hardware_rows(facts: HostFacts, catalog: Catalog, capability: str) -> list[t
     return [(visible(fact), visible(value), visible(source)) for fact, value, source in rows]
 
 
-def nearest_alternatives(decision: Decision, catalog: Catalog) -> list[Rejection]:
+def nearest_alternatives(decision: RecipeDecision, catalog: Catalog) -> list[Rejection]:
     """The alternatives that would run here, nearest first: those a set could not be on, then variants in the
     decision's own order (another instruction set, architecture), then branches with the newest PyTorch first."""
     order = {variant.package: index for index, variant in enumerate(decision.candidates)}
@@ -183,7 +183,7 @@ def nearest_alternatives(decision: Decision, catalog: Catalog) -> list[Rejection
     return sorted((r for r in decision.rejected if r.kind in NEAREST), key=distance)
 
 
-def decision_markdown(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> str:
+def decision_markdown(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str) -> str:
     """detect --format markdown: every string from outside (a model name, a path, a catalog's names, a companion's
     repository) escaped, so that it shows as written and makes no link, image, HTML or table cell."""
     md, code = markdown_text, markdown_code

@@ -16,7 +16,7 @@ from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.output.wheel_answer import wheel_json
-from pickvariant.rules.decision import Decision, WheelAnswer
+from pickvariant.rules.decision import RecipeDecision, WheelAnswer
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
 from pickvariant.verify.judge import variant_mismatches
@@ -81,7 +81,12 @@ def _without_paths(sources: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(
-    catalog: Catalog, facts: HostFacts, decision: Decision, workload: str, python: list[str], described: bool = False
+    catalog: Catalog,
+    facts: HostFacts,
+    decision: RecipeDecision,
+    workload: str,
+    python: list[str],
+    described: bool = False,
 ) -> dict[str, Any]:
     """The report's data. `described`: the facts describe another machine, so nothing of this one (kernel,
     Python, GPU health, the last install, its PyTorch unless an interpreter is named) is read or shown."""

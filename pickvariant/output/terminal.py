@@ -15,7 +15,7 @@ from pickvariant._base.text import visible
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.present import hardware_rows, recommendation_json
 from pickvariant.rules import wording
-from pickvariant.rules.decision import Decision
+from pickvariant.rules.decision import RecipeDecision
 from pickvariant.sources.build import Catalog
 
 # typing (3 ms), the listing and shutil stay off the text answer's path (entry.py): each is loaded where it is used.
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def print_decision(
-    facts: HostFacts, decision: Decision, catalog: Catalog, workload: str, every_alternative: bool = False
+    facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, every_alternative: bool = False
 ) -> None:
     """The answer (output/answer.py: the answer first, a screen for one GPU); with `every_alternative` (--explain)
     the whole tree: the facts as a table, why, and every alternative with why it lost."""
@@ -42,7 +42,7 @@ def print_decision(
     console.print(_decision_tree(facts, decision, workload))
 
 
-def _print_answer(facts: HostFacts, decision: Decision, catalog: Catalog, workload: str) -> None:
+def _print_answer(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str) -> None:
     from pickvariant.output.answer import answer_lines
 
     terminal, width = sys.stdout.isatty(), 100
@@ -71,7 +71,7 @@ def _hardware_table(facts: HostFacts, catalog: Catalog) -> Table:
     return table
 
 
-def _decision_tree(facts: HostFacts, decision: Decision, workload: str) -> Tree:
+def _decision_tree(facts: HostFacts, decision: RecipeDecision, workload: str) -> Tree:
     """The recommendation, why, what would help, and every alternative with why it lost."""
     from rich.text import Text
     from rich.tree import Tree

@@ -10,7 +10,7 @@ from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.wheel_command import installer_argv, requirements
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
-from pickvariant.rules.decision import NEAREST, WheelAnswer, WheelDecision
+from pickvariant.rules.decision import NEAREST, PrebuiltDecision, WheelAnswer
 from pickvariant.sources.runs_on import of_wheel
 
 # The text answer's wrapping (output/answer.py, textwrap, shlex) loads only where a text or Markdown answer is made:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 ALTERNATIVES_SHOWN = 3
 
 
-def recommendation_json(decision: WheelDecision, source: str) -> dict[str, Any] | None:
+def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, Any] | None:
     build = decision.build
     if build is None:
         return None
@@ -138,7 +138,7 @@ def _headline(answer: WheelAnswer, width: int) -> list[str]:
     return lines
 
 
-def _alternatives(decision: WheelDecision, width: int, every: bool, flag: str) -> list[str]:
+def _alternatives(decision: PrebuiltDecision, width: int, every: bool, flag: str) -> list[str]:
     from pickvariant.output.answer import section, wrapped
 
     if decision.build is None or every:

@@ -11,14 +11,14 @@ from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import wording
-from pickvariant.rules.decision import Decision
+from pickvariant.rules.decision import RecipeDecision
 from pickvariant.rules.pick import pick
 from pickvariant.sources.build import Catalog
 
-__all__ = ["Decision", "decide"]
+__all__ = ["RecipeDecision", "decide"]
 
 
-def decide(facts: HostFacts, catalog: Catalog, options: Request = Request(), with_hints: bool = True) -> Decision:
+def decide(facts: HostFacts, catalog: Catalog, options: Request = Request(), with_hints: bool = True) -> RecipeDecision:
     """The variant for these facts, with reasons, rejections and (with_hints) what would help."""
     picked = pick(facts, catalog, options)
     decision = picked.decision

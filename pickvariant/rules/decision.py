@@ -11,6 +11,23 @@ from pickvariant.sources.hardware import CudaLine
 
 TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
 if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
+    B = TypeVar("B")  # a source's build
+    C = TypeVar("C")  # a source's companion
+
+    class _OfBuilds(Generic[B, C]):
+        """What a record generic in a source's build and companion is to a type checker."""
+
+else:  # at run time (typing is not imported on detect's path) Decision[Variant, Companion] is Decision itself
+    B = C = None
+
+    class _OfBuilds:
+        def __class_getitem__(cls, _item: object) -> type:
+            return cls
+
+
+if TYPE_CHECKING:
     from typing import Final, Literal
 
     # The wheels source's records: named in annotations only, so detect's path never loads them.
@@ -18,7 +35,7 @@ if TYPE_CHECKING:
     from pickvariant.machine.facts import HostFacts
     from pickvariant.sources.hardware import Hardware
     from pickvariant.sources.registry import Source
-    from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
+    from pickvariant.sources.wheel_build import WheelCatalog
 
     SetRefusalCause = Literal["missing", "two_torches", "not_generated", "aligned"]
 
@@ -118,46 +135,39 @@ class SetShape:
 
 
 @keyword_record
-class Decision:
-    """The one answer: what detect shows, install installs, plan builds and verify checks, none re-deriving it."""
+class Decision(_OfBuilds[B, C]):
+    """The one answer of every source's stages: what detect shows, install installs, plan builds and verify checks,
+    none re-deriving it. `B` is the source's build (a recipes' Variant, a prebuilt WheelBuild), `C` its companion
+    (a Flox Companion, a PairedRelease). What every source's stages answer comes first; then what each kind of source
+    adds (the recipes' release line, CUDA line and set; a prebuilt build's index, Python and installed torch), left
+    at its default by the other."""
 
-    variant: Variant | None = None
-    branch: Branch | None = None
+    build: B | None = None  # the build that is safe and fastest here, or None: nothing runs here (exit 3)
     reasons: tuple[str, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     hints: tuple[str, ...] = ()
     targets: tuple[GpuFacts, ...] = ()
-    line: CudaLine | None = None
-    # Every variant that can run here, best first: what `plan` may give this machine, in detect's order.
-    candidates: tuple[Variant, ...] = ()
-    # With --with: the companions chosen with `variant`, one per project asked for, on its PyTorch,
-    # and how they make one environment with one PyTorch (what install installs and plan builds).
-    companions: tuple[Companion, ...] = ()
-    set_shape: SetShape | None = None
+    # Every build that can run here, best first: what `plan` may give this machine, in detect's order.
+    candidates: tuple[B, ...] = ()
+    # With --with: the companions chosen with `build`, one per project asked for, on its PyTorch.
+    companions: tuple[C, ...] = ()
     # How many of the first reasons restate the machine (its platform, its GPUs): the short answer shows those as
     # facts instead.
     machine_said: int = 0
-
-
-@keyword_record
-class WheelDecision:
-    """The one answer of the wheels source (rules/wheel_pick.py): the wheel chosen (or none) with its companions and
-    index, why, and why not each alternative. detect, install and report consume it and re-derive nothing."""
-
-    build: WheelBuild | None = None
-    companions: tuple[PairedRelease, ...] = ()
-    index_url: str | None = None  # None with a build: PyPI's own, from the installer's default index
-    from_pypi: bool = False  # the build is PyPI's own torch for this platform, installed from PyPI (no index URL)
+    # The recipes': the release line chosen and its CUDA line, and how a set makes one environment with one PyTorch
+    # (what install installs and plan builds).
+    branch: Branch | None = None
+    line: CudaLine | None = None
+    set_shape: SetShape | None = None
+    # A prebuilt build's (rules/wheel_pick.py): its index (None with a build: PyPI's own, from the installer's
+    # default index), whether it is PyPI's own build installed from PyPI, the platform and Python it is for.
+    index_url: str | None = None
+    from_pypi: bool = False
     platform: str | None = None
     python: str | None = None  # "3.12"
     python_tag: str | None = None  # "cp312"
-    reasons: tuple[str, ...] = ()
-    rejected: tuple[Rejection, ...] = ()
-    hints: tuple[str, ...] = ()
-    targets: tuple[GpuFacts, ...] = ()
-    candidates: tuple[WheelBuild, ...] = ()  # every wheel that runs here, best first
     dispatch: str | None = None  # the CPU dispatch level ATen picks here, where it is known
-    # The oldest driver that runs the chosen wheel on these GPUs (rules/compat.machine_floor): its CUDA line's floor,
+    # The oldest driver that runs the chosen build on these GPUs (rules/compat.machine_floor): its CUDA line's floor,
     # or a GPU's first driver where that is newer; None for a CPU build.
     min_driver: str | None = None
     driver_needed: str | None = None  # that floor as said ("driver >= 580.65.06", "a JetPack driver of CUDA 13.2 …")
@@ -169,7 +179,22 @@ class WheelDecision:
     installed: str | None = None
     installed_fits: str | None = None
     installed_said: str | None = None
-    machine_said: int = 0
+
+    @property
+    def variant(self) -> B | None:
+        """The build, as the recipes name theirs (a Flox variant)."""
+        return self.build
+
+
+# The decision each kind of source's stages make: the recipes' (rules/pick.py) and a prebuilt build's
+# (rules/wheel_pick.py), one record.
+RecipeDecision = Decision[Variant, Companion]
+if TYPE_CHECKING:
+    from pickvariant.sources.wheel_build import PairedRelease, WheelBuild
+
+    PrebuiltDecision = Decision[WheelBuild, PairedRelease]
+else:  # the prebuilt builds' records stay off the recipes' path: the same class, unparameterised at run time
+    PrebuiltDecision = Decision
 
 
 @keyword_record
@@ -178,7 +203,7 @@ class WheelAnswer:
     judged against, the environment it is for (None: not read) and the index root its URLs are under."""
 
     facts: HostFacts
-    decision: WheelDecision
+    decision: PrebuiltDecision
     hardware: Hardware
     wheels: WheelCatalog
     environment: PythonEnvironment | None

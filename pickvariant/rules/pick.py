@@ -20,7 +20,7 @@ from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import alternatives, compat, stages, wording
-from pickvariant.rules.decision import Decision, Rejection, SetRefusal, dedupe
+from pickvariant.rules.decision import Decision, RecipeDecision, Rejection, SetRefusal, dedupe
 from pickvariant.sources.build import Branch, Catalog, Companion, Variant
 from pickvariant.sources.hardware import GpuArch
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 class Picked:
     """A decision and what its stages left, which the hints read rather than work out again."""
 
-    decision: Decision
+    decision: RecipeDecision
     branches: tuple[Branch, ...] = ()
     usable_isas: frozenset[str] = frozenset()
     # The variant PyTorch alone would get, where companions were asked for: what a driver hint compares against.
@@ -78,7 +78,7 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
 
         found = pairing.pick_set(catalog, candidates, options.with_projects, facts, gpus, options.build)
         if found.variant is None:
-            decision = Decision(
+            decision: RecipeDecision = Decision(
                 reasons=(*reasons, _why_no_set(found, alone, options)),
                 rejected=dedupe((*rejected, *found.rejected)),
                 hints=(wording.without_with(alone.label),),
@@ -135,7 +135,7 @@ def _chosen(
         *(alternatives.other_isas(catalog, chosen, options, usable, candidates, passed_over) if chosen.cpu_isa else ()),
     )
     decision = Decision(
-        variant=chosen,
+        build=chosen,
         branch=catalog.branch(chosen.branch),
         reasons=tuple(said),
         rejected=dedupe(rejected),
@@ -236,5 +236,5 @@ def _nothing_fits(
 
     rejected = (*rejected, *(alternatives.branch_has_nothing(b, gpus, usable, catalog, facts) for b in left))
     found = nothing.find(facts, catalog, gpus, left, usable)
-    decision = Decision(reasons=reasons, rejected=dedupe(rejected), targets=gpus)
+    decision: RecipeDecision = Decision(reasons=reasons, rejected=dedupe(rejected), targets=gpus)
     return Picked(decision=decision, branches=left, usable_isas=usable, nothing=found)

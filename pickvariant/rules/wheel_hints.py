@@ -13,18 +13,18 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules import wording
 from pickvariant.rules.compat import floor_raisers, has_tegra, machine_floor, tegra_cuda_unknown
-from pickvariant.rules.decision import Kind, Rejection, WheelDecision
+from pickvariant.rules.decision import Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_stages import newest_first
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    DecideAgain = Callable[[DriverFacts], WheelDecision]
+    DecideAgain = Callable[[DriverFacts], PrebuiltDecision]
 
 
 def hints_for_nothing(
-    decision: WheelDecision,
+    decision: PrebuiltDecision,
     hardware: Hardware,
     verdicts: Mapping[WheelBuild, Rejection | None],
     passed_over: Mapping[WheelBuild, tuple[str, ...]],
@@ -69,7 +69,7 @@ def _driver_hints(
         upgrades = [DriverFacts(floor, None) for floor in sorted(f for f in floors if f is not None)]
     if not upgrades:
         return []
-    found: list[WheelDecision] = []
+    found: list[PrebuiltDecision] = []
     smallest = next((d for d in map(again, upgrades[:-1]) if d.build is not None), None)
     largest = again(upgrades[-1])
     for decided in (smallest, largest):

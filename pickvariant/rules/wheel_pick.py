@@ -1,4 +1,4 @@
-"""The wheels source's decision: facts, the wheel catalog and a request's pins in, one frozen WheelDecision out.
+"""The wheels source's decision: facts, the wheel catalog and a request's pins in, one frozen PrebuiltDecision out.
 
 The order, each step among what the step before left (rules/wheel_stages.py judges each build):
 platform and Python -> the CUDA lines the driver runs -> every targeted GPU covered -> the newest torch -> its newest
@@ -21,7 +21,7 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules import wheel_wording as said
-from pickvariant.rules.decision import Kind, Rejection, WheelDecision
+from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_installed import installed_finding
 from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
 from pickvariant.sources.hardware import Hardware
@@ -43,12 +43,12 @@ def pick_wheel(
     index_root: str,
     pypi_first: bool = False,
     with_hints: bool = True,
-) -> WheelDecision:
+) -> PrebuiltDecision:
     """The wheel for this machine. `pypi_first` (no wheel index was named): PyPI's own build of a release comes
     before its other builds that serve, and is installed from PyPI with no index URL. `with_hints`: where none
     runs, decide again with what would help (a hint's own decision is made without)."""
 
-    def again(driver: DriverFacts) -> WheelDecision:
+    def again(driver: DriverFacts) -> PrebuiltDecision:
         changed = replace(facts, driver=driver)
         return pick_wheel(changed, hardware, wheels, options, environment, index_root, pypi_first, with_hints=False)
 
@@ -57,12 +57,12 @@ def pick_wheel(
     builds = wheels.for_platform(platform) if platform else ()
     if not builds:
         platforms = sorted({build.platform for build in wheels.builds})
-        return WheelDecision(platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms),))
+        return Decision(platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms),))
     assert platform is not None
     darwin = facts.os == "darwin"
     if facts.gpu_inconclusive and not darwin:
         found = (said.platform_has_wheels(facts.os, facts.arch, platform), wording.GPU_INCONCLUSIVE)
-        return WheelDecision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
+        return Decision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
     check_pins(options, builds, wheels.builds)
     gpus = () if darwin else stages.targets(facts, options)
     tag, version, python_said = _python(options, environment)
@@ -70,7 +70,7 @@ def pick_wheel(
     candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
     chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
     machine = _machine_reasons(facts, hardware, gpus, platform)
-    decision = WheelDecision(
+    decision: PrebuiltDecision = Decision(
         platform=platform,
         python=version,
         python_tag=tag,
@@ -141,13 +141,13 @@ def _with_companions(
 
 
 def _with_installed(
-    decision: WheelDecision,
+    decision: PrebuiltDecision,
     environment: PythonEnvironment | None,
     builds: tuple[WheelBuild, ...],
     hardware: Hardware,
     chosen: WheelBuild | None,
     facts: HostFacts,
-) -> WheelDecision:
+) -> PrebuiltDecision:
     if environment is None:
         return decision
     version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen, facts)
@@ -155,7 +155,7 @@ def _with_installed(
 
 
 def _chosen(
-    decision: WheelDecision,
+    decision: PrebuiltDecision,
     facts: HostFacts,
     hardware: Hardware,
     wheels: WheelCatalog,
@@ -164,7 +164,7 @@ def _chosen(
     chosen: WheelBuild,
     pairs: tuple[PairedRelease, ...],
     index_root: str | None,
-) -> WheelDecision:
+) -> PrebuiltDecision:
     index_url = None if index_root is None else f"{index_root}/{chosen.variant}"
     pinned = bool(options.torch or options.cuda)
     machine_floor = compat.machine_floor(chosen.min_driver, decision.targets, hardware)
@@ -244,15 +244,15 @@ def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> l
 
 
 def _nothing_fits(
-    decision: WheelDecision,
+    decision: PrebuiltDecision,
     facts: HostFacts,
     hardware: Hardware,
     wheels: WheelCatalog,
     found: tuple[str, ...],
     verdicts: dict[WheelBuild, Rejection | None],
     passed_over: dict[WheelBuild, tuple[str, ...]],
-    again: Callable[[DriverFacts], WheelDecision] | None,
-) -> WheelDecision:
+    again: Callable[[DriverFacts], PrebuiltDecision] | None,
+) -> PrebuiltDecision:
     from pickvariant.rules.wheel_hints import hints_for_nothing
 
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
