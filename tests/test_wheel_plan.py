@@ -104,3 +104,36 @@ def test_a_wheel_option_without_the_wheels_source_is_bad_input(tmp_path) -> None
 def test_a_mirror_root_is_where_every_node_installs_from(tmp_path) -> None:
     plan = _plan(_cluster(tmp_path), "--wheel-index", "https://mirror.example/whl/")
     assert all(b["index_url"].startswith("https://mirror.example/whl/") for b in plan["builds"])
+
+
+def test_one_schema_reads_every_sources_plan_and_holds_each_to_its_own_shape(tmp_path) -> None:
+    """Issue 52: `install --plan` and `fleet` read every source's plan against one schema (cluster-plan.schema.json).
+    A plan is held to the shape its source names: a wheel plan relabelled as the recipes' lacks their fields, a
+    recipes' plan relabelled as a wheel plan lacks its index root; fastjsonschema and jsonschema (the reference)
+    agree on each."""
+    from pickvariant._base.errors import BadInput
+    from pickvariant._base.schema import _compiled, _validator, load_schema
+    from pickvariant.rules.plan_document import SCHEMA, parse_plan
+
+    cluster = _cluster(tmp_path)
+    wheels = _plan(cluster)
+    recipes_run = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
+    assert recipes_run.exit_code == 0, recipes_run.output
+    recipes = json.loads(recipes_run.stdout)
+    schema = load_schema(SCHEMA)
+    relabelled = (
+        {**wheels, "source": "flox"},
+        {**recipes, "source": "wheels"},
+        {k: v for k, v in wheels.items() if k != "source"},
+    )
+    for document, valid in ((wheels, True), (recipes, True), *((bad, False) for bad in relabelled)):
+        assert _compiled(schema)(document) is valid and _validator(schema).is_valid(document) is valid
+    assert parse_plan(json.dumps(wheels).encode(), "w.json").source == "wheels"
+    assert parse_plan(json.dumps(recipes).encode(), "r.json").source == "flox"
+    for document, named in zip(relabelled, ("nodes[0].branch", "index_root", "nodes[0].branch"), strict=True):
+        try:
+            parse_plan(json.dumps(document).encode(), "p.json")
+        except BadInput as error:
+            assert f"({named}: required field is missing)" in str(error), str(error)
+        else:
+            raise AssertionError("a plan in another source's shape was read")

@@ -24,15 +24,31 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
-    from typing import Any, TypeVar, dataclass_transform
+    from typing import Any, Generic, TypeVar, dataclass_transform
 
     Cls = TypeVar("Cls", bound=type)
     R = TypeVar("R")
+    B = TypeVar("B")  # a source's build
+    C = TypeVar("C")  # a source's companion
+
+    class OfBuilds(Generic[B, C]):
+        """A record generic in a source's build and companion (rules/decision.Decision, rules/cluster_plan.ClusterPlan),
+        as a type checker reads it."""
+
 else:
 
     def dataclass_transform(**_: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
         """At run time the decorator only informs type checkers, which see typing's own."""
         return lambda function: function
+
+    B = C = None
+
+    class OfBuilds:
+        """At run time (typing stays off detect's path) a record's parameters are for type checkers only:
+        Decision[Variant, Companion] is Decision itself."""
+
+        def __class_getitem__(cls, _item: object) -> type:
+            return cls
 
 
 class FrozenRecordError(AttributeError):

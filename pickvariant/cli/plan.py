@@ -46,30 +46,15 @@ def plan(
 ) -> None:
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
     from pickvariant.commands import cluster_plan as command
+    from pickvariant.output.cluster_plan import plan_json, plan_lines
     from pickvariant.output.terminal import reading_progress
-    from pickvariant.rules import cluster_plan as planner
 
     request = request_of({"workload": workload, "python_version": python_version, "with_": with_})
     options = command.ClusterPlanOptions(
         inputs=tuple(inputs), org=org, max_variants=max_variants, source=source, wheel_index=wheel_index
     )
     planned = command.run(options, request, load_catalog, sys.stdin.buffer, reading_progress)
-    from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
-
-    if isinstance(planned.result, WheelClusterPlan):
-        _print_wheel_plan(planned.result, format)
-    elif format is Format.json:
-        typer.echo(json.dumps(planner.cluster_plan_json(planned.result), indent=2))
-    else:
-        from pickvariant.output.cluster_plan import cluster_plan_lines
-
-        typer.echo("\n".join(cluster_plan_lines(planned.result, planned.org, markdown=format is Format.markdown)))
-
-
-def _print_wheel_plan(result: Any, format: Any) -> None:
-    from pickvariant.output.wheel_cluster_plan import wheel_cluster_plan_json, wheel_cluster_plan_lines
-
     if format is Format.json:
-        typer.echo(json.dumps(wheel_cluster_plan_json(result), indent=2))
+        typer.echo(json.dumps(plan_json(planned.result), indent=2))
     else:
-        typer.echo("\n".join(wheel_cluster_plan_lines(result, markdown=format is Format.markdown)))
+        typer.echo("\n".join(plan_lines(planned.result, planned.org, markdown=format is Format.markdown)))

@@ -12,7 +12,6 @@ from pickvariant._base.request import Request
 from pickvariant._base.urls import public_url
 from pickvariant.rules import cluster_input
 from pickvariant.rules import cluster_plan as planner
-from pickvariant.rules.wheel_cluster_plan import WheelClusterPlan
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
@@ -33,7 +32,7 @@ class ClusterPlanOptions:
 
 @keyword_record
 class PlannedCluster:
-    result: planner.ClusterPlan | WheelClusterPlan
+    result: planner.ClusterPlan[Any, Any]  # the recipes' or a source of prebuilt builds'
     org: str | None  # as given, or from PICKVARIANT_FLOX_ORG: the printed commands name it
 
 
@@ -70,10 +69,9 @@ def run(
 
 def _wheel_plan(
     read: cluster_input.Inputs, hardware: Hardware, request: Request, options: ClusterPlanOptions, source: Source
-) -> WheelClusterPlan:
-    from pickvariant.rules.wheel_cluster_plan import make_wheel_cluster_plan
+) -> planner.PrebuiltPlan:
 
     wheels = source.catalog()
     # The plan travels to every node: its index carries no credential (each node's pip takes them from its netrc).
     root = public_url(settings.wheel_index(options.wheel_index, os.environ, wheels.index_root))
-    return make_wheel_cluster_plan(read, hardware, wheels, request, options.max_variants, root, source.name)
+    return planner.make_prebuilt_plan(read, hardware, wheels, request, options.max_variants, root, source.name)

@@ -21,11 +21,10 @@ from pickvariant._base.request import Request, check_label
 from pickvariant._base.text import visible
 from pickvariant._base.urls import public_url
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules.cluster_plan import catalog_identity
+from pickvariant.rules.cluster_plan import catalog_identity, wheels_identity
 from pickvariant.rules.decision import WheelAnswer
 from pickvariant.rules.node_facts import changes, fingerprint, wheel_fingerprint
 from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
-from pickvariant.rules.wheel_cluster_plan import wheels_identity
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.wheel_build import WheelCatalog
 
@@ -119,7 +118,7 @@ class WheelAssignment:
     variant: str  # the index it is on ("cu126")
     platform: str
     plan: str
-    catalog: Mapping[str, str]  # the wheel facts the plan was made from (rules/wheel_cluster_plan.wheels_identity)
+    catalog: Mapping[str, str]  # the wheel facts the plan was made from (rules/cluster_plan.wheels_identity)
     profile: Mapping[str, Any]
     index_root: str
     companions: tuple[tuple[str, str], ...] = ()  # (project, version)

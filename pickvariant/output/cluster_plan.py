@@ -1,5 +1,6 @@
-"""A cluster's plan for people, as text or Markdown: which builds, which nodes get what, the commands to build
-and publish them. rules/cluster_plan.py decides it; this module only words it."""
+"""A cluster's plan, whichever source it chose among: as JSON, and for people as text or Markdown (which builds,
+which nodes get what, the commands that build and publish a recipes' builds, the command each node runs to install a
+prebuilt one). rules/cluster_plan.py decides it; this module only words it."""
 
 from __future__ import annotations
 
@@ -7,13 +8,30 @@ import re
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
+from pickvariant.install.wheel_command import installer_argv, requirements
 from pickvariant.rules.cluster_input import BadLine
-from pickvariant.rules.cluster_plan import ClusterPlan, builds
+from pickvariant.rules.cluster_plan import (
+    JSON_SCHEMA_VERSION,
+    ClusterPlan,
+    PrebuiltPlan,
+    RecipePlan,
+    builds,
+    cluster_plan_json,
+    solver_and_input_json,
+)
 from pickvariant.rules.fewest_builds import Solution
 from pickvariant.rules.sets import relation
 from pickvariant.sources.build import GENERATED_BY, Variant
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.sources.wheel_build import WheelBuild
+
+# What each node of a plan of prebuilt builds runs: its own environment's interpreter, as people name it on a node.
+NODE_PYTHON = "python3"
 
 
 def grouped_labels(
@@ -104,7 +122,17 @@ class PlanStyle:
         self.text: Callable[[str], str] = markdown_text if markdown else visible
 
 
-def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> list[str]:
+def plan_json(plan: ClusterPlan[Any, Any]) -> dict[str, Any]:
+    """`plan --format json`: one document for every source (rules/cluster-plan.schema.json)."""
+    return _prebuilt_json(plan) if plan.prebuilt else cluster_plan_json(plan)
+
+
+def plan_lines(plan: ClusterPlan[Any, Any], org: str | None, markdown: bool) -> list[str]:
+    """The plan for people, as text or Markdown, whichever source it chose among."""
+    return _prebuilt_lines(plan, markdown) if plan.prebuilt else cluster_plan_lines(plan, org, markdown)
+
+
+def cluster_plan_lines(plan: RecipePlan, org: str | None, markdown: bool) -> list[str]:
     """The plan for people: chosen builds, who gets less than their best, who gets nothing, the commands.
 
     Labels, CPU models, reasons and repository names come from the cluster's lines and the catalog: in Markdown
@@ -112,15 +140,15 @@ def cluster_plan_lines(plan: ClusterPlan, org: str | None, markdown: bool) -> li
     style = PlanStyle(markdown)
     h, item = style.heading, style.item
     out = [
-        h(f"{len(plan.variants)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"),
+        h(f"{len(plan.builds)} variant(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"),
         *_variant_lines(plan, style),
     ]
     given = [(n.label, n.build.package if n.build else None, n.rank, n.why) for n in plan.nodes]
     out += assignment_lines(given, "variant", style)
     out.append(h("build and publish (in a clone of the build repository, on each variant's branch)"))
-    for variant, _, _ in plan.variants:
+    for variant, _, _ in plan.builds:
         out += _build_lines(plan, variant, org or "ORG", style)
-    if plan.variants:
+    if plan.builds:
         out.append(h("roll out (each node installs what this plan gives it and verifies it; then the fleet's verdict)"))
         out += [f"{item}{style.code(step)}" for step in rollout_steps(org or "ORG")]
     out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
@@ -161,7 +189,7 @@ def rollout_steps(org: str) -> list[str]:
     ]
 
 
-def _variant_lines(plan: ClusterPlan, style: PlanStyle) -> list[str]:
+def _variant_lines(plan: RecipePlan, style: PlanStyle) -> list[str]:
     """Each chosen build: its companions, what it covers, its nodes."""
     code, t, item, sub_item = style.code, style.text, style.item, style.sub_item
     labels_of: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -169,7 +197,7 @@ def _variant_lines(plan: ClusterPlan, style: PlanStyle) -> list[str]:
         if node.build is not None:
             labels_of[(node.build.branch, node.build.package)].append(node.label)
     out = []
-    for variant, count, summaries in plan.variants:
+    for variant, count, summaries in plan.builds:
         out.append(
             f"{item}{code(variant.package)} (branch {t(variant.branch)}, PyTorch {t(variant.torch)}): {count} node(s)"
         )
@@ -182,7 +210,7 @@ def _variant_lines(plan: ClusterPlan, style: PlanStyle) -> list[str]:
     return out
 
 
-def _build_lines(plan: ClusterPlan, variant: Variant, org: str, style: PlanStyle) -> list[str]:
+def _build_lines(plan: RecipePlan, variant: Variant, org: str, style: PlanStyle) -> list[str]:
     """The commands that build and publish one chosen build's set: here, in a companion's repository, or generated."""
     code, item, sub_item = style.code, style.item, style.sub_item
     # Pasted into a shell: every argument quoted as the shell needs it (an org is checked too, by the CLI).
@@ -226,3 +254,80 @@ def _generated_steps(variant: Variant, branch: str, package: str, org: str) -> l
 
 def _joined(steps: list[list[str]]) -> str:
     return " && ".join(shlex.join(step) for step in steps)
+
+
+def _python_tags(plan: PrebuiltPlan, build: WheelBuild) -> list[str]:
+    return list(build.python) if plan.python is None else [f"cp{plan.python.replace('.', '')}"]
+
+
+def _build_json(plan: PrebuiltPlan, build: WheelBuild, count: int) -> dict[str, Any]:
+    companions = plan.companions.get(build, ())
+    return {
+        "torch": build.local,
+        "release": build.torch,
+        "variant": build.variant,
+        "platform": build.platform,
+        "cuda": build.cuda,
+        "min_driver": str(build.min_driver) if build.min_driver else None,
+        "index_url": plan.index_url(build),
+        "python": _python_tags(plan, build),
+        "nodes": count,
+        "companions": [{"project": pair.project, "version": pair.version} for pair in companions],
+        "requirements": requirements(build, companions),
+    }
+
+
+def _prebuilt_json(plan: PrebuiltPlan) -> dict[str, Any]:
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "source": plan.source,
+        "index_root": plan.index_root,
+        "builds": [_build_json(plan, build, count) for build, count, _ in plan.builds],
+        "nodes": [
+            {
+                "label": node.label,
+                "torch": node.build.local if node.build else None,
+                "variant": node.build.variant if node.build else None,
+                "platform": node.build.platform if node.build else None,
+                "index_url": plan.index_url(node.build) if node.build else None,
+                "rank": node.rank,
+                "why": node.why,
+                "profile": profile,
+            }
+            for node, profile in zip(plan.nodes, plan.profile_of, strict=True)
+        ],
+        "profiles": list(plan.fingerprints),
+        "catalog": dict(plan.catalog or {}),
+        **solver_and_input_json(plan),
+    }
+
+
+def _labels_by_build(plan: PrebuiltPlan) -> dict[WheelBuild, list[str]]:
+    found: dict[WheelBuild, list[str]] = defaultdict(list)
+    for node in plan.nodes:
+        if node.build is not None:
+            found[node.build].append(node.label)
+    return found
+
+
+def _prebuilt_lines(plan: PrebuiltPlan, markdown: bool) -> list[str]:
+    """The plan for people: the chosen wheel builds with their nodes and the command each node runs, who gets less
+    than its own best, who gets nothing. Outside text (labels, CPU models) is escaped as the Flox plan escapes it."""
+    style = PlanStyle(markdown)
+    h, item, sub_item, code, t = style.heading, style.item, style.sub_item, style.code, style.text
+    out = [
+        h(f"{len(plan.builds)} wheel build(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")
+    ]
+    labels = _labels_by_build(plan)
+    for build, count, summaries in plan.builds:
+        companions = plan.companions.get(build, ())
+        pinned = " ".join(requirements(build, companions))
+        out.append(f"{item}{code(pinned)} from {code(plan.index_url(build))} ({build.platform}): {count} node(s)")
+        out += [f"{sub_item}covers {t(summary)}" for summary in summaries[:6]]
+        out.append(f"{sub_item}nodes: {t(label_list(labels[build]))}")
+        argv = installer_argv("pip", NODE_PYTHON, build, companions, plan.index_url(build))
+        out.append(f"{sub_item}each of them runs: {code(shlex.join(argv))}")
+    given = [(n.label, n.build.local if n.build else None, n.rank, n.why) for n in plan.nodes]
+    out += assignment_lines(given, "wheel", style)
+    out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
+    return [visible(line) for line in out]

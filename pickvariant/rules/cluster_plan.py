@@ -1,9 +1,11 @@
-"""`pickvariant plan`: from a cluster's `detect` JSON lines to the fewest variants that serve every node.
+"""`pickvariant plan`: from a cluster's `detect` JSON lines to the fewest builds that serve every node, one
+ClusterPlan for every source.
 
-Each node is decided again from its facts with this catalog (never trusting an old recommendation); nodes with
-the same facts are one profile, which may get exactly the variants `detect` admits for it (Decision.candidates), in
-detect's order. Choosing them is set cover with assignment, solved exactly as an integer program by HiGHS
-(rules/fewest_builds.py, which every source's plan goes through).
+Each node is decided again from its facts (never trusting an old recommendation), by the stages of its source: the
+recipes' (rules/decide.py) or a prebuilt build's (rules/wheel_pick.py, no environment read). Nodes with the same
+facts are one profile, which may get exactly the builds `detect` admits for it (Decision.candidates), in detect's
+order (with --with, those every companion asked for pairs with). Choosing them is set cover with assignment, solved
+exactly as an integer program by HiGHS (rules/fewest_builds.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from pickvariant._base.errors import PickVariantError
-from pickvariant._base.records import keyword_record
+from pickvariant._base.records import B, C, OfBuilds, keyword_record
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import facts_from_json
 from pickvariant.rules import pairing
@@ -29,9 +31,14 @@ from pickvariant.rules.fewest_builds import (
     hardware_summary,
     unreadable,
 )
-from pickvariant.rules.node_facts import fingerprint
+from pickvariant.rules.node_facts import fingerprint, wheel_fingerprint
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
+from pickvariant.sources.hardware import Hardware
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
 
 JSON_SCHEMA_VERSION = 1
 
@@ -65,23 +72,48 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
 
 
 @keyword_record
-class ClusterPlan:
-    variants: tuple[tuple[Variant, int, tuple[str, ...]], ...]  # variant, node count, hardware summaries
-    nodes: tuple[NodePlan[Variant], ...]
+class ClusterPlan(OfBuilds[B, C]):
+    """A cluster's plan, whichever source it chose among (`source`): the builds chosen, which node gets which, and
+    what was read. `B` is the source's build, `C` its companion; the recipes add each set's shape, a source of
+    prebuilt builds the root of its indexes and the one Python it planned for."""
+
+    builds: tuple[tuple[B, int, tuple[str, ...]], ...]  # build, node count, hardware summaries
+    nodes: tuple[NodePlan[B], ...]
     solution: Solution
     node_count: int
     bad: tuple[BadLine, ...]
     bad_count: int
     profile_count: int
+    source: str = "flox"  # the source it was planned from (sources/registry.py)
     duplicate_labels: tuple[str, ...] = ()
     # Each node's profile (by index) and each profile's fingerprint (rules/node_facts.py; None: facts unusable),
     # and the catalog the plan was made from: what `install --plan` checks before it installs an assignment.
     profile_of: tuple[int, ...] = ()
     fingerprints: tuple[dict[str, Any] | None, ...] = ()
     catalog: Mapping[str, str] = MappingProxyType({})
-    # With --with: each chosen variant's companions, by (branch, package), and the set's shape (what is built).
-    companions: Mapping[tuple[str, str], tuple[Companion, ...]] = MappingProxyType({})
+    # With --with: each chosen build's companions, by its key (the recipes': (branch, package); a prebuilt build's:
+    # the build), and a recipes' set's shape (what is built).
+    companions: Mapping[Any, tuple[C, ...]] = MappingProxyType({})
     shapes: Mapping[tuple[str, str], SetShape] = MappingProxyType({})
+    index_root: str | None = None  # a source of prebuilt builds': the root of the indexes its builds are on
+    python: str | None = None  # a source of prebuilt builds': --python-version, where the plan is for one Python
+
+    @property
+    def prebuilt(self) -> bool:
+        """A plan of prebuilt builds (it names the root of their indexes), not of recipes."""
+        return self.index_root is not None
+
+    def index_url(self, build: WheelBuild) -> str:
+        """A prebuilt build's index."""
+        return f"{self.index_root}/{build.variant}"
+
+
+# The plan each kind of source makes: the recipes' and a prebuilt build's, one record.
+RecipePlan = ClusterPlan[Variant, Companion]
+if TYPE_CHECKING:
+    PrebuiltPlan = ClusterPlan[WheelBuild, PairedRelease]
+else:
+    PrebuiltPlan = ClusterPlan
 
 
 def cost_of(best: Variant, got: Variant) -> str:
@@ -102,7 +134,7 @@ def cost_of(best: Variant, got: Variant) -> str:
     return ", ".join(losses) or f"{got.package} instead of {best.package} (another branch)"
 
 
-def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> ClusterPlan:
+def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> RecipePlan:
     """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
     check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
@@ -113,7 +145,7 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
     )
     companions, shapes = _sets(chosen_variants, catalog, options)
     return ClusterPlan(
-        variants=chosen_variants,
+        builds=chosen_variants,
         nodes=nodes,
         solution=solution,
         node_count=len(inputs.labels),
@@ -153,7 +185,95 @@ def _sets(
     return companions, shapes
 
 
-def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, str]]:
+def _prebuilt_profiles(
+    inputs: Inputs, hardware: Hardware, wheels: WheelCatalog, options: Request, index_root: str
+) -> list[Profile[WheelBuild]]:
+    """Each profile decided by a prebuilt build's stages, as `detect --source NAME` decides it on that node with no
+    environment read; with --with, only the builds whose release pairs every companion."""
+    from pickvariant.rules.wheel_pick import pick_wheel
+
+    profiles = []
+    for node_hardware in inputs.hardware:
+        try:
+            facts = facts_from_json(node_hardware, hardware)
+        except PickVariantError as error:
+            profiles.append(unreadable(error))
+            continue
+        decision = pick_wheel(facts, hardware, wheels, options, None, index_root)
+        candidates = tuple(
+            build
+            for build in decision.candidates
+            if all(wheels.companion(build.torch, project) for project in options.with_projects)
+        )
+        why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
+        profiles.append(Profile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware)))
+    return profiles
+
+
+def wheels_identity(wheels: WheelCatalog) -> dict[str, str]:
+    """What names the prebuilt builds' facts a plan was made from: when they were compiled, and a digest of every
+    build."""
+    names = "\n".join(sorted(f"{b.platform}/{b.local}/{','.join(b.python)}" for b in wheels.builds))
+    return {"facts_compiled": wheels.facts_compiled, "builds_sha256": hashlib.sha256(names.encode()).hexdigest()[:32]}
+
+
+def prebuilt_cost_of(best: WheelBuild, got: WheelBuild) -> str:
+    """What a node loses with the prebuilt build `got` instead of its own best."""
+    losses = []
+    if got.torch != best.torch:
+        losses.append(f"PyTorch {got.torch} instead of {best.torch}")
+    if got.cuda != best.cuda:
+        losses.append(f"CUDA {got.cuda or 'none'} instead of {best.cuda or 'none'}")
+    return ", ".join(losses) or f"{got.local} instead of {best.local}"
+
+
+def make_prebuilt_plan(
+    inputs: Inputs,
+    hardware: Hardware,
+    wheels: WheelCatalog,
+    options: Request,
+    max_variants: int | None,
+    index_root: str,
+    source: str = "wheels",
+) -> PrebuiltPlan:
+    """The cluster's plan among a source's prebuilt builds: every profile decided, the fewest builds solved for."""
+    check_inputs(inputs, max_variants)
+    profiles = _prebuilt_profiles(inputs, hardware, wheels, options, index_root)
+    id_of = {build: i for i, build in enumerate(wheels.builds)}
+    ids = [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
+    solution, nodes, chosen = fewest(
+        inputs,
+        profiles,
+        ids,
+        wheels.builds,
+        prebuilt_cost_of,
+        max_variants,
+        "wheel build",
+        lambda b: (b.platform, b.local),
+    )
+    return ClusterPlan(
+        source=source,
+        builds=chosen,
+        companions={
+            build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))
+            for build, _, _ in chosen
+        },
+        index_root=index_root,
+        nodes=nodes,
+        solution=solution,
+        node_count=len(inputs.labels),
+        bad=tuple(inputs.bad),
+        bad_count=inputs.bad_count,
+        profile_count=len(profiles),
+        python=options.python,
+        duplicate_labels=tuple(inputs.duplicate_labels()),
+        profile_of=tuple(inputs.profile_of),
+        fingerprints=tuple(profile.fingerprint for profile in profiles),
+        catalog=wheels_identity(wheels),
+    )
+
+
+def builds(plan: RecipePlan, variant: Variant) -> list[tuple[str | None, str, str]]:
     """What to build and publish for one chosen variant, (repository or None for the build repository, branch,
     package): exactly the packages its set installs (sets.shape), or the variant alone without --with. A generated
     companion's repository is sources/build.py GENERATED_BY: its recipe is made by `pickvariant recipe --with`."""
@@ -170,7 +290,7 @@ def builds(plan: ClusterPlan, variant: Variant) -> list[tuple[str | None, str, s
     ]
 
 
-def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
+def cluster_plan_json(plan: RecipePlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "source": "flox",  # as every plan says its source (install --plan refuses another source's plan)
@@ -194,7 +314,7 @@ def cluster_plan_json(plan: ClusterPlan) -> dict[str, Any]:
                     {"repo": repo, "branch": branch, "package": package} for repo, branch, package in builds(plan, v)
                 ],
             }
-            for v, count, _ in plan.variants
+            for v, count, _ in plan.builds
         ],
         "nodes": [
             {

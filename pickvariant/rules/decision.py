@@ -4,29 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pickvariant._base.records import keyword_record, record
+from pickvariant._base.records import B, C, OfBuilds, keyword_record, record
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.sources.build import Branch, Companion, Variant
 from pickvariant.sources.hardware import CudaLine
 
 TYPE_CHECKING = False  # typing and the set's shape stay off detect's path
-if TYPE_CHECKING:
-    from typing import Generic, TypeVar
-
-    B = TypeVar("B")  # a source's build
-    C = TypeVar("C")  # a source's companion
-
-    class _OfBuilds(Generic[B, C]):
-        """What a record generic in a source's build and companion is to a type checker."""
-
-else:  # at run time (typing is not imported on detect's path) Decision[Variant, Companion] is Decision itself
-    B = C = None
-
-    class _OfBuilds:
-        def __class_getitem__(cls, _item: object) -> type:
-            return cls
-
-
 if TYPE_CHECKING:
     from typing import Final, Literal
 
@@ -135,7 +118,7 @@ class SetShape:
 
 
 @keyword_record
-class Decision(_OfBuilds[B, C]):
+class Decision(OfBuilds[B, C]):
     """The one answer of every source's stages: what detect shows, install installs, plan builds and verify checks,
     none re-deriving it. `B` is the source's build (a recipes' Variant, a prebuilt WheelBuild), `C` its companion
     (a Flox Companion, a PairedRelease). What every source's stages answer comes first; then what each kind of source

@@ -1,7 +1,7 @@
 """The fewest builds that serve every node of a cluster, and which node gets which: one for every source.
 
-rules/cluster_plan.py (recipes) and rules/wheel_cluster_plan.py (prebuilt builds) check their input here
-(`check_inputs`) and decide each hardware profile by their own stages into one `Profile` (the builds it may get, best
+rules/cluster_plan.py (the recipes' plan and a prebuilt build's) checks its input here (`check_inputs`) and
+decides each hardware profile by its source's stages into one `Profile` (the builds it may get, best
 first, its hardware in words); from there on a plan is this module's: profiles with the same candidates grouped
 (`group_profiles`), the choice solved exactly as a set-cover-with-assignment integer program by HiGHS (highspy)
 (`solve`), and each node given its build, how near its own best that is, or why it gets none (`assign`, one

@@ -15,8 +15,8 @@ from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
 from pickvariant._base.urls import without_credentials
 
+# One schema for every source's plan: a plan of recipes and one of prebuilt builds, told apart by its source.
 SCHEMA = Path(__file__).resolve().with_name("cluster-plan.schema.json")
-WHEEL_SCHEMA = Path(__file__).resolve().with_name("wheel-cluster-plan.schema.json")
 # A plan takes about 30 times its size in memory once parsed (885 MB for 30 MB): 24 MiB (about 100,000 nodes, under
 # 800 MB parsed) is the most read; a larger file is refused before it is parsed, naming the bound (issue 51).
 MAX_PLAN_BYTES = 24 * 1024 * 1024
@@ -49,7 +49,7 @@ class PlanDocument:
 
     @property
     def prebuilt(self) -> bool:
-        """A plan of prebuilt builds (wheels, or a registered source's), in wheel-cluster-plan.schema.json's shape."""
+        """A plan of prebuilt builds (wheels, or a registered source's), in that shape of cluster-plan.schema.json."""
         return self.source != "flox"
 
     def by_label(self) -> dict[str, list[PlannedNode]]:
@@ -71,7 +71,7 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
     # A plan of Flox builds may name no source (plans written before there was another).
     wheels = isinstance(document, dict) and document.get("source", "flox") != "flox"
     try:
-        validate(document, load_schema(WHEEL_SCHEMA if wheels else SCHEMA))
+        validate(document, load_schema(SCHEMA))
     except SchemaError as error:
         raise BadInput(
             f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(without_credentials(str(error)))})"
