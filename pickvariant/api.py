@@ -7,7 +7,7 @@
     >>> choice.to_json()["recommendation"]["branch"]
     'pytorch-2.10-python313'
 
-The same for PyTorch's own wheels (`detect --source wheels`), whose answer is a WheelRecommendation:
+The same for PyTorch's own wheels (`detect --source wheels`), in the same record:
 
     >>> wheel = recommend(cpuinfo="tests/fixtures/cpuinfo/linux-rhel7-haswell", gpus=["6.1"], driver="580.95.05",
     ...                   python_version="3.12", source="wheels")
@@ -32,9 +32,9 @@ from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant._base.records import keyword_record, record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
-from pickvariant.rules.decision import RecipeDecision
+from pickvariant.rules.decision import Answer, Decision, RecipeDecision
 from pickvariant.sources import registry
-from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.build import Catalog
 from pickvariant.sources.runs_on import Build, of_variant, of_wheel
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from pickvariant.machine.environment import PythonEnvironment
     from pickvariant.machine.gpu import GpuReport
-    from pickvariant.rules.decision import WheelAnswer
+    from pickvariant.rules.decision import PrebuiltAnswer
     from pickvariant.sources.hardware import HardwareCatalog
 
 __all__ = [
@@ -88,39 +88,77 @@ def hardware_catalog() -> HardwareCatalog:
 
 @record
 class Recommendation:
-    """The decision for one machine, with the facts it was made from."""
+    """The answer for one machine, whichever source gave it (`recommend`, `answer`), with the facts it was decided
+    from: the recipes' variant with its catalog, or a source of prebuilt builds' build with its index and the
+    environment it is for (rules/decision.Answer, the one record every command reads)."""
 
-    facts: HostFacts
-    decision: RecipeDecision
-    catalog: Catalog
-    workload: str
-    source: str = "flox"  # the source of recipes it was decided from (sources/registry.py), by name
+    answer: Answer[Any, Any]
 
     @property
-    def variant(self) -> Variant | None:
-        """The variant that is safe and fastest here, or None when none fits (`detect` exits 3)."""
-        return self.decision.variant
+    def facts(self) -> HostFacts:
+        return self.answer.facts
 
     @property
-    def build(self) -> Variant | None:
-        """The same as `variant`: the name every source's recommendation answers to."""
-        return self.decision.variant
+    def decision(self) -> Decision[Any, Any]:
+        return self.answer.decision
+
+    @property
+    def workload(self) -> str:
+        return self.answer.workload
+
+    @property
+    def source(self) -> str:
+        """The source that answered, by name (sources/registry.py)."""
+        return self.answer.source.name
+
+    @property
+    def catalog(self) -> Catalog:
+        """The recipes' catalog it was decided from (a source of prebuilt builds has its own: `answer.wheels`)."""
+        hardware = self.answer.hardware
+        if not isinstance(hardware, Catalog):
+            raise AttributeError(f"source {self.source!r} answers from its own builds, not from a catalog of recipes")
+        return hardware
+
+    @property
+    def build(self) -> Any:
+        """The build that is safe and fastest here (a Flox variant, a prebuilt WheelBuild), or None when none runs
+        here (`detect` exits 3)."""
+        return self.answer.decision.build
+
+    @property
+    def variant(self) -> Any:
+        """The same as `build`, as the recipes name theirs."""
+        return self.answer.decision.build
 
     @property
     def runs_on(self) -> Build | None:
-        """What the variant runs on, in the record every source answers with (detect's JSON `build`)."""
-        variant = self.decision.variant
-        return None if variant is None else of_variant(variant, self.catalog, self.source)
+        """What the build runs on, in the record every source answers with (detect's JSON `build`)."""
+        build = self.answer.decision.build
+        if build is None:
+            return None
+        if self.answer.source.pipeline == "builds":
+            return of_wheel(build, self.source)
+        return of_variant(build, self.catalog, self.source)
 
     def to_json(self) -> dict[str, Any]:
         """The object `pickvariant detect --format json` prints for this machine."""
+        if self.answer.source.pipeline == "builds":
+            from pickvariant.output.wheel_answer import wheel_json
+
+            return wheel_json(self.answer)
         from pickvariant.output.present import decision_json
 
         return decision_json(self.facts, self.decision, self.catalog, self.workload, self.source)
 
     def no_variant_error(self) -> NoVariant:
-        """What `detect` reports when no variant fits: the last reason and what would help."""
+        """What `detect` reports when nothing runs here: the last reason and what would help."""
+        if self.answer.source.pipeline == "builds":
+            return no_wheel_error(self.answer)
         return no_variant_error(self.decision)
+
+
+# Until 0.1.0 a source of prebuilt builds answered with a record of its own; the one record answers for every source.
+WheelRecommendation = Recommendation
 
 
 def no_variant_error(decision: RecipeDecision) -> NoVariant:
@@ -172,7 +210,7 @@ def recommend(
     source: str | None = None,
     python: str | None = None,
     wheel_index: str | None = None,
-) -> Recommendation | WheelRecommendation:
+) -> Recommendation:
     """The variant for this machine (or the facts given), as `pickvariant detect` decides it.
 
     source: "flox" (the recipes' catalog) or "wheels" (PyTorch's own wheels), else PICKVARIANT_SOURCE, else flox,
@@ -209,14 +247,14 @@ def answer(
     python: str | None = None,
     wheel_index: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> Recommendation | WheelRecommendation:
+) -> Recommendation:
     """The answer of the source `source` names (else PICKVARIANT_SOURCE, else flox) for a request: what detect shows
     of it. `python` and `wheel_index` are a source of prebuilt builds' (`--python`, `--wheel-index`)."""
     chosen = registry.chosen(source, os.environ if env is None else env, "source")
     if chosen.pipeline == "builds":
         ask = WheelAsk(request=request, python=python, wheel_index=wheel_index, source=chosen.name)
-        return WheelRecommendation(decide_wheel(ask, env))
-    return replace(recommend_request(request, env=env), source=chosen.name)
+        return Recommendation(decide_wheel(ask, env))
+    return recommend_request(request, env=env)
 
 
 def _gpus_pending(request: Request, env: Mapping[str, str]) -> Callable[[], GpuReport] | None:
@@ -253,7 +291,10 @@ def recommend_request(
             facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
     catalog = catalog or default_catalog()
     decision = decide(facts, catalog, request.with_environment(environment))
-    return Recommendation(facts, decision, catalog, request.workload)
+    flox = registry.named("flox")
+    return Recommendation(
+        Answer(facts=facts, decision=decision, hardware=catalog, workload=request.workload, source=flox)
+    )
 
 
 @keyword_record
@@ -288,9 +329,8 @@ def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> PythonEnvironment |
     return read_environment(interpreter, given_as, env)
 
 
-def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAnswer:
+def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
     from pickvariant._base.urls import public_url
-    from pickvariant.rules.decision import WheelAnswer
     from pickvariant.rules.wheel_pick import pick_wheel
 
     environment_vars = os.environ if env is None else env
@@ -313,7 +353,7 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).
     named = ask.wheel_index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None
     decision = pick_wheel(facts, hardware, wheels, request, environment, root, pypi_first=not named)
-    return WheelAnswer(
+    return Answer(
         facts=facts,
         decision=decision,
         hardware=hardware,
@@ -326,38 +366,7 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> WheelAn
     )
 
 
-def no_wheel_error(answer: WheelAnswer) -> NoVariant:
+def no_wheel_error(answer: PrebuiltAnswer) -> NoVariant:
     """Exit 3's one line where no wheel runs here: the last reason and the hints."""
     decision = answer.decision
     return NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
-
-
-@record
-class WheelRecommendation:
-    """The wheels source's decision for one machine (`recommend(source="wheels")`), with what it was made from."""
-
-    answer: WheelAnswer
-
-    @property
-    def build(self) -> Any:
-        """The wheel that runs here and is newest (a WheelBuild), or None when none does (`detect` exits 3)."""
-        return self.answer.decision.build
-
-    @property
-    def decision(self) -> Any:
-        return self.answer.decision
-
-    @property
-    def runs_on(self) -> Build | None:
-        """What the wheel runs on, in the record every source answers with (detect's JSON `build`)."""
-        build = self.answer.decision.build
-        return None if build is None else of_wheel(build, self.answer.source.name)
-
-    def to_json(self) -> dict[str, Any]:
-        """The object `pickvariant detect --source wheels --format json` prints for this machine."""
-        from pickvariant.output.wheel_answer import wheel_json
-
-        return wheel_json(self.answer)
-
-    def no_variant_error(self) -> NoVariant:
-        return no_wheel_error(self.answer)

@@ -77,6 +77,13 @@ def test_recommend_with_the_wheels_source_is_what_detect_source_wheels_prints(gp
     request = api.Request(cpuinfo=HASWELL, gpus=tuple(gpus), no_gpu=not gpus, driver="580.95.05", python="3.12")
     assert api.answer(request, source="wheels").to_json() == choice.to_json()
     assert api.answer(request).to_json()["source"] == "flox"
+    # One record answers for every source (issue 52): the same fields, each source's facts in its answer.
+    recipes = api.answer(request)
+    assert type(recipes) is type(choice) is api.Recommendation and api.WheelRecommendation is api.Recommendation
+    assert (recipes.source, choice.source) == ("flox", "wheels") and recipes.build is recipes.variant
+    assert recipes.catalog is recipes.answer.hardware and choice.answer.environment is None  # a stated machine
+    with pytest.raises(AttributeError, match="'wheels' answers from its own builds"):
+        choice.catalog  # noqa: B018  # the wheels' answer has no catalog of recipes
     with pytest.raises(BadInput, match=r"^source 'conda'"):
         api.recommend(cpuinfo=HASWELL, gpus=gpus, source="conda")
 

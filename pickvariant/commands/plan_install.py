@@ -22,7 +22,7 @@ from pickvariant._base.text import visible
 from pickvariant._base.urls import public_url
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.cluster_plan import catalog_identity, wheels_identity
-from pickvariant.rules.decision import WheelAnswer
+from pickvariant.rules.decision import PrebuiltAnswer
 from pickvariant.rules.node_facts import changes, fingerprint, wheel_fingerprint
 from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
 from pickvariant.sources.build import Catalog
@@ -173,11 +173,11 @@ def _key(assigned: WheelAssignment) -> tuple[str, str, str]:
     return assigned.torch, assigned.variant, assigned.platform
 
 
-def check_wheel_plan(assigned: WheelAssignment, answer: WheelAnswer) -> None:
+def check_wheel_plan(assigned: WheelAssignment, answer: PrebuiltAnswer) -> None:
     """Nothing is installed unless the plan was made from these wheel facts, for this node's hardware as it is now,
     and the wheel rules give this node exactly the plan's wheel and companions under its pins."""
     shown, node = visible(assigned.plan), visible(assigned.label)
-    here = wheels_identity(answer.wheels)
+    here = wheels_identity(answer.catalog_of_builds())
     if dict(assigned.catalog) != here:
         raise BadInput(
             f"plan {shown} was made from other wheel facts (compiled {visible(assigned.catalog['facts_compiled'])}) "

@@ -22,9 +22,15 @@ from pickvariant._base.text import visible
 from pickvariant.api import WheelAsk, decide_wheel
 from pickvariant.commands.install import Carried
 from pickvariant.install import envlock, whole
-from pickvariant.install.wheel_command import INSTALLERS, index_environment, installer_argv, requirements
+from pickvariant.install.wheel_command import (
+    INSTALLERS,
+    index_environment,
+    index_url_for_installer,
+    installer_argv,
+    requirements,
+)
 from pickvariant.machine.environment import PythonEnvironment, active_interpreter
-from pickvariant.rules.decision import WheelAnswer
+from pickvariant.rules.decision import PrebuiltAnswer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
 
 @keyword_record
 class WheelInstallPlan:
-    answer: WheelAnswer
+    answer: PrebuiltAnswer
     installer: str  # "pip" or "uv"
     argv: tuple[str, ...]
     interpreter: str
@@ -64,7 +70,7 @@ def plan_wheel_install(
     ask: WheelAsk,
     installer: str | None,
     env: Mapping[str, str] | None = None,
-    check: Callable[[WheelAnswer], None] | None = None,
+    check: Callable[[PrebuiltAnswer], None] | None = None,
     allow_downgrade: bool = False,
     dry_run: bool = False,
     upgrade: bool = False,
@@ -92,7 +98,7 @@ def plan_wheel_install(
     _same_python(ask, decision.python_tag, environment)
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
     interpreter = environment.interpreter
-    secret = answer.index_url_for_installer()
+    secret = index_url_for_installer(answer)
     hidden = secret is not None and secret != decision.index_url
     index_url = None if hidden else decision.index_url
     argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv, decision.from_pypi)  # type: ignore[arg-type]
@@ -113,7 +119,7 @@ def plan_wheel_install(
 
 
 def _against_there(
-    answer: WheelAnswer, upgrade: bool, allow_downgrade: bool
+    answer: PrebuiltAnswer, upgrade: bool, allow_downgrade: bool
 ) -> tuple[str | None, bool, bool, str | None]:
     """The chosen set against what the environment holds: (the torch it replaces, whether all of it is there already,
     whether it downgrades torch, why the torch there is kept); BadInput for a downgrade not allowed."""

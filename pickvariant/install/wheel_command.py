@@ -12,6 +12,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
+    from pickvariant.rules.decision import PrebuiltAnswer
+
     Installer = Literal["pip", "uv"]
 
 INSTALLERS = ("pip", "uv")
@@ -52,3 +54,12 @@ def index_environment(installer: Installer, index_url: str) -> tuple[tuple[str, 
     """The variable that gives the installer its index, credentials included, out of its argument list (which
     `ps` shows every user and the log records): pip's PIP_INDEX_URL, uv's UV_DEFAULT_INDEX."""
     return (("UV_DEFAULT_INDEX" if installer == "uv" else "PIP_INDEX_URL", index_url),)
+
+
+def index_url_for_installer(answer: PrebuiltAnswer) -> str | None:
+    """The chosen index's URL with its credentials, for the installer and the files it reads; None: no index."""
+    decision = answer.decision
+    if decision.build is None or decision.index_url is None:
+        return None
+    root = answer.index_root_with_credentials
+    return f"{root}/{decision.build.variant}" if root else decision.index_url

@@ -16,7 +16,7 @@ from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.output.wheel_answer import wheel_json
-from pickvariant.rules.decision import RecipeDecision, WheelAnswer
+from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
 from pickvariant.verify.judge import variant_mismatches
@@ -49,7 +49,7 @@ def _scrub_all(value: Any) -> Any:
     return value
 
 
-def wheel_report_answer(answer: WheelAnswer) -> WheelAnswer:
+def wheel_report_answer(answer: PrebuiltAnswer) -> PrebuiltAnswer:
     """The wheel answer as a ticket gets it: no local path (the CPU dump is "a stated CPU dump", the interpreter
     `python`, named by where it was given, in its facts and in every sentence), the same decision."""
     facts = replace(answer.facts, sources=_without_paths(dict(answer.facts.sources.items())))
@@ -97,7 +97,7 @@ def build(
     return _scrub_all(data)
 
 
-def build_wheel(answer: WheelAnswer, described: bool = False) -> dict[str, Any]:
+def build_wheel(answer: PrebuiltAnswer, described: bool = False) -> dict[str, Any]:
     """The report's data for the wheels source, in the same shape: the wheel answer's JSON (its environment read
     from its files, no local path) and the report's own fields as `build` fills them, the torch there probed; a
     mismatch is the environment's torch that the wheel rules judge does not run here."""

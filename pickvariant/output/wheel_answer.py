@@ -7,10 +7,10 @@ import json
 
 from pickvariant import __version__
 from pickvariant._base.text import markdown_code, markdown_text, visible
-from pickvariant.install.wheel_command import installer_argv, requirements
+from pickvariant.install.wheel_command import index_url_for_installer, installer_argv, requirements
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
-from pickvariant.rules.decision import NEAREST, PrebuiltDecision, WheelAnswer
+from pickvariant.rules.decision import NEAREST, PrebuiltAnswer, PrebuiltDecision
 from pickvariant.sources.runs_on import of_wheel
 
 # The text answer's wrapping (output/answer.py, textwrap, shlex) loads only where a text or Markdown answer is made:
@@ -51,14 +51,14 @@ def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, An
     }
 
 
-def wheel_json(answer: WheelAnswer) -> dict[str, Any]:
+def wheel_json(answer: PrebuiltAnswer) -> dict[str, Any]:
     decision, environment = answer.decision, answer.environment
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "pickvariant": __version__,
         "source": answer.source.name,
         "hardware": hardware_json(answer.facts),
-        "catalog": {"facts_compiled": answer.wheels.facts_compiled, "index_root": answer.index_root},
+        "catalog": {"facts_compiled": answer.catalog_of_builds().facts_compiled, "index_root": answer.index_root},
         "recommendation": recommendation_json(decision, answer.source.name),
         "build": None if decision.build is None else of_wheel(decision.build, answer.source.name).as_json(),
         "environment": None
@@ -82,12 +82,12 @@ def wheel_json(answer: WheelAnswer) -> dict[str, Any]:
     }
 
 
-def wheel_json_text(answer: WheelAnswer, compact: bool) -> str:
+def wheel_json_text(answer: PrebuiltAnswer, compact: bool) -> str:
     document = wheel_json(answer)
     return json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)
 
 
-def install_words(answer: WheelAnswer) -> list[str]:
+def install_words(answer: PrebuiltAnswer) -> list[str]:
     """The pip command that installs the answer, for copying: its words quoted for the shell."""
     decision = answer.decision
     assert decision.build is not None
@@ -100,7 +100,7 @@ def install_words(answer: WheelAnswer) -> list[str]:
     return [shlex.quote(word) for word in argv]
 
 
-def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = False) -> list[str]:
+def wheel_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: bool = False) -> list[str]:
     from pickvariant.output.answer import fact_items, section, wrapped
 
     width = max(width, 40)
@@ -120,7 +120,7 @@ def wheel_text_lines(answer: WheelAnswer, width: int, every_alternative: bool = 
     return lines
 
 
-def _headline(answer: WheelAnswer, width: int) -> list[str]:
+def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
     from pickvariant.output.answer import command_lines, wrapped
 
     decision = answer.decision
@@ -158,7 +158,7 @@ def _alternatives(decision: PrebuiltDecision, width: int, every: bool, flag: str
     return lines
 
 
-def wheel_markdown(answer: WheelAnswer) -> str:
+def wheel_markdown(answer: PrebuiltAnswer) -> str:
     from pickvariant.output.answer import fact_items
 
     decision = answer.decision
@@ -188,7 +188,7 @@ def wheel_markdown(answer: WheelAnswer) -> str:
     return "\n".join(out)
 
 
-def requirements_text(answer: WheelAnswer) -> str:
+def requirements_text(answer: PrebuiltAnswer) -> str:
     """A requirements file `pip install -r` installs as is: the index, then each pin. It needs the index as given, so
     it is the one output that carries the index's credentials: it says so in its first lines."""
     decision = answer.decision
@@ -199,18 +199,18 @@ def requirements_text(answer: WheelAnswer) -> str:
         f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}; {gpus}"
     ]
     header += _credentials_note(answer)
-    index = answer.index_url_for_installer()
+    index = index_url_for_installer(answer)
     lines = [f"--index-url {index}"] if index is not None else ["# PyPI's own build: the installer's default index"]
     return "\n".join([*header, *lines, *requirements(build, decision.companions, decision.from_pypi)]) + "\n"
 
 
-def _credentials_note(answer: WheelAnswer) -> list[str]:
+def _credentials_note(answer: PrebuiltAnswer) -> list[str]:
     if answer.index_root_with_credentials is None:
         return []
     return ["# this file holds the index's credentials (user:password@, as given): keep it private"]
 
 
-def pyproject_text(answer: WheelAnswer) -> str:
+def pyproject_text(answer: PrebuiltAnswer) -> str:
     """The [[tool.uv.index]] and [tool.uv.sources] blocks that point torch (and its companions) at the chosen index."""
     decision = answer.decision
     assert decision.build is not None
@@ -232,7 +232,7 @@ def pyproject_text(answer: WheelAnswer) -> str:
         "",
         "[[tool.uv.index]]",
         f"name = {json.dumps(name)}",
-        f"url = {json.dumps(answer.index_url_for_installer())}",
+        f"url = {json.dumps(index_url_for_installer(answer))}",
         "explicit = true",
         "",
         "[tool.uv.sources]",

@@ -181,29 +181,36 @@ else:  # the prebuilt builds' records stay off the recipes' path: the same class
 
 
 @keyword_record
-class WheelAnswer:
-    """A wheel decision with what it was made from: the machine's facts, the hardware facts and wheel catalog it was
-    judged against, the environment it is for (None: not read) and the index root its URLs are under."""
+class Answer(OfBuilds[B, C]):
+    """A decision with what it was made from, whichever source made it: the machine's facts, the hardware facts it
+    was judged against (the recipes' catalog is one), the workload and the source. A source of prebuilt builds adds
+    its catalog of builds, the environment a build is for (None: not read) and the root its indexes are under (as
+    shown, printed and recorded: without credentials)."""
 
     facts: HostFacts
-    decision: PrebuiltDecision
+    decision: Decision[B, C]
     hardware: Hardware
-    wheels: WheelCatalog
-    environment: PythonEnvironment | None
-    index_root: str  # as shown, printed and recorded: without credentials
     workload: str
     source: Source  # the source whose builds these are (sources/registry.py)
+    wheels: WheelCatalog | None = None
+    environment: PythonEnvironment | None = None
+    index_root: str = ""
     # The root as given, where it carries credentials (user:password@): only the installer run and the requirements
     # and pyproject outputs (which need it to work) see it; None where it carries none.
     index_root_with_credentials: str | None = None
 
-    def index_url_for_installer(self) -> str | None:
-        """The chosen index's URL with its credentials, for the installer and the files it reads; None: no index."""
-        decision = self.decision
-        if decision.build is None or decision.index_url is None:
-            return None
-        root = self.index_root_with_credentials
-        return f"{root}/{decision.build.variant}" if root else decision.index_url
+    def catalog_of_builds(self) -> WheelCatalog:
+        """A source of prebuilt builds' catalog of builds (the recipes' answer carries none: theirs is `hardware`)."""
+        if self.wheels is None:
+            raise TypeError("the recipes' answer carries no catalog of prebuilt builds")
+        return self.wheels
+
+
+# The answer a source of prebuilt builds gives (the recipes' is the same record, of their Variant).
+if TYPE_CHECKING:
+    PrebuiltAnswer = Answer[WheelBuild, PairedRelease]
+else:
+    PrebuiltAnswer = Answer
 
 
 def dedupe(rejected: Iterable[Rejection]) -> tuple[Rejection, ...]:
