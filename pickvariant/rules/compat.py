@@ -92,6 +92,13 @@ def machine_floor(
     return max((first for _, first in floor_raisers(min_driver, gpus, catalog)), default=min_driver)
 
 
+def last_branch(gpus: Sequence[GpuFacts], catalog: Hardware) -> int | None:
+    """The last driver branch that drives every one of `gpus` (R580 for a Pascal card), None where none has a last
+    (hardware.json's): a driver newer than it drives none of them, so a hint naming a floor names this ceiling too."""
+    archs = [arch for gpu in gpus if (arch := catalog.arch_of(gpu.compute_capability)) is not None]
+    return min((a.drivers.last_branch for a in archs if a.drivers and a.drivers.last_branch), default=None)
+
+
 def floor_raisers(
     min_driver: DriverVersion, gpus: Sequence[GpuFacts], catalog: Hardware
 ) -> list[tuple[GpuFacts, DriverVersion]]:

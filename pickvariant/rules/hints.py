@@ -17,6 +17,7 @@ from pickvariant.rules.compat import (
     driver_rejection,
     for_cuda,
     judged_by_cuda_version,
+    last_branch,
     tegra_cuda_unknown,
 )
 from pickvariant.rules.nothing import NothingFits
@@ -191,7 +192,7 @@ def _upgrade_hint(
         return wording.jetson_driver_would_allow(line.cuda, variant.label)
     if given and given.version and driver.version and driver.version < given.version:
         cuda_words = for_cuda(catalog, line.cuda, driver.version)
-        return wording.older_driver_would_allow(driver.version, cuda_words, variant.label, _last_branch(catalog, gpus))
+        return wording.older_driver_would_allow(driver.version, cuda_words, variant.label, last_branch(gpus, catalog))
     if driver.version is not None and len(driver.version.parts) == 1:  # a branch: any of its releases
         return wording.branch_driver_would_allow(driver.version, for_cuda(catalog, line.cuda, None), variant.label)
     return wording.driver_would_allow(driver.version, for_cuda(catalog, line.cuda, driver.version), variant.label)
@@ -199,10 +200,3 @@ def _upgrade_hint(
 
 def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:
     return [arch for gpu in gpus if (arch := catalog.arch_of(gpu.compute_capability)) is not None]
-
-
-def _last_branch(catalog: Catalog, gpus: Sequence[GpuFacts]) -> int | None:
-    return min(
-        (arch.drivers.last_branch for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.last_branch),
-        default=None,
-    )

@@ -12,7 +12,7 @@ from pickvariant._base.versions import version_key
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules import wording
-from pickvariant.rules.compat import floor_raisers, has_tegra, machine_floor, tegra_cuda_unknown
+from pickvariant.rules.compat import floor_raisers, has_tegra, last_branch, machine_floor, tegra_cuda_unknown
 from pickvariant.rules.decision import Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_stages import newest_first
 from pickvariant.sources.hardware import Hardware
@@ -77,7 +77,7 @@ def _driver_hints(
             found.append(decided)
     if by_cuda:
         return [said.driver_would_give(d.driver_needed or "", d.build.local) for d in found if d.build]
-    last = _last_branch(gpus, hardware)
+    last = last_branch(gpus, hardware)
     # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
     given = driver.version
     last = last if last is not None and given is not None and given.parts[0] > last else None
@@ -90,13 +90,3 @@ def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Hardware
     floor = machine_floor(build.min_driver, gpus, hardware)
     need = "; ".join(f"GPU {gpu.index} needs {said.driver_floor(first)} or newer" for gpu, first in raisers)
     return said.driver_would_allow(build.local, str(floor), need, last)
-
-
-def _last_branch(gpus: tuple[GpuFacts, ...], hardware: Hardware) -> int | None:
-    """The last driver branch that drives every GPU here (R580 for a Pascal card), None where no GPU has one: a
-    driver newer than it drives none of them, so a hint that names a floor names this ceiling too."""
-    archs = [hardware.arch_of(gpu.compute_capability) for gpu in gpus]
-    return min(
-        (arch.drivers.last_branch for arch in archs if arch is not None and arch.drivers and arch.drivers.last_branch),
-        default=None,
-    )
