@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -11,7 +10,6 @@ import typer
 
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
-from pickvariant.sources import registry
 
 
 class ReportFormat(StrEnum):
@@ -38,20 +36,7 @@ def report(
     from pickvariant.commands.report import report as reported
     from pickvariant.output import report as reporter
 
-    chosen = registry.chosen(source, os.environ)
-    registry.refuse_others(chosen, {"--wheel-index": wheel_index})
-    if chosen.pipeline == "builds":
-        from pickvariant.api import WheelAsk, decide_wheel
-        from pickvariant.machine.facts import states_a_machine
-
-        request = request_of(values)
-        described = states_a_machine(request, os.environ)  # a stated machine needs its CPU, as for recipes
-        asked = WheelAsk(
-            request=request, python=python, wheel_index=wheel_index, described=described, source=chosen.name
-        )
-        data = reporter.build_wheel(decide_wheel(asked), described)
-    else:
-        data = reported(request_of(values), python, load_catalog()).data
+    data = reported(request_of(values), python, load_catalog, source, wheel_index).data
     typer.echo(
         json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data),
         nl=format is ReportFormat.json,

@@ -11,7 +11,12 @@ from pickvariant._base.request import Request
 from pickvariant.commands.verify import default_python
 from pickvariant.machine.facts import states_a_machine
 from pickvariant.output import report as reporter
+from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @keyword_record
@@ -22,11 +27,26 @@ class Report:
     described: bool  # a stated machine, not this one
 
 
-def report(request: Request, python: str | None, catalog: Catalog) -> Report:
-    """The report's content. With a stated CPU, GPU or driver it describes that machine: what is not stated is "not
-    stated", never this machine's (nothing here is detected, not even the installed PyTorch)."""
+def report(
+    request: Request,
+    python: str | None,
+    catalog: Callable[[], Catalog],
+    source: str | None = None,
+    wheel_index: str | None = None,
+) -> Report:
+    """The report's content, of the source asked (--source, else PICKVARIANT_SOURCE, else flox; `catalog` loads the
+    recipes' catalog, read only for them). With a stated CPU, GPU or driver it describes that machine, for every
+    source: what is not stated is "not stated", never this machine's (nothing here is detected, not even the
+    installed PyTorch)."""
+    chosen = registry.chosen(source, os.environ)
+    registry.refuse_others(chosen, {"--wheel-index": wheel_index})
     described = states_a_machine(request, os.environ)
-    choice = api.recommend_request(request, catalog=catalog, detect_unstated=not described)
+    if chosen.pipeline == "builds":
+        asked = api.WheelAsk(
+            request=request, python=python, wheel_index=wheel_index, described=described, source=chosen.name
+        )
+        return Report(data=reporter.build_wheel(api.decide_wheel(asked), described), described=described)
+    choice = api.recommend_request(request, catalog=catalog(), detect_unstated=not described)
     pythons = [python] if python else ([] if described else default_python())
     data = reporter.build(choice.catalog, choice.facts, choice.decision, request.workload, pythons, described=described)
     return Report(data=data, described=described)
