@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from enum import StrEnum
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import replace
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
-from pickvariant.sources import registry
+from pickvariant.install.install_plan import InstallOptions
 
 if TYPE_CHECKING:
-    from pickvariant._base.request import Request
-    from pickvariant.api import WheelAsk
-    from pickvariant.commands.install import Installation, InstallOptions
-    from pickvariant.commands.plan_install import WheelAssignment
+    from pickvariant.commands.install import Installation
 
 
 class InstallFormat(StrEnum):
@@ -160,22 +153,9 @@ def install(
 ) -> None:
     """Detect, decide, explain, ask, then install (or build) the variant through Flox (or PyTorch's wheel with pip
     or uv) and verify it."""
-    from pickvariant.commands import install as command
+    from pickvariant.commands.installation import InstallAsk, installation
 
-    if label is not None and plan is None:
-        raise BadInput("--label names this node in --plan's plan: give the plan too")
-    prebuilt = (chosen := registry.chosen(source, os.environ)).pipeline == "builds"  # the one choice of source
-    given = {"--package": package, "--org": org, "--build": build or None, "--token-file": token_file}
-    given |= {"--installer": installer, "--python": python, "--wheel-index": wheel_index}
-    registry.refuse_others(chosen, given | {"--allow-downgrade": allow_downgrade, "--upgrade": upgrade})
-    if prebuilt:
-        ask, assigned = _wheel_ask(request_of(values), python, wheel_index, plan, label, chosen.name)
-        _install_wheels(
-            ask, installer, yes=yes, dry_run=dry_run, no_verify=no_verify, timeout_s=timeout,
-            as_json=format is InstallFormat.json, assigned=assigned, allow_downgrade=allow_downgrade, upgrade=upgrade,
-        )  # fmt: skip
-        return
-    options = command.InstallOptions(
+    options = InstallOptions(
         package=package,
         org=org,
         directory=directory,
@@ -189,98 +169,11 @@ def install(
         token_file=token_file,
         dry_run=dry_run,
     )
-    request = request_of(values)
-    if plan is not None:
-        request, options = _assigned(plan, label, request, options)
-    _install_flox(request, options, yes=yes, as_json=format is InstallFormat.json)
-
-
-def _wheel_ask(
-    request: Request, python: str | None, wheel_index: str | None, plan: str | None, label: str | None, source: str
-) -> tuple[WheelAsk, WheelAssignment | None]:
-    """What to ask the wheel rules; with --plan, the node's assignment pinned, and nothing that would choose
-    another wheel beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
-    from pickvariant.api import WheelAsk
-    from pickvariant.commands import plan_install
-
-    if plan is None:
-        return WheelAsk(request=request, python=python, wheel_index=wheel_index, source=source), None
-    pinned = [flag for flag, name in _CHOOSERS.items() if getattr(request, name, None)]
-    if settings.setting(os.environ, settings.WITH) is not None:
-        pinned.append(settings.WITH)
-    if pinned:
-        raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
-    assigned = plan_install.wheel_assignment(plan, label, source)
-    request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
-    if wheel_index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
-        wheel_index = assigned.index_root
-    return WheelAsk(request=request, python=python, wheel_index=wheel_index, source=source), assigned
-
-
-def _assigned(
-    plan: str, label: str | None, request: Request, options: InstallOptions
-) -> tuple[Request, InstallOptions]:
-    """With --plan: the node's assignment, and nothing that would choose another build beside it."""
-    from pickvariant.commands import install as command
-
-    pinned = [flag for flag, given in _CHOOSERS.items() if _given(request, options, given)]
-    if settings.setting(os.environ, settings.WITH) is not None:
-        pinned.append(settings.WITH)  # the companions come from the plan too
-    if pinned:
-        raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
-    return command.from_plan(plan, label, request, options, load_catalog())
-
-
-# What would choose or force another build than a plan's assignment: refused beside --plan.
-_CHOOSERS = {
-    "--package": "package",
-    "--branch": "branch",
-    "--torch": "torch",
-    "--cuda": "cuda",
-    "--with": "with_projects",
-    "--force": "force",
-    "--gpu-index": "gpu_index",
-}
-
-
-def _given(request: Request, options: InstallOptions, name: str) -> bool:
-    return bool(getattr(options, name, None) or getattr(request, name, None))
-
-
-def _install_flox(request: Request, options: InstallOptions, *, yes: bool, as_json: bool) -> None:
-    """The Flox install's plan, then (consented) the install or build and verify."""
-    from pickvariant.commands import install as command
-
-    installation = command.FloxInstallation(prepared=command.prepare(request, options, load_catalog()), options=options)
-    _run(installation, yes=yes, dry_run=options.dry_run, as_json=as_json)
-
-
-def _install_wheels(
-    ask: WheelAsk,
-    installer: str | None,
-    *,
-    yes: bool,
-    dry_run: bool,
-    no_verify: bool,
-    timeout_s: float | None,
-    as_json: bool,
-    assigned: WheelAssignment | None = None,
-    allow_downgrade: bool = False,
-    upgrade: bool = False,
-) -> None:
-    """The wheel's plan, then (consented) the installer run and the environment verified: exit 1 when it fails.
-    A plan's assignment is asked for by name: it replaces a torch that runs here as --upgrade does."""
-    from pickvariant.commands import plan_install, wheel_install
-
-    check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
-    plan = wheel_install.plan_wheel_install(
-        ask, installer, check=check, allow_downgrade=allow_downgrade, dry_run=dry_run,
-        upgrade=upgrade or assigned is not None,
+    ask = InstallAsk(
+        request=request_of(values), recipes=options, source=source, plan=plan, label=label, installer=installer,
+        python=python, wheel_index=wheel_index, allow_downgrade=allow_downgrade, upgrade=upgrade,
     )  # fmt: skip
-    if assigned is not None:
-        plan = replace(plan, assigned_by=assigned.said)
-    installation = wheel_install.WheelInstallation(plan=plan, no_verify=no_verify, timeout_s=timeout_s)
-    _run(installation, yes=yes, dry_run=dry_run, as_json=as_json)
+    _run(installation(ask, load_catalog), yes=yes, dry_run=dry_run, as_json=format is InstallFormat.json)
 
 
 def _run(installation: Installation, *, yes: bool, dry_run: bool, as_json: bool) -> None:

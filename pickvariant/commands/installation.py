@@ -1,0 +1,129 @@
+"""Which installation an `install` command line asks for, whichever source answers it: the options the chosen source
+does not take refused, a plan's assignment pinned (--plan, --label) with nothing beside it that would choose another
+build, and the Installation that commands/install.run carries out (a Flox install or build, a wheel with pip or uv).
+The command line only parses the options into an InstallAsk and prints what run says."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+from pickvariant._base import settings
+from pickvariant._base.errors import BadInput
+from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.request import Request
+from pickvariant.commands import install as flox_install
+from pickvariant.install.install_plan import InstallOptions
+from pickvariant.sources import registry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pickvariant.api import WheelAsk
+    from pickvariant.commands.install import Installation
+    from pickvariant.commands.plan_install import WheelAssignment
+    from pickvariant.sources.build import Catalog
+
+# What would choose or force another build than a plan's assignment: refused beside --plan.
+_CHOOSERS = {
+    "--package": "package",
+    "--branch": "branch",
+    "--torch": "torch",
+    "--cuda": "cuda",
+    "--with": "with_projects",
+    "--force": "force",
+    "--gpu-index": "gpu_index",
+}
+
+
+@keyword_record
+class InstallAsk:
+    """Everything `install` was asked, for every source: the machine and pins (`request`), the Flox install's
+    options (`recipes`: also --dry-run, --no-verify and --timeout for every source), and a prebuilt build's."""
+
+    request: Request
+    recipes: InstallOptions
+    source: str | None = None  # --source (else PICKVARIANT_SOURCE, else flox)
+    plan: str | None = None  # --plan PLAN.json
+    label: str | None = None  # --label: this node's name in the plan
+    installer: str | None = None
+    python: str | None = None
+    wheel_index: str | None = None
+    allow_downgrade: bool = False
+    upgrade: bool = False
+
+
+def installation(ask: InstallAsk, catalog: Callable[[], Catalog]) -> Installation:
+    """The installation `ask` asks for, of the source chosen once here; `catalog` loads the recipes' catalog (read
+    only for them). BadInput for another source's option, or a choice beside --plan."""
+    if ask.label is not None and ask.plan is None:
+        raise BadInput("--label names this node in --plan's plan: give the plan too")
+    chosen = registry.chosen(ask.source, os.environ)
+    options = ask.recipes
+    given: dict[str, object] = {"--package": options.package, "--org": options.org, "--build": options.build or None}
+    given |= {"--token-file": options.token_file, "--installer": ask.installer, "--python": ask.python}
+    given |= {"--wheel-index": ask.wheel_index, "--allow-downgrade": ask.allow_downgrade, "--upgrade": ask.upgrade}
+    registry.refuse_others(chosen, given)
+    if chosen.pipeline == "builds":
+        return _wheel_installation(ask, chosen.name)
+    request = ask.request
+    if ask.plan is not None:
+        request, options = _assigned(ask.plan, ask.label, request, options, catalog)
+    prepared = flox_install.prepare(request, options, catalog())
+    return flox_install.FloxInstallation(prepared=prepared, options=options)
+
+
+def _pinned_beside_a_plan(request: Request, options: InstallOptions | None) -> list[str]:
+    """The options and variables that would choose another build than a plan's assignment."""
+    pinned = [flag for flag, name in _CHOOSERS.items() if getattr(options, name, None) or getattr(request, name, None)]
+    if settings.setting(os.environ, settings.WITH) is not None:
+        pinned.append(settings.WITH)  # the companions come from the plan too
+    return pinned
+
+
+def _assigned(
+    plan: str, label: str | None, request: Request, options: InstallOptions, catalog: Callable[[], Catalog]
+) -> tuple[Request, InstallOptions]:
+    """With --plan: the node's assignment, and nothing that would choose another build beside it."""
+    pinned = _pinned_beside_a_plan(request, options)
+    if pinned:
+        raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
+    return flox_install.from_plan(plan, label, request, options, catalog())
+
+
+def _wheel_installation(ask: InstallAsk, source: str) -> Installation:
+    """A prebuilt build's installation: its plan made (consent asked later, by run), its assignment checked first
+    where --plan gave one. A plan's assignment is asked for by name: it replaces a torch that runs here as --upgrade
+    does."""
+    from pickvariant.commands import plan_install, wheel_install
+
+    wheel_ask, assigned = _wheel_ask(ask, source)
+    check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
+    options = ask.recipes
+    plan = wheel_install.plan_wheel_install(
+        wheel_ask, ask.installer, check=check, allow_downgrade=ask.allow_downgrade, dry_run=options.dry_run,
+        upgrade=ask.upgrade or assigned is not None,
+    )  # fmt: skip
+    if assigned is not None:
+        plan = replace(plan, assigned_by=assigned.said)
+    return wheel_install.WheelInstallation(plan=plan, no_verify=options.no_verify, timeout_s=options.timeout_s)
+
+
+def _wheel_ask(ask: InstallAsk, source: str) -> tuple[WheelAsk, WheelAssignment | None]:
+    """What to ask a prebuilt build's rules; with --plan, the node's assignment pinned, and nothing that would choose
+    another build beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
+    from pickvariant.api import WheelAsk
+    from pickvariant.commands import plan_install
+
+    request, wheel_index = ask.request, ask.wheel_index
+    if ask.plan is None:
+        return WheelAsk(request=request, python=ask.python, wheel_index=wheel_index, source=source), None
+    pinned = _pinned_beside_a_plan(request, None)
+    if pinned:
+        raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
+    assigned = plan_install.wheel_assignment(ask.plan, ask.label, source)
+    request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
+    if wheel_index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
+        wheel_index = assigned.index_root
+    return WheelAsk(request=request, python=ask.python, wheel_index=wheel_index, source=source), assigned
