@@ -1,4 +1,5 @@
-"""What the rules answer: the variant chosen (or none), why, and why not each alternative."""
+"""What the rules answer, whichever source's stages ask: the build chosen (or none), why, and why not each alternative
+(one Decision), and the answer with what it was decided from (one Answer)."""
 
 from __future__ import annotations
 
