@@ -42,6 +42,16 @@ def exit_for(error: BaseException) -> tuple[str, int] | None:
     return None
 
 
+def text_width() -> int:
+    """How wide the text answer is: the terminal's width where stdout is one, else 100 columns. shutil (bz2, lzma,
+    zlib: milliseconds) is imported only where a terminal's width is asked."""
+    if not sys.stdout.isatty():
+        return 100
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
 def prepare_streams() -> bool:
     """False when stdout is closed (`>&-`), after saying so; otherwise make encoding errors harmless."""
     if sys.stdout is None:

@@ -51,24 +51,14 @@ def _detect_flox(values: dict[str, Any], output: DetectFormat) -> None:
 
 
 def _detect_wheels(values: dict[str, Any], output: DetectFormat, source: str) -> None:
-    import shutil
-    import sys
-
-    from pickvariant.api import WheelAsk, decide_wheel, no_wheel_error
-    from pickvariant.output import wheel_answer
+    from pickvariant.api import WheelAsk
+    from pickvariant.cli.console import text_width
+    from pickvariant.commands.detect import prebuilt_text
 
     ask = WheelAsk(
         request=request_of(values), python=values["python"], wheel_index=values["wheel_index"], source=source
     )
-    answer = decide_wheel(ask)
-    build = answer.decision.build
-    if output is DetectFormat.markdown:
-        typer.echo(wheel_answer.wheel_markdown(answer), nl=False)
-    elif output is DetectFormat.text:
-        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
-        typer.echo("\n".join(wheel_answer.wheel_text_lines(answer, width, values["explain"])))
-    elif build is not None:  # requirements or pyproject: a file's content, only where there is an answer
-        render = wheel_answer.requirements_text if output is DetectFormat.requirements else wheel_answer.pyproject_text
-        typer.echo(render(answer), nl=False)
-    if build is None:
-        raise no_wheel_error(answer)
+    text, error = prebuilt_text(ask, output.value, text_width(), values["explain"])
+    typer.echo(text, nl=False)
+    if error is not None:
+        raise error

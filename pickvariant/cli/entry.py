@@ -114,20 +114,13 @@ def _recipes_text(request: Request) -> int:
 
 def _wheels_text(ask: WheelAsk, explain: bool) -> int:
     """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
-    from pickvariant.api import decide_wheel, no_wheel_error
     from pickvariant.cli import console
-    from pickvariant.output.wheel_answer import wheel_text_lines
+    from pickvariant.commands.detect import prebuilt_text
 
-    answer = decide_wheel(ask)
-    width = 100
-    if sys.stdout.isatty():  # shutil (bz2, lzma, zlib: milliseconds) only where a terminal's width is asked
-        import shutil
-
-        width = shutil.get_terminal_size().columns
-    sys.stdout.write("\n".join(wheel_text_lines(answer, width, explain)) + "\n")
+    text, error = prebuilt_text(ask, "text", console.text_width(), explain)
+    sys.stdout.write(text)
     sys.stdout.flush()
-    if answer.decision.build is None:
-        error = no_wheel_error(answer)
+    if error is not None:
         print(console.error_line(error), file=sys.stderr)
         return error.exit_code
     return 0

@@ -1,6 +1,7 @@
-"""`pickvariant detect --format json`: the chosen source's answer as one JSON document, for both front ends (the typer
-CLI, and entry's fast path, which loads no typer) and every source. The answer itself is the library's
-(api.answer): detect, install and report take it and re-derive nothing."""
+"""`pickvariant detect`: the chosen source's answer as one JSON document for every source, and a source of prebuilt
+builds' answer as text, Markdown, a requirements file or a pyproject block, for both front ends (the typer CLI, and
+entry's fast path, which loads no typer). The answer itself is the library's (api.answer): detect, install and
+report take it and re-derive nothing."""
 
 from __future__ import annotations
 
@@ -25,3 +26,22 @@ def json_text(
         document = {"label": label, **document}
     text = json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)
     return text, (choice.no_variant_error() if choice.build is None else None)
+
+
+def prebuilt_text(ask: api.WheelAsk, output: str, width: int, explain: bool = False) -> tuple[str, NoVariant | None]:
+    """A source of prebuilt builds' answer as `output` prints it (text `width` columns wide, with --explain every
+    alternative; markdown; requirements or pyproject, a file's content, only where a build runs here) and, where
+    none runs here, the error that ends the command (exit 3)."""
+    from pickvariant.output import wheel_answer
+
+    answer = api.decide_wheel(ask)
+    found = answer.decision.build is not None
+    if output == "markdown":
+        text = wheel_answer.wheel_markdown(answer)
+    elif output == "text":
+        text = "\n".join(wheel_answer.wheel_text_lines(answer, width, explain)) + "\n"
+    elif not found:
+        text = ""
+    else:
+        text = (wheel_answer.requirements_text if output == "requirements" else wheel_answer.pyproject_text)(answer)
+    return text, (None if found else api.no_wheel_error(answer))
