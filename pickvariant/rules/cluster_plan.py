@@ -38,19 +38,33 @@ from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    from pickvariant.machine.facts import HostFacts
     from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
+
+    T = TypeVar("T")
 
 JSON_SCHEMA_VERSION = 1
 
 
-def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[Profile[Variant]]:
-    profiles = []
-    for hardware in inputs.hardware:
+def each_profile(inputs: Inputs, hardware: Hardware, decided: Callable[[HostFacts], Profile[T]]) -> list[Profile[T]]:
+    """Every profile of the cluster read back from its detect line and `decided` by a source's stages; one whose facts
+    cannot be read is an unreadable profile (rules/fewest_builds.unreadable), for every source alike."""
+    profiles: list[Profile[T]] = []
+    for node_hardware in inputs.hardware:
         try:
-            facts = facts_from_json(hardware, catalog)
+            facts = facts_from_json(node_hardware, hardware)
         except PickVariantError as error:
             profiles.append(unreadable(error))
             continue
+        profiles.append(decided(facts))
+    return profiles
+
+
+def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[Profile[Variant]]:
+    def decided(facts: HostFacts) -> Profile[Variant]:
         decision = decide(facts, catalog, options, with_hints=False)
         candidates = decision.candidates
         if options.with_projects:
@@ -67,8 +81,9 @@ def decide_profiles(inputs: Inputs, catalog: Catalog, options: Request) -> list[
             # What detect would say on that node: its last reason and its hints (a driver that would help, ...).
             told = decide(facts, catalog, options)
             why = "; ".join(told.reasons[-1:] + told.hints) or "no variant fits"
-        profiles.append(Profile(candidates, why, hardware_summary(facts), fingerprint(facts, catalog)))
-    return profiles
+        return Profile(candidates, why, hardware_summary(facts), fingerprint(facts, catalog))
+
+    return each_profile(inputs, catalog, decided)
 
 
 @keyword_record
@@ -192,13 +207,7 @@ def _prebuilt_profiles(
     environment read; with --with, only the builds whose release pairs every companion."""
     from pickvariant.rules.wheel_pick import pick_wheel
 
-    profiles = []
-    for node_hardware in inputs.hardware:
-        try:
-            facts = facts_from_json(node_hardware, hardware)
-        except PickVariantError as error:
-            profiles.append(unreadable(error))
-            continue
+    def decided(facts: HostFacts) -> Profile[WheelBuild]:
         decision = pick_wheel(facts, hardware, wheels, options, None, index_root)
         candidates = tuple(
             build
@@ -206,8 +215,9 @@ def _prebuilt_profiles(
             if all(wheels.companion(build.torch, project) for project in options.with_projects)
         )
         why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
-        profiles.append(Profile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware)))
-    return profiles
+        return Profile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware))
+
+    return each_profile(inputs, hardware, decided)
 
 
 def wheels_identity(wheels: WheelCatalog) -> dict[str, str]:
