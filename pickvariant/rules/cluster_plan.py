@@ -155,12 +155,24 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
     profiles = decide_profiles(inputs, catalog, options)
     index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
     ids = [tuple(index_of[id(v)] for v in profile.candidates) for profile in profiles]
-    solution, nodes, chosen_variants = fewest(
+    solved = fewest(
         inputs, profiles, ids, catalog.variants, cost_of, max_variants, "variant", lambda v: (v.branch, v.package)
     )
-    companions, shapes = _sets(chosen_variants, catalog, options)
+    companions, shapes = _sets(solved[2], catalog, options)
+    return _planned(inputs, profiles, solved, catalog=catalog_identity(catalog), companions=companions, shapes=shapes)
+
+
+def _planned(
+    inputs: Inputs,
+    profiles: Sequence[Profile[T]],
+    solved: tuple[Solution, tuple[NodePlan[T], ...], tuple[tuple[T, int, tuple[str, ...]], ...]],
+    **own: Any,
+) -> ClusterPlan[T, Any]:
+    """The plan, whichever source: the solver's answer, what was read, and `own`, what the source adds (its
+    catalog's identity, companions, sets, index root)."""
+    solution, nodes, chosen = solved
     return ClusterPlan(
-        builds=chosen_variants,
+        builds=chosen,
         nodes=nodes,
         solution=solution,
         node_count=len(inputs.labels),
@@ -170,9 +182,7 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
         duplicate_labels=tuple(inputs.duplicate_labels()),
         profile_of=tuple(inputs.profile_of),
         fingerprints=tuple(profile.fingerprint for profile in profiles),
-        catalog=catalog_identity(catalog),
-        companions=companions,
-        shapes=shapes,
+        **own,
     )
 
 
@@ -251,36 +261,18 @@ def make_prebuilt_plan(
     profiles = _prebuilt_profiles(inputs, hardware, wheels, options, index_root)
     id_of = {build: i for i, build in enumerate(wheels.builds)}
     ids = [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
-    solution, nodes, chosen = fewest(
-        inputs,
-        profiles,
-        ids,
-        wheels.builds,
-        prebuilt_cost_of,
-        max_variants,
-        "wheel build",
+    solved = fewest(
+        inputs, profiles, ids, wheels.builds, prebuilt_cost_of, max_variants, "wheel build",
         lambda b: (b.platform, b.local),
-    )
-    return ClusterPlan(
-        source=source,
-        builds=chosen,
-        companions={
-            build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))
-            for build, _, _ in chosen
-        },
-        index_root=index_root,
-        nodes=nodes,
-        solution=solution,
-        node_count=len(inputs.labels),
-        bad=tuple(inputs.bad),
-        bad_count=inputs.bad_count,
-        profile_count=len(profiles),
-        python=options.python,
-        duplicate_labels=tuple(inputs.duplicate_labels()),
-        profile_of=tuple(inputs.profile_of),
-        fingerprints=tuple(profile.fingerprint for profile in profiles),
+    )  # fmt: skip
+    companions = {
+        build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))
+        for build, _, _ in solved[2]
+    }
+    return _planned(
+        inputs, profiles, solved, source=source, companions=companions, index_root=index_root, python=options.python,
         catalog=wheels_identity(wheels),
-    )
+    )  # fmt: skip
 
 
 def builds(plan: RecipePlan, variant: Variant) -> list[tuple[str | None, str, str]]:
