@@ -441,6 +441,11 @@ def _(ctx: Ctx) -> int:
     assert data["hardware"]["cuda_visible_devices"] == "1" and len(data["hardware"]["gpus"]) == 2
     assert data["recommendation"]["gpu_arch"] == "sm80"  # runs on both, not sm86 for the visible one alone
     assert any("see 1 of the 2 GPUs" in reason for reason in data["reasons"])
+    # The wheel answer says the same of the machine's GPUs (one stage words them for every source).
+    _, wheels = ctx.detect("--source", "wheels", "--cpuinfo", str(SKYLAKE), env={"CUDA_VISIBLE_DEVICES": "1"})
+    assert wheels is not None
+    hidden_said = [reason for reason in data["reasons"] if "CUDA_VISIBLE_DEVICES" in reason]
+    assert hidden_said and [r for r in wheels["reasons"] if "CUDA_VISIBLE_DEVICES" in r] == hidden_said
     # verify probes what CUDA shows; with every GPU hidden it cannot vouch for any.
     require(_has_torch(), "torch is not installed (pip install torch==2.13.0)")
     hidden = ctx.cli("verify", "--python", sys.executable, "--quick", env={"CUDA_VISIBLE_DEVICES": ""})

@@ -1,16 +1,25 @@
-"""Can this variant run on these facts, and if not, why: the one compatibility predicate.
+"""Can this build run on these facts, and if not, why: the one compatibility predicate.
 
-The decision, its hints, `install --package`, `verify` and (later) `plan` all ask here
-instead of re-deriving the rules, so that what one of them admits the others admit too.
+`refusals` judges the neutral record every source's builds are read into (sources/runs_on.Build): a Flox variant
+(`why_not`, the recipes' words for its findings), a wheel (rules/wheel_stages.py), the torch already in an
+environment. Its findings, in the order a person checks them: built for another platform; the CPU lacks a flag of the
+build's instruction set (a build that dispatches at run time requires none); an Apple Silicon build (macOS: MPS) is
+judged by those alone, the Apple GPU being part of every such Mac; a CPU build where GPUs are to be served, or a CUDA
+build where none are; each GPU its kernels do not run on (rules/kernels.py: SASS, then PTX through the driver's JIT);
+the driver (`driver_refusal`: the GPUs it drives, its CUDA line's floor, a Jetson's CUDA version). A finding is typed,
+never worded: each source says it of its own record.
+
+The decision, its hints, `install --package`, `verify` and `plan` all ask here instead of re-deriving the rules, so
+that what one of them admits the others admit too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
-from pickvariant._base.records import replace
+from pickvariant._base.records import record, replace
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
@@ -18,6 +27,7 @@ from pickvariant.rules import compat_wording as wording
 from pickvariant.rules import kernels
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch, Hardware
+from pickvariant.sources.runs_on import Build, of_variant
 
 # Jetson drivers ship in the Jetson Linux BSP on its own cadence (JetPack 7 on Thor reports
 # "580.00" with CUDA 13.0), so their version numbers say nothing about the desktop minimums.
@@ -217,61 +227,119 @@ def platform_rejection(variant: Variant, facts: HostFacts, catalog: Hardware) ->
     return wording.built_for_another_platform(variant.platform, facts.os, facts.arch)
 
 
-def why_not(
-    variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence[GpuFacts] | None = None
-) -> tuple[str, ...]:
-    """Every reason `variant` cannot run on `facts` (on `gpus`, default every GPU); empty when it can."""
-    gpus = facts.gpus if gpus is None else gpus
-    problems: list[str] = []
-    wrong_platform = platform_rejection(variant, facts, catalog)
+# The one predicate: does a build run on this machine, and each reason it does not (see refusals).
+PLATFORM = "platform"
+CPU_FLAGS = "cpu_flags"
+GPUS_UNUSED = "gpus_unused"
+NO_GPU = "no_gpu"
+KERNELS = "kernels"
+DRIVER = "driver"
+
+
+@record
+class Refusal:
+    """One reason a build does not run here. `gpu`: the GPU its kernels do not run on (KERNELS); `detail`: the flags
+    the CPU lacks (CPU_FLAGS), why the build's first SASS does not run on that GPU (KERNELS, empty for a build with
+    none), why the driver does not run it (DRIVER)."""
+
+    what: str
+    gpu: GpuFacts | None = None
+    detail: tuple[str, ...] = ()
+
+
+def refusals(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts]) -> tuple[Refusal, ...]:
+    """Every reason `build` does not run on `facts` and `gpus` (the GPUs it must serve); empty where it runs."""
+    return tuple(_found(build, facts, hardware, gpus))
+
+
+def first_refusal(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts]) -> Refusal | None:
+    """The first reason `build` does not run here, None where it runs: the rest are not looked for."""
+    return next(_found(build, facts, hardware, gpus), None)
+
+
+def _found(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts]) -> Iterator[Refusal]:
+    wrong_platform = (build.os, build.arch) != (facts.os, facts.arch)
     if wrong_platform:
-        problems.append(wrong_platform)
-    if variant.is_mps:
-        # The Apple GPU is part of every Apple Silicon Mac; NVIDIA GPUs stated for one change nothing.
-        return tuple(problems)
-    # A build without an instruction set (None) dispatches its CPU kernels at run time: no flag is required of the CPU.
-    if variant.cpu_isa is not None and not wrong_platform:
-        missing = missing_flags(catalog.isas[variant.cpu_isa].requires, facts.cpu.flags)
+        yield Refusal(what=PLATFORM)
+    if build.cpu_isa is not None and not wrong_platform:
+        missing = missing_flags(hardware.isas[build.cpu_isa].requires, facts.cpu.flags)
         if missing:
-            problems.append(wording.crashes_without(missing))
-    if variant.gpu_arch is None:
+            yield Refusal(what=CPU_FLAGS, detail=tuple(missing))
+    if build.os == "darwin":
+        return
+    if build.cuda is None:
         if gpus:
-            problems.append(wording.CPU_ONLY_UNUSED_GPUS)
-        return tuple(problems)
+            yield Refusal(what=GPUS_UNUSED)
+        return
     if not gpus:
-        problems.append(wording.cuda_build_without_gpu(variant.gpu_arch))
-        return tuple(problems)
-    verdicts: dict[tuple[int, int], str | None] = {}  # eight GPUs of one kind are judged once
+        yield Refusal(what=NO_GPU)
+        return
     for gpu in gpus:
-        capability = gpu.compute_capability
-        kind = (capability.major, capability.minor)
-        if kind not in verdicts:
-            verdicts[kind] = _kernels_verdict(catalog, variant.sass_archs, variant.ptx_archs, capability, variant.cuda)
-        why = verdicts[kind]
-        if why:
-            problems.append(f"GPU {gpu.index}: {why}")
-    why_driver = driver_rejection(facts.driver, catalog.cuda_line(variant), gpus, catalog)
-    if why_driver:
-        problems.append(why_driver)
-    return tuple(problems)
+        why = _kernels_verdict(hardware, build.sass, build.ptx, gpu.compute_capability, build.cuda)
+        if why is not None:
+            yield Refusal(what=KERNELS, gpu=gpu, detail=why)
+    if build.cuda_min_driver is not None:
+        why_driver = driver_refusal(facts.driver, build.cuda, build.cuda_min_driver, gpus, hardware)
+        if why_driver is not None:
+            yield Refusal(what=DRIVER, detail=(why_driver,))
+
+
+def kernels_run(
+    build: Build, capability: ComputeCapability, hardware: Hardware
+) -> tuple[str, ComputeCapability] | None:
+    """How the build's kernels run on a GPU of `capability` ("sass" or "ptx", with the architecture), None where
+    they do not: the one kernel rule (rules/kernels.py), with the build's CUDA line."""
+    return kernels.coverage(build.sass, build.ptx, capability, hardware, build.cuda)
 
 
 @per_object
 def _kernels_verdict(
-    catalog: Hardware, sass: tuple[str, ...], ptx: tuple[str, ...], capability: ComputeCapability, cuda: str | None
-) -> str | None:
-    """None when the build's kernels run on `capability` (the one rule, rules/kernels.py: SASS, then PTX through the
-    driver's JIT), else why its first architecture's do not. Worked out once per catalog, build and kind of GPU:
-    decide asks it of dozens of variants."""
-    archs = catalog.gpu_archs
-    found = kernels.coverage(
-        (archs[name].compute_capability for name in sass),
-        (archs[name].compute_capability for name in ptx),
-        capability,
-        catalog,
-        cuda,
-    )
-    return None if found is not None else kernels_run_on(archs[sass[0]], capability, catalog, cuda)
+    hardware: Hardware,
+    sass: tuple[ComputeCapability, ...],
+    ptx: tuple[ComputeCapability, ...],
+    capability: ComputeCapability,
+    cuda: str | None,
+) -> tuple[str, ...] | None:
+    """None when the kernels run on `capability`, else why its first SASS does not (empty without SASS). Worked
+    out once per hardware facts, build shape and kind of GPU: a decision asks it of dozens of builds, eight GPUs of
+    one kind once."""
+    if kernels.coverage(sass, ptx, capability, hardware, cuda) is not None:
+        return None
+    if not sass:
+        return ()
+    why = kernels.sass_runs_on(sass[0], capability, hardware, cuda)
+    return () if why is None else (why,)
+
+
+def why_not(
+    variant: Variant, facts: HostFacts, catalog: Catalog, gpus: Sequence[GpuFacts] | None = None
+) -> tuple[str, ...]:
+    """Every reason `variant` cannot run on `facts` (on `gpus`, default every GPU), in the recipes' words; empty when
+    it can. The finding is the one predicate's (`refusals`), as for every source's builds."""
+    found = refusals(build_of_variant(catalog, variant), facts, catalog, facts.gpus if gpus is None else gpus)
+    return tuple(_said(refusal, variant, facts) for refusal in found)
+
+
+def _said(refusal: Refusal, variant: Variant, facts: HostFacts) -> str:
+    what, detail = refusal.what, refusal.detail
+    if what == "platform":
+        return wording.built_for_another_platform(variant.platform, facts.os, facts.arch)
+    if what == "cpu_flags":
+        return wording.crashes_without(detail)
+    if what == "gpus_unused":
+        return wording.CPU_ONLY_UNUSED_GPUS
+    if what == "no_gpu":
+        return wording.cuda_build_without_gpu(variant.gpu_arch or "")
+    if what == "kernels":
+        assert refusal.gpu is not None
+        return f"GPU {refusal.gpu.index}: {detail[0]}"
+    return detail[0]
+
+
+@per_object
+def build_of_variant(catalog: Catalog, variant: Variant) -> Build:
+    """The variant as the predicate reads it (sources/runs_on.py), made once per catalog and variant."""
+    return of_variant(variant, catalog, source="")
 
 
 def runs_on_all(catalog: Hardware, gpu_arch: str | None, gpus: Sequence[GpuFacts], cuda: str | None = None) -> bool:

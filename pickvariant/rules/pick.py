@@ -22,7 +22,6 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import alternatives, compat, stages, wording
 from pickvariant.rules.decision import Decision, RecipeDecision, Rejection, SetRefusal, dedupe
 from pickvariant.sources.build import Branch, Catalog, Companion, Variant
-from pickvariant.sources.hardware import GpuArch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -191,7 +190,7 @@ def _chosen_reasons(
             said.append(wording.arch_exact(arch.name, arch.compute_capability, arch.description))
         else:
             said.append(wording.arch_highest(arch.name, [(gpu.index, gpu.compute_capability) for gpu in gpus]))
-        said += _unserved(facts, catalog, gpus, arch, chosen.cuda)
+        said += stages.unserved(arch.name, compat.build_of_variant(catalog, chosen), facts, gpus, catalog)
         if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
             said.append(wording.without_cudnn(arch.name))
     if chosen.cpu_isa is not None:
@@ -199,27 +198,6 @@ def _chosen_reasons(
         ranked = stages.ranked_isas(catalog, options, usable)
         said.append(wording.isa_reason(isa.name, isa.requires, options.workload, ranked))
     return said
-
-
-def _unserved(
-    facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ...], arch: GpuArch, cuda: str | None
-) -> list[str]:
-    """The GPUs of the machine the answer was not chosen for (--gpu-index): whether its kernels run there, and how to
-    keep a process off those they do not."""
-    others = [gpu for gpu in facts.gpus if gpu not in gpus]
-    if not others:
-        return []
-    without = [gpu for gpu in others if compat.kernels_run_on(arch, gpu.compute_capability, catalog, cuda) is not None]
-    served = [gpu for gpu in others if gpu not in without]
-    shown = ",".join(str(gpu.index) for gpu in gpus)
-    return [
-        wording.unserved_gpus(
-            arch.name,
-            [(gpu.index, gpu.compute_capability) for gpu in without],
-            [(gpu.index, gpu.compute_capability) for gpu in served],
-            shown,
-        )
-    ]
 
 
 def _nothing_fits(

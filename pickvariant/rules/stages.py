@@ -22,6 +22,7 @@ from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE,
     driver_rejection,
     judged_by_cuda_version,
+    kernels_run,
     minor_version_note,
     missing_flags,
     runs_on_all,
@@ -31,6 +32,8 @@ from pickvariant.rules.compat import (
 )
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.build import MPS, Branch, Catalog, Variant
+from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.runs_on import Build
 
 _NO_GPU = ComputeCapability(0, 0)
 
@@ -51,11 +54,16 @@ def machine_reasons(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ..
     found = [wording.platform_has_builds(facts.os, facts.arch, system)]
     if facts.os == "darwin":
         found.append(wording.APPLE_MPS)
-        if facts.gpus:
-            found.append(wording.NVIDIA_ON_MACOS)
-        return tuple(found)
-    found += [
-        wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, catalog.is_tegra(gpu.compute_capability))
+    return (*found, *hardware_reasons(facts, catalog, gpus))
+
+
+def hardware_reasons(facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts, ...]) -> tuple[str, ...]:
+    """What every source says of this machine's GPUs, in the same words: each GPU to be served, none, the GPUs
+    CUDA_VISIBLE_DEVICES hides; on macOS, that stated NVIDIA GPUs change nothing."""
+    if facts.os == "darwin":
+        return (wording.NVIDIA_ON_MACOS,) if facts.gpus else ()
+    found = [
+        wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, hardware.is_tegra(gpu.compute_capability))
         for gpu in gpus
     ]
     if not gpus:
@@ -68,6 +76,25 @@ def machine_reasons(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ..
         if visible < len(facts.gpus):
             found.append(wording.hidden_gpus(value, visible, len(facts.gpus)))
     return tuple(found)
+
+
+def unserved(
+    name: str, build: Build, facts: HostFacts, targets: tuple[GpuFacts, ...], hardware: Hardware
+) -> tuple[str, ...]:
+    """The machine's GPUs an answer was not chosen for (--gpu-index), for every source in the same words: whether
+    `build`'s kernels run there (the one kernel rule), and how to keep a process off those they do not."""
+    others = [gpu for gpu in facts.gpus if gpu not in targets] if targets else []
+    if not others:
+        return ()
+    runs = {gpu: kernels_run(build, gpu.compute_capability, hardware) is not None for gpu in others}
+    return (
+        wording.unserved_gpus(
+            name,
+            [(gpu.index, gpu.compute_capability) for gpu in others if not runs[gpu]],
+            [(gpu.index, gpu.compute_capability) for gpu in others if runs[gpu]],
+            ",".join(str(gpu.index) for gpu in targets),
+        ),
+    )
 
 
 def branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:

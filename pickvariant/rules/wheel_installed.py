@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.rules import compat
 from pickvariant.rules import wheel_wording as said
-from pickvariant.rules.compat import driver_refusal
-from pickvariant.rules.wheel_stages import coverage
+from pickvariant.rules.wheel_stages import as_build
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 
@@ -49,12 +49,11 @@ def installed_finding(
         return local, "yes", said.installed_no_gpus(shown)
     if not build.is_cuda:
         return local, "no", said.installed_cpu_only(shown)
-    for gpu in gpus:
-        if coverage(build, gpu.compute_capability, hardware) is None:
-            return local, "no", said.installed_lacks(shown, gpu.index, gpu.compute_capability)
-    if build.cuda is not None and build.min_driver is not None:
-        why = driver_refusal(facts.driver, build.cuda, build.min_driver, gpus, hardware)
-        if why is not None:
-            return local, "no", said.installed_undriven(shown, why)
+    found = compat.first_refusal(as_build(build), facts, hardware, gpus)
+    if found is not None and found.what == compat.KERNELS:
+        assert found.gpu is not None
+        return local, "no", said.installed_lacks(shown, found.gpu.index, found.gpu.compute_capability)
+    if found is not None:
+        return local, "no", said.installed_undriven(shown, found.detail[0])
     served = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus)
     return local, "yes", said.installed_covers(shown, served)

@@ -23,7 +23,7 @@ from pickvariant.rules import compat, stages, wording
 from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_installed import installed_finding
-from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
+from pickvariant.rules.wheel_stages import alternatives, as_build, check_pins, coverage, judge, newest_first
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WHEEL_PLATFORMS, PairedRelease, WheelBuild, WheelCatalog
 
@@ -109,14 +109,9 @@ def _machine_reasons(
 ) -> tuple[str, ...]:
     found = [said.platform_has_wheels(facts.os, facts.arch, platform)]
     if facts.os == "darwin":
-        return (*found, said.mps_wheel())
-    found += [
-        wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, hardware.is_tegra(gpu.compute_capability))
-        for gpu in gpus
-    ]
-    if not gpus:
-        found.append(wording.NO_GPU)
-    elif facts.driver_assumed:
+        found.append(said.mps_wheel())
+    found += stages.hardware_reasons(facts, hardware, gpus)
+    if gpus and facts.driver_assumed:
         found.append(said.driver_assumed())
     return tuple(found)
 
@@ -180,7 +175,7 @@ def _chosen(
         reasons.append(said.python_unstated(newest))
         decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
-    reasons += _unserved(chosen, facts, decision.targets, hardware)
+    reasons += stages.unserved(chosen.local, as_build(chosen), facts, decision.targets, hardware)
     if chosen.pypi and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
     reasons.append(said.dispatch(decision.dispatch, facts.arch, facts.cpu.source != "--platform"))
@@ -212,23 +207,6 @@ def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: H
         if kind == "sass" and hardware.is_tegra(gpu.compute_capability) and not hardware.is_tegra(capability):
             found[-1] += said.unified(build.cuda or "")
     return found
-
-
-def _unserved(build: WheelBuild, facts: HostFacts, targets: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
-    """The GPUs the answer was not chosen for (--gpu-index): whether its kernels run there, and how to keep a process
-    off those they do not, as the recipe answer says it (rules/pick.py)."""
-    others = [gpu for gpu in facts.gpus if gpu not in targets] if targets else []
-    if not others:
-        return []
-    runs = {gpu: coverage(build, gpu.compute_capability, hardware) is not None for gpu in others}
-    return [
-        wording.unserved_gpus(
-            build.local,
-            [(gpu.index, gpu.compute_capability) for gpu in others if not runs[gpu]],
-            [(gpu.index, gpu.compute_capability) for gpu in others if runs[gpu]],
-            ",".join(str(gpu.index) for gpu in targets),
-        )
-    ]
 
 
 def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> list[tuple[str, str, str]]:

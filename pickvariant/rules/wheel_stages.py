@@ -1,25 +1,25 @@
 """The wheel rules' stages: each build judged against the machine, and the alternatives the choice passed over.
 
-A build is judged in the order a person would check it: the pins (--torch, --cuda), the Python tag, whether it is
-a CUDA build where GPUs are to be served (a CPU build where none are), every targeted GPU's kernels (SASS of the
-same major and a minor <= the card's, else PTX of a capability <= the card's, which the driver JIT-compiles), then
-the driver (compat.driver_refusal, as for every source). The first finding is the build's rejection, typed; the
-words are rules/wheel_wording.py's.
+A build is judged in the order a person would check it: the pins (--torch, --cuda), the Python tag, then what the one
+predicate every source's builds are held to finds (rules/compat.py): a CUDA build where no GPU is to be served or a
+CPU build where GPUs are, every targeted GPU's kernels (SASS, else PTX through the driver's JIT), the driver. The
+first finding is the build's rejection, typed; the words are rules/wheel_wording.py's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
-from pickvariant.rules import kernels, wording
-from pickvariant.rules.compat import driver_refusal
+from pickvariant.rules import compat, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.runs_on import Build, of_wheel
 from pickvariant.sources.wheel_build import WheelBuild
 
 COMPANIONS = ("torchvision", "torchaudio")
@@ -64,11 +64,17 @@ def _torch_pin_refused(pin: str, builds: Sequence[WheelBuild], every: Sequence[W
     )
 
 
+@lru_cache(maxsize=4096)
+def as_build(build: WheelBuild) -> Build:
+    """The wheel as the one predicate reads it (rules/compat.py)."""
+    return of_wheel(build, source="")
+
+
 def coverage(
     build: WheelBuild, capability: ComputeCapability, hardware: Hardware
 ) -> tuple[str, ComputeCapability] | None:
     """How the build's kernels run on a GPU of `capability`: the one rule (rules/kernels.py), with its CUDA line."""
-    return kernels.coverage(build.sass, build.ptx, capability, hardware, build.cuda)
+    return compat.kernels_run(as_build(build), capability, hardware)
 
 
 def judge(
@@ -79,7 +85,8 @@ def judge(
     gpus: tuple[GpuFacts, ...],
     python_tag: str | None,
 ) -> Rejection | None:
-    """The first reason `build` cannot be the answer here, typed; None where it runs."""
+    """The first reason `build` cannot be the answer here, typed; None where it runs. Past the pins and the Python
+    tag, what runs here is the one predicate's (rules/compat.py) finding."""
     subject, example = build.variant, build.local
     if options.torch and not release_matches(options.torch, build.torch, "--torch"):
         return rejection(
@@ -101,44 +108,33 @@ def judge(
         return rejection(
             Kind.NOT_BUILT, "wheel_variant", subject, cause="python_tag", example=example, tag=python_tag, tags=tags
         )
-    if facts.os == "darwin":
-        return None
-    if not gpus:
-        return (
-            rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="no_gpu", example=example) if build.cuda else None
-        )
-    if not build.is_cuda:
+    found = compat.first_refusal(as_build(build), facts, hardware, gpus)
+    return None if found is None else _refused(build, found)
+
+
+def _refused(build: WheelBuild, found: compat.Refusal) -> Rejection:
+    subject, example = build.variant, build.local
+    if found.what == compat.NO_GPU:
+        return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="no_gpu", example=example)
+    if found.what == compat.GPUS_UNUSED:
         return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="gpus_unused", example=example)
-    return _kernels_refusal(build, hardware, gpus) or _driver_refusal(build, facts, hardware, gpus)
-
-
-def _kernels_refusal(build: WheelBuild, hardware: Hardware, gpus: tuple[GpuFacts, ...]) -> Rejection | None:
-    for gpu in gpus:
-        if coverage(build, gpu.compute_capability, hardware) is None:
-            return rejection(
-                Kind.NO_KERNELS,
-                "wheel_variant",
-                build.variant,
-                cause="wheel",
-                example=build.local,
-                sass=", ".join(str(c) for c in build.sass),
-                ptx=", ".join(str(c) for c in build.ptx),
-                ptx_known="yes" if build.ptx_known else "no",
-                gpu=str(gpu.index),
-                capability=str(gpu.compute_capability),
-            )
-    return None
-
-
-def _driver_refusal(
-    build: WheelBuild, facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts, ...]
-) -> Rejection | None:
-    if build.cuda is None or build.min_driver is None:
-        return None
-    why = driver_refusal(facts.driver, build.cuda, build.min_driver, gpus, hardware)
-    if why is None:
-        return None
-    return rejection(Kind.DRIVER, "wheel_variant", build.variant, cause="wheel", example=build.local, refusal=why)
+    if found.what == compat.KERNELS:
+        assert found.gpu is not None
+        return rejection(
+            Kind.NO_KERNELS,
+            "wheel_variant",
+            subject,
+            cause="wheel",
+            example=example,
+            sass=", ".join(str(c) for c in build.sass),
+            ptx=", ".join(str(c) for c in build.ptx),
+            ptx_known="yes" if build.ptx_known else "no",
+            gpu=str(found.gpu.index),
+            capability=str(found.gpu.compute_capability),
+        )
+    # A wheel is judged among its own platform's and requires no instruction set: the driver is what is left.
+    assert found.what == compat.DRIVER, found.what
+    return rejection(Kind.DRIVER, "wheel_variant", subject, cause="wheel", example=example, refusal=found.detail[0])
 
 
 def newest_first(builds: Iterable[WheelBuild], pypi_first: bool = False) -> list[WheelBuild]:
