@@ -105,7 +105,6 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
 OVER_400_TODAY = {
     "pickvariant/sources/flox/nixeval.py": 413,
     "pickvariant/sources/flox/sync.py": 437,
-    "pickvariant/rules/wording.py": 441,
     "pickvariant/verify/probe.py": 447,
     "pickvariant/sources/flox/fetch.py": 479,
 }

@@ -111,6 +111,13 @@ def test_an_apple_silicon_mac_gets_the_macos_arm64_wheel_and_an_intel_mac_the_tr
     document = _json(cpuinfo=cpuinfo_path("darwin-sequoia-m4"))
     assert document["recommendation"]["platform"] == "macos-arm64"
     assert any("MPS" in reason for reason in document["reasons"])
+    # NVIDIA GPUs stated for a Mac change nothing, and both sources say so in the same words.
+    stated = ["--cpuinfo", str(cpuinfo_path("darwin-sequoia-m4")), "--gpu", "8.0", "--python-version", "3.12"]
+    said = {}
+    for source in ("flox", "wheels"):
+        result = runner.invoke(app, ["detect", "--source", source, "--format", "json", *stated])
+        said[source] = [r for r in json.loads(result.stdout)["reasons"] if "NVIDIA" in r]
+    assert said["wheels"] == said["flox"] and "change nothing on macOS" in said["wheels"][0]
     intel = _answer(cpuinfo=cpuinfo_path("darwin-mojave-skylake"))
     assert intel.decision.build is None and "Intel Mac" in intel.decision.reasons[-1]
 

@@ -27,9 +27,10 @@ from pickvariant._base.request import Request
 from pickvariant.install import flow as installer
 from pickvariant.install.install_plan import InstallOptions
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules import pairing, wording
+from pickvariant.rules import pairing
 from pickvariant.rules.decision import RecipeDecision
 from pickvariant.rules.sets import SetShape, shape
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.verify import judge as verifier
 from pickvariant.verify.probe_run import probe_argv
@@ -83,7 +84,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     if shape is not None and shape.generated and options.package is None and not request.build:
         # Nothing published makes the set: building it takes hours, so an install from an organisation asks first.
         assert decision.variant is not None
-        raise BadInput(wording.install_needs_build(shape, decision.variant.package, request.with_projects))
+        raise BadInput(recipe_wording.install_needs_build(shape, decision.variant.package, request.with_projects))
     variant = _variant(request, options, catalog, facts, decision)
     companions, set_shape = _set_of(request, options, catalog, decision, variant)
     plan = installer.make_install_plan(variant, catalog, options, companions=companions, set_shape=set_shape)
@@ -133,7 +134,7 @@ def _set_of(
         planned = ", ".join(package for _, package in options.assigned_set)
         raise BadInput(f"the plan's set on {variant.package} ({planned}) is not one this catalog makes: plan again")
     if found.generated and not request.build:
-        raise BadInput(wording.install_needs_build(found, variant.package, projects))
+        raise BadInput(recipe_wording.install_needs_build(found, variant.package, projects))
     return companions, found
 
 

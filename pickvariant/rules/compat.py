@@ -23,8 +23,8 @@ from pickvariant._base.records import record, replace
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules import compat_wording as wording
 from pickvariant.rules import kernels
+from pickvariant.rules.wording import compat as wording
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch, Hardware
 from pickvariant.sources.runs_on import Build, of_variant

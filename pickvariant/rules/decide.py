@@ -2,7 +2,7 @@
 
 Nothing here looks at the machine. rules/pick.py runs the stages (rules/stages.py, rules/pairing.py) and ranks
 what compat.why_not admits; rules/hints.py adds what would help, deciding again where a hint promises a variant;
-rules/wording.py words every reason. This module puts the three together.
+rules/wording/ words every reason. This module puts the three together.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules import wording
 from pickvariant.rules.decision import RecipeDecision
 from pickvariant.rules.pick import pick
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog
 
 __all__ = ["RecipeDecision", "decide"]
@@ -29,7 +29,7 @@ def decide(facts: HostFacts, catalog: Catalog, options: Request = Request(), wit
             from pickvariant.rules import hints as helping  # only a machine nothing fits needs hints
 
             found, hints = helping.for_nothing(facts, catalog, options, picked, picked.nothing)
-        why = (*picked.nothing.why, *found) or (wording.NOTHING_COMBINES,)
+        why = (*picked.nothing.why, *found) or (recipe_wording.NOTHING_COMBINES,)
         # The driver stage may already have said what left nothing (a GPU it cannot drive): said once.
         return replace(decision, reasons=tuple(dict.fromkeys(decision.reasons + why)), hints=hints)
     if with_hints and picked.alone is not None:

@@ -62,7 +62,7 @@ class Rejection(tuple):  # (kind, subject, facts), immutable and hashable as a t
 
     `subject`: (axis, name), the axis one of branch, cuda_line, cpu_isa, gpu_arch, package, companion. `facts`:
     (name, value) pairs; where a kind is found in several ways, `cause` says which. Nothing here is prose:
-    rules/wording.py words a rejection, so text, Markdown and JSON say the same.
+    rules/wording/ words a rejection, so text, Markdown and JSON say the same.
 
     A tuple rather than a @record: detect makes a dozen per answer, and a tuple is built, hashed and compared in
     C (benchmarks/detect_speed.py's warm ratio)."""

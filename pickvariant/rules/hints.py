@@ -12,7 +12,6 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules import wording
 from pickvariant.rules.compat import (
     driver_rejection,
     for_cuda,
@@ -22,6 +21,7 @@ from pickvariant.rules.compat import (
 )
 from pickvariant.rules.nothing import NothingFits
 from pickvariant.rules.pick import Picked, pick
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CudaLine, GpuArch
 
@@ -47,7 +47,7 @@ def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked
     for min_driver, cuda in lines:
         upgraded = pick(replace(facts, driver=DriverFacts(min_driver, cuda)), catalog, options).decision.variant
         if upgraded is not None and (got is None or version_key(upgraded.torch) > version_key(got.torch)):
-            return (wording.driver_gives_set(min_driver, upgraded.torch, options.with_projects, upgraded.label),)
+            return (recipe_wording.driver_gives_set(min_driver, upgraded.torch, options.with_projects, upgraded.label),)
     return ()
 
 
@@ -57,19 +57,19 @@ def for_nothing(
     """No variant: (a finding only deciding again can make, the hints), from what the stages found (`nothing`)."""
     if facts.os == "darwin":
         pinned = options.torch or options.python or options.branch
-        return (), ((wording.DROP_PINS_MAC,) if pinned else ())
+        return (), ((recipe_wording.DROP_PINS_MAC,) if pinned else ())
     gpus = picked.decision.targets
     found: list[str] = []
     hints: list[str] = []
     if not picked.usable_isas and not facts.cpu.flags:
-        hints.append(wording.NO_FLAGS_KNOWN)
+        hints.append(recipe_wording.NO_FLAGS_KNOWN)
     if gpus:
         if nothing.gpus_conflict:
-            hints.append(wording.TARGET_ONE_GPU)
+            hints.append(recipe_wording.TARGET_ONE_GPU)
         for gpu in nothing.gpus_without_kernels:
             hints += newer_gpu_hints(facts, catalog, gpu)
         if nothing.jetson_cuda_unknown:
-            hints.append(wording.state_jetson_cuda(settings.DRIVER_CUDA))
+            hints.append(recipe_wording.state_jetson_cuda(settings.DRIVER_CUDA))
         upgrade = driver_upgrade(facts, catalog, options, picked)
         if upgrade is not None:
             found_line, upgrade_hint = upgrade
@@ -82,9 +82,9 @@ def for_nothing(
                 nothing.cpu_only,
                 key=lambda v: (tuple(-p for p in version_key(v.torch)), preference.index(v.cpu_isa or "")),
             )
-            hints.append(wording.no_gpu_would_give(best.label))
+            hints.append(recipe_wording.no_gpu_would_give(best.label))
     if options.torch or options.cuda or options.python or options.branch:
-        hints.append(wording.DROP_PINS)
+        hints.append(recipe_wording.DROP_PINS)
     return tuple(found), tuple(dict.fromkeys(hints))
 
 
@@ -93,7 +93,7 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
     hints = []
     newest = max(arch.compute_capability for arch in catalog.gpu_archs.values())
     if gpu.compute_capability > newest:
-        hints.append(wording.newer_than_catalog(gpu.compute_capability, newest))
+        hints.append(recipe_wording.newer_than_catalog(gpu.compute_capability, newest))
     for arch in catalog.gpu_archs.values():
         if arch.reported_before_cuda_13 != gpu.compute_capability:
             continue
@@ -106,19 +106,19 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
         if not lines:
             continue
         line = lines[0]
-        renamed = wording.renamed_capability(arch.description, gpu.compute_capability, arch.compute_capability)
+        renamed = recipe_wording.renamed_capability(arch.description, gpu.compute_capability, arch.compute_capability)
         as_renamed = (replace(gpu, compute_capability=arch.compute_capability),)
         if facts.driver_assumed or facts.driver is None or driver_rejection(facts.driver, line, as_renamed, catalog):
             driver = (
-                wording.jetson_driver_for(line.cuda)
+                recipe_wording.jetson_driver_for(line.cuda)
                 if arch.tegra
-                else wording.driver_for(line.min_driver, for_cuda(catalog, line.cuda, line.min_driver))
+                else recipe_wording.driver_for(line.min_driver, for_cuda(catalog, line.cuda, line.min_driver))
             )
-            hints.append(wording.renamed_needs_driver(renamed, driver, arch.name))
+            hints.append(recipe_wording.renamed_needs_driver(renamed, driver, arch.name))
         else:
             # The user already has that driver: telling them to get it would send them in circles.
             shown = facts.driver.version or facts.driver.cuda
-            hints.append(wording.renamed_check_capability(renamed, shown, line.cuda, arch.compute_capability))
+            hints.append(recipe_wording.renamed_check_capability(renamed, shown, line.cuda, arch.compute_capability))
     return hints
 
 
@@ -153,7 +153,7 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, options: Request, picked:
         if decision.variant is not None and decision.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
             hint = _upgrade_hint(facts, catalog, gpus, decision.line, decision.variant, upgraded)
-            return wording.driver_too_old(str(shown)), hint + _later_in_branch(
+            return recipe_wording.driver_too_old(str(shown)), hint + _later_in_branch(
                 facts, catalog, options, upgraded, decision.variant
             )
     return None
@@ -174,7 +174,7 @@ def _later_in_branch(
         decision = pick(replace(facts, driver=DriverFacts(minimum, upgraded.cuda)), catalog, options).decision
         if decision.variant is not None and decision.line is not None and decision.variant != last:
             cuda_words = for_cuda(catalog, decision.line.cuda, minimum)
-            said.append(wording.later_driver_allows(minimum, cuda_words, decision.variant.label))
+            said.append(recipe_wording.later_driver_allows(minimum, cuda_words, decision.variant.label))
             last = decision.variant
     return "".join(f"; {part}" for part in said)
 
@@ -189,13 +189,19 @@ def _upgrade_hint(
 ) -> str:
     given = facts.driver
     if judged_by_cuda_version(gpus, given, catalog):
-        return wording.jetson_driver_would_allow(line.cuda, variant.label)
+        return recipe_wording.jetson_driver_would_allow(line.cuda, variant.label)
     if given and given.version and driver.version and driver.version < given.version:
         cuda_words = for_cuda(catalog, line.cuda, driver.version)
-        return wording.older_driver_would_allow(driver.version, cuda_words, variant.label, last_branch(gpus, catalog))
+        return recipe_wording.older_driver_would_allow(
+            driver.version, cuda_words, variant.label, last_branch(gpus, catalog)
+        )
     if driver.version is not None and len(driver.version.parts) == 1:  # a branch: any of its releases
-        return wording.branch_driver_would_allow(driver.version, for_cuda(catalog, line.cuda, None), variant.label)
-    return wording.driver_would_allow(driver.version, for_cuda(catalog, line.cuda, driver.version), variant.label)
+        return recipe_wording.branch_driver_would_allow(
+            driver.version, for_cuda(catalog, line.cuda, None), variant.label
+        )
+    return recipe_wording.driver_would_allow(
+        driver.version, for_cuda(catalog, line.cuda, driver.version), variant.label
+    )
 
 
 def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:

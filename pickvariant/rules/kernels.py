@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pickvariant._base.versions import ComputeCapability
-from pickvariant.rules import compat_wording as wording
+from pickvariant.rules.wording import compat as wording
 from pickvariant.sources.hardware import Hardware
 
 # CUDA 13.2's SBSA-on-Jetson unification: the SASS whose code runs on Tegra GPUs of its major (minor at least its own).

@@ -19,10 +19,10 @@ from pickvariant._base.memo import per_object
 from pickvariant._base.records import keyword_record, replace
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
-from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import Kind, Rejection, SetRefusal, rejection
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Companion, Variant, axes_of
 
 TYPE_CHECKING = False
@@ -126,7 +126,7 @@ def pick_set(
         return published
     refused = published.passed_over
     best = next(((v, r) for v, r in refused if r.cause == "two_torches"), refused[0] if refused else None)
-    said = wording.built_for_want_of_published(projects, best)
+    said = recipe_wording.built_for_want_of_published(projects, best)
     return replace(built, reasons=(said, *built.reasons), rejected=published.rejected)
 
 
@@ -150,10 +150,11 @@ def _built_set(catalog: Catalog, candidates: Sequence[Variant], projects: Sequen
             continue
         shaped = shape(variant, found)
         assert isinstance(shaped, SetShape)  # every piece builds on the variant itself
-        reasons = [wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes_of(variant) if a])]
+        reasons = [recipe_wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes_of(variant) if a])]
         pin_torch = catalog.nixpkgs_torch.get(variant.nixpkgs_rev)
         reasons += [
-            wording.generated_reason(c.project, c.package, variant, c.generation_cost or "", pin_torch) for c in found
+            recipe_wording.generated_reason(c.project, c.package, variant, c.generation_cost or "", pin_torch)
+            for c in found
         ]
         return SetPick(
             variant=variant,
@@ -201,9 +202,10 @@ def _published_set(
         if aligned is not variant:  # the equal variant on the branch aligned with the vLLM release
             passed_over.append((variant, SetRefusal("aligned", tuple(projects), aligned.branch)))
             variant = aligned
-        reasons = [wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes if a])]
+        reasons = [recipe_wording.set_on_one_torch(projects, variant.torch, [str(a) for a in axes if a])]
         reasons += [
-            wording.companion_reason(c.project, c.package, c.repo, c.branch, relation(c, variant)) for c in chosen
+            recipe_wording.companion_reason(c.project, c.package, c.repo, c.branch, relation(c, variant))
+            for c in chosen
         ]
         return SetPick(
             variant=variant,

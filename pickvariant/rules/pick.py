@@ -21,6 +21,7 @@ from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import alternatives, compat, stages, wording
 from pickvariant.rules.decision import Decision, RecipeDecision, Rejection, SetRefusal, dedupe
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Branch, Catalog, Companion, Variant
 
 TYPE_CHECKING = False
@@ -80,7 +81,7 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
             decision: RecipeDecision = Decision(
                 reasons=(*reasons, _why_no_set(found, alone, options)),
                 rejected=dedupe((*rejected, *found.rejected)),
-                hints=(wording.without_with(alone.label),),
+                hints=(recipe_wording.without_with(alone.label),),
                 targets=gpus,
                 machine_said=machine_said,
             )
@@ -98,8 +99,8 @@ def _why_no_set(found: SetPick, alone: Variant, options: Request) -> str:
     # A variant with every recipe whose set would still hold two PyTorch builds: the cause that stands.
     two = next(((v, refusal) for v, refusal in found.passed_over if refusal.cause == "two_torches"), None)
     if two is not None:
-        return wording.no_set_one_torch(two[0].label, wording.set_refusal(two[1]))
-    return wording.no_set_recipe(found.missing or tuple(options.with_projects), alone)
+        return recipe_wording.no_set_one_torch(two[0].label, wording.set_refusal(two[1]))
+    return recipe_wording.no_set_recipe(found.missing or tuple(options.with_projects), alone)
 
 
 def _chosen(
@@ -124,7 +125,7 @@ def _chosen(
     if found is not None:
         if chosen is not alone:
             refusal = wording.set_refusal(passed_over[alone]) if alone in passed_over else "it has no set"
-            said.append(wording.set_moved(alone.label, alone.torch, alone.cuda, refusal))
+            said.append(recipe_wording.set_moved(alone.label, alone.torch, alone.cuda, refusal))
         said += found.reasons
     said += _chosen_reasons(facts, catalog, options, gpus, usable, chosen, moved=chosen is not alone)
     rejected = (
@@ -161,18 +162,18 @@ def _chosen_reasons(
     branch = catalog.branch(chosen.branch)
     line = catalog.cuda_line(chosen)
     why = (
-        wording.BRANCH_NAMED
+        recipe_wording.BRANCH_NAMED
         if options.branch
-        else wording.branch_for_set(options.with_projects, branch.aligned_with)
+        else recipe_wording.branch_for_set(options.with_projects, branch.aligned_with)
         if moved
-        else wording.BRANCH_MPS
+        else recipe_wording.BRANCH_MPS
         if chosen.is_mps
-        else wording.BRANCH_CPU
+        else recipe_wording.BRANCH_CPU
         if line is None
-        else wording.BRANCH_CUDA
+        else recipe_wording.BRANCH_CUDA
     )
     said = [
-        wording.branch_reason(
+        recipe_wording.branch_reason(
             name=branch.name,
             torch=chosen.torch,
             python=chosen.python,
@@ -183,20 +184,20 @@ def _chosen_reasons(
         )
     ]
     if chosen.is_mps:
-        said.append(wording.mps_reason(catalog.min_macos))
+        said.append(recipe_wording.mps_reason(catalog.min_macos))
     elif chosen.gpu_arch:
         arch = catalog.gpu_archs[chosen.gpu_arch]
         if all(gpu.compute_capability == arch.compute_capability for gpu in gpus):
-            said.append(wording.arch_exact(arch.name, arch.compute_capability, arch.description))
+            said.append(recipe_wording.arch_exact(arch.name, arch.compute_capability, arch.description))
         else:
-            said.append(wording.arch_highest(arch.name, [(gpu.index, gpu.compute_capability) for gpu in gpus]))
+            said.append(recipe_wording.arch_highest(arch.name, [(gpu.index, gpu.compute_capability) for gpu in gpus]))
         said += stages.unserved(arch.name, compat.build_of_variant(catalog, chosen), facts, gpus, catalog)
         if not chosen.cudnn and "USE_CUDNN" in arch.build_env:
-            said.append(wording.without_cudnn(arch.name))
+            said.append(recipe_wording.without_cudnn(arch.name))
     if chosen.cpu_isa is not None:
         isa = catalog.isas[chosen.cpu_isa]
         ranked = stages.ranked_isas(catalog, options, usable)
-        said.append(wording.isa_reason(isa.name, isa.requires, options.workload, ranked))
+        said.append(recipe_wording.isa_reason(isa.name, isa.requires, options.workload, ranked))
     return said
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.rules import wording
 from pickvariant.rules.decision import SetShape
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Companion, Variant
 
 
@@ -45,13 +45,13 @@ def shape(variant: Variant, companions: Sequence[Companion]) -> SetShape | str:
         )
     if len(own) == 1 and not identical:
         return SetShape(installed=(own[0].package,), torch_from=own[0].package, companions_alone=True)
-    return wording.two_torches([c.package for c in own], [c.package for c in identical])
+    return recipe_wording.two_torches([c.package for c in own], [c.package for c in identical])
 
 
 def relation(companion: Companion, variant: Variant) -> str:
     """How a companion's torch relates to the PyTorch variant it is paired with, in words."""
     if companion.torch_relation == "generated" and builds_on(companion, variant):
-        return wording.generated_relation(variant.package, companion.generation_cost or "")
+        return recipe_wording.generated_relation(variant.package, companion.generation_cost or "")
     if builds_on(companion, variant):
-        return wording.identical_relation(variant.package)
-    return wording.separate_relation(companion.torch, companion.torch_pin or "", variant.nixpkgs_rev)
+        return recipe_wording.identical_relation(variant.package)
+    return recipe_wording.separate_relation(companion.torch, companion.torch_pin or "", variant.nixpkgs_rev)

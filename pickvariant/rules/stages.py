@@ -2,7 +2,7 @@
 
 platform -> GPUs and driver -> branches -> CUDA lines -> instruction sets -> variants -> GPU architectures ->
 companions (rules/pairing.py) -> the alternatives the ranking passed over (rules/alternatives.py). A stage returns
-what it found; none appends to a list another owns, and none words a rejection (rules/wording.py does).
+what it found; none appends to a list another owns, and none words a rejection (rules/wording/ does).
 rules/pick.py runs them in order.
 """
 

@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping
 from pickvariant._base import settings
 from pickvariant._base.versions import version_key
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules import wheel_wording as said
-from pickvariant.rules import wording
 from pickvariant.rules.compat import floor_raisers, has_tegra, last_branch, machine_floor, tegra_cuda_unknown
 from pickvariant.rules.decision import Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_stages import newest_first
+from pickvariant.rules.wording import prebuilt as said
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 
@@ -41,7 +41,7 @@ def hints_for_nothing(
             refused.setdefault(f"{verdict.kind}/{dict(verdict.facts).get('cause', '')}", []).append(build)
     by_driver = refused.get(f"{Kind.DRIVER}/wheel", [])
     if tegra_cuda_unknown(decision.targets, driver, hardware):  # no driver can be named: its CUDA is not known
-        hints.append(wording.state_jetson_cuda(settings.DRIVER_CUDA))
+        hints.append(recipe_wording.state_jetson_cuda(settings.DRIVER_CUDA))
     elif by_driver and driver is not None:
         hints += _driver_hints(by_driver, decision.targets, hardware, driver, again)
     by_python = refused.get(f"{Kind.NOT_BUILT}/python_tag", [])

@@ -10,8 +10,8 @@ from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat
-from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.wheel_stages import as_build
+from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WheelBuild
 

@@ -20,10 +20,10 @@ from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
-from pickvariant.rules import wheel_wording as said
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_installed import installed_finding
 from pickvariant.rules.wheel_stages import alternatives, as_build, check_pins, coverage, judge, newest_first
+from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WHEEL_PLATFORMS, PairedRelease, WheelBuild, WheelCatalog
 

@@ -3,7 +3,7 @@
 A build is judged in the order a person would check it: the pins (--torch, --cuda), the Python tag, then what the one
 predicate every source's builds are held to finds (rules/compat.py): a CUDA build where no GPU is to be served or a
 CPU build where GPUs are, every targeted GPU's kernels (SASS, else PTX through the driver's JIT), the driver. The
-first finding is the build's rejection, typed; the words are rules/wheel_wording.py's.
+first finding is the build's rejection, typed; the words are rules/wording/'s, in one table with every source's.
 """
 
 from __future__ import annotations

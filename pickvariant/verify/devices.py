@@ -8,7 +8,7 @@ from typing import Any
 
 from pickvariant._base.versions import ComputeCapability
 from pickvariant.rules import kernels
-from pickvariant.rules.wheel_wording import installed_lacks
+from pickvariant.rules.wording.prebuilt import installed_lacks
 from pickvariant.sources.hardware import Hardware
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)[af]?$")

@@ -1,53 +1,12 @@
-"""Every sentence the wheel rules (rules/wheel_pick.py) say: a stage finds facts, this module words them.
-
-rules/wording.py reads SUBJECTS and WHY from here for a wheel's rejection, so that text, Markdown and JSON say the
-same; it is imported only when the wheels source is asked for.
-"""
+"""What a source of prebuilt builds' answer says (rules/wheel_pick.py finds the facts): the wheel chosen and its
+index, the Python it is for, its companions, the builds left out of the catalog, the torch already installed, its
+hints. Its rejections are worded with every source's, in rules/wording/__init__.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from pickvariant.rules.decision import Kind
 from pickvariant.sources.wheel_build import PairedRelease
-
-SUBJECTS = {
-    "wheel_variant": "{} wheels",
-    "torch_release": "torch {}",
-}
-
-
-def _no_kernels(f: dict[str, str]) -> str:
-    if f["ptx"]:
-        ptx = f" and PTX for {f['ptx']}"
-    elif f["ptx_known"] == "yes":
-        ptx = " and no PTX (no JIT fallback)"
-    else:
-        ptx = " (its PTX is not known, so none is counted)"
-    return f"{f['example']} ships kernels for {f['sass'] or 'no GPU'}{ptx}: GPU {f['gpu']} ({f['capability']}) has none"
-
-
-WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
-    (Kind.NO_KERNELS, "wheel"): _no_kernels,
-    (Kind.DRIVER, "wheel"): "{example}: {refusal}",
-    (Kind.PINNED_OUT, "wheel_torch"): "{example}: not the pinned --torch {pin}",
-    (Kind.PINNED_OUT, "wheel_cuda"): "{example}: {shipped}, not the pinned --cuda {pin}",
-    (Kind.NOT_BUILT, "python_tag"): "{example} has no wheel for {tag} (it has {tags})",
-    (
-        Kind.NOT_BUILT,
-        "no_gpu",
-    ): "{example} is a CUDA build and this machine has no NVIDIA GPU (the cpu wheel serves it)",
-    (Kind.NOT_BUILT, "gpus_unused"): "{example} is CPU-only and would leave this machine's GPUs unused",
-    (Kind.NOT_BUILT, "release"): "none of its wheels fits here: {refusals}",
-    (Kind.RANKED_LOWER, "wheel_torch"): "fits ({example}), but ships the older PyTorch {torch}",
-    (Kind.RANKED_LOWER, "wheel_cuda"): "fits ({example}), but CUDA {cuda} is older than the chosen CUDA {preferred}",
-    (Kind.RANKED_LOWER, "wheel_pypi"): "fits ({example}), the same torch and CUDA line on another index",
-    (
-        Kind.NO_SET,
-        "wheel",
-    ): "fits ({example}) for torch alone, but {projects} published no release paired with torch {torch}",
-}
-
 
 # Reasons: what each stage found.
 

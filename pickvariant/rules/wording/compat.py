@@ -1,6 +1,7 @@
 """The sentences of compat's findings: whether a build can run here at all (its kernels, its driver, its CPU).
 
-Apart from rules/wording.py so that each stays one concept; every source's builds are judged (and worded) by these.
+Beside the package's other sentences so that each module stays one concept; every source's builds are judged (and
+worded) by these.
 """
 
 from __future__ import annotations
