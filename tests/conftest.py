@@ -46,6 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
         path = os.path.join(root, name.lower())
         os.makedirs(path, mode=0o700, exist_ok=True)
         os.environ[name] = path
+    # The AMD and Intel GPUs read are a sysfs of the tests' own (none), never this machine's (tests/test_othergpu.py
+    # points it at real captures).
+    os.makedirs(os.path.join(root, "sys"), mode=0o700, exist_ok=True)
+    os.environ["PICKVARIANT_SYSFS"] = os.path.join(root, "sys")
     # hypothesis keeps what it learns of the code (.hypothesis/constants) in the working folder unless told.
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(root, "hypothesis")
     # pytest's own temporary folders (tmp_path) too: under TMPDIR it would keep pytest-of-USER behind after the run.

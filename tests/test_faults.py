@@ -100,6 +100,8 @@ def ctx(tmp_path, monkeypatch, fake_flox) -> Ctx:
     # The developer's own settings must not leak into a scenario.
     for name in (*settings.ALL, "CUDA_VISIBLE_DEVICES", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
+    (tmp_path / "sys").mkdir()
+    monkeypatch.setenv(settings.SYSFS, str(tmp_path / "sys"))  # no AMD or Intel GPU but those a scenario puts there
     return Ctx(tmp_path, monkeypatch, fake_flox)
 
 

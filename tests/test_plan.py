@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from pickvariant._base.request import Request
 from pickvariant.cli.main import app
-from pickvariant.machine.facts import facts_from_json
+from pickvariant.machine.facts_json import facts_from_json
 from pickvariant.rules import cluster_input
 from pickvariant.rules import fewest_builds as planner
 from pickvariant.rules.compat import why_not

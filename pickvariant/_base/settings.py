@@ -25,6 +25,8 @@ NETWORK_TIMEOUT = "PICKVARIANT_NETWORK_TIMEOUT"
 SOURCE = "PICKVARIANT_SOURCE"
 INSTALLER = "PICKVARIANT_INSTALLER"
 WHEEL_INDEX = "PICKVARIANT_WHEEL_INDEX"
+# The sysfs root AMD and Intel GPUs are read from (default /sys): a container that mounts the host's elsewhere.
+SYSFS = "PICKVARIANT_SYSFS"
 ALL = (
     CPUINFO,
     GPU,
@@ -40,6 +42,7 @@ ALL = (
     SOURCE,
     INSTALLER,
     WHEEL_INDEX,
+    SYSFS,
 )
 
 

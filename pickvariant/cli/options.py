@@ -88,7 +88,10 @@ PLATFORM = Option(
 GPU = Option(
     flag="--gpu",
     kind="texts",
-    help="Decide for a GPU of this compute capability (8.9, sm_89); repeat for several.",
+    help=(
+        "Decide for a GPU of this compute capability (8.9, sm_89); repeat for several. An AMD GPU by its gfx target "
+        "(gfx1100), an Intel GPU as xpu: stated for the facts, no build is chosen for them yet."
+    ),
     field="gpus",
     variable=settings.GPU,
     variable_note="comma-separated",

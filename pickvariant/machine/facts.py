@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import keyword_record
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import STATED_PLATFORMS, Request
 from pickvariant._base.versions import (
     DriverVersion,
@@ -26,6 +26,7 @@ from pickvariant._base.versions import (
 )
 from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
+from pickvariant.machine.othergpu import OtherGpu, read_other_gpus, stated_other_gpu
 from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -58,6 +59,8 @@ class HostFacts:
     notes: tuple[str, ...] = ()
     # The raw value, where set and the GPUs were detected (a stated machine has no environment).
     cuda_visible_devices: str | None = None
+    # AMD and Intel GPUs (machine/othergpu.py): facts only, for which no build is chosen yet.
+    other_gpus: tuple[OtherGpu, ...] = ()
 
     @property
     def mixes_machines(self) -> bool:
@@ -130,6 +133,7 @@ def gather_facts(
         sources=sources,
         notes=tuple(notes),
         cuda_visible_devices=gpus.cuda_visible,
+        other_gpus=gpus.others,
     )
 
 
@@ -190,6 +194,7 @@ class _Gpus:
     detected_driver: DriverFacts | None = None
     cuda_visible: str | None = None
     notes: tuple[str, ...] = ()
+    others: tuple[OtherGpu, ...] = ()
 
 
 def _stated_gpus(request: Request, env: Mapping[str, str], sources: dict[FactName, str]) -> tuple[str, ...] | None:
@@ -237,15 +242,31 @@ def _gpus(
             # Only a machine whose GPUs were detected has a CUDA_VISIBLE_DEVICES that means something.
             cuda_visible=env.get(ENV_CUDA_VISIBLE) if report.gpus else None,
             notes=tuple(report.notes),
+            others=_other_gpus(env),
         )
     given = sources["gpus"].split("=")[0]
-    capabilities = (_parsed_as(parse_compute_capability, (given, text)) for text in stated)
+    others = tuple(other for text in stated if (other := stated_other_gpu(text, 0, given)) is not None)
+    capabilities = (
+        _parsed_as(parse_compute_capability, (given, text))
+        for text in stated
+        if stated_other_gpu(text, 0, given) is None
+    )
     return _Gpus(
         gpus=tuple(
             GpuFacts(index=index, name=f"stated GPU ({given})", compute_capability=capability)
             for index, capability in enumerate(capabilities)
-        )
+        ),
+        others=tuple(replace(other, index=index) for index, other in enumerate(others)),
     )
+
+
+def _other_gpus(env: Mapping[str, str]) -> tuple[OtherGpu, ...]:
+    """This machine's AMD and Intel GPUs (Linux's sysfs; PICKVARIANT_SYSFS names another root)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return ()
+    return read_other_gpus(settings.setting(env, settings.SYSFS) or "/sys")
 
 
 def _driver(
@@ -343,54 +364,3 @@ def _parsed_as(parse: Callable[[str], Any], stated: tuple[str, str] | None) -> A
         return parse(value)
     except BadInput as error:
         raise BadInput(f"{given.split('=')[0]}: {error}") from None
-
-
-def facts_from_json(hardware: Mapping[str, object], catalog: Hardware) -> HostFacts:
-    """The facts a `detect --format json` object's "hardware" holds, read back (for `plan`); pure.
-
-    Raises BadInput naming the field that is missing or malformed."""
-
-    def need(mapping: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-        value = mapping.get(key)
-        if not isinstance(value, kind):
-            raise BadInput(
-                f"{where}.{key} is missing or not a{'n' if kind.__name__[0] in 'aeio' else ''} {kind.__name__}"
-            )
-        return value
-
-    os_name, arch = need(hardware, "os", str, "hardware"), need(hardware, "arch", str, "hardware")
-    cpu = need(hardware, "cpu", Mapping, "hardware")
-    flags = need(cpu, "flags", list, "hardware.cpu")
-    if not all(isinstance(flag, str) for flag in flags):
-        raise BadInput("hardware.cpu.flags holds something that is not a string")
-    model = cpu.get("model") if isinstance(cpu.get("model"), str) else None
-    cpu_facts = CpuFacts(
-        os=os_name, arch=arch, model=model, flags=catalog.canonical_flags(frozenset(flags)), source="detect JSON"
-    )
-    gpus = []
-    for index, gpu in enumerate(need(hardware, "gpus", list, "hardware")):
-        where = f"hardware.gpus[{index}]"
-        if not isinstance(gpu, Mapping):
-            raise BadInput(f"{where} is not an object")
-        capability = parse_compute_capability(need(gpu, "compute_capability", str, where))
-        name = gpu["name"] if isinstance(gpu.get("name"), str) else "GPU"
-        gpus.append(GpuFacts(index=index, name=name, compute_capability=capability))
-    driver_json = hardware.get("driver")
-    driver = None
-    if isinstance(driver_json, Mapping):
-        version, cuda = driver_json.get("version"), driver_json.get("cuda")
-        driver = DriverFacts(
-            parse_driver_version(version) if isinstance(version, str) else None, cuda if isinstance(cuda, str) else None
-        )
-    elif driver_json is not None:
-        raise BadInput("hardware.driver is neither an object nor null")
-    return HostFacts(
-        os=os_name,
-        arch=arch,
-        cpu=cpu_facts,
-        gpus=tuple(gpus),
-        driver=driver,
-        driver_assumed=hardware.get("driver_assumed") is True,
-        gpu_inconclusive=hardware.get("gpu_detection_inconclusive") is True,
-        sources={"all": "detect JSON"},
-    )

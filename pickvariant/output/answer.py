@@ -99,13 +99,14 @@ def fact_items(facts: HostFacts, catalog: Hardware) -> list[str]:
         for gpu in facts.gpus
     ]
     if not facts.gpus:
-        items.append(f"GPUs: none{source('gpus')}")
+        items.append(f"{'NVIDIA GPUs' if facts.other_gpus else 'GPUs'}: none{source('gpus')}")
     if facts.driver is not None and (facts.driver.version or facts.driver.cuda):
         version = str(facts.driver.version) if facts.driver.version else "version not stated"
         cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
         items.append(f"driver: {version}{cuda}{source('driver')}")
     if facts.cuda_visible_devices is not None:
         items.append(f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r} [environment]")
+    items += [f"GPU ({gpu.vendor.upper()}): {gpu.described} [{gpu.source}]" for gpu in facts.other_gpus]
     return [visible(item) for item in items]
 
 

@@ -45,6 +45,7 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
             "cuda": driver.cuda,
         },
         "cuda_visible_devices": facts.cuda_visible_devices,
+        "other_gpus": [gpu.as_json() for gpu in facts.other_gpus],
         "driver_assumed": facts.driver_assumed,
         "gpu_detection_inconclusive": facts.gpu_inconclusive,
     }
@@ -151,12 +152,13 @@ def hardware_rows(facts: HostFacts, catalog: Catalog, capability: str) -> list[t
         for gpu in facts.gpus
     ]
     if not facts.gpus:
-        rows.append(("GPUs", "none", facts.sources.get("gpus", "")))
+        rows.append(("NVIDIA GPUs" if facts.other_gpus else "GPUs", "none", facts.sources.get("gpus", "")))
     if facts.driver and facts.driver.version:
         cuda = f" (CUDA {facts.driver.cuda})" if facts.driver.cuda else ""
         rows.append(("driver", f"{facts.driver.version}{cuda}", facts.sources.get("driver", "")))
     if facts.cuda_visible_devices is not None:
         rows.append(("CUDA_VISIBLE_DEVICES", repr(facts.cuda_visible_devices), "environment"))
+    rows += [(f"GPU ({gpu.vendor.upper()})", gpu.described, gpu.source) for gpu in facts.other_gpus]
     return [(visible(fact), visible(value), visible(source)) for fact, value, source in rows]
 
 

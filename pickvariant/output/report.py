@@ -192,6 +192,7 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     if hw["cuda_visible_devices"] is not None:
         lines.append(f"- CUDA_VISIBLE_DEVICES: {md(repr(hw['cuda_visible_devices']))}")
+    lines += [_other_gpu_line(gpu) for gpu in hw.get("other_gpus", ())]
     if data.get("environment"):
         lines.append(_environment_line(data["environment"]))
     lines.append(_torch_line(data["installed_torch"]))
@@ -219,6 +220,18 @@ def _source(data: dict[str, Any], fact: str) -> str:
     # A stale PICKVARIANT_CPUINFO or a --gpu must not read as detection.
     given = data["sources"].get(fact)
     return f" (source: {markdown_text(given)})" if given and given != NOT_STATED else ""
+
+
+def _other_gpu_line(gpu: dict[str, Any]) -> str:
+    """An AMD or Intel GPU, as detect's JSON holds it (machine/othergpu.py): no build is chosen for it yet."""
+    facts = [
+        gpu["target"],
+        gpu["device_id"] and f"device {gpu['device_id']}",
+        gpu["driver"] and f"driver {gpu['driver']}",
+    ]
+    shown = markdown_text(", ".join(fact for fact in facts if fact) or "stated")
+    vendor, source = markdown_text(gpu["vendor"].upper()), markdown_text(gpu["source"])
+    return f"- GPU ({vendor}): {shown} [{source}]: no build is chosen for it"
 
 
 def _gpu_lines(data: dict[str, Any], missing: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from pickvariant._base.errors import PickVariantError
 from pickvariant._base.records import B, C, OfBuilds, keyword_record
 from pickvariant._base.request import Request
-from pickvariant.machine.facts import facts_from_json
+from pickvariant.machine.facts_json import facts_from_json
 from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
 from pickvariant.rules.decide import decide

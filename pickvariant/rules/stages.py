@@ -67,7 +67,8 @@ def hardware_reasons(facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts,
         for gpu in gpus
     ]
     if not gpus:
-        found.append(wording.NO_GPU)
+        found.append(wording.NO_NVIDIA_GPU if facts.other_gpus else wording.NO_GPU)
+    found += [wording.other_gpu(gpu.described, gpu.vendor) for gpu in facts.other_gpus]
     # A build that covers every GPU stays right when a job is given other GPUs later,
     # so the variable is explained, not obeyed.
     value = facts.cuda_visible_devices

@@ -167,12 +167,23 @@ GPU_INCONCLUSIVE_HINT = "describe the GPUs with --gpu CC (and --driver VERSION),
 APPLE_MPS = "Apple Silicon: the MPS build runs on the Apple GPU through Metal"
 NVIDIA_ON_MACOS = "the stated NVIDIA GPUs change nothing on macOS: no build there uses CUDA"
 NO_GPU = "no GPU: choosing among CPU-only builds"
+NO_NVIDIA_GPU = "no NVIDIA GPU: choosing among CPU-only builds"
 DRIVER_ASSUMED = "driver: none given, assumed new enough for every CUDA line"
 
 
 def gpu_reason(index: int, name: str, capability: object, tegra: bool) -> str:
     kind = "integrated Tegra" if tegra else "discrete"
     return f"GPU {index}: {name}, compute capability {capability} ({kind})"
+
+
+def other_gpu(described: str, vendor: str) -> str:
+    """An AMD or Intel GPU (machine/othergpu.py): what the answer does with it, and why."""
+    what = (
+        "which gfx targets PyTorch's ROCm builds carry"
+        if vendor == "amd"
+        else "which Intel GPUs PyTorch's XPU builds run on"
+    )
+    return f"{described}: unused by this answer: pickvariant does not yet judge {what}, so it chooses no build for it"
 
 
 def hidden_gpus(value: str, visible: int, total: int) -> str:

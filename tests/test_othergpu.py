@@ -1,0 +1,131 @@
+"""AMD and Intel GPUs (issue 54, detection): read from the kernel's KFD topology and DRM devices, stated with --gpu,
+shown in every answer with what it does with them; a machine without them answers as before."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import cli_runner, cpuinfo_path
+
+from pickvariant.cli.main import app
+from pickvariant.machine.othergpu import gfx_target, read_other_gpus
+
+runner = cli_runner()
+SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
+HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
+
+
+def _detect(source: str, *args: str, sysfs: Path | None = None) -> tuple[int, dict]:
+    env = {"PICKVARIANT_SYSFS": str(sysfs)} if sysfs is not None else {}
+    command = ["detect", "--source", source, "--format", "json", "--python-version", "3.12", *args]
+    result = runner.invoke(app, command, env=env)
+    assert result.exit_code in (0, 3), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("version", "target"),
+    # The versions the kernel's amdkfd (kfd_device.c) gives these GPUs, and the targets ROCm names them by.
+    [
+        (90006, "gfx906"),
+        (90010, "gfx90a"),
+        (90012, "gfx90c"),
+        (90402, "gfx942"),
+        (100100, "gfx1010"),
+        (100300, "gfx1030"),
+        (110000, "gfx1100"),
+        (110501, "gfx1151"),
+        (120001, "gfx1201"),
+    ],
+)
+def test_a_kfd_gfx_target_version_names_the_target_rocm_names(version: int, target: str) -> None:
+    assert gfx_target(version) == target
+
+
+@pytest.mark.parametrize("version", [0, 91600, 90016, 1000000])
+def test_a_version_no_target_can_be_is_no_gpu(version: int) -> None:
+    assert gfx_target(version) is None
+
+
+def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_told_what_the_answer_does_with_it() -> None:
+    """The real node (tests/fixtures/sysfs/radeon-rx7900xtx/SOURCE.md): gfx1100, device 0x744c; every source answers
+    with a CPU build and says, in the same words, that the AMD GPU is unused and why, never "no GPU"."""
+    machine = SYSFS / "radeon-rx7900xtx"
+    (found,) = read_other_gpus(str(machine))
+    assert (found.vendor, found.target, found.device_id) == ("amd", "gfx1100", "0x744c")
+    said = {}
+    for source in ("flox", "wheels"):
+        code, document = _detect(source, "--cpuinfo", HASWELL, sysfs=machine)
+        assert code == 0 and document["build"]["cuda"] is None  # a CPU build: nothing chosen for the AMD GPU
+        assert document["hardware"]["other_gpus"] == [found.as_json()]
+        said[source] = [r for r in document["reasons"] if "gfx1100" in r or r.startswith("no ")]
+    assert said["flox"] == said["wheels"]
+    assert said["flox"][0] == "no NVIDIA GPU: choosing among CPU-only builds"
+    assert "AMD gfx1100 (device 0x744c): unused by this answer" in said["flox"][1]
+    text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL], env={"PICKVARIANT_SYSFS": str(machine)})
+    assert "AMD gfx1100 (device 0x744c)" in text.stdout
+
+
+def test_an_intel_arc_is_read_from_its_drm_card_and_its_connector_is_not_a_card() -> None:
+    (found,) = read_other_gpus(str(SYSFS / "arc-b580"))
+    assert (found.vendor, found.device_id, found.driver, found.source) == ("intel", "0xe20b", "xe", "DRM card1")
+    _, document = _detect("wheels", "--cpuinfo", HASWELL, sysfs=SYSFS / "arc-b580")
+    assert any(r.startswith("Intel GPU (device 0xe20b, driver xe): unused") for r in document["reasons"])
+
+
+def _card(root: Path, name: str, vendor: str, device: str, pci_class: str) -> None:
+    folder = root / "class" / "drm" / name / "device"
+    folder.mkdir(parents=True)
+    for attribute, value in (("vendor", vendor), ("device", device), ("class", pci_class)):
+        (folder / attribute).write_text(value + "\n")
+
+
+def test_only_intel_display_devices_are_read_and_hostile_files_are_skipped(tmp_path: Path) -> None:
+    """An NVIDIA card (NVML's), an Intel device that is no display controller and cards whose files say what no
+    kernel writes are none of these GPUs; a properties file of junk, a huge one and one of NUL bytes end nothing."""
+    _card(tmp_path, "card0", "0x10de", "0x2330", "0x030200")
+    _card(tmp_path, "card1", "0x8086", "0x0b25", "0x088000")
+    _card(tmp_path, "card2", "0x8086", "0xe20b\x1b[31m", "0x030000")  # a control sequence: the id is not shown
+    nodes = tmp_path / "class" / "kfd" / "kfd" / "topology" / "nodes"
+    for node, text in (("0", "\x00" * 5000), ("1", "gfx_target_version 110000\n" + "x" * 10**6), ("2", "junk")):
+        (nodes / node).mkdir(parents=True)
+        (nodes / node / "properties").write_text(text)
+    (nodes / "3").mkdir()  # no properties at all
+    found = read_other_gpus(str(tmp_path))
+    assert [(gpu.vendor, gpu.target, gpu.device_id) for gpu in found] == [
+        ("amd", "gfx1100", None),
+        ("intel", None, None),
+    ]
+
+
+def test_a_machine_without_them_reads_none_and_answers_as_before(tmp_path: Path) -> None:
+    assert read_other_gpus(str(tmp_path / "no-such-sysfs")) == ()
+    _, before = _detect("flox", "--cpuinfo", HASWELL, "--gpu", "8.9", "--driver", "580.95.05")
+    assert before["hardware"]["other_gpus"] == [] and not any("NVIDIA GPU" in r for r in before["reasons"])
+
+
+def test_an_amd_or_intel_gpu_is_stated_with_gpu_and_a_bad_one_is_one_line_naming_the_option() -> None:
+    _, document = _detect("flox", "--cpuinfo", HASWELL, "--gpu", "gfx90a", "--gpu", "xpu:0xe20b")
+    stated = [(g["vendor"], g["target"], g["device_id"], g["source"]) for g in document["hardware"]["other_gpus"]]
+    assert stated == [("amd", "gfx90a", None, "--gpu"), ("intel", None, "0xe20b", "--gpu")]
+    assert document["hardware"]["gpus"] == [] and document["hardware"]["driver_assumed"] is False
+    for bad in ("gfxzz", "xpu:e20b"):
+        result = runner.invoke(app, ["detect", "--cpuinfo", HASWELL, "--gpu", bad])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "--gpu" in result.stderr, result.stderr
+
+
+def test_the_tests_read_no_sysfs_but_their_own() -> None:
+    """conftest points PICKVARIANT_SYSFS at an empty folder of the run: no test depends on this machine's GPUs."""
+    assert os.environ["PICKVARIANT_SYSFS"] and read_other_gpus(os.environ["PICKVARIANT_SYSFS"]) == ()
+
+
+def test_report_carries_them_for_a_support_ticket() -> None:
+    result = runner.invoke(
+        app,
+        ["report", "--format", "markdown", "--python", "/nonexistent/python"],
+        env={"PICKVARIANT_SYSFS": str(SYSFS / "radeon-rx7900xtx")},
+    )
+    assert "- GPU (AMD): gfx1100, device 0x744c [KFD topology node 1]: no build is chosen for it" in result.stdout
