@@ -70,12 +70,22 @@ def read_catalog() -> Catalog:
     return load_catalog()
 
 
-@functools.cache
 def default_catalog() -> Catalog:
-    """The catalog `detect` uses (PICKVARIANT_CATALOG, else the packaged one), loaded and validated once per process."""
+    """The catalog `detect` uses (PICKVARIANT_CATALOG, else the packaged one), loaded and validated once per process
+    and path: a program that names another PICKVARIANT_CATALOG later gets that one, never the first one it loaded."""
+    from pickvariant.sources.flox.load import default_catalog_path
+
+    return _catalog_at(default_catalog_path())
+
+
+@functools.lru_cache(maxsize=4)
+def _catalog_at(path: Path) -> Catalog:
     from pickvariant.sources.flox.load import load_catalog
 
-    return load_catalog()
+    return load_catalog(path)
+
+
+default_catalog.cache_clear = _catalog_at.cache_clear  # type: ignore[attr-defined]  # a file rewritten in place
 
 
 def hardware_catalog() -> HardwareCatalog:

@@ -309,3 +309,21 @@ def test_fast_path_exits_and_lines_match_the_cli(argv: list[str]) -> None:
     assert fast == typer_cli
     code, _, stderr = fast
     assert (code, stderr.count("\n")) in ((0, 0), (2, 1), (3, 1))
+
+
+def test_the_default_catalog_is_the_one_the_variable_names_now_not_the_first_one_loaded(tmp_path, monkeypatch) -> None:
+    """A program (or a test) that names another PICKVARIANT_CATALOG after the packaged one was loaded gets that one,
+    and the packaged one again once the variable is gone: each path is loaded once, none stands in for another."""
+    import shutil
+
+    from pickvariant import api
+
+    monkeypatch.delenv("PICKVARIANT_CATALOG", raising=False)
+    shipped = api.default_catalog()
+    site = tmp_path / "site-catalog.json"
+    shutil.copyfile(REPO / "catalog.json", site)
+    monkeypatch.setenv("PICKVARIANT_CATALOG", str(site))
+    named = api.default_catalog()
+    assert named is not shipped and api.default_catalog() is named
+    monkeypatch.delenv("PICKVARIANT_CATALOG")
+    assert api.default_catalog() is shipped
