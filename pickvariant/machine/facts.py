@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.records import keyword_record
 from pickvariant._base.request import STATED_PLATFORMS, Request
 from pickvariant._base.versions import (
     DriverVersion,
@@ -26,12 +26,13 @@ from pickvariant._base.versions import (
 )
 from pickvariant.machine.cpu import CpuFacts, detect_cpu, read_cpuinfo_dump
 from pickvariant.machine.gpu import DriverFacts, GpuFacts, GpuReport, read_gpus
-from pickvariant.machine.othergpu import OtherGpu, read_other_gpus, stated_other_gpu
 from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
     from typing import Any, Literal
+
+    from pickvariant.machine.othergpu import OtherGpu
 
     # The facts whose source is recorded (closed); "all": every fact from one detect line (plan).
     FactName = Literal["cpu", "gpus", "driver", "all"]
@@ -245,28 +246,47 @@ def _gpus(
             others=_other_gpus(env),
         )
     given = sources["gpus"].split("=")[0]
-    others = tuple(other for text in stated if (other := stated_other_gpu(text, 0, given)) is not None)
-    capabilities = (
-        _parsed_as(parse_compute_capability, (given, text))
-        for text in stated
-        if stated_other_gpu(text, 0, given) is None
-    )
+    others, capabilities = _split_stated(stated, given)
     return _Gpus(
         gpus=tuple(
             GpuFacts(index=index, name=f"stated GPU ({given})", compute_capability=capability)
             for index, capability in enumerate(capabilities)
         ),
-        others=tuple(replace(other, index=index) for index, other in enumerate(others)),
+        others=others,
     )
 
 
+def _split_stated(stated: tuple[str, ...], given: str) -> tuple[tuple[OtherGpu, ...], list[Any]]:
+    """The AMD and Intel GPUs stated (gfx1100, xpu), and the compute capabilities of the NVIDIA ones."""
+    if not any(text.strip().lower().startswith(("gfx", "xpu")) for text in stated):
+        return (), [_parsed_as(parse_compute_capability, (given, text)) for text in stated]
+    from pickvariant.machine.othergpu import stated_other_gpu  # read only where another vendor's GPU is stated
+
+    others: list[OtherGpu] = []
+    capabilities: list[Any] = []
+    for text in stated:
+        other = stated_other_gpu(text, len(others), given)
+        if other is None:
+            capabilities.append(_parsed_as(parse_compute_capability, (given, text)))
+        else:
+            others.append(other)
+    return tuple(others), capabilities
+
+
 def _other_gpus(env: Mapping[str, str]) -> tuple[OtherGpu, ...]:
-    """This machine's AMD and Intel GPUs (Linux's sysfs; PICKVARIANT_SYSFS names another root)."""
+    """This machine's AMD and Intel GPUs (Linux's sysfs; PICKVARIANT_SYSFS names another root). Where neither the
+    KFD nor the DRM class is there (most NVIDIA hosts in containers, every CPU host in one), two stat calls and no
+    import."""
     import sys
 
     if not sys.platform.startswith("linux"):
         return ()
-    return read_other_gpus(settings.setting(env, settings.SYSFS) or "/sys")
+    root = settings.setting(env, settings.SYSFS) or "/sys"
+    if not (os.path.isdir(os.path.join(root, "class", "kfd")) or os.path.isdir(os.path.join(root, "class", "drm"))):
+        return ()
+    from pickvariant.machine.othergpu import read_other_gpus
+
+    return read_other_gpus(root)
 
 
 def _driver(
