@@ -219,14 +219,6 @@ def for_cuda(catalog: Hardware, cuda: str, driver: DriverVersion | None) -> str:
     return wording.cuda_words(cuda, compatible)
 
 
-def platform_rejection(variant: Variant, facts: HostFacts, catalog: Hardware) -> str | None:
-    """None when the variant is built for this machine's OS and CPU architecture (its Nix system)."""
-    system = catalog.nix_system(facts.os, facts.arch)
-    if variant.platform == system:
-        return None
-    return wording.built_for_another_platform(variant.platform, facts.os, facts.arch)
-
-
 # The one predicate: does a build run on this machine, and each reason it does not (see refusals).
 PLATFORM = "platform"
 CPU_FLAGS = "cpu_flags"
