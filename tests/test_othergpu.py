@@ -129,3 +129,30 @@ def test_report_carries_them_for_a_support_ticket() -> None:
         env={"PICKVARIANT_SYSFS": str(SYSFS / "radeon-rx7900xtx")},
     )
     assert "- GPU (AMD): gfx1100, device 0x744c [KFD topology node 1]: no build is chosen for it" in result.stdout
+
+
+def test_a_plan_reads_them_back_from_each_nodes_detect_line_and_keeps_such_a_node_apart(tmp_path: Path) -> None:
+    """plan gathers `detect --format json --compact` lines: a node whose line lists an AMD GPU is its own profile (its
+    answer says what it does with the GPU), read back as detect wrote it; a line whose entry is no such GPU is bad
+    input naming the field."""
+    from pickvariant.machine.facts_json import facts_from_json
+    from pickvariant.sources.hardware_json import load_hardware
+
+    def line(label: str, sysfs: Path) -> str:
+        args = ["detect", "--format", "json", "--compact", "--cpuinfo", HASWELL]
+        result = runner.invoke(app, args, env={"PICKVARIANT_LABEL": label, "PICKVARIANT_SYSFS": str(sysfs)})
+        return result.stdout
+
+    amd, plain = line("amd-0", SYSFS / "radeon-rx7900xtx"), line("cpu-0", tmp_path)
+    facts = facts_from_json(json.loads(amd)["hardware"], load_hardware())
+    assert [(g.vendor, g.target, g.device_id) for g in facts.other_gpus] == [("amd", "gfx1100", "0x744c")]
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text(amd + plain)
+    plan = json.loads(runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"]).stdout)
+    profiles = {node["label"]: node["profile"] for node in plan["nodes"]}
+    assert profiles["amd-0"] != profiles["cpu-0"]
+    forged = json.loads(amd)
+    forged["hardware"]["other_gpus"][0]["target"] = "gfx1100; rm -rf /"
+    cluster.write_text(json.dumps(forged) + "\n")
+    refused = runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"])
+    assert refused.exit_code == 2 and "other_gpus" in refused.stderr, refused.stderr

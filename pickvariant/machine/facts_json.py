@@ -3,6 +3,7 @@ node's detect line: pure, each field checked, a malformed one named."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pickvariant._base.errors import BadInput
@@ -10,6 +11,7 @@ from pickvariant._base.versions import parse_compute_capability, parse_driver_ve
 from pickvariant.machine.cpu import CpuFacts
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
+from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, OtherGpu
 from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False
@@ -56,6 +58,10 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Hardware) -> HostFa
         )
     elif driver_json is not None:
         raise BadInput("hardware.driver is neither an object nor null")
+    listed = hardware.get("other_gpus")  # absent from lines of a pickvariant before AMD and Intel detection
+    if listed is not None and not isinstance(listed, list):
+        raise BadInput("hardware.other_gpus is not a list")
+    others = tuple(_other_gpu(index, gpu) for index, gpu in enumerate(listed or ()))
     return HostFacts(
         os=os_name,
         arch=arch,
@@ -65,4 +71,22 @@ def facts_from_json(hardware: Mapping[str, object], catalog: Hardware) -> HostFa
         driver_assumed=hardware.get("driver_assumed") is True,
         gpu_inconclusive=hardware.get("gpu_detection_inconclusive") is True,
         sources={"all": "detect JSON"},
+        other_gpus=others,
+    )
+
+
+def _other_gpu(index: int, gpu: object) -> OtherGpu:
+    """An AMD or Intel GPU of a detect line (machine/othergpu.py's record), each field as detect writes it."""
+    where = f"hardware.other_gpus[{index}]"
+    if not isinstance(gpu, Mapping) or gpu.get("vendor") not in ("amd", "intel"):
+        raise BadInput(f"{where} is not an object naming its vendor (amd or intel)")
+    target, device = gpu.get("target"), gpu.get("device_id")
+    if target is not None and (not isinstance(target, str) or re.fullmatch(STATED_GFX, target) is None):
+        raise BadInput(f"{where}.target is not a gfx target such as gfx1100")
+    if device is not None and (not isinstance(device, str) or re.fullmatch(PCI_ID, device) is None):
+        raise BadInput(f"{where}.device_id is not a PCI id such as 0x744c")
+    driver = gpu.get("driver")
+    shown = driver if isinstance(driver, str) and driver.isascii() and driver.isprintable() else None
+    return OtherGpu(
+        vendor=gpu["vendor"], index=index, target=target, device_id=device, driver=shown, source="detect JSON"
     )

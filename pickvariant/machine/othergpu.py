@@ -35,7 +35,7 @@ MAX_READ = 16 * 1024
 
 # Patterns as text, compiled by re's own cache where first used: none is on the path of a machine without these GPUs.
 _CARD = r"card[0-9]{1,3}"
-_PCI_ID = r"0x[0-9a-f]{4}"
+PCI_ID = r"0x[0-9a-f]{4}"
 _DRIVER = r"[a-z0-9_]{1,32}"
 _MODULE_VERSION = r"[0-9A-Za-z.+_-]{1,40}"
 # A gfx target as it is written: gfx, a major of one or two digits, then minor and stepping as one hex digit each.
@@ -133,7 +133,7 @@ def read_intel(drm: str) -> tuple[OtherGpu, ...]:
                 vendor="intel",
                 index=len(found),
                 target=None,
-                device_id=device_id if re.fullmatch(_PCI_ID, device_id) else None,
+                device_id=device_id if re.fullmatch(PCI_ID, device_id) else None,
                 driver=driver if re.fullmatch(_DRIVER, driver) else None,
                 source=f"DRM {card}",
             )
