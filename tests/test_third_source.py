@@ -152,6 +152,10 @@ def test_each_source_refuses_the_options_another_adds_naming_every_source_that_t
     cluster.write_text(detect_line("h100", HASWELL, ["9.0"], "570.86.10"))
     plan = runner.invoke(app, ["plan", str(cluster), "--source", "flox", "--wheel-index", ROOT])
     assert plan.exit_code == 2 and "--wheel-index: only with --source wheels or --source acme" in plan.stderr
+    platform = runner.invoke(app, ["detect", "--platform", "windows-amd64", "--gpu", "6.1"])
+    assert platform.exit_code == 2 and "--platform windows-amd64: only with --source wheels or --source acme" in (
+        platform.stderr
+    )
     requirements = runner.invoke(app, ["detect", "--format", "requirements", *H100])
     assert requirements.exit_code == 2 and "--format requirements: only with --source wheels" in requirements.stderr
     # The same options are the wheels' and the registered source's own: taken, never refused.

@@ -105,9 +105,12 @@ def gather_facts(
     unknown (inconclusive), a CPU not stated is bad input, and no driver is assumed."""
     env = os.environ if env is None else env
     if request.platform is not None and not platform_allowed:
+        from pickvariant.sources import registry  # only to name, in the refusal, every source that takes it
+
+        takers = " or ".join(s.flag for s in map(registry.named, registry.names()) if s.pipeline == "builds")
         raise BadInput(
-            f"--platform {request.platform}: only with --source wheels (a recipe is chosen by the CPU's instruction "
-            "set: give the machine's --cpuinfo)"
+            f"--platform {request.platform}: only with {takers} (a recipe is chosen by the CPU's instruction set: "
+            "give the machine's --cpuinfo)"
         )
     sources: dict[FactName, str] = {}
     notes: list[str] = []
