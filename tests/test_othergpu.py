@@ -85,15 +85,20 @@ def _card(root: Path, name: str, vendor: str, device: str, pci_class: str) -> No
 
 def test_only_intel_display_devices_are_read_and_hostile_files_are_skipped(tmp_path: Path) -> None:
     """An NVIDIA card (NVML's), an Intel device that is no display controller and cards whose files say what no
-    kernel writes are none of these GPUs; a properties file of junk, a huge one and one of NUL bytes end nothing."""
+    kernel writes are none of these GPUs; a properties file of junk, of NUL bytes, one larger than any the kernel
+    writes and a FIFO (nothing writes to it: a read would wait for ever) are skipped, and the node after them is read."""
     _card(tmp_path, "card0", "0x10de", "0x2330", "0x030200")
     _card(tmp_path, "card1", "0x8086", "0x0b25", "0x088000")
     _card(tmp_path, "card2", "0x8086", "0xe20b\x1b[31m", "0x030000")  # a control sequence: the id is not shown
     nodes = tmp_path / "class" / "kfd" / "kfd" / "topology" / "nodes"
-    for node, text in (("0", "\x00" * 5000), ("1", "gfx_target_version 110000\n" + "x" * 10**6), ("2", "junk")):
+    for node, text in (("0", "\x00" * 5000), ("1", "gfx_target_version 90010\n" + "x" * 10**6), ("2", "junk")):
         (nodes / node).mkdir(parents=True)
         (nodes / node / "properties").write_text(text)
     (nodes / "3").mkdir()  # no properties at all
+    (nodes / "4").mkdir()
+    os.mkfifo(nodes / "4" / "properties")
+    (nodes / "5").mkdir()
+    (nodes / "5" / "properties").write_text("cpu_cores_count 0\ngfx_target_version 110000\nvendor_id 4098\n")
     found = read_other_gpus(str(tmp_path))
     assert [(gpu.vendor, gpu.target, gpu.device_id) for gpu in found] == [
         ("amd", "gfx1100", None),

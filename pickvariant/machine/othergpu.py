@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.files import read_regular
 from pickvariant._base.records import keyword_record, replace
 
 # Under the sysfs root (/sys, or PICKVARIANT_SYSFS: a container that mounts the host's elsewhere).
@@ -166,11 +168,11 @@ def _listed(directory: str) -> list[str]:
 
 
 def _read(path: str) -> str:
-    """At most MAX_READ bytes of a sysfs file as ASCII, "" where it cannot be read."""
+    """A sysfs file of at most MAX_READ bytes as ASCII; "" where it cannot be read, is larger, or is no regular file
+    (a FIFO under PICKVARIANT_SYSFS is refused before a read could wait on it)."""
     try:
-        with open(path, "rb") as file:
-            return file.read(MAX_READ).decode("ascii", "replace")
-    except OSError:
+        return read_regular(Path(path), MAX_READ, "sysfs file").decode("ascii", "replace")
+    except BadInput:
         return ""
 
 
