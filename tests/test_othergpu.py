@@ -161,3 +161,16 @@ def test_a_plan_reads_them_back_from_each_nodes_detect_line_and_keeps_such_a_nod
     cluster.write_text(json.dumps(forged) + "\n")
     refused = runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"])
     assert refused.exit_code == 2 and "other_gpus" in refused.stderr, refused.stderr
+
+
+def test_the_rocm_builds_pytorch_publishes_are_named_not_judged_only_where_an_amd_gpu_is() -> None:
+    """The wheel catalog keeps PyTorch's ROCm builds as not judged (their gfx lists are not in the facts): a machine
+    with an AMD GPU hears of them, with that reason, and never that pickvariant cannot detect its GPU; one without
+    hears nothing of them."""
+    args = ("--cpuinfo", HASWELL, "--torch", "2.14.1")
+    _, amd = _detect("wheels", *args, sysfs=SYSFS / "radeon-rx7900xtx")
+    _, plain = _detect("wheels", *args)
+    rocm = [row for row in amd["left_out"] if " rocm" in row]
+    assert rocm and all("gfx targets this build carries is not in pickvariant's facts" in row for row in rocm)
+    assert not any(" rocm" in row for row in plain["left_out"])
+    assert not any("does not detect" in row for row in amd["left_out"])

@@ -27,8 +27,9 @@ from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.wheel_build import WHEEL_PLATFORMS, PairedRelease, WheelBuild, WheelCatalog
 
-# ROCm and XPU builds are kept in the catalog but not chosen until pickvariant detects those GPUs: no reason to name them.
-_NOT_DETECTED_PREFIXES = ("rocm", "xpu")
+# ROCm and XPU builds are kept in the catalog, not judged: named only to a machine with such a GPU (machine/othergpu.py),
+# where they tell what PyTorch publishes for it.
+_OTHER_VENDOR_PREFIXES = {"amd": "rocm", "intel": "xpu"}
 _PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}")
 # The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
 _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
@@ -180,7 +181,7 @@ def _chosen(
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
     reasons.append(said.dispatch(decision.dispatch, facts.arch, facts.cpu.source != "--platform"))
     reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources) for p in pairs]
-    left_out = _left_out_newer(wheels, chosen.platform, chosen.torch)
+    left_out = _left_out_newer(wheels, chosen.platform, chosen.torch, facts)
     reasons += [said.left_out_newer(left_out)] if left_out else []
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
@@ -209,14 +210,17 @@ def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: H
     return found
 
 
-def _left_out_newer(wheels: WheelCatalog, platform: str, torch: str | None) -> list[tuple[str, str, str]]:
+def _left_out_newer(
+    wheels: WheelCatalog, platform: str, torch: str | None, facts: HostFacts
+) -> list[tuple[str, str, str]]:
     """The builds of this platform at or after `torch` (every one, where none was chosen) left out of the catalog,
-    newest first: (torch, variant, why)."""
+    newest first: (torch, variant, why). ROCm and XPU builds are named only where such a GPU is present."""
+    present = {gpu.vendor for gpu in facts.other_gpus}
+    hidden = tuple(prefix for vendor, prefix in _OTHER_VENDOR_PREFIXES.items() if vendor not in present)
     rows = [
         (row.torch, row.variant, row.why)
         for row in wheels.left_out_for(platform)
-        if (torch is None or version_key(row.torch) >= version_key(torch))
-        and not row.variant.startswith(_NOT_DETECTED_PREFIXES)
+        if (torch is None or version_key(row.torch) >= version_key(torch)) and not row.variant.startswith(hidden)
     ]
     return sorted(rows, key=lambda row: version_key(row[0]), reverse=True)
 
@@ -234,7 +238,7 @@ def _nothing_fits(
     from pickvariant.rules.wheel_hints import hints_for_nothing
 
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
-    left_out = _left_out_newer(wheels, decision.platform or "", None)
+    left_out = _left_out_newer(wheels, decision.platform or "", None, facts)
     reasons += [said.left_out_newer(left_out)] if left_out else []
     reasons += _older_than_the_catalog(facts, verdicts)
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
