@@ -174,3 +174,10 @@ def test_the_rocm_builds_pytorch_publishes_are_named_not_judged_only_where_an_am
     assert rocm and all("gfx targets this build carries is not in pickvariant's facts" in row for row in rocm)
     assert not any(" rocm" in row for row in plain["left_out"])
     assert not any("does not detect" in row for row in amd["left_out"])
+
+
+def test_an_amd_gpu_stated_for_a_mac_is_said_to_change_nothing_there() -> None:
+    mac = str(cpuinfo_path("darwin-sequoia-m4"))
+    for source in ("flox", "wheels"):
+        _, document = _detect(source, "--cpuinfo", mac, "--gpu", "gfx1100")
+        assert "the stated AMD or Intel GPUs change nothing on macOS" in " ".join(document["reasons"]), source

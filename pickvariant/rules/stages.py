@@ -61,7 +61,10 @@ def hardware_reasons(facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts,
     """What every source says of this machine's GPUs, in the same words: each GPU to be served, none, the GPUs
     CUDA_VISIBLE_DEVICES hides; on macOS, that stated NVIDIA GPUs change nothing."""
     if facts.os == "darwin":
-        return (wording.NVIDIA_ON_MACOS,) if facts.gpus else ()
+        return (
+            *((wording.NVIDIA_ON_MACOS,) if facts.gpus else ()),
+            *((wording.OTHER_GPUS_ON_MACOS,) if facts.other_gpus else ()),
+        )
     found = [
         wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, hardware.is_tegra(gpu.compute_capability))
         for gpu in gpus

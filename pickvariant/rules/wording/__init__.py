@@ -166,6 +166,7 @@ GPU_INCONCLUSIVE = "GPU detection was inconclusive, so no variant can be shown t
 GPU_INCONCLUSIVE_HINT = "describe the GPUs with --gpu CC (and --driver VERSION), or pass --no-gpu for a CPU-only build"
 APPLE_MPS = "Apple Silicon: the MPS build runs on the Apple GPU through Metal"
 NVIDIA_ON_MACOS = "the stated NVIDIA GPUs change nothing on macOS: no build there uses CUDA"
+OTHER_GPUS_ON_MACOS = "the stated AMD or Intel GPUs change nothing on macOS: no build there uses ROCm or XPU"
 NO_GPU = "no GPU: choosing among CPU-only builds"
 NO_NVIDIA_GPU = "no NVIDIA GPU: choosing among CPU-only builds"
 DRIVER_ASSUMED = "driver: none given, assumed new enough for every CUDA line"
