@@ -67,11 +67,8 @@ class OtherGpu:
     @property
     def described(self) -> str:
         """How an answer names it: "AMD gfx1100 (device 0x744c)", "Intel GPU (device 0xe20b, driver xe)"."""
-        inside = ", ".join(
-            part
-            for part in (f"device {self.device_id}" if self.device_id else "", self.driver and f"driver {self.driver}")
-            if part
-        )
+        parts = (self.device_id and f"device {self.device_id}", self.driver and f"driver {self.driver}")
+        inside = ", ".join(part for part in parts if part)
         name = f"AMD {self.target}" if self.vendor == "amd" else "Intel GPU"
         return f"{name} ({inside})" if inside else name
 

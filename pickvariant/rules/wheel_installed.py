@@ -47,9 +47,9 @@ def installed_finding(
         return local, "yes", said.installed_is_chosen(shown)
     if not gpus:
         return local, "yes", said.installed_no_gpus(shown)
-    if not build.is_cuda:
-        return local, "no", said.installed_cpu_only(shown)
     found = compat.first_refusal(as_build(build), facts, hardware, gpus)
+    if found is not None and found.what == compat.GPUS_UNUSED:
+        return local, "no", said.installed_cpu_only(shown)
     if found is not None and found.what == compat.KERNELS:
         assert found.gpu is not None
         return local, "no", said.installed_lacks(shown, found.gpu.index, found.gpu.compute_capability)
