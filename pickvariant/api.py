@@ -11,7 +11,7 @@ The same for PyTorch's own wheels (`detect --source wheels`), in the same record
 
     >>> wheel = recommend(cpuinfo="tests/fixtures/cpuinfo/linux-rhel7-haswell", gpus=["6.1"], driver="580.95.05",
     ...                   python_version="3.12", source="wheels")
-    >>> wheel.build.local
+    >>> wheel.build.label
     '2.14.1+cu126'
 
 Importing this module loads no CLI or terminal library (typer, click, rich); see what it costs with
@@ -35,7 +35,7 @@ from pickvariant.machine.facts import HostFacts, gather_facts
 from pickvariant.rules.decision import Answer, Decision, RecipeDecision
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
-from pickvariant.sources.runs_on import Build, of_variant, of_wheel
+from pickvariant.sources.runs_on import Build, of_variant
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Recommendation:
 
     @property
     def build(self) -> Any:
-        """The build that is safe and fastest here (a Flox variant, a prebuilt WheelBuild), or None when none runs
+        """The build that is safe and fastest here (a Flox variant, a prebuilt Build), or None when none runs
         here (`detect` exits 3)."""
         return self.answer.decision.build
 
@@ -147,7 +147,7 @@ class Recommendation:
         if build is None:
             return None
         if self.answer.source.pipeline == "builds":
-            return of_wheel(build, self.source)
+            return replace(build, source=self.source)
         return of_variant(build, self.catalog, self.source)
 
     def to_json(self) -> dict[str, Any]:

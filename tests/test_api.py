@@ -68,7 +68,7 @@ def test_recommend_with_the_wheels_source_is_what_detect_source_wheels_prints(gp
     assert printed.returncode == 0, printed.stderr
     choice = api.recommend(cpuinfo=HASWELL, gpus=gpus, driver="580.95.05", python_version="3.12", source="wheels")
     assert choice.to_json() == json.loads(printed.stdout)
-    assert choice.build is not None and choice.build.local == json.loads(printed.stdout)["recommendation"]["torch"]
+    assert choice.build is not None and choice.build.label == json.loads(printed.stdout)["recommendation"]["torch"]
     # PICKVARIANT_SOURCE chooses it as it does for detect; a source that is none is refused naming the argument.
     by_variable = api.recommend(cpuinfo=HASWELL, gpus=gpus, driver="580.95.05", python_version="3.12",
                                 env={**os.environ, "PICKVARIANT_SOURCE": "wheels"})  # fmt: skip

@@ -20,7 +20,8 @@ from test_plan import detect_line
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.cli.main import app
 from pickvariant.sources import registry
-from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog
+from pickvariant.sources.prebuilt import PrebuiltCatalog, published
+from pickvariant.sources.runs_on import Build
 
 runner = cli_runner()
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
@@ -29,23 +30,22 @@ H100 = ["--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "570.86.10"]
 GTX_1080 = ["--cpuinfo", str(HASWELL), "--gpu", "6.1", "--driver", "570.86.10"]
 
 
-def _build(variant: str, sass: tuple[str, ...], cuda: str | None, driver: str | None) -> WheelBuild:
-    return WheelBuild(
+def _build(variant: str, sass: tuple[str, ...], cuda: str | None, driver: str | None) -> Build:
+    return published(
+        source="acme",
         torch="2.14.1",
-        variant=variant,
+        index=variant,
         platform="linux-x86_64",
         python=("cp311", "cp312", "cp313"),
         sass=tuple(parse_compute_capability(cc) for cc in sass),
         ptx=(),
-        ptx_known=True,
         cuda=cuda,
-        min_driver=parse_driver_version(driver) if driver else None,
-        pypi=False,
+        cuda_min_driver=parse_driver_version(driver) if driver else None,
         sources=("acme build log 2026-11",),
     )
 
 
-ACME = WheelCatalog(
+ACME = PrebuiltCatalog(
     builds=(_build("acme128", ("8.0", "9.0"), "12.8", "525.60.13"), _build("cpu", (), None, None)),
     left_out=(),
     companions={},

@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from conftest import cli_runner, cpuinfo_path
+from packaging.version import Version
 from test_plan import detect_line
 
 from pickvariant.cli.main import app
@@ -53,9 +54,10 @@ def test_every_node_is_served_by_the_fewest_wheel_builds_and_a_node_given_less_s
     nodes = {node["label"]: node for node in plan["nodes"]}
     # The GTX 1080 runs only cu126, and cu126 also runs on both H100s: one CUDA build serves the three.
     cu126 = max(
-        (b for b in WHEELS.builds if b.variant == "cu126" and b.platform == "linux-x86_64"), key=lambda b: b.sort_key
+        (b for b in WHEELS.builds if b.index == "cu126" and b.platform == "linux-x86_64"),
+        key=lambda b: Version(b.torch),
     )
-    assert {nodes[label]["torch"] for label in ("gtx1080", "h100-r580", "h100-r550")} == {cu126.local}
+    assert {nodes[label]["torch"] for label in ("gtx1080", "h100-r580", "h100-r550")} == {cu126.label}
     assert nodes["cpu"]["variant"] == "cpu" and len(plan["builds"]) == 2
     # A node whose own answer is another wheel is told what it loses; one given its own answer is not.
     for label in ("gtx1080", "h100-r580", "h100-r550", "cpu"):
@@ -66,7 +68,7 @@ def test_every_node_is_served_by_the_fewest_wheel_builds_and_a_node_given_less_s
     # No wheel has kernels for Kepler: the node is unserved, with detect's own last word on it.
     assert nodes["kepler"]["torch"] is None and "no wheel runs here" in nodes["kepler"]["why"]
     served = {b["torch"]: b for b in plan["builds"]}
-    assert served[cu126.local]["nodes"] == 3 and served[cu126.local]["index_url"].endswith("/cu126")
+    assert served[cu126.label]["nodes"] == 3 and served[cu126.label]["index_url"].endswith("/cu126")
 
 
 def test_the_text_plan_prints_the_command_each_node_runs_quoted_for_the_shell(tmp_path) -> None:

@@ -14,15 +14,18 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, cli_runner, cpuinfo_path, require, torch_site_packages
+from packaging.version import Version
 
 from pickvariant._base.errors import BadInput
+from pickvariant._base.records import replace
 from pickvariant._base.request import Request
-from pickvariant._base.versions import ComputeCapability, parse_driver_version, version_key
+from pickvariant._base.versions import ComputeCapability, parse_driver_version
 from pickvariant.api import WheelAsk, decide_wheel
 from pickvariant.cli.main import app
 from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json, wheel_text_lines
 from pickvariant.rules.wheel_pick import pick_wheel
-from pickvariant.sources.wheel_build import WheelBuild, WheelCatalog
+from pickvariant.sources.prebuilt import PrebuiltCatalog, published
+from pickvariant.sources.runs_on import Build
 from pickvariant.sources.wheels.load import load_wheel_catalog
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
@@ -40,9 +43,9 @@ def _json(**machine) -> dict:
     return wheel_json(_answer(**machine))
 
 
-def _newest(platform: str, keep) -> WheelBuild:
+def _newest(platform: str, keep) -> Build:
     found = [b for b in WHEELS.builds if b.platform == platform and keep(b)]
-    return max(found, key=lambda b: b.sort_key)
+    return max(found, key=lambda b: Version(b.torch))
 
 
 def _why(document: dict, variant: str) -> str:
@@ -52,11 +55,11 @@ def _why(document: dict, variant: str) -> str:
 @pytest.mark.parametrize("gpu", ["6.1", "7.0"])
 def test_a_gtx_1080_or_a_v100_gets_cu126_of_the_newest_torch_that_has_one(gpu: str) -> None:
     document = _json(gpus=(gpu,), driver="580.95.05")
-    expected = _newest("linux-x86_64", lambda b: b.variant == "cu126")
+    expected = _newest("linux-x86_64", lambda b: b.index == "cu126")
     recommendation = document["recommendation"]
-    assert recommendation["torch"] == expected.local
+    assert recommendation["torch"] == expected.label
     assert recommendation["index_url"] == f"{WHEELS.index_root}/cu126"
-    cu130 = _newest("linux-x86_64", lambda b: b.variant == "cu130")
+    cu130 = _newest("linux-x86_64", lambda b: b.index == "cu130")
     listed = ", ".join(str(c) for c in cu130.sass)
     assert f"ships kernels for {listed}" in _why(document, "cu130")
     assert f"GPU 0 ({gpu}) has none" in _why(document, "cu130")
@@ -66,7 +69,7 @@ def test_an_h100_on_r580_gets_a_cuda_13_line_and_on_r550_a_cuda_12_line_with_cud
     assert _json(gpus=("9.0",), driver="580.95.05")["recommendation"]["cuda"].startswith("13.")
     document = _json(gpus=("9.0",), driver="550.54.15")
     expected = _newest("linux-x86_64", lambda b: (b.cuda or "").startswith("12.") and any(c.major == 9 for c in b.sass))
-    assert document["recommendation"]["torch"] == expected.local
+    assert document["recommendation"]["torch"] == expected.label
     assert "580.65.06" in _why(document, "cu130")
     assert next(r for r in document["rejected"] if r["subject"]["name"] == "cu130")["kind"] == "driver"
 
@@ -86,10 +89,10 @@ def test_an_rtx_5090_on_r570_gets_a_cuda_12_line_with_12_0_kernels_and_on_r565_n
 def test_a_t4_on_r470_gets_no_cuda_wheel_and_the_driver_floor_is_named() -> None:
     answer = _answer(gpus=("7.5",), driver="470.256.02")
     assert answer.decision.build is None
-    floor = min(b.min_driver for b in WHEELS.builds if b.min_driver is not None)
+    floor = min(b.cuda_min_driver for b in WHEELS.builds if b.cuda_min_driver is not None)
     assert any(f"a driver >= {floor}" in hint for hint in answer.decision.hints)
     # The nearest index named is one the smallest driver update reaches (issue 53), and the cpu wheel is offered.
-    lowest = {b.variant for b in WHEELS.builds if b.min_driver == floor}
+    lowest = {b.index for b in WHEELS.builds if b.cuda_min_driver == floor}
     nearest = re.search(r"the nearest, (\S+) wheels", answer.decision.reasons[-1])
     assert nearest and nearest.group(1) in lowest, answer.decision.reasons[-1]
     assert "--no-gpu: the cpu wheel runs here, without the GPUs" in answer.decision.hints
@@ -131,7 +134,7 @@ def test_cpu_only_linux_gets_the_cpu_index_and_the_dispatch_level_it_will_run_at
 
 def test_pins_narrow_and_a_pin_that_matches_nothing_is_bad_input() -> None:
     pinned = _json(gpus=("9.0",), driver="580.95.05", torch="2.12", cuda="13.0")["recommendation"]
-    assert version_key(pinned["release"])[:2] == (2, 12) and pinned["cuda"] == "13.0"
+    assert Version(pinned["release"]).release[:2] == (2, 12) and pinned["cuda"] == "13.0"
     with pytest.raises(BadInput, match=r"--torch 1\.13"):
         _answer(gpus=("9.0",), torch="1.13")
     with pytest.raises(BadInput, match="--with vllm"):
@@ -144,8 +147,8 @@ def test_pypis_own_build_comes_first_with_companions_as_their_makers_pair_them()
     section 3: torchaudio stopped at 2.11.0, which names no torch requirement and serves later torch releases)."""
     answer = _answer(gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
     decision = answer.decision
-    assert decision.build is not None and decision.build.pypi and decision.from_pypi
-    assert decision.build.torch == max((b.torch for b in WHEELS.builds), key=version_key) == "2.15.0"
+    assert decision.build is not None and decision.build.default_index and decision.from_pypi
+    assert decision.build.torch == max((b.torch for b in WHEELS.builds), key=Version) == "2.15.0"
     assert decision.index_url is None
     assert [(p.project, p.version) for p in decision.companions] == [
         ("torchvision", "0.29.2"),
@@ -167,7 +170,7 @@ def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_th
     assert build is not None and not answer.decision.from_pypi
     pairs = [WHEELS.companion(build.torch, project) for project in ("torchvision", "torchaudio")]
     assert all(pair is not None and not pair.pypi_only for pair in pairs)
-    newer = [b for b in answer.decision.candidates if version_key(b.torch) > version_key(build.torch)]
+    newer = [b for b in answer.decision.candidates if Version(b.torch) > Version(build.torch)]
     torchaudio = [WHEELS.companion(b.torch, "torchaudio") for b in newer]
     assert newer and all(pair is None or pair.pypi_only for pair in torchaudio)
     requirements = requirements_text(answer)
@@ -177,20 +180,20 @@ def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_th
 
 
 def test_ptx_of_a_lower_capability_is_admitted_with_its_first_start_cost_and_sass_alone_is_not() -> None:
-    build = WheelBuild(
-        torch="9.9.0", variant="cu999", platform="linux-x86_64", python=("cp312",),
-        sass=(ComputeCapability(9, 0),), ptx=(ComputeCapability(9, 0),), ptx_known=True, cuda="12.8",
-        min_driver=parse_driver_version("525.60.13"), pypi=False, sources=(),
+    build = published(
+        source="wheels", torch="9.9.0", index="cu999", platform="linux-x86_64", python=("cp312",),
+        sass=(ComputeCapability(9, 0),), ptx=(ComputeCapability(9, 0),), cuda="12.8",
+        cuda_min_driver=parse_driver_version("525.60.13"),
     )  # fmt: skip
-    catalog = WheelCatalog(
+    catalog = PrebuiltCatalog(
         builds=(build,), left_out=(), companions={}, index_root="http://mirror", facts_compiled="", sources={}
     )
     answer = _answer(gpus=("12.0",), driver="580.95.05")
     decision = pick_wheel(answer.facts, answer.hardware, catalog, Request(gpus=("12.0",)), None, "http://mirror")
     assert decision.build == build
     assert any("JIT-compiles its compute_9.0 PTX" in reason for reason in decision.reasons)
-    no_ptx = WheelCatalog(
-        builds=(WheelBuild(**{**build.__dict__, "ptx": ()}),), left_out=(), companions={}, index_root="x",
+    no_ptx = PrebuiltCatalog(
+        builds=(replace(build, ptx=()),), left_out=(), companions={}, index_root="x",
         facts_compiled="", sources={},
     )  # fmt: skip
     assert pick_wheel(answer.facts, answer.hardware, no_ptx, Request(gpus=("12.0",)), None, "x").build is None
@@ -277,11 +280,11 @@ def test_report_gives_the_wheel_answer_and_the_environment_for_a_support_ticket(
         [sys.executable, "-m", "pickvariant", *args, "--python", sys.executable],
         capture_output=True, text=True, env=env, timeout=120, check=True,
     ).stdout  # fmt: skip
-    expected = _newest("linux-x86_64", lambda b: b.variant == "cu126")
+    expected = _newest("linux-x86_64", lambda b: b.index == "cu126")
     # The report's own shape, as for recipes (issue 52): the recommendation, the machine, the environment, the
     # torch probed there, the reasons; a torch there that the rules judge does not run here is a mismatch.
     assert markdown.startswith("### pickvariant report")
-    assert f"- Recommendation: `torch=={expected.local}` from `{expected_index(expected)}`" in markdown
+    assert f"- Recommendation: `torch=={expected.label}` from `{expected_index(expected)}`" in markdown
     # A ticket names no local path: the interpreter is `python` (issue 51).
     tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     assert f"- Environment: Python {'.'.join(map(str, sys.version_info[:3]))} ({tag}) at `python`" in markdown
@@ -308,14 +311,14 @@ def test_report_gives_the_wheel_answer_and_the_environment_for_a_support_ticket(
 
 
 def expected_index(build) -> str:
-    return f"{WHEELS.index_root}/{build.variant}"
+    return f"{WHEELS.index_root}/{build.index}"
 
 
 @pytest.mark.parametrize(("gpu", "fits"), [("9.0", "yes"), ("6.0", "no")])
 def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
     tmp_path: Path, gpu: str, fits: str
 ) -> None:
-    release = next(b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.pypi and b.is_cuda)
+    release = next(b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.default_index and b.cuda is not None)
     wrapper, site = _venv(tmp_path)
     (site / f"torch-{release.torch}.dist-info").mkdir(parents=True)
     (site / f"torch-{release.torch}.dist-info" / "METADATA").write_text(
@@ -325,7 +328,7 @@ def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
     environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
     covers = any(c.major == 9 for c in release.sass) if gpu == "9.0" else any(c.major == 6 for c in release.sass)
     assert environment["torch_runs_here"] == ("yes" if covers else "no") == fits
-    assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.local}) in this environment")
+    assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.label}) in this environment")
 
 
 @pytest.mark.parametrize("driver", ["590.10", "470.256.02"])
@@ -447,8 +450,8 @@ def test_a_jetson_orin_runs_an_aarch64_cuda_13_2_wheel_only_on_a_cuda_13_2_drive
     if not runs:
         assert build is None or build.cuda is None, build
         return
-    newest = _newest("linux-aarch64", lambda b: b.cuda is not None and version_key(b.cuda) >= (13, 2))
-    assert build is not None and build.local == newest.local and ComputeCapability(8, 0) in build.sass
+    newest = _newest("linux-aarch64", lambda b: b.cuda is not None and Version(b.cuda) >= Version("13.2"))
+    assert build is not None and build.label == newest.label and ComputeCapability(8, 0) in build.sass
     # A Jetson's driver is JetPack's, judged by the CUDA it reports (no minor-version compatibility there): the
     # floor said is that, never the dGPU driver number 580.65.06.
     assert wheel_json(answer)["recommendation"]["min_driver"] is None
@@ -463,18 +466,18 @@ def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(t
     build = next(
         b
         for b in WHEELS.builds
-        if b.platform == "linux-x86_64" and b.is_cuda and not b.pypi and b.min_driver is not None
-        and b.min_driver > parse_driver_version(driver) and any(c.major == 9 for c in b.sass)
+        if b.platform == "linux-x86_64" and b.cuda is not None and not b.default_index and b.cuda_min_driver is not None
+        and b.cuda_min_driver > parse_driver_version(driver) and any(c.major == 9 for c in b.sass)
     )  # fmt: skip
     wrapper, site = _venv(tmp_path)
-    (site / f"torch-{build.local}.dist-info").mkdir(parents=True)
-    (site / f"torch-{build.local}.dist-info" / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: torch\nVersion: {build.local}\n"
+    (site / f"torch-{build.label}.dist-info").mkdir(parents=True)
+    (site / f"torch-{build.label}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {build.label}\n"
     )
     request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver=driver)
     environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
     assert environment["torch_runs_here"] == "no"
-    assert environment["said"].startswith(f"torch {build.local} in this environment cannot run on this driver")
+    assert environment["said"].startswith(f"torch {build.label} in this environment cannot run on this driver")
     assert driver in environment["said"]
 
 
@@ -519,8 +522,8 @@ def test_a_torch_pin_outside_the_catalog_is_said_to_be_unjudged_never_to_have_no
     """Issue 53: `--torch 1.13` said "no wheel of it for this platform", although PyTorch published one: it is
     outside what the catalog judges (wheels.md covers 2.8 to 2.15), and the refusal says so (exit 2)."""
     first, newest = (
-        min((b.torch for b in WHEELS.builds), key=version_key),
-        max((b.torch for b in WHEELS.builds), key=version_key),
+        min((b.torch for b in WHEELS.builds), key=Version),
+        max((b.torch for b in WHEELS.builds), key=Version),
     )
     assert (first, newest) == ("2.8.0", "2.15.0")  # wheels.md's title: torch 2.8 - 2.15
     with pytest.raises(BadInput) as refused:
@@ -567,10 +570,11 @@ def test_a_stated_windows_machine_gets_windows_wheels_with_its_driver_judged_by_
     windows = Request(platform="windows-amd64", gpus=("6.1",), driver="581.57", driver_cuda="12.8")
     answer = decide_wheel(WheelAsk(request=windows), env={})
     expected = max(
-        (b for b in WHEELS.builds if b.platform == "windows-amd64" and b.variant == "cu126"), key=lambda b: b.sort_key
+        (b for b in WHEELS.builds if b.platform == "windows-amd64" and b.index == "cu126"),
+        key=lambda b: Version(b.torch),
     )
     assert ComputeCapability(6, 1) in expected.sass
-    linux_cu126 = [b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.variant == "cu126"]
+    linux_cu126 = [b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.index == "cu126"]
     assert all(ComputeCapability(6, 1) not in b.sass for b in linux_cu126)  # Linux's carry 6.0, run by SASS 6.x
     assert answer.decision.build == expected and answer.decision.build.platform == "windows-amd64"
     document = wheel_json(answer)

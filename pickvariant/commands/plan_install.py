@@ -26,7 +26,7 @@ from pickvariant.rules.decision import PrebuiltAnswer
 from pickvariant.rules.node_facts import changes, fingerprint, wheel_fingerprint
 from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
 from pickvariant.sources.build import Catalog
-from pickvariant.sources.wheel_build import WheelCatalog
+from pickvariant.sources.prebuilt import PrebuiltCatalog
 
 
 @keyword_record
@@ -156,10 +156,10 @@ def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") 
     )
 
 
-def wheel_pins(assigned: WheelAssignment, request: Request, wheels: WheelCatalog) -> Request:
+def wheel_pins(assigned: WheelAssignment, request: Request, wheels: PrebuiltCatalog) -> Request:
     """The request that asks the wheel rules for the assigned wheel: its release and CUDA line pinned, its
     companions named. The rules decide again; `check_wheel_plan` refuses any answer but the plan's."""
-    build = next((b for b in wheels.builds if (b.local, b.variant, b.platform) == _key(assigned)), None)
+    build = next((b for b in wheels.builds if (b.label, b.index, b.platform) == _key(assigned)), None)
     if build is None:
         raise BadInput(
             f"plan {visible(assigned.plan)} gives node {visible(assigned.label)!r} torch {assigned.torch} "
@@ -190,10 +190,10 @@ def check_wheel_plan(assigned: WheelAssignment, answer: PrebuiltAnswer) -> None:
             f"{assigned.torch} is not installed; gather its facts and plan again"
         )
     decision = answer.decision
-    got = (decision.build.local, decision.build.variant, decision.build.platform) if decision.build else None
+    got = (decision.build.label, decision.build.index, decision.build.platform) if decision.build else None
     pairs = tuple((pair.project, pair.version) for pair in decision.companions)
     if got != _key(assigned) or pairs != assigned.companions:
-        why = "; ".join(decision.reasons[-1:]) if decision.build is None else f"they give {decision.build.local}"
+        why = "; ".join(decision.reasons[-1:]) if decision.build is None else f"they give {decision.build.label}"
         raise BadInput(
             f"plan {shown} gives node {node!r} torch {assigned.torch} ({assigned.variant}), which the wheel rules "
             f"do not give it here ({visible(why)}): nothing was installed; gather its facts and plan again"

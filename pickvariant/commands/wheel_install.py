@@ -126,25 +126,25 @@ def _against_there(
     decision, environment = answer.decision, answer.environment
     assert decision.build is not None and environment is not None
     present = environment.installed
-    pinned = decision.build.torch if decision.from_pypi else decision.build.local
+    pinned = decision.build.torch if decision.from_pypi else decision.build.label
     wanted = {"torch": pinned, **{pair.project: pair.version for pair in decision.companions}}
-    label = decision.build.local.partition("+")[2]
+    label = decision.build.label.partition("+")[2]
     already = all(_same(present.get(project), version, label) for project, version in wanted.items())
     torch = environment.torch
-    replaces = torch if torch is not None and torch not in (decision.build.local, pinned) else None
-    downgrade = replaces is not None and not already and _newer(replaces, decision.build.local)
+    replaces = torch if torch is not None and torch not in (decision.build.label, pinned) else None
+    downgrade = replaces is not None and not already and _newer(replaces, decision.build.label)
     # Kept: a torch that runs here, and one the catalog cannot judge (an older release outside it, a local build)
     # unless installing would downgrade it, which is refused below naming --allow-downgrade.
     keeps = decision.installed_fits == "yes" or (decision.installed_fits == "unknown" and not downgrade)
     if replaces is not None and not already and keeps and not upgrade:
         companions = [pair.project for pair in decision.companions]
         judged = decision.installed_fits == "yes"
-        kept = _kept(replaces, decision.build.local, companions, present, bool(decision.targets), judged)
+        kept = _kept(replaces, decision.build.label, companions, present, bool(decision.targets), judged)
         return replaces, already, downgrade, kept
     if downgrade and not allow_downgrade:
         raise BadInput(
             f"--allow-downgrade: torch {replaces} in {environment.interpreter}'s environment is a newer release than "
-            f"{decision.build.local}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
+            f"{decision.build.label}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
             "consent to; keep the torch there, or pass --allow-downgrade"
         )
     return replaces, already, downgrade, None
@@ -194,9 +194,9 @@ def _this_platform(platform: str, dry_run: bool) -> None:
     """A wheel of another platform (a stated --platform, a stated Mac) cannot be installed here: BadInput, unless the
     plan is only shown."""
     from pickvariant.machine.cpu import host_platform
-    from pickvariant.sources.wheel_build import WHEEL_PLATFORMS
+    from pickvariant.sources.prebuilt import PLATFORMS
 
-    here = WHEEL_PLATFORMS.get(host_platform())
+    here = PLATFORMS.get(host_platform())
     if not dry_run and here != platform:
         raise BadInput(
             f"--platform, --cpuinfo: the wheel chosen is for {platform}, the stated machine's, and this machine is "
@@ -256,7 +256,7 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
     elif plan.kept is not None:
         lines.append(f"  kept: {plan.kept}")
     elif plan.downgrade:
-        lines.append(f"  downgrades torch {plan.replaces} to {decision.build.local} (--allow-downgrade)")
+        lines.append(f"  downgrades torch {plan.replaces} to {decision.build.label} (--allow-downgrade)")
     elif plan.replaces is not None:
         lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
     shown = [f"{name}={decision.index_url}" for name, _ in plan.index_env]
@@ -278,7 +278,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
         "already_installed": plan.already,
         "index_url": decision.index_url,
         "from_pypi": decision.from_pypi,
-        "torch": decision.build.local if decision.build else None,
+        "torch": decision.build.label if decision.build else None,
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
         "assigned_by": plan.assigned_by,
         "downgrade": plan.downgrade,
@@ -366,7 +366,7 @@ class WheelInstallation:
     def carry_out(self, on_line: Callable[[str], None]) -> Carried:
         log = carry_out(self.plan, on_line, self.timeout_s)
         build = self.plan.answer.decision.build
-        installed = build.local if build else ""
+        installed = build.label if build else ""
         return Carried(done=(visible(f"Done: {installed} installed for {self.plan.interpreter}; log: {log}"),), log=log)
 
     def verify(self) -> VerifyResult | None:

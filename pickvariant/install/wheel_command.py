@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pickvariant.sources.wheel_build import PairedRelease, WheelBuild
+from pickvariant.sources.prebuilt import PairedRelease
+from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,14 +20,14 @@ if TYPE_CHECKING:
 INSTALLERS = ("pip", "uv")
 
 
-def torch_pin(build: WheelBuild, from_pypi: bool = False) -> str:
+def torch_pin(build: Build, from_pypi: bool = False) -> str:
     """torch pinned to exactly this build, local label included where its wheels carry one, so that an index (or
     a mirror) holding several variants cannot hand over another. PyPI's own build is pinned by its release: PyPI
     holds one build of it per platform, and its version carries no local label."""
-    return f"torch=={build.torch if from_pypi else build.local}"
+    return f"torch=={build.torch if from_pypi else build.label}"
 
 
-def requirements(build: WheelBuild, companions: Sequence[PairedRelease], from_pypi: bool = False) -> list[str]:
+def requirements(build: Build, companions: Sequence[PairedRelease], from_pypi: bool = False) -> list[str]:
     """torch and each companion, pinned (a companion by its release: its local label matches the index's)."""
     return [torch_pin(build, from_pypi), *(f"{pair.project}=={pair.version}" for pair in companions)]
 
@@ -34,7 +35,7 @@ def requirements(build: WheelBuild, companions: Sequence[PairedRelease], from_py
 def installer_argv(
     installer: Installer,
     interpreter: str,
-    build: WheelBuild,
+    build: Build,
     companions: Sequence[PairedRelease],
     index_url: str | None,
     uv: str = "uv",
@@ -62,4 +63,4 @@ def index_url_for_installer(answer: PrebuiltAnswer) -> str | None:
     if decision.build is None or decision.index_url is None:
         return None
     root = answer.index_root_with_credentials
-    return f"{root}/{decision.build.variant}" if root else decision.index_url
+    return f"{root}/{decision.build.index}" if root else decision.index_url

@@ -28,7 +28,7 @@ from pickvariant.sources.build import GENERATED_BY, Variant
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pickvariant.sources.wheel_build import WheelBuild
+    from pickvariant.sources.runs_on import Build
 
 # What each node of a plan of prebuilt builds runs: its own environment's interpreter, as people name it on a node.
 NODE_PYTHON = "python3"
@@ -256,19 +256,19 @@ def _joined(steps: list[list[str]]) -> str:
     return " && ".join(shlex.join(step) for step in steps)
 
 
-def _python_tags(plan: PrebuiltPlan, build: WheelBuild) -> list[str]:
+def _python_tags(plan: PrebuiltPlan, build: Build) -> list[str]:
     return list(build.python) if plan.python is None else [f"cp{plan.python.replace('.', '')}"]
 
 
-def _build_json(plan: PrebuiltPlan, build: WheelBuild, count: int) -> dict[str, Any]:
+def _build_json(plan: PrebuiltPlan, build: Build, count: int) -> dict[str, Any]:
     companions = plan.companions.get(build, ())
     return {
-        "torch": build.local,
+        "torch": build.label,
         "release": build.torch,
-        "variant": build.variant,
+        "variant": build.index,
         "platform": build.platform,
         "cuda": build.cuda,
-        "min_driver": str(build.min_driver) if build.min_driver else None,
+        "min_driver": str(build.cuda_min_driver) if build.cuda_min_driver else None,
         "index_url": plan.index_url(build),
         "python": _python_tags(plan, build),
         "nodes": count,
@@ -286,8 +286,8 @@ def _prebuilt_json(plan: PrebuiltPlan) -> dict[str, Any]:
         "nodes": [
             {
                 "label": node.label,
-                "torch": node.build.local if node.build else None,
-                "variant": node.build.variant if node.build else None,
+                "torch": node.build.label if node.build else None,
+                "variant": node.build.index if node.build else None,
                 "platform": node.build.platform if node.build else None,
                 "index_url": plan.index_url(node.build) if node.build else None,
                 "rank": node.rank,
@@ -302,8 +302,8 @@ def _prebuilt_json(plan: PrebuiltPlan) -> dict[str, Any]:
     }
 
 
-def _labels_by_build(plan: PrebuiltPlan) -> dict[WheelBuild, list[str]]:
-    found: dict[WheelBuild, list[str]] = defaultdict(list)
+def _labels_by_build(plan: PrebuiltPlan) -> dict[Build, list[str]]:
+    found: dict[Build, list[str]] = defaultdict(list)
     for node in plan.nodes:
         if node.build is not None:
             found[node.build].append(node.label)
@@ -327,7 +327,7 @@ def _prebuilt_lines(plan: PrebuiltPlan, markdown: bool) -> list[str]:
         out.append(f"{sub_item}nodes: {t(label_list(labels[build]))}")
         argv = installer_argv("pip", NODE_PYTHON, build, companions, plan.index_url(build))
         out.append(f"{sub_item}each of them runs: {code(shlex.join(argv))}")
-    given = [(n.label, n.build.local if n.build else None, n.rank, n.why) for n in plan.nodes]
+    given = [(n.label, n.build.label if n.build else None, n.rank, n.why) for n in plan.nodes]
     out += assignment_lines(given, "wheel", style)
     out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
     return [visible(line) for line in out]

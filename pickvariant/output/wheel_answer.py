@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 from pickvariant import __version__
+from pickvariant._base.records import replace
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.wheel_command import index_url_for_installer, installer_argv, requirements
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, PrebuiltAnswer, PrebuiltDecision
-from pickvariant.sources.runs_on import of_wheel
 
 # The text answer's wrapping (output/answer.py, textwrap, shlex) loads only where a text or Markdown answer is made:
 # the JSON line needs none of it.
@@ -28,9 +28,9 @@ def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, An
         return None
     return {
         "source": source,
-        "torch": build.local,
+        "torch": build.label,
         "release": build.torch,
-        "variant": build.variant,
+        "variant": build.index,
         "index_url": decision.index_url,
         "from_pypi": decision.from_pypi,
         "python": decision.python,
@@ -41,7 +41,7 @@ def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, An
         "sass": [str(capability) for capability in build.sass],
         "ptx": [str(capability) for capability in build.ptx],
         "ptx_known": build.ptx_known,
-        "pypi_default": build.pypi,
+        "pypi_default": build.default_index,
         "requirements": requirements(build, decision.companions, decision.from_pypi),
         "companions": [
             {"project": pair.project, "version": pair.version, "requires": pair.requires}
@@ -60,7 +60,7 @@ def wheel_json(answer: PrebuiltAnswer) -> dict[str, Any]:
         "hardware": hardware_json(answer.facts),
         "catalog": {"facts_compiled": answer.catalog_of_builds().facts_compiled, "index_root": answer.index_root},
         "recommendation": recommendation_json(decision, answer.source.name),
-        "build": None if decision.build is None else of_wheel(decision.build, answer.source.name).as_json(),
+        "build": None if decision.build is None else replace(decision.build, source=answer.source.name).as_json(),
         "environment": None
         if environment is None
         else {
@@ -127,9 +127,9 @@ def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
     build = decision.build
     if build is None:
         return ["No compatible wheel (why, and what would help, below)"]
-    torch = build.torch if decision.from_pypi else build.local  # PyPI's versions carry no local label
+    torch = build.torch if decision.from_pypi else build.label  # PyPI's versions carry no local label
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
-    where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher} {visible(build.variant)} index"
+    where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher} {visible(build.index)} index"
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
     cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
@@ -168,7 +168,7 @@ def wheel_markdown(answer: PrebuiltAnswer) -> str:
         out += ["**No compatible wheel.**", ""]
     else:
         where = markdown_code(decision.index_url) if decision.index_url else "PyPI (its own build)"
-        out += [f"**Recommendation:** {markdown_code(build.local)} from {where}", ""]
+        out += [f"**Recommendation:** {markdown_code(build.label)} from {where}", ""]
         out += ["```sh", visible(" ".join(install_words(answer))), "```", ""]  # a line break would leave the fence
     out += ["## This machine", "", *(f"- {markdown_text(item)}" for item in fact_items(answer.facts, answer.hardware))]
     environment = answer.environment
@@ -196,7 +196,7 @@ def requirements_text(answer: PrebuiltAnswer) -> str:
     build = decision.build
     gpus = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in decision.targets) or "no GPU"
     header = [
-        f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}; {gpus}"
+        f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.python}; {gpus}"
     ]
     header += _credentials_note(answer)
     index = index_url_for_installer(answer)
@@ -215,11 +215,11 @@ def pyproject_text(answer: PrebuiltAnswer) -> str:
     decision = answer.decision
     assert decision.build is not None
     build = decision.build
-    name = f"pytorch-{build.variant}"
+    name = f"pytorch-{build.index}"
     pins = ", ".join(json.dumps(pin) for pin in requirements(build, decision.companions, decision.from_pypi))
     projects = ["torch", *(pair.project for pair in decision.companions)]
     lines = [
-        f"# pickvariant {__version__}: torch {build.local} for {build.platform}, Python {decision.python}",
+        f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.python}",
         *_credentials_note(answer),
         f"# [project] dependencies = [{pins}]",
     ]

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from pickvariant.machine.facts import HostFacts
-    from pickvariant.sources.wheel_build import PairedRelease, WheelBuild, WheelCatalog
+    from pickvariant.sources.prebuilt import PairedRelease, PrebuiltCatalog
+    from pickvariant.sources.runs_on import Build
 
     T = TypeVar("T")
 
@@ -118,15 +119,15 @@ class ClusterPlan(OfBuilds[B, C]):
         """A plan of prebuilt builds (it names the root of their indexes), not of recipes."""
         return self.index_root is not None
 
-    def index_url(self, build: WheelBuild) -> str:
+    def index_url(self, build: Build) -> str:
         """A prebuilt build's index."""
-        return f"{self.index_root}/{build.variant}"
+        return f"{self.index_root}/{build.index}"
 
 
 # The plan each kind of source makes: the recipes' and a prebuilt build's, one record.
 RecipePlan = ClusterPlan[Variant, Companion]
 if TYPE_CHECKING:
-    PrebuiltPlan = ClusterPlan[WheelBuild, PairedRelease]
+    PrebuiltPlan = ClusterPlan[Build, PairedRelease]
 else:
     PrebuiltPlan = ClusterPlan
 
@@ -211,13 +212,13 @@ def _sets(
 
 
 def _prebuilt_profiles(
-    inputs: Inputs, hardware: Hardware, wheels: WheelCatalog, options: Request, index_root: str
-) -> list[Profile[WheelBuild]]:
+    inputs: Inputs, hardware: Hardware, wheels: PrebuiltCatalog, options: Request, index_root: str
+) -> list[Profile[Build]]:
     """Each profile decided by a prebuilt build's stages, as `detect --source NAME` decides it on that node with no
     environment read; with --with, only the builds whose release pairs every companion."""
     from pickvariant.rules.wheel_pick import pick_wheel
 
-    def decided(facts: HostFacts) -> Profile[WheelBuild]:
+    def decided(facts: HostFacts) -> Profile[Build]:
         decision = pick_wheel(facts, hardware, wheels, options, None, index_root)
         candidates = tuple(
             build
@@ -230,27 +231,27 @@ def _prebuilt_profiles(
     return each_profile(inputs, hardware, decided)
 
 
-def wheels_identity(wheels: WheelCatalog) -> dict[str, str]:
+def wheels_identity(wheels: PrebuiltCatalog) -> dict[str, str]:
     """What names the prebuilt builds' facts a plan was made from: when they were compiled, and a digest of every
     build."""
-    names = "\n".join(sorted(f"{b.platform}/{b.local}/{','.join(b.python)}" for b in wheels.builds))
+    names = "\n".join(sorted(f"{b.platform}/{b.label}/{','.join(b.python)}" for b in wheels.builds))
     return {"facts_compiled": wheels.facts_compiled, "builds_sha256": hashlib.sha256(names.encode()).hexdigest()[:32]}
 
 
-def prebuilt_cost_of(best: WheelBuild, got: WheelBuild) -> str:
+def prebuilt_cost_of(best: Build, got: Build) -> str:
     """What a node loses with the prebuilt build `got` instead of its own best."""
     losses = []
     if got.torch != best.torch:
         losses.append(f"PyTorch {got.torch} instead of {best.torch}")
     if got.cuda != best.cuda:
         losses.append(f"CUDA {got.cuda or 'none'} instead of {best.cuda or 'none'}")
-    return ", ".join(losses) or f"{got.local} instead of {best.local}"
+    return ", ".join(losses) or f"{got.label} instead of {best.label}"
 
 
 def make_prebuilt_plan(
     inputs: Inputs,
     hardware: Hardware,
-    wheels: WheelCatalog,
+    wheels: PrebuiltCatalog,
     options: Request,
     max_variants: int | None,
     index_root: str,
@@ -263,7 +264,7 @@ def make_prebuilt_plan(
     ids = [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
     solved = fewest(
         inputs, profiles, ids, wheels.builds, prebuilt_cost_of, max_variants, "wheel build",
-        lambda b: (b.platform, b.local),
+        lambda b: (b.platform, b.label),
     )  # fmt: skip
     companions = {
         build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from pickvariant.machine.environment import PythonEnvironment
     from pickvariant.machine.facts import HostFacts
     from pickvariant.sources.hardware import Hardware
+    from pickvariant.sources.prebuilt import PrebuiltCatalog
     from pickvariant.sources.registry import Source
-    from pickvariant.sources.wheel_build import WheelCatalog
 
     SetRefusalCause = Literal["missing", "two_torches", "not_generated", "aligned"]
 
@@ -121,7 +121,7 @@ class SetShape:
 @keyword_record
 class Decision(OfBuilds[B, C]):
     """The one answer of every source's stages: what detect shows, install installs, plan builds and verify checks,
-    none re-deriving it. `B` is the source's build (a recipes' Variant, a prebuilt WheelBuild), `C` its companion
+    none re-deriving it. `B` is the source's build (a recipes' Variant, a prebuilt Build), `C` its companion
     (a Flox Companion, a PairedRelease). What every source's stages answer comes first; then what each kind of source
     adds (the recipes' release line, CUDA line and set; a prebuilt build's index, Python and installed torch), left
     at its default by the other."""
@@ -174,9 +174,10 @@ class Decision(OfBuilds[B, C]):
 # (rules/wheel_pick.py), one record.
 RecipeDecision = Decision[Variant, Companion]
 if TYPE_CHECKING:
-    from pickvariant.sources.wheel_build import PairedRelease, WheelBuild
+    from pickvariant.sources.prebuilt import PairedRelease
+    from pickvariant.sources.runs_on import Build
 
-    PrebuiltDecision = Decision[WheelBuild, PairedRelease]
+    PrebuiltDecision = Decision[Build, PairedRelease]
 else:  # the prebuilt builds' records stay off the recipes' path: the same class, unparameterised at run time
     PrebuiltDecision = Decision
 
@@ -193,14 +194,14 @@ class Answer(OfBuilds[B, C]):
     hardware: Hardware
     workload: str
     source: Source  # the source whose builds these are (sources/registry.py)
-    wheels: WheelCatalog | None = None
+    wheels: PrebuiltCatalog | None = None
     environment: PythonEnvironment | None = None
     index_root: str = ""
     # The root as given, where it carries credentials (user:password@): only the installer run and the requirements
     # and pyproject outputs (which need it to work) see it; None where it carries none.
     index_root_with_credentials: str | None = None
 
-    def catalog_of_builds(self) -> WheelCatalog:
+    def catalog_of_builds(self) -> PrebuiltCatalog:
         """A source of prebuilt builds' catalog of builds (the recipes' answer carries none: theirs is `hardware`)."""
         if self.wheels is None:
             raise TypeError("the recipes' answer carries no catalog of prebuilt builds")
@@ -209,7 +210,7 @@ class Answer(OfBuilds[B, C]):
 
 # The answer a source of prebuilt builds gives (the recipes' is the same record, of their Variant).
 if TYPE_CHECKING:
-    PrebuiltAnswer = Answer[WheelBuild, PairedRelease]
+    PrebuiltAnswer = Answer[Build, PairedRelease]
 else:
     PrebuiltAnswer = Answer
 

@@ -16,7 +16,7 @@ from pickvariant.rules.wheel_stages import newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.wheel_build import WheelBuild
+from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,15 +26,15 @@ if TYPE_CHECKING:
 def hints_for_nothing(
     decision: PrebuiltDecision,
     hardware: Hardware,
-    verdicts: Mapping[WheelBuild, Rejection | None],
-    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+    verdicts: Mapping[Build, Rejection | None],
+    passed_over: Mapping[Build, tuple[str, ...]],
     driver: DriverFacts | None,
     again: DecideAgain,
 ) -> tuple[str, ...]:
     hints = []
     if passed_over:
         hints.append(said.without_companions())
-    refused: dict[str, list[WheelBuild]] = {}
+    refused: dict[str, list[Build]] = {}
     for build in newest_first(verdicts):
         verdict = verdicts[build]
         if verdict is not None:
@@ -46,7 +46,7 @@ def hints_for_nothing(
         hints += _driver_hints(by_driver, decision.targets, hardware, driver, again)
     by_python = refused.get(f"{Kind.NOT_BUILT}/python_tag", [])
     if by_python:
-        hints.append(said.other_python(by_python[0].local, ", ".join(by_python[0].python)))
+        hints.append(said.other_python(by_python[0].label, ", ".join(by_python[0].python)))
     # The cpu wheel, refused only for leaving the GPUs unused, runs here: said whether the GPUs lack kernels or the
     # driver is too old for every CUDA line (a T4 on R470, issue 53), after what would let them be used.
     if decision.targets and refused.get(f"{Kind.NOT_BUILT}/gpus_unused"):
@@ -55,7 +55,7 @@ def hints_for_nothing(
 
 
 def _driver_hints(
-    builds: list[WheelBuild], gpus: tuple[GpuFacts, ...], hardware: Hardware, driver: DriverFacts, again: DecideAgain
+    builds: list[Build], gpus: tuple[GpuFacts, ...], hardware: Hardware, driver: DriverFacts, again: DecideAgain
 ) -> list[str]:
     """The wheels a newer driver would give, each decided again with that driver: the one the smallest update gives,
     and where a larger one gives a newer wheel, that too. A driver judged by the CUDA version it reports (a Jetson's,
@@ -65,7 +65,7 @@ def _driver_hints(
         lines = sorted({build.cuda for build in builds if build.cuda}, key=version_key)
         upgrades = [DriverFacts(driver.version, cuda) for cuda in lines]
     else:
-        floors = {machine_floor(build.min_driver, gpus, hardware) for build in builds}
+        floors = {machine_floor(build.cuda_min_driver, gpus, hardware) for build in builds}
         upgrades = [DriverFacts(floor, None) for floor in sorted(f for f in floors if f is not None)]
     if not upgrades:
         return []
@@ -76,7 +76,7 @@ def _driver_hints(
         if decided is not None and decided.build is not None and decided.build not in (d.build for d in found):
             found.append(decided)
     if by_cuda:
-        return [said.driver_would_give(d.driver_needed or "", d.build.local) for d in found if d.build]
+        return [said.driver_would_give(d.driver_needed or "", d.build.label) for d in found if d.build]
     last = last_branch(gpus, hardware)
     # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
     given = driver.version
@@ -84,9 +84,9 @@ def _driver_hints(
     return [_by_number(d.build, gpus, hardware, last) for d in found if d.build is not None]
 
 
-def _by_number(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Hardware, last: int | None) -> str:
-    assert build.min_driver is not None  # a CUDA build: a driver gave it
-    raisers = floor_raisers(build.min_driver, gpus, hardware)
-    floor = machine_floor(build.min_driver, gpus, hardware)
+def _by_number(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware, last: int | None) -> str:
+    assert build.cuda_min_driver is not None  # a CUDA build: a driver gave it
+    raisers = floor_raisers(build.cuda_min_driver, gpus, hardware)
+    floor = machine_floor(build.cuda_min_driver, gpus, hardware)
     need = "; ".join(f"GPU {gpu.index} needs {said.driver_floor(first)} or newer" for gpu, first in raisers)
-    return said.driver_would_allow(build.local, str(floor), need, last)
+    return said.driver_would_allow(build.label, str(floor), need, last)

@@ -10,27 +10,26 @@ from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat
-from pickvariant.rules.wheel_stages import as_build
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.wheel_build import WheelBuild
+from pickvariant.sources.runs_on import Build
 
 
-def installed_build(local: str, builds: Sequence[WheelBuild]) -> WheelBuild | None:
+def installed_build(local: str, builds: Sequence[Build]) -> Build | None:
     """The catalog's build that `torch.__version__` `local` is on this platform, or None where none is known."""
     release, _, label = local.partition("+")
     for build in builds:
-        if build.torch == release and (build.variant == label if label else build.local == local or build.pypi):
+        if build.torch == release and (build.index == label if label else build.label == local or build.default_index):
             return build
     return None
 
 
 def installed_finding(
     environment: PythonEnvironment,
-    builds: Sequence[WheelBuild],
+    builds: Sequence[Build],
     gpus: Sequence[GpuFacts],
     hardware: Hardware,
-    chosen: WheelBuild | None,
+    chosen: Build | None,
     facts: HostFacts,
 ) -> tuple[str | None, str, str]:
     """(the installed torch's version, whether it runs on every GPU here: yes, no, unknown or none, the sentence).
@@ -42,12 +41,12 @@ def installed_finding(
     if build is None:
         return local, "unknown", said.installed_unknown(local)
     # PyPI's build: its metadata carries no local label (its torch.__version__ does): named with the build's.
-    shown = local if build.local == local else said.pypi_build(local, build.local)
+    shown = local if build.label == local else said.pypi_build(local, build.label)
     if chosen is not None and build == chosen:
         return local, "yes", said.installed_is_chosen(shown)
     if not gpus:
         return local, "yes", said.installed_no_gpus(shown)
-    found = compat.first_refusal(as_build(build), facts, hardware, gpus)
+    found = compat.first_refusal(build, facts, hardware, gpus)
     if found is not None and found.what == compat.GPUS_UNUSED:
         return local, "no", said.installed_cpu_only(shown)
     if found is not None and found.what == compat.KERNELS:

@@ -22,10 +22,11 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.wheel_installed import installed_finding
-from pickvariant.rules.wheel_stages import alternatives, as_build, check_pins, coverage, judge, newest_first
+from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.wheel_build import WHEEL_PLATFORMS, PairedRelease, WheelBuild, WheelCatalog
+from pickvariant.sources.prebuilt import PLATFORMS, PairedRelease, PrebuiltCatalog
+from pickvariant.sources.runs_on import Build
 
 # ROCm and XPU builds are kept in the catalog, not judged: named only to a machine with such a GPU (machine/othergpu.py),
 # where they tell what PyTorch publishes for it.
@@ -38,7 +39,7 @@ _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kin
 def pick_wheel(
     facts: HostFacts,
     hardware: Hardware,
-    wheels: WheelCatalog,
+    wheels: PrebuiltCatalog,
     options: Request,
     environment: PythonEnvironment | None,
     index_root: str,
@@ -54,7 +55,7 @@ def pick_wheel(
         return pick_wheel(changed, hardware, wheels, options, environment, index_root, pypi_first, with_hints=False)
 
     facts, driver_said = compat.driver_as_judged(facts)
-    platform = WHEEL_PLATFORMS.get((facts.os, facts.arch))
+    platform = PLATFORMS.get((facts.os, facts.arch))
     builds = wheels.for_platform(platform) if platform else ()
     if not builds:
         platforms = sorted({build.platform for build in wheels.builds})
@@ -87,7 +88,7 @@ def pick_wheel(
         return _nothing_fits(
             decision, facts, hardware, wheels, first, verdicts, passed_over, again if with_hints else None
         )
-    root = None if pypi_first and chosen.pypi else index_root  # None: PyPI's own build, from PyPI
+    root = None if pypi_first and chosen.default_index else index_root  # None: PyPI's own build, from PyPI
     return _chosen(decision, facts, hardware, wheels, options, first, chosen, pairs, root)
 
 
@@ -118,15 +119,15 @@ def _machine_reasons(
 
 
 def _with_companions(
-    candidates: list[WheelBuild], wheels: WheelCatalog, projects: tuple[str, ...], from_pypi: bool
-) -> tuple[WheelBuild | None, tuple[PairedRelease, ...], dict[WheelBuild, tuple[str, ...]]]:
+    candidates: list[Build], wheels: PrebuiltCatalog, projects: tuple[str, ...], from_pypi: bool
+) -> tuple[Build | None, tuple[PairedRelease, ...], dict[Build, tuple[str, ...]]]:
     """The first candidate whose torch release has every companion asked for paired, and those passed over (with
     the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI."""
-    passed_over: dict[WheelBuild, tuple[str, ...]] = {}
+    passed_over: dict[Build, tuple[str, ...]] = {}
     for build in candidates:
         pairs = {project: wheels.companion(build.torch, project) for project in projects}
         pairs = {
-            project: pair if pair is None or not pair.pypi_only or (from_pypi and build.pypi) else None
+            project: pair if pair is None or not pair.pypi_only or (from_pypi and build.default_index) else None
             for project, pair in pairs.items()
         }
         missing = tuple(project for project, pair in pairs.items() if pair is None)
@@ -139,9 +140,9 @@ def _with_companions(
 def _with_installed(
     decision: PrebuiltDecision,
     environment: PythonEnvironment | None,
-    builds: tuple[WheelBuild, ...],
+    builds: tuple[Build, ...],
     hardware: Hardware,
-    chosen: WheelBuild | None,
+    chosen: Build | None,
     facts: HostFacts,
 ) -> PrebuiltDecision:
     if environment is None:
@@ -154,30 +155,30 @@ def _chosen(
     decision: PrebuiltDecision,
     facts: HostFacts,
     hardware: Hardware,
-    wheels: WheelCatalog,
+    wheels: PrebuiltCatalog,
     options: Request,
     found: tuple[str, ...],
-    chosen: WheelBuild,
+    chosen: Build,
     pairs: tuple[PairedRelease, ...],
     index_root: str | None,
 ) -> PrebuiltDecision:
-    index_url = None if index_root is None else f"{index_root}/{chosen.variant}"
+    index_url = None if index_root is None else f"{index_root}/{chosen.index}"
     pinned = bool(options.torch or options.cuda)
-    machine_floor = compat.machine_floor(chosen.min_driver, decision.targets, hardware)
+    machine_floor = compat.machine_floor(chosen.cuda_min_driver, decision.targets, hardware)
     tegra = any(hardware.is_tegra(gpu.compute_capability) for gpu in decision.targets)
     if facts.os == "windows" or tegra:  # Linux's dGPU floors number neither Windows nor JetPack drivers
         machine_floor = None
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
     needed = said.driver_needed(floor, chosen.cuda, tegra) if chosen.cuda else None
     decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed)
-    reasons = [*found, said.chosen(chosen.local, index_url, chosen.cuda, needed, pinned)]
+    reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned)]
     if decision.python_tag is None:
         newest = next((tag for tag in reversed(chosen.python) if not tag.endswith("t")), chosen.python[-1])
         reasons.append(said.python_unstated(newest))
         decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
-    reasons += stages.unserved(chosen.local, as_build(chosen), facts, decision.targets, hardware)
-    if chosen.pypi and index_url is not None:
+    reasons += stages.unserved(chosen.label, chosen, facts, decision.targets, hardware)
+    if chosen.default_index and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
     reasons.append(said.dispatch(decision.dispatch, facts.arch, facts.cpu.source != "--platform"))
     reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources) for p in pairs]
@@ -185,7 +186,7 @@ def _chosen(
     reasons += [said.left_out_newer(left_out)] if left_out else []
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
-        kept = decision.installed_fits == "yes" and decision.installed != chosen.local
+        kept = decision.installed_fits == "yes" and decision.installed != chosen.label
         reasons.append(said.installed_kept(decision.installed_said) if kept else decision.installed_said)
     return replace(
         decision,
@@ -197,7 +198,7 @@ def _chosen(
     )
 
 
-def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
+def _coverage_reasons(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
     found = []
     for gpu in dict.fromkeys(gpus):
         how = coverage(build, gpu.compute_capability, hardware)
@@ -211,7 +212,7 @@ def _coverage_reasons(build: WheelBuild, gpus: tuple[GpuFacts, ...], hardware: H
 
 
 def _left_out_newer(
-    wheels: WheelCatalog, platform: str, torch: str | None, facts: HostFacts
+    wheels: PrebuiltCatalog, platform: str, torch: str | None, facts: HostFacts
 ) -> list[tuple[str, str, str]]:
     """The builds of this platform at or after `torch` (every one, where none was chosen) left out of the catalog,
     newest first: (torch, variant, why). ROCm and XPU builds are named only where such a GPU is present."""
@@ -229,10 +230,10 @@ def _nothing_fits(
     decision: PrebuiltDecision,
     facts: HostFacts,
     hardware: Hardware,
-    wheels: WheelCatalog,
+    wheels: PrebuiltCatalog,
     found: tuple[str, ...],
-    verdicts: dict[WheelBuild, Rejection | None],
-    passed_over: dict[WheelBuild, tuple[str, ...]],
+    verdicts: dict[Build, Rejection | None],
+    passed_over: dict[Build, tuple[str, ...]],
     again: Callable[[DriverFacts], PrebuiltDecision] | None,
 ) -> PrebuiltDecision:
     from pickvariant.rules.wheel_hints import hints_for_nothing
@@ -251,10 +252,10 @@ def _nothing_fits(
     return replace(decision, reasons=tuple(dict.fromkeys(reasons)), hints=hints)
 
 
-def _older_than_the_catalog(facts: HostFacts, verdicts: dict[WheelBuild, Rejection | None]) -> list[str]:
+def _older_than_the_catalog(facts: HostFacts, verdicts: dict[Build, Rejection | None]) -> list[str]:
     """Where the driver is older than every CUDA line the catalog holds: the releases before its first (built for
     older CUDA lines) are outside it, not judged, and this is said rather than left unsaid."""
-    floors = [build.min_driver for build in verdicts if build.min_driver is not None]
+    floors = [build.cuda_min_driver for build in verdicts if build.cuda_min_driver is not None]
     driver = facts.driver.version if facts.driver is not None else None
     if driver is None or not floors or not driver < min(floors):
         return []
@@ -262,10 +263,12 @@ def _older_than_the_catalog(facts: HostFacts, verdicts: dict[WheelBuild, Rejecti
     return [said.older_than_the_catalog(str(driver), first, str(min(floors)))]
 
 
-def _nearest(rejected: Iterable[Rejection], verdicts: dict[WheelBuild, Rejection | None]) -> Rejection | None:
+def _nearest(rejected: Iterable[Rejection], verdicts: dict[Build, Rejection | None]) -> Rejection | None:
     """The index a person is nearest to: by the kind of what refused it (_NEAREST_KINDS), and among those a driver
     refused, the one needing the oldest driver (the smallest update; issue 53), newest first among equals."""
-    floors = {id(r): b.min_driver.parts for b, r in verdicts.items() if r is not None and b.min_driver is not None}
+    floors = {
+        id(r): b.cuda_min_driver.parts for b, r in verdicts.items() if r is not None and b.cuda_min_driver is not None
+    }
     for kind in _NEAREST_KINDS:
         found = [r for r in rejected if r.kind == kind and r.subject[0] == "wheel_variant"]
         if found and kind == Kind.DRIVER:

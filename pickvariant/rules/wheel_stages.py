@@ -9,7 +9,6 @@ first finding is the build's rejection, typed; the words are rules/wording/'s, i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
@@ -19,13 +18,13 @@ from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.runs_on import Build, of_wheel
-from pickvariant.sources.wheel_build import WheelBuild
+from pickvariant.sources.prebuilt import release_order
+from pickvariant.sources.runs_on import Build
 
 COMPANIONS = ("torchvision", "torchaudio")
 
 
-def check_pins(options: Request, builds: Sequence[WheelBuild], every: Sequence[WheelBuild] = ()) -> None:
+def check_pins(options: Request, builds: Sequence[Build], every: Sequence[Build] = ()) -> None:
     """The pins the wheels source cannot take, or that match no build of this platform (`every`: the catalog's builds
     of all platforms, to say whether a release is outside the catalog or only not built here): BadInput naming the
     flag."""
@@ -45,7 +44,7 @@ def check_pins(options: Request, builds: Sequence[WheelBuild], every: Sequence[W
         raise BadInput(f"--cuda {options.cuda}: no wheel of it for this platform (CUDA lines: {', '.join(lines)})")
 
 
-def _torch_pin_refused(pin: str, builds: Sequence[WheelBuild], every: Sequence[WheelBuild]) -> str:
+def _torch_pin_refused(pin: str, builds: Sequence[Build], every: Sequence[Build]) -> str:
     """Why --torch matches no build here: a release outside what the catalog judges (older than its first, newer
     than its newest), or one it judges for other platforms only. Never "no wheel of it": PyTorch may well have one."""
     releases = sorted({b.torch for b in builds}, key=version_key)
@@ -64,21 +63,13 @@ def _torch_pin_refused(pin: str, builds: Sequence[WheelBuild], every: Sequence[W
     )
 
 
-@lru_cache(maxsize=4096)
-def as_build(build: WheelBuild) -> Build:
-    """The wheel as the one predicate reads it (rules/compat.py)."""
-    return of_wheel(build, source="")
-
-
-def coverage(
-    build: WheelBuild, capability: ComputeCapability, hardware: Hardware
-) -> tuple[str, ComputeCapability] | None:
+def coverage(build: Build, capability: ComputeCapability, hardware: Hardware) -> tuple[str, ComputeCapability] | None:
     """How the build's kernels run on a GPU of `capability`: the one rule (rules/kernels.py), with its CUDA line."""
-    return compat.kernels_run(as_build(build), capability, hardware)
+    return compat.kernels_run(build, capability, hardware)
 
 
 def judge(
-    build: WheelBuild,
+    build: Build,
     facts: HostFacts,
     hardware: Hardware,
     options: Request,
@@ -87,7 +78,7 @@ def judge(
 ) -> Rejection | None:
     """The first reason `build` cannot be the answer here, typed; None where it runs. Past the pins and the Python
     tag, what runs here is the one predicate's (rules/compat.py) finding."""
-    subject, example = build.variant, build.local
+    subject, example = build.index, build.label
     if options.torch and not release_matches(options.torch, build.torch, "--torch"):
         return rejection(
             Kind.PINNED_OUT, "wheel_variant", subject, cause="wheel_torch", example=example, pin=options.torch
@@ -108,12 +99,12 @@ def judge(
         return rejection(
             Kind.NOT_BUILT, "wheel_variant", subject, cause="python_tag", example=example, tag=python_tag, tags=tags
         )
-    found = compat.first_refusal(as_build(build), facts, hardware, gpus)
+    found = compat.first_refusal(build, facts, hardware, gpus)
     return None if found is None else _refused(build, found)
 
 
-def _refused(build: WheelBuild, found: compat.Refusal) -> Rejection:
-    subject, example = build.variant, build.local
+def _refused(build: Build, found: compat.Refusal) -> Rejection:
+    subject, example = build.index, build.label
     if found.what == compat.NO_GPU:
         return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="no_gpu", example=example)
     if found.what == compat.GPUS_UNUSED:
@@ -137,28 +128,28 @@ def _refused(build: WheelBuild, found: compat.Refusal) -> Rejection:
     return rejection(Kind.DRIVER, "wheel_variant", subject, cause="wheel", example=example, refusal=found.detail[0])
 
 
-def newest_first(builds: Iterable[WheelBuild], pypi_first: bool = False) -> list[WheelBuild]:
+def newest_first(builds: Iterable[Build], pypi_first: bool = False) -> list[Build]:
     """Newest torch first, then the newest CUDA line, CPU builds last; with `pypi_first`, PyPI's own build of each
     release before its other builds (the simplest command that serves: no index URL)."""
-    ordered = sorted(builds, key=lambda build: build.sort_key, reverse=True)
+    ordered = sorted(builds, key=release_order, reverse=True)
     if not pypi_first:
         return ordered
-    return sorted(ordered, key=lambda build: (version_key(build.torch), build.pypi), reverse=True)
+    return sorted(ordered, key=lambda build: (version_key(build.torch), build.default_index), reverse=True)
 
 
 def alternatives(
-    builds: Sequence[WheelBuild],
-    verdicts: Mapping[WheelBuild, Rejection | None],
-    candidates: Sequence[WheelBuild],
-    chosen: WheelBuild | None,
-    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+    builds: Sequence[Build],
+    verdicts: Mapping[Build, Rejection | None],
+    candidates: Sequence[Build],
+    chosen: Build | None,
+    passed_over: Mapping[Build, tuple[str, ...]],
 ) -> tuple[Rejection, ...]:
     """Why each other index variant and each other torch release lost (to `chosen`, or to nothing fitting)."""
     ordered = newest_first(builds)
     rejected = [
         _variant_lost(variant, ordered, verdicts, candidates, chosen, passed_over)
-        for variant in dict.fromkeys(build.variant for build in ordered)
-        if chosen is None or variant != chosen.variant
+        for variant in dict.fromkeys(build.index for build in ordered)
+        if chosen is None or variant != chosen.index
     ]
     rejected += [
         _release_lost(release, ordered, verdicts, candidates, passed_over)
@@ -170,30 +161,30 @@ def alternatives(
 
 def _variant_lost(
     variant: str,
-    ordered: Sequence[WheelBuild],
-    verdicts: Mapping[WheelBuild, Rejection | None],
-    candidates: Sequence[WheelBuild],
-    chosen: WheelBuild | None,
-    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+    ordered: Sequence[Build],
+    verdicts: Mapping[Build, Rejection | None],
+    candidates: Sequence[Build],
+    chosen: Build | None,
+    passed_over: Mapping[Build, tuple[str, ...]],
 ) -> Rejection:
-    best = next((build for build in candidates if build.variant == variant), None)
+    best = next((build for build in candidates if build.index == variant), None)
     if best is not None and (best in passed_over or chosen is None):
         return _no_set(("wheel_variant", variant), best, passed_over.get(best, ()))
     if best is not None and chosen is not None:
         if best.torch != chosen.torch:
             return rejection(
-                Kind.RANKED_LOWER, "wheel_variant", variant, cause="wheel_torch", example=best.local, torch=best.torch
+                Kind.RANKED_LOWER, "wheel_variant", variant, cause="wheel_torch", example=best.label, torch=best.torch
             )
         return rejection(
             Kind.RANKED_LOWER,
             "wheel_variant",
             variant,
             cause="wheel_cuda",
-            example=best.local,
+            example=best.label,
             cuda=best.cuda or "none (CPU)",
             preferred=chosen.cuda or "none",
         )
-    own = [build for build in ordered if build.variant == variant]
+    own = [build for build in ordered if build.index == variant]
     # Its newest build the pins leave speaks for it; where the pins leave none, its newest.
     speaking = next((b for b in own if (v := verdicts[b]) is not None and v.kind != Kind.PINNED_OUT), own[0])
     refusal = verdicts[speaking]
@@ -203,23 +194,23 @@ def _variant_lost(
 
 def _release_lost(
     release: str,
-    ordered: Sequence[WheelBuild],
-    verdicts: Mapping[WheelBuild, Rejection | None],
-    candidates: Sequence[WheelBuild],
-    passed_over: Mapping[WheelBuild, tuple[str, ...]],
+    ordered: Sequence[Build],
+    verdicts: Mapping[Build, Rejection | None],
+    candidates: Sequence[Build],
+    passed_over: Mapping[Build, tuple[str, ...]],
 ) -> Rejection:
     best = next((build for build in candidates if build.torch == release), None)
     if best is not None and best in passed_over:
         return _no_set(("torch_release", release), best, passed_over[best])
     if best is not None:
         return rejection(
-            Kind.RANKED_LOWER, "torch_release", release, cause="wheel_torch", example=best.local, torch=release
+            Kind.RANKED_LOWER, "torch_release", release, cause="wheel_torch", example=best.label, torch=release
         )
     refusals = "; ".join(wording.why(verdict) for b in ordered if b.torch == release and (verdict := verdicts[b]))
     return rejection(Kind.NOT_BUILT, "torch_release", release, cause="release", refusals=refusals)
 
 
-def _no_set(subject: tuple[str, str], best: WheelBuild, missing: tuple[str, ...]) -> Rejection:
+def _no_set(subject: tuple[str, str], best: Build, missing: tuple[str, ...]) -> Rejection:
     return rejection(
-        Kind.NO_SET, subject[0], subject[1], cause="wheel", example=best.local, projects=missing, torch=best.torch
+        Kind.NO_SET, subject[0], subject[1], cause="wheel", example=best.label, projects=missing, torch=best.torch
     )

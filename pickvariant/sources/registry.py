@@ -4,7 +4,7 @@ A Source says which stages walk its builds and where its catalog comes from:
 
 - pipeline "recipes": a catalog of Flox variants on release branches (sources/build.py's Catalog), walked by
   rules/pick.py. Its catalog is loaded where the command is (PICKVARIANT_CATALOG, --catalog).
-- pipeline "builds": a catalog of prebuilt builds (sources/wheel_build.py's WheelBuild: many GPU architectures as
+- pipeline "builds": a catalog of prebuilt builds (sources/prebuilt.py's, of sources/runs_on.py's Build: many GPU architectures as
   SASS and PTX, no CPU instruction set, an index to install from), walked by rules/wheel_pick.py. `builds` loads it.
 
 The two built in (flox, wheels) are named here by module, as a plug-in is: this module imports neither, so the
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Literal
 
-    from pickvariant.sources.wheel_build import WheelCatalog
+    from pickvariant.sources.prebuilt import PrebuiltCatalog
 
     Pipeline = Literal["recipes", "builds"]
 
@@ -56,7 +56,7 @@ class Source:
     name: str
     pipeline: Pipeline
     # For pipeline "builds": its catalog of builds (read only when asked for).
-    builds: Callable[[], WheelCatalog] | None = None
+    builds: Callable[[], PrebuiltCatalog] | None = None
     # Whose indexes its builds are on, as the answer says it ("PyTorch's cu126 index").
     publisher: str = "PyTorch's"
 
@@ -78,7 +78,7 @@ class Source:
             return "installs into a Flox environment"
         return f"installs {self.publisher} wheels with pip or uv"
 
-    def catalog(self) -> WheelCatalog:
+    def catalog(self) -> PrebuiltCatalog:
         if self.builds is None:
             raise BadInput(f"{self.flag}: a source of recipes has no catalog of prebuilt builds")
         return self.builds()

@@ -5,7 +5,9 @@ the machine's facts report them, the CPython tags, the CPU instruction set it re
 dispatches at run time, the compute capabilities it carries SASS and PTX for, its CUDA line and the driver floor that
 line needs) with the torch release and the label a person installs it by. `origin` is the source's own record (a
 Flox variant, a wheel build), which nothing outside that source reads. The two built-in sources make one each
-(`of_variant`, `of_wheel`); detect's JSON shows it as `build`, beside the source's own `recommendation`.
+(`of_variant` here; a source of prebuilt builds through sources/prebuilt.py's `published`, which fills what a
+published build adds: its index, whether an installer gets it with no index named); detect's JSON shows it as
+`build`, beside the source's own `recommendation`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from pickvariant.sources.build import Catalog, Variant
-    from pickvariant.sources.wheel_build import WheelBuild
 
 
 @keyword_record
@@ -28,6 +29,7 @@ class Build:
     torch: str  # the release, "2.10.0"
     os: str
     arch: str
+    platform: str  # the source's own name for its platform: a Nix system ("x86_64-linux"), "linux-x86_64"
     python: tuple[str, ...]  # the CPython tags it is built for: "cp313", "cp314t"
     cpu_isa: str | None  # the instruction set it requires; None: ATen picks its CPU kernels at run time
     sass: tuple[ComputeCapability, ...]
@@ -37,7 +39,15 @@ class Build:
     # 5090 needs R570 even for CUDA 12.8), which the answer's reasons and hints say; named for the line, never the
     # machine.
     cuda_min_driver: DriverVersion | None
-    origin: object = None  # the source's own record; not shown
+    origin: object = None  # the source's own record (a Flox variant); not shown
+    # What a published build adds (sources/prebuilt.py): the index it is on ("cu126"; empty for a build made from a
+    # recipe), whether an installer gets it with no index named (PyPI's own torch), whether its PTX list is known
+    # (False: none is assumed, so the build is judged by its SASS alone), where its facts come from.
+    index: str = ""
+    default_index: bool = False
+    ptx_known: bool = True
+    sources: tuple[str, ...] = ()
+    note: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """The same keys for every source (detect's `build`)."""
@@ -67,6 +77,7 @@ def of_variant(variant: Variant, catalog: Catalog, source: str) -> Build:
         torch=variant.torch,
         os=platform.os,
         arch=platform.arch,
+        platform=variant.platform,
         python=("cp" + variant.python.replace(".", ""),),
         cpu_isa=variant.cpu_isa,
         sass=tuple(catalog.gpu_archs[name].compute_capability for name in variant.sass_archs),
@@ -74,25 +85,4 @@ def of_variant(variant: Variant, catalog: Catalog, source: str) -> Build:
         cuda=variant.cuda,
         cuda_min_driver=None if line is None else line.min_driver,
         origin=variant,
-    )
-
-
-def of_wheel(build: WheelBuild, source: str) -> Build:
-    """A wheel build: its Python tags, SASS and PTX as read from its files, no instruction set required."""
-    from pickvariant.sources.wheel_build import WHEEL_PLATFORMS
-
-    os_name, arch = next(machine for machine, name in WHEEL_PLATFORMS.items() if name == build.platform)
-    return Build(
-        source=source,
-        label=build.local,
-        torch=build.torch,
-        os=os_name,
-        arch=arch,
-        python=build.python,
-        cpu_isa=None,
-        sass=build.sass,
-        ptx=build.ptx,
-        cuda=build.cuda,
-        cuda_min_driver=build.min_driver,
-        origin=build,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pickvariant.sources.wheel_build import PairedRelease
+from pickvariant.sources.prebuilt import PairedRelease
 
 # Reasons: what each stage found.
 

@@ -1,4 +1,4 @@
-"""The shipped wheel catalog (wheels.json), read bounded into sources/wheel_build.py's records.
+"""The shipped wheel catalog (wheels.json), read bounded into sources/prebuilt.py's records.
 
 Read only when the wheels source is asked for (`--source wheels`): detect's default path never opens it.
 """
@@ -13,7 +13,8 @@ from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
-from pickvariant.sources.wheel_build import LeftOut, PairedRelease, WheelBuild, WheelCatalog
+from pickvariant.sources.prebuilt import LeftOut, PairedRelease, PrebuiltCatalog, published
+from pickvariant.sources.runs_on import Build
 from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION, facts_digest, refreshed_path
 
 TYPE_CHECKING = False
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def load_wheel_catalog(path: Path | None = None) -> WheelCatalog:
+def load_wheel_catalog(path: Path | None = None) -> PrebuiltCatalog:
     """The wheel catalog (by default the one `catalog wheels --refresh` derived, where there is one, else the one
     shipped), or BadInput naming the file and what in it is not one."""
     if path is None:
@@ -40,13 +41,13 @@ def load_wheel_catalog(path: Path | None = None) -> WheelCatalog:
 
 
 @functools.cache
-def _load(path: Path) -> WheelCatalog:
+def _load(path: Path) -> PrebuiltCatalog:
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
     try:
         document = strictjson.loads(raw.decode("utf-8"))
         if document.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"schema_version {document.get('schema_version')!r}, not {SCHEMA_VERSION}")
-        return WheelCatalog(
+        return PrebuiltCatalog(
             builds=tuple(_build(row) for row in document["builds"]),
             left_out=tuple(LeftOut(**row) for row in document["left_out"]),
             companions={torch: _paired(projects) for torch, projects in document["companions"].items()},
@@ -68,18 +69,19 @@ _capability = functools.lru_cache(maxsize=4096)(parse_compute_capability)
 _driver = functools.lru_cache(maxsize=4096)(parse_driver_version)
 
 
-def _build(row: Mapping[str, Any]) -> WheelBuild:
-    return WheelBuild(
+def _build(row: Mapping[str, Any]) -> Build:
+    return published(
+        source="wheels",
         torch=str(row["torch"]),
-        variant=str(row["variant"]),
+        index=str(row["variant"]),
         platform=str(row["platform"]),
         python=tuple(str(tag) for tag in row["python"]),
         sass=tuple(_capability(text) for text in row["sass"]),
         ptx=tuple(_capability(text) for text in row["ptx"]),
         ptx_known=bool(row["ptx_known"]),
         cuda=row["cuda"],
-        min_driver=_driver(row["min_driver"]) if row["min_driver"] else None,
-        pypi=bool(row["pypi"]),
+        cuda_min_driver=_driver(row["min_driver"]) if row["min_driver"] else None,
+        default_index=bool(row["pypi"]),
         sources=tuple(row["sources"]),
         note=str(row["note"]),
     )

@@ -6,10 +6,10 @@ from pickvariant.sources.registry import Source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pickvariant.sources.wheel_build import WheelCatalog
+    from pickvariant.sources.prebuilt import PrebuiltCatalog
 
 
-def _catalog() -> WheelCatalog:
+def _catalog() -> PrebuiltCatalog:
     from pickvariant.sources.wheels.load import load_wheel_catalog
 
     return load_wheel_catalog()

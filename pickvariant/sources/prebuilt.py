@@ -1,0 +1,119 @@
+"""A catalog of prebuilt builds, whichever source publishes them: PyTorch's own wheels, an organisation's own index.
+
+Each build is the one record every source's builds are (sources/runs_on.Build), made here by `published` with what a
+published build adds: the index it is on (`cu126`), whether an installer gets it with no index named (PyPI's own
+`torch`), whether its PTX list is known. A PrebuiltCatalog holds them with the rows left out (and why) and the
+companion releases paired with each torch release. A source reads its own files into these records (the wheels
+source: sources/wheels/load.py); nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pickvariant._base.records import keyword_record
+from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
+from pickvariant.sources.runs_on import Build
+
+# The platforms a prebuilt catalog names, by the (os, arch) pickvariant's machine facts report.
+PLATFORMS = {
+    ("linux", "x86_64"): "linux-x86_64",
+    ("linux", "aarch64"): "linux-aarch64",
+    ("darwin", "aarch64"): "macos-arm64",
+    ("windows", "x86_64"): "windows-amd64",
+}
+# Platforms whose wheels carry no local label: the macOS wheels are published as plain `torch-2.14.1-…` (PyPI's
+# files, wheels.md P1) and report `torch.__version__` without one.
+UNLABELLED_PLATFORMS = frozenset({"macos-arm64"})
+
+
+def published(
+    *,
+    source: str,
+    torch: str,
+    index: str,
+    platform: str,
+    python: tuple[str, ...],
+    sass: tuple[ComputeCapability, ...],
+    ptx: tuple[ComputeCapability, ...],
+    cuda: str | None,
+    cuda_min_driver: DriverVersion | None,
+    ptx_known: bool = True,
+    default_index: bool = False,
+    sources: tuple[str, ...] = (),
+    note: str = "",
+) -> Build:
+    """A build published on `index` for `platform` (one of PLATFORMS' values; ValueError for another), labelled as
+    `torch.__version__` says it: "2.14.1+cu126" ("2.14.1" on macOS). A prebuilt build requires no instruction set:
+    ATen picks its CPU kernels at run time."""
+    machine = next((machine for machine, name in PLATFORMS.items() if name == platform), None)
+    if machine is None:
+        raise ValueError(f"platform {platform!r}: not one of {', '.join(PLATFORMS.values())}")
+    return Build(
+        source=source,
+        label=torch if platform in UNLABELLED_PLATFORMS else f"{torch}+{index}",
+        torch=torch,
+        os=machine[0],
+        arch=machine[1],
+        platform=platform,
+        python=python,
+        cpu_isa=None,
+        sass=sass,
+        ptx=ptx,
+        cuda=cuda,
+        cuda_min_driver=cuda_min_driver,
+        index=index,
+        default_index=default_index,
+        ptx_known=ptx_known,
+        sources=sources,
+        note=note,
+    )
+
+
+def release_order(build: Build) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Newest torch first, then the newest CUDA line, CPU builds last (as sorted(..., reverse=True) orders)."""
+    return version_key(build.torch), version_key(build.cuda) if build.cuda else ()
+
+
+@keyword_record
+class LeftOut:
+    torch: str
+    variant: str  # the index it is on
+    platform: str  # a platform, or "every platform"
+    why: str
+
+
+@keyword_record
+class PairedRelease:
+    """A companion's release paired with a torch release, and the torch it requires (None: it names none).
+
+    `pypi_only`: a pairing its maintainers state for a later torch than the release was built with (torchaudio
+    2.11.0 beside torch >= 2.11), true only of PyPI's own builds, where the release is: `sources` say who said so."""
+
+    project: str
+    version: str
+    requires: str | None
+    pypi_only: bool = False
+    sources: tuple[str, ...] = ()
+
+
+@keyword_record
+class PrebuiltCatalog:
+    builds: tuple[Build, ...]
+    left_out: tuple[LeftOut, ...]
+    # torch release -> project -> its paired release, or None where the project published none for that torch
+    companions: Mapping[str, Mapping[str, PairedRelease | None]]
+    index_root: str
+    facts_compiled: str
+    sources: Mapping[str, str]
+    refreshed: str | None = None  # the date `catalog wheels --refresh` read the index, where this catalog is its
+    based_on: str | None = None  # the shipped facts it was derived from (their sha256), where it is a refreshed one
+
+    def for_platform(self, platform: str) -> tuple[Build, ...]:
+        return tuple(build for build in self.builds if build.platform == platform)
+
+    def left_out_for(self, platform: str) -> tuple[LeftOut, ...]:
+        return tuple(row for row in self.left_out if row.platform in (platform, "every platform"))
+
+    def companion(self, torch: str, project: str) -> PairedRelease | None:
+        return self.companions.get(torch, {}).get(project)
