@@ -14,12 +14,13 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
 from pickvariant._base.records import record
 from pickvariant._base.request import Request
-from pickvariant._base.versions import ComputeCapability, release_matches, version_key
+from pickvariant._base.versions import release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
-from pickvariant.rules import wording
+from pickvariant.rules import ranking, wording
 from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE,
+    build_of_variant,
     driver_rejection,
     judged_by_cuda_version,
     kernels_run,
@@ -34,8 +35,6 @@ from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.build import MPS, Branch, Catalog, Variant
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.runs_on import Build
-
-_NO_GPU = ComputeCapability(0, 0)
 
 
 def targets(facts: HostFacts, options: Request) -> tuple[GpuFacts, ...]:
@@ -245,17 +244,15 @@ def variants(
     """Every variant that runs here, best first (compat.why_not has the last word on each)."""
     system = catalog.nix_system(facts.os, facts.arch)
     assert system is not None
-    workload = catalog.workloads[options.workload]
-    isa_rank = _isa_ranks(catalog, workload.name)
-    static_ranks = _static_ranks(catalog)
+    keys = _rank_keys(catalog)
+    order = _order(catalog, options.workload)
 
     def rank(variant: Variant) -> tuple[object, ...]:
-        key = (variant.branch, variant.package)
-        static = static_ranks.get(key)
-        if static is None:  # filled as variants are first ranked: a cold start ranks a handful, not the catalog
-            static = static_ranks[key] = _static_rank(catalog, variant)
-        before, after = static
-        return (before, isa_rank.get(variant.cpu_isa or "", 0), after)
+        where = (options.workload, variant.branch, variant.package)
+        found = keys.get(where)
+        if found is None:  # filled as variants are first ranked: a cold start ranks a handful, not the catalog
+            found = keys[where] = ranking.key(build_of_variant(catalog, variant), order)
+        return found
 
     # A first cut by platform, GPU architecture, instruction set and admissible line; why_not then judges each
     # survivor, so the cut may only ever let too much through, never too little. With GPUs to serve, a CPU-only
@@ -277,39 +274,20 @@ def variants(
     return tuple(sorted(found, key=rank))
 
 
-def _newest_first(release: str) -> tuple[int, ...]:
-    """A release's sort key negated, so that sorted() puts the newest first."""
-    return tuple(-part for part in version_key(release))
+@per_object
+def _order(catalog: Catalog, workload: str) -> ranking.Order:
+    """What the one ranking (rules/ranking.py) prefers for this catalog and workload: its Pythons, the workload's
+    instruction sets."""
+    pythons = tuple("cp" + python.replace(".", "") for python in catalog.python_preference)
+    isas = {name: rank for rank, name in enumerate(catalog.workloads[workload].isa_preference)}
+    return ranking.Order(pythons=pythons, isas=isas)
 
 
 @per_object
-def _isa_ranks(catalog: Catalog, workload: str) -> dict[str, int]:
-    return {name: rank for rank, name in enumerate(catalog.workloads[workload].isa_preference)}
-
-
-@per_object
-def _static_ranks(catalog: Catalog) -> dict[tuple[str, str], tuple[tuple[object, ...], tuple[str, str]]]:
-    """Each variant's rank but for the instruction set, by (branch, package), as decisions first rank it."""
+def _rank_keys(catalog: Catalog) -> dict[tuple[str, str, str], tuple[object, ...]]:
+    """Each variant's place in the ranking by (workload, branch, package), as decisions first rank it: a cluster's
+    machines rank the same variants again."""
     return {}
-
-
-def _static_rank(catalog: Catalog, variant: Variant) -> tuple[tuple[object, ...], tuple[str, str]]:
-    """A variant's rank but for the workload's instruction set order: what comes before it, and after.
-
-    Before: the newest PyTorch, the newest CUDA line, the preferred Python, the highest GPU architecture.
-    After: branch and package names, so that the order is total and the answer cannot depend on
-    the order variants were looked at."""
-    preference = catalog.python_preference
-    arch = catalog.gpu_archs.get(variant.gpu_arch) if variant.gpu_arch else None
-    capability = arch.compute_capability if arch else _NO_GPU
-    before = (
-        _newest_first(variant.torch),
-        _newest_first(variant.cuda) if variant.cuda else (),
-        preference.index(variant.python) if variant.python in preference else len(preference),
-        -capability.major,
-        -capability.minor,
-    )
-    return before, (variant.branch, variant.package)
 
 
 def ranked_isas(catalog: Catalog, options: Request, usable: Iterable[str]) -> list[str]:

@@ -15,10 +15,9 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
-from pickvariant.rules import compat, wording
+from pickvariant.rules import compat, ranking, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.prebuilt import release_order
 from pickvariant.sources.runs_on import Build
 
 COMPANIONS = ("torchvision", "torchaudio")
@@ -129,12 +128,10 @@ def _refused(build: Build, found: compat.Refusal) -> Rejection:
 
 
 def newest_first(builds: Iterable[Build], pypi_first: bool = False) -> list[Build]:
-    """Newest torch first, then the newest CUDA line, CPU builds last; with `pypi_first`, PyPI's own build of each
-    release before its other builds (the simplest command that serves: no index URL)."""
-    ordered = sorted(builds, key=release_order, reverse=True)
-    if not pypi_first:
-        return ordered
-    return sorted(ordered, key=lambda build: (version_key(build.torch), build.default_index), reverse=True)
+    """The one ranking (rules/ranking.py): newest torch first, then the newest CUDA line, CPU builds last; with
+    `pypi_first`, PyPI's own build of each release before its other builds (the simplest command that serves: no
+    index URL)."""
+    return ranking.ranked(builds, ranking.Order(default_index_first=pypi_first))
 
 
 def alternatives(

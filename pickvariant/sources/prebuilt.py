@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pickvariant._base.records import keyword_record
-from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
+from pickvariant._base.versions import ComputeCapability, DriverVersion
 from pickvariant.sources.runs_on import Build
 
 # The platforms a prebuilt catalog names, by the (os, arch) pickvariant's machine facts report.
@@ -68,11 +68,6 @@ def published(
         sources=sources,
         note=note,
     )
-
-
-def release_order(build: Build) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Newest torch first, then the newest CUDA line, CPU builds last (as sorted(..., reverse=True) orders)."""
-    return version_key(build.torch), version_key(build.cuda) if build.cuda else ()
 
 
 @keyword_record
