@@ -151,13 +151,17 @@ def _wait(
     readers: Sequence[threading.Thread] = (),
 ) -> None:
     """Start the output readers and wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow
-    stops its whole process group first, also one that landed while it started (`held`) or the readers start."""
+    stops its whole process group first, also one that landed while it or the readers started (`held`)."""
     # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
     # that killed only pickvariant would leave it running on, unseen.
     try:
-        held.resume(sigterm=_raise_sigterm)
-        for reader in readers:
-            reader.start()
+        try:
+            # Started while `held` still notes Ctrl-C and SIGTERM: one acted on inside Thread.start() would leave a
+            # reader running but not marked started, which no join can wait for (a traceback, not the one line).
+            for reader in readers:
+                reader.start()
+        finally:
+            held.resume(sigterm=_raise_sigterm)
         while process.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
