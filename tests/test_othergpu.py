@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import cli_runner, cpuinfo_path
+from conftest import REPO, cli_runner, cpuinfo_path
+from packaging.version import Version
 
 from pickvariant.cli.main import app
 from pickvariant.machine.othergpu import gfx_target, read_other_gpus
@@ -16,6 +17,7 @@ from pickvariant.machine.othergpu import gfx_target, read_other_gpus
 runner = cli_runner()
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
+WHEELS_JSON = REPO / "pickvariant" / "sources" / "wheels" / "data" / "wheels.json"
 
 
 def _detect(source: str, *args: str, sysfs: Path | None = None) -> tuple[int, dict]:
@@ -50,9 +52,19 @@ def test_a_version_no_target_can_be_is_no_gpu(version: int) -> None:
     assert gfx_target(version) is None
 
 
+def _newest_rocm(platform: str) -> str:
+    """The newest ROCm builds the shipped wheel catalog's file names for `platform` (left out, not judged)."""
+    rows = json.loads(WHEELS_JSON.read_text())["left_out"]
+    rocm = [row for row in rows if row["variant"].startswith("rocm") and row["platform"] == platform]
+    newest = max((row["torch"] for row in rocm), key=Version)
+    return f"torch {newest} " + " and ".join(dict.fromkeys(r["variant"] for r in rocm if r["torch"] == newest))
+
+
 def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_told_what_the_answer_does_with_it() -> None:
     """The real node (tests/fixtures/sysfs/radeon-rx7900xtx/SOURCE.md): gfx1100, device 0x744c; every source answers
-    with a CPU build and says, in the same words, that the AMD GPU is unused and why, never "no GPU"."""
+    with a CPU build, says "no NVIDIA GPU" (never "no GPU") and why the AMD GPU is unused: the recipes have no ROCm
+    build (no variant of the catalog is built for a gfx target) and name the wheels' answer; the wheels name the
+    newest ROCm builds their catalog holds for the platform, not judged."""
     machine = SYSFS / "radeon-rx7900xtx"
     (found,) = read_other_gpus(str(machine))
     assert (found.vendor, found.target, found.device_id) == ("amd", "gfx1100", "0x744c")
@@ -62,11 +74,25 @@ def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_told_what_the_answer_do
         assert code == 0 and document["build"]["cuda"] is None  # a CPU build: nothing chosen for the AMD GPU
         assert document["hardware"]["other_gpus"] == [found.as_json()]
         said[source] = [r for r in document["reasons"] if "gfx1100" in r or r.startswith("no ")]
-    assert said["flox"] == said["wheels"]
-    assert said["flox"][0] == "no NVIDIA GPU: choosing among CPU-only builds"
-    assert "AMD gfx1100 (device 0x744c): unused by this answer" in said["flox"][1]
+    assert said["flox"][0] == said["wheels"][0] == "no NVIDIA GPU: choosing among CPU-only builds"
+    variants = json.loads((REPO / "catalog.json").read_text())["variants"]
+    assert not any(str(v["gpu_arch"]).startswith("gfx") for v in variants)
+    assert said["flox"][1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: no recipe of the catalog")
+    assert "`pickvariant detect --source wheels`" in said["flox"][1]
+    assert said["wheels"][1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: the wheel catalog names")
+    assert f"(the newest: {_newest_rocm('linux-x86_64')};" in said["wheels"][1]
     text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL], env={"PICKVARIANT_SYSFS": str(machine)})
     assert "AMD gfx1100 (device 0x744c)" in text.stdout
+
+
+def test_a_platform_whose_wheel_catalog_names_no_rocm_build_says_so() -> None:
+    """Grace (linux-aarch64): the shipped catalog names no ROCm build there, and the answer says that, not that
+    PyTorch publishes some."""
+    rows = json.loads(WHEELS_JSON.read_text())["left_out"]
+    assert not any(r["variant"].startswith("rocm") and r["platform"] == "linux-aarch64" for r in rows)
+    _, document = _detect("wheels", "--cpuinfo", str(cpuinfo_path("linux-rhel9-neoverse_v2")), "--gpu", "gfx1100")
+    amd = next(r for r in document["reasons"] if r.startswith("AMD gfx1100"))
+    assert amd == "AMD gfx1100: unused by this answer: the wheel catalog names no ROCm build for this platform"
 
 
 def test_an_intel_arc_is_read_from_its_drm_card_and_its_connector_is_not_a_card() -> None:

@@ -8,7 +8,7 @@ rules/pick.py runs them in order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
@@ -32,6 +32,7 @@ from pickvariant.rules.compat import (
     why_not,
 )
 from pickvariant.rules.decision import Kind, Rejection, rejection
+from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import MPS, Branch, Catalog, Variant
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.runs_on import Build
@@ -53,12 +54,19 @@ def machine_reasons(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ..
     found = [wording.platform_has_builds(facts.os, facts.arch, system)]
     if facts.os == "darwin":
         found.append(wording.APPLE_MPS)
-    return (*found, *hardware_reasons(facts, catalog, gpus))
+    return (*found, *hardware_reasons(facts, catalog, gpus, other_gpu=recipe_wording.other_gpu_no_recipe))
 
 
-def hardware_reasons(facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts, ...]) -> tuple[str, ...]:
+def hardware_reasons(
+    facts: HostFacts,
+    hardware: Hardware,
+    gpus: tuple[GpuFacts, ...],
+    other_gpu: Callable[[str, str], str],
+) -> tuple[str, ...]:
     """What every source says of this machine's GPUs, in the same words: each GPU to be served, none, the GPUs
-    CUDA_VISIBLE_DEVICES hides; on macOS, that stated NVIDIA GPUs change nothing."""
+    CUDA_VISIBLE_DEVICES hides; on macOS, that stated NVIDIA GPUs change nothing. An AMD or Intel GPU is unused by
+    every answer; why is the source's to say (`other_gpu`: a catalog of recipes has no build for one, a source of
+    prebuilt builds has builds pickvariant does not judge yet)."""
     if facts.os == "darwin":
         return (
             *((wording.NVIDIA_ON_MACOS,) if facts.gpus else ()),
@@ -70,7 +78,7 @@ def hardware_reasons(facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts,
     ]
     if not gpus:
         found.append(wording.NO_NVIDIA_GPU if facts.other_gpus else wording.NO_GPU)
-    found += [wording.other_gpu(gpu.described, gpu.vendor) for gpu in facts.other_gpus]
+    found += [other_gpu(gpu.described, gpu.vendor) for gpu in facts.other_gpus]
     # A build that covers every GPU stays right when a job is given other GPUs later,
     # so the variable is explained, not obeyed.
     value = facts.cuda_visible_devices

@@ -71,7 +71,7 @@ def pick_wheel(
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
     candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
     chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
-    machine = _machine_reasons(facts, hardware, gpus, platform)
+    machine = _machine_reasons(facts, hardware, wheels, gpus, platform)
     decision: PrebuiltDecision = Decision(
         platform=platform,
         python=version,
@@ -107,15 +107,31 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
 
 
 def _machine_reasons(
-    facts: HostFacts, hardware: Hardware, gpus: tuple[GpuFacts, ...], platform: str
+    facts: HostFacts, hardware: Hardware, wheels: PrebuiltCatalog, gpus: tuple[GpuFacts, ...], platform: str
 ) -> tuple[str, ...]:
     found = [said.platform_has_wheels(facts.os, facts.arch, platform)]
     if facts.os == "darwin":
         found.append(said.mps_wheel())
-    found += stages.hardware_reasons(facts, hardware, gpus)
+    found += stages.hardware_reasons(facts, hardware, gpus, other_gpu=_other_gpu_said(wheels, platform))
     if gpus and facts.driver_assumed:
         found.append(said.driver_assumed())
     return tuple(found)
+
+
+def _other_gpu_said(wheels: PrebuiltCatalog, platform: str) -> Callable[[str, str], str]:
+    """What the answer says of an AMD or Intel GPU: the newest builds of its stack this platform's catalog names
+    (left out, not judged), where it names any."""
+
+    def said_of(described: str, vendor: str) -> str:
+        prefix = _OTHER_VENDOR_PREFIXES.get(vendor)
+        rows = [row for row in wheels.left_out_for(platform) if prefix and row.variant.startswith(prefix)]
+        if not rows:
+            return wording.other_gpu(described, vendor, None)
+        newest = max((row.torch for row in rows), key=version_key)
+        variants = " and ".join(dict.fromkeys(row.variant for row in rows if row.torch == newest))
+        return wording.other_gpu(described, vendor, f"torch {newest} {variants}")
+
+    return said_of
 
 
 def _with_companions(
@@ -215,13 +231,16 @@ def _left_out_newer(
     wheels: PrebuiltCatalog, platform: str, torch: str | None, facts: HostFacts
 ) -> list[tuple[str, str, str]]:
     """The builds of this platform at or after `torch` (every one, where none was chosen) left out of the catalog,
-    newest first: (torch, variant, why). ROCm and XPU builds are named only where such a GPU is present."""
+    newest first: (torch, variant, why). ROCm and XPU builds are named only where such a GPU is present, and there
+    of every release: the build chosen does not serve that GPU, whatever its release."""
     present = {gpu.vendor for gpu in facts.other_gpus}
     hidden = tuple(prefix for vendor, prefix in _OTHER_VENDOR_PREFIXES.items() if vendor not in present)
+    shown = tuple(prefix for vendor, prefix in _OTHER_VENDOR_PREFIXES.items() if vendor in present)
     rows = [
         (row.torch, row.variant, row.why)
         for row in wheels.left_out_for(platform)
-        if (torch is None or version_key(row.torch) >= version_key(torch)) and not row.variant.startswith(hidden)
+        if not row.variant.startswith(hidden)
+        and (torch is None or version_key(row.torch) >= version_key(torch) or row.variant.startswith(shown))
     ]
     return sorted(rows, key=lambda row: version_key(row[0]), reverse=True)
 

@@ -177,14 +177,19 @@ def gpu_reason(index: int, name: str, capability: object, tegra: bool) -> str:
     return f"GPU {index}: {name}, compute capability {capability} ({kind})"
 
 
-def other_gpu(described: str, vendor: str) -> str:
-    """An AMD or Intel GPU (machine/othergpu.py): what the answer does with it, and why."""
-    what = (
-        "which gfx targets PyTorch's ROCm builds carry"
-        if vendor == "amd"
-        else "which Intel GPUs PyTorch's XPU builds run on"
+def other_gpu(described: str, vendor: str, published: str | None) -> str:
+    """An AMD or Intel GPU (machine/othergpu.py), to a source of prebuilt builds: what the answer does with it, and
+    why; `published`: the newest builds of its stack the catalog names for this platform, left out and not judged
+    ("torch 2.14.1 rocm7.14"), or None where it names none."""
+    stack = "ROCm" if vendor == "amd" else "XPU"
+    if published is None:
+        return f"{described}: unused by this answer: the wheel catalog names no {stack} build for this platform"
+    what = "which gfx targets those builds carry" if vendor == "amd" else "which Intel GPUs those builds run on"
+    return (
+        f"{described}: unused by this answer: the wheel catalog names {stack} builds for this platform (the newest: "
+        f"{published}; every one under --explain and in the JSON's left_out), but pickvariant does not yet judge "
+        f"{what}, so it chooses none of them"
     )
-    return f"{described}: unused by this answer: pickvariant does not yet judge {what}, so it chooses no build for it"
 
 
 def hidden_gpus(value: str, visible: int, total: int) -> str:

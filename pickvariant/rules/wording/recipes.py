@@ -44,6 +44,18 @@ BRANCH_CUDA = (
 )
 
 
+def other_gpu_no_recipe(described: str, vendor: str) -> str:
+    """An AMD or Intel GPU (machine/othergpu.py), to the recipes' answer: no variant of a catalog of recipes is built
+    for one (its GPU builds are NVIDIA architectures and Apple's MPS, by the catalog's schema), and the wheels'
+    answer is the one that names what PyTorch publishes for it."""
+    stack = "ROCm" if vendor == "amd" else "XPU"
+    return (
+        f"{described}: unused by this answer: no recipe of the catalog builds for {stack} (its GPU builds are for "
+        f"NVIDIA GPUs and Apple's MPS); `pickvariant detect --source wheels` says which {stack} builds of PyTorch's "
+        "own wheels its catalog names for this platform"
+    )
+
+
 def mps_reason(min_macos: str) -> str:
     return f"GPU: Apple MPS (needs macOS {min_macos} or newer)"
 
