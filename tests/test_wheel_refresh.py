@@ -157,6 +157,13 @@ def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(t
     assert h100["recommendation"]["release"] != "2.16.0"
     cached.write_text("{ damaged")  # a damaged cache is set aside too: the shipped catalog answers
     assert _run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).returncode == 0
+    # Derived from the right facts, but a CUDA line that is a number, not text: the cache is checked against the
+    # catalog's schema and set aside whole, never read into a build the rules would trip on (a traceback before).
+    catalog["builds"][0]["cuda"] = 12.8
+    cached.write_text(json.dumps(catalog))
+    done = _run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["recommendation"]["release"] != "2.16.0"
 
 
 def test_a_server_that_ignores_range_leaves_the_release_unjudged_and_said(tmp_path: Path) -> None:

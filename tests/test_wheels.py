@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pickvariant._base.schema import load_schema, validate
 from pickvariant.sources.wheels import facts as wheel_facts
+from pickvariant.sources.wheels.load import CATALOG_SCHEMA
 
 SHIPPED = json.loads(wheel_facts.CATALOG.read_text())
 
@@ -38,6 +40,15 @@ def test_the_shipped_wheel_catalog_is_what_the_command_derives_from_the_shipped_
     stale.write_text(printed.stdout.replace('"2.14.1+cu130"', '"2.14.1+cu131"'))
     refused = _cli("-o", str(stale), "--check", cwd=tmp_path)
     assert refused.returncode == 1 and "differs from what the wheel facts give" in refused.stderr
+
+
+def test_the_shipped_catalog_holds_to_the_schema_any_other_catalog_is_checked_against() -> None:
+    """The schema a refreshed or named catalog is checked against fits what `catalog wheels` writes, and a macOS
+    build's version carries no local label, as the macOS wheels' `torch.__version__` does not (facts: P1)."""
+    validate(SHIPPED, load_schema(CATALOG_SCHEMA))
+    macos = [b for b in SHIPPED["builds"] if b["platform"] == "macos-arm64"]
+    assert macos and all(b["local"] == b["torch"] for b in macos)
+    assert all(b["local"] == f"{b['torch']}+{b['variant']}" for b in SHIPPED["builds"] if b not in macos)
 
 
 def test_the_pypi_wheel_read_from_its_libraries_ships_sass_for_turing_to_blackwell_and_no_ptx() -> None:

@@ -17,6 +17,7 @@ from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.schema import SchemaError, load_schema, validate
+from pickvariant.sources.prebuilt import UNLABELLED_PLATFORMS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,7 +123,8 @@ def _build(release: Mapping[str, Any], row: Mapping[str, Any], floors: Mapping[s
     return {
         "torch": release["torch"],
         "variant": variant,
-        "local": f"{release['torch']}+{variant}",
+        # As `torch.__version__` says it: the macOS wheels carry no local label (sources/prebuilt.py).
+        "local": release["torch"] if platform in UNLABELLED_PLATFORMS else f"{release['torch']}+{variant}",
         "platform": platform,
         "python": release["python"],
         "sass": row["sass"],

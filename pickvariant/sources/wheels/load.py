@@ -1,6 +1,9 @@
 """The shipped wheel catalog (wheels.json), read bounded into sources/prebuilt.py's records.
 
-Read only when the wheels source is asked for (`--source wheels`): detect's default path never opens it.
+Read only when the wheels source is asked for (`--source wheels`): detect's default path never opens it. Any catalog
+but the package's own (the one `catalog wheels --refresh` keeps in the cache, one named by path) is checked against
+data/wheel-catalog.schema.json first: a value of the wrong type or shape is refused whole, never read into a record
+the rules would trip on.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from pickvariant._base.files import read_regular
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.sources.prebuilt import LeftOut, PairedRelease, PrebuiltCatalog, published
 from pickvariant.sources.runs_on import Build
-from pickvariant.sources.wheels.facts import CATALOG, MAX_FACTS_BYTES, SCHEMA_VERSION, facts_digest, refreshed_path
+from pickvariant.sources.wheels.facts import (
+    CATALOG,
+    DATA_DIR,
+    MAX_FACTS_BYTES,
+    SCHEMA_VERSION,
+    facts_digest,
+    refreshed_path,
+)
+
+CATALOG_SCHEMA = DATA_DIR / "wheel-catalog.schema.json"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +57,10 @@ def _load(path: Path) -> PrebuiltCatalog:
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
     try:
         document = strictjson.loads(raw.decode("utf-8"))
+        if path.resolve() != CATALOG.resolve():  # the package's own is its code; any other is checked whole first
+            from pickvariant._base.schema import load_schema, validate
+
+            validate(document, load_schema(CATALOG_SCHEMA))
         if document.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"schema_version {document.get('schema_version')!r}, not {SCHEMA_VERSION}")
         return PrebuiltCatalog(
