@@ -117,6 +117,9 @@ def test_probe_reports_what_torch_says(probe) -> None:
 
     assert probe["torch"] == torch.__version__
     assert probe["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    # A ROCm build's HIP version (None on this one), as torch.version says it: what verify judges AMD GPUs by.
+    assert probe["hip"] == torch.version.hip
+    assert probe["hsa_override_gfx_version"] == (os.environ.get("HSA_OVERRIDE_GFX_VERSION") or None)
 
 
 def reported(**fields) -> dict:

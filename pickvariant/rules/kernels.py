@@ -9,6 +9,11 @@ A build carries SASS (machine code, `sm_XY`) and perhaps PTX (`compute_XY`, comp
   §2.15, caveat 8);
 - PTX runs, through the driver's JIT, on any GPU of a capability at least its own, at a first-start cost.
 The highest SASS that runs is named; PTX only where no SASS runs.
+
+A ROCm build carries code objects for a list of targets (gfx942, gfx90a:sramecc+) and nothing like PTX: a code object
+loads only on its own target, and a feature it names (sramecc, xnack) must be set as the GPU has it, while one it
+leaves unnamed loads either way (LLVM's AMDGPUUsage, "Target ID"; code_object_for). Generic targets (gfx11-generic)
+are not read: a build that names only those proves nothing here.
 """
 
 from __future__ import annotations
@@ -84,3 +89,20 @@ def coverage(
 
 def _key(capability: ComputeCapability) -> tuple[int, int]:
     return capability.major, capability.minor
+
+
+def target_id(text: str) -> tuple[str, dict[str, str]]:
+    """A target ID ("gfx90a:sramecc+:xnack-") as (its target, each feature it names with its + or -)."""
+    target, *features = text.strip().split(":")
+    return target, {feature[:-1]: feature[-1] for feature in features if feature[-1:] in ("+", "-")}
+
+
+def code_object_for(arch_list: Iterable[str], gcn_arch: str) -> str | None:
+    """The first entry of a ROCm build's arch list whose code objects load on a GPU of target ID `gcn_arch`: the same
+    target, and every feature it names set as the GPU has it."""
+    target, features = target_id(gcn_arch)
+    for entry in (part for item in arch_list for part in item.split(";") if part):
+        built, wanted = target_id(entry)
+        if built == target and all(features.get(name) == value for name, value in wanted.items()):
+            return entry
+    return None

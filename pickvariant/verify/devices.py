@@ -1,5 +1,6 @@
 """Each GPU the probe saw, judged by the one kernel rule (rules/kernels.py): does the build carry SASS that runs
-there, or PTX its driver compiles, and did a kernel run."""
+there, or PTX its driver compiles, and did a kernel run. A ROCm build's GPUs are judged by their target ID against its
+arch list instead (kernels.code_object_for)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def judge_devices(
     reasons: list[str],
 ) -> None:
     """Each GPU the probe saw: does the build carry machine code that runs there, and did a kernel run."""
+    if probe.get("hip"):
+        judge_rocm_devices(probe, labels, failures, reasons)
+        return
     built = arch_capabilities(probe.get("arch_list", []))
     cubins = [cap for kind, cap in built if kind == "sm"]
     ptx = [cap for kind, cap in built if kind == "compute"]
@@ -61,3 +65,39 @@ def judge_devices(
             failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
         else:
             reasons.append(f"{label}, {capability}: kernels for {', '.join(str(c) for c in runnable)} run there")
+
+
+def runtime_said(probe: dict[str, Any]) -> str:
+    """The GPU runtime a torch was built with, as the verdict's first line says it."""
+    return f"ROCm, HIP {probe['hip']}" if probe.get("hip") else f"CUDA {probe.get('cuda') or 'none'}"
+
+
+def judge_rocm_devices(probe: dict[str, Any], labels: dict[str, str], failures: list[str], reasons: list[str]) -> None:
+    """Each GPU a ROCm build's probe saw: does the arch list hold a code object for its target, and did a kernel run."""
+    arch_list = probe.get("arch_list", [])
+    override = probe.get("hsa_override_gfx_version")
+    if override:
+        reasons.append(
+            f"HSA_OVERRIDE_GFX_VERSION={override} is set: each GPU reports the target it names, not its own, so the "
+            "code objects judged below were built for another GPU; AMD does not support running them there, and "
+            "results may be wrong on some GPUs (check them)"
+        )
+    for device in probe.get("devices", []):
+        label = labels[f"cuda:{device['index']}"]
+        gcn_arch = device.get("gcn_arch") or ""
+        entry = kernels.code_object_for(arch_list, gcn_arch) if gcn_arch else None
+        ran = device.get("kernel_ran")
+        shown = ", ".join(arch_list) or "empty"
+        if gcn_arch and entry is None and ran is not True:
+            failures.append(
+                f"torch {probe.get('torch', '?')} has no code object for {label}, {gcn_arch}: its arch list is "
+                f"{shown}, so HIP says 'invalid device function' (ROCm has no PTX-like fallback)"
+            )
+        elif ran is False:
+            failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
+        elif entry is not None:
+            reasons.append(f"{label}, {gcn_arch}: code objects for {entry} run there")
+        elif gcn_arch:  # a generic target, say, which these rules do not read: the kernel that ran speaks for it
+            reasons.append(f"{label}, {gcn_arch}: a kernel ran, though its arch list ({shown}) names no such target")
+        else:
+            reasons.append(f"{label}: the GPU reported no target, so only the kernel that ran speaks for it")

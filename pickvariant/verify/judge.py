@@ -12,7 +12,7 @@ from pickvariant.machine.gpu import cuda_visible_count
 from pickvariant.rules.compat import usable_isas
 from pickvariant.sources.build import Variant
 from pickvariant.sources.hardware import Hardware
-from pickvariant.verify.devices import arch_capabilities, judge_devices
+from pickvariant.verify.devices import arch_capabilities, judge_devices, runtime_said
 from pickvariant.verify.probe_run import run_probe
 
 # A figure above the GPU's catalog peak by more than this is a measurement error, not a fast GPU:
@@ -72,7 +72,7 @@ def _dispatch_said(got: str | None, expected: str, cpu_best: str | None, of_vari
 def judge(probe: dict[str, Any], catalog: Hardware, facts: HostFacts, variant: Variant | None) -> VerifyResult:
     """What the probe's output shows of this torch here: each stage adds its failures and its reasons."""
     failures: list[str] = []
-    reasons = [f"torch {probe['torch']} (CUDA {probe['cuda'] or 'none'}), CPU capability {probe['cpu_capability']}"]
+    reasons = [f"torch {probe['torch']} ({runtime_said(probe)}), CPU capability {probe['cpu_capability']}"]
     _judge_visibility(probe, facts, failures, reasons)
     labels = gpu_labels(probe, facts)
     judge_devices(probe, catalog, labels, _nvml_indexes(probe, facts), failures, reasons)

@@ -324,8 +324,7 @@ def check_int8_cpu(results, n):
 
 
 def pci_location(props):
-    """'0000:19:00' (domain:bus:device), which NVML reports too: how a CUDA ordinal is matched to
-    NVML's index when CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER renumber the GPUs. None where torch has no PCI fields."""
+    """'0000:19:00' (domain:bus:device), as NVML says it: a CUDA ordinal matched to NVML's index (None: no PCI fields)."""
     try:
         return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
     except AttributeError:
@@ -333,18 +332,16 @@ def pci_location(props):
 
 
 def arch_list(torch) -> list:
-    """The GPU architectures this torch was built for, also where no GPU or driver is present
-    (torch.cuda.get_arch_list() answers [] then, which would hide a wrong build)."""
+    """The GPU architectures (sm_90, gfx942) this torch was built for, also with no GPU or driver present."""
     flags = getattr(torch._C, "_cuda_getArchFlags", None)
-    if flags is not None and torch.version.cuda:
-        return sorted(set((flags() or "").split()))
+    if flags is not None and (torch.version.cuda or getattr(torch.version, "hip", None)):
+        return sorted(set((flags() or "").replace(";", " ").split()))
     return torch.cuda.get_arch_list() if torch.cuda.is_available() else []
 
 
 def mps_available(torch) -> bool | None:
     """True/False on builds that know MPS (torch.backends.mps), None where torch has no such backend."""
-    backend = getattr(torch.backends, "mps", None)
-    return bool(backend.is_available()) if backend is not None else None
+    return bool(backend.is_available()) if (backend := getattr(torch.backends, "mps", None)) is not None else None
 
 
 def main(argv: list[str]) -> int:
@@ -381,6 +378,8 @@ def _facts(torch: Any) -> dict[str, Any]:
         "executable": sys.executable,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),  # a ROCm build's HIP version; None on any other
+        "hsa_override_gfx_version": os.environ.get("HSA_OVERRIDE_GFX_VERSION") or None,  # the GPU reports its target
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         # Set, it caps the dispatch level on purpose (a CPU's AVX-512 left unused): the judge says so instead of failing.
         "aten_cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY") or None,
@@ -402,6 +401,7 @@ def _device(torch: Any, index: int, info_only: bool) -> dict[str, Any]:
         "name": props.name,
         "capability": [props.major, props.minor],
         "pci": pci_location(props),
+        "gcn_arch": getattr(props, "gcnArchName", None) if torch.version.hip else None,  # "gfx90a:sramecc+:xnack-"
     }
     if not info_only:
         try:
