@@ -389,3 +389,35 @@ def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_as
         replaced = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
         assert replaced.returncode == 0, replaced.stderr
         assert _installed(python, "torch") == chosen["torch"]
+
+
+def test_a_rocm_torch_there_is_named_as_one_and_never_replaced_by_the_cpu_wheel(tmp_path) -> None:
+    """Issue 54: a Radeon RX 7900 XTX (gfx1100, stated) whose environment holds torch 2.12.0+rocm7.1, put there by
+    the real pip. pickvariant chooses no ROCm wheel yet, so its answer is the CPU wheel: detect says the torch there is
+    a ROCm build it does not judge, `install --yes` keeps it, and `--upgrade` is refused, since the CPU-only torch
+    would leave the GPU unused; the torch there is untouched throughout."""
+    amd = ["--gpu", "gfx1100", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
+    python_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    detect = _pickvariant(
+        ["detect", "--source", "wheels", "--format", "json", "--python-version", python_version, *amd],
+        _env(tmp_path), tmp_path,
+    )  # fmt: skip
+    chosen = json.loads(detect.stdout)["recommendation"]
+    assert chosen["cuda"] is None  # a CPU build: no ROCm wheel is chosen yet
+    there = "2.12.0+rocm7.1"
+    build_mirror(tmp_path / "mirror", {"rocm7.1": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
+    python = _fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        _pip_install(python, there, f"{url}/rocm7.1", tmp_path)
+        said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *amd], _env(tmp_path), tmp_path)
+        sentence = " ".join(said.stdout.split())
+        assert f"torch {there} in this environment is a ROCm build, which pickvariant does not judge yet" in sentence
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *amd, "--yes"]
+        kept = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+        assert kept.returncode == 0, kept.stderr
+        assert f"kept: torch {there} here is a ROCm build, which pickvariant does not judge yet" in kept.stdout
+        refused = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.startswith(f"pickvariant: --upgrade: torch {there} here is a ROCm build")
+        assert "would leave the GPU unused" in refused.stderr and len(refused.stderr.splitlines()) == 1
+        assert _installed(python, "torch") == there

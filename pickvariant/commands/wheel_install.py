@@ -31,6 +31,8 @@ from pickvariant.install.wheel_command import (
 )
 from pickvariant.machine.environment import PythonEnvironment, active_interpreter
 from pickvariant.rules.decision import PrebuiltAnswer
+from pickvariant.sources.prebuilt import other_stack
+from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -133,6 +135,7 @@ def _against_there(
     torch = environment.torch
     replaces = torch if torch is not None and torch not in (decision.build.label, pinned) else None
     downgrade = replaces is not None and not already and _newer(replaces, decision.build.label)
+    _not_for_a_cpu_wheel(replaces, decision.build, already, upgrade)
     # Kept: a torch that runs here, and one the catalog cannot judge (an older release outside it, a local build)
     # unless installing would downgrade it, which is refused below naming --allow-downgrade.
     keeps = decision.installed_fits == "yes" or (decision.installed_fits == "unknown" and not downgrade)
@@ -148,6 +151,19 @@ def _against_there(
             "consent to; keep the torch there, or pass --allow-downgrade"
         )
     return replaces, already, downgrade, None
+
+
+def _not_for_a_cpu_wheel(there: str | None, chosen: Build, already: bool, upgrade: bool) -> None:
+    """A ROCm or XPU torch there is never replaced by a CPU-only wheel, --upgrade or not: its GPU would be left unused,
+    and pickvariant does not choose that stack's wheels yet (issue 54). BadInput, saying how to do it by hand."""
+    stack = other_stack(there) if there is not None else None
+    if stack is None or chosen.cuda is not None or already or not upgrade:
+        return
+    raise BadInput(
+        f"--upgrade: torch {there} here is a {stack} build, and the wheel chosen here, {chosen.label}, is CPU-only "
+        f"(pickvariant does not choose {stack} wheels yet): installing it would leave the GPU unused, so it is not "
+        f"done; keep torch {there}, or install {chosen.label} yourself if a CPU-only torch is what you want"
+    )
 
 
 def _kept(
@@ -169,6 +185,11 @@ def _kept(
             f"{', '.join(missing)} for torch {there} yourself"
         )
     where = "on every GPU here" if gpus else "here"
+    if not judged and (stack := other_stack(there)) is not None:
+        return (
+            f"torch {there} here is a {stack} build, which pickvariant does not judge yet (`pickvariant verify` probes "
+            "it): kept, nothing to install"
+        )
     if not judged:
         return (
             f"torch {there} here is not in the wheel catalog (whether it runs here is not known; `pickvariant verify` "

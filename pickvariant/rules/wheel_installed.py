@@ -12,6 +12,7 @@ from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.prebuilt import other_stack
 from pickvariant.sources.runs_on import Build
 
 
@@ -39,7 +40,8 @@ def installed_finding(
         return None, "none", said.installed_none(environment.interpreter)
     build = installed_build(local, builds)
     if build is None:
-        return local, "unknown", said.installed_unknown(local)
+        stack = other_stack(local)
+        return local, "unknown", said.installed_other_stack(local, stack) if stack else said.installed_unknown(local)
     # PyPI's build: its metadata carries no local label (its torch.__version__ does): named with the build's.
     shown = local if build.label == local else said.pypi_build(local, build.label)
     if chosen is not None and build == chosen:

@@ -25,12 +25,12 @@ from pickvariant.rules.wheel_installed import installed_finding
 from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.prebuilt import PLATFORMS, PairedRelease, PrebuiltCatalog
+from pickvariant.sources.prebuilt import OTHER_STACKS, PLATFORMS, PairedRelease, PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
 
 # ROCm and XPU builds are kept in the catalog, not judged: named only to a machine with such a GPU (machine/othergpu.py),
 # where they tell what PyTorch publishes for it.
-_OTHER_VENDOR_PREFIXES = {"amd": "rocm", "intel": "xpu"}
+_OTHER_VENDOR_PREFIXES = {vendor: prefix for vendor, (prefix, _) in OTHER_STACKS.items()}
 _PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}")
 # The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
 _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)

@@ -22,6 +22,9 @@ PLATFORMS = {
     ("darwin", "aarch64"): "macos-arm64",
     ("windows", "x86_64"): "windows-amd64",
 }
+# PyTorch's builds for another vendor's GPUs: the index prefix of each, by the vendor machine/othergpu.py names, and
+# the stack it is built on. Kept in a catalog's rows left out, not judged yet (issue 54).
+OTHER_STACKS = {"amd": ("rocm", "ROCm"), "intel": ("xpu", "XPU")}
 # Platforms whose wheels carry no local label: the macOS wheels are published as plain `torch-2.14.1-…` (PyPI's
 # files, wheels.md P1) and report `torch.__version__` without one.
 UNLABELLED_PLATFORMS = frozenset({"macos-arm64"})
@@ -68,6 +71,13 @@ def published(
         sources=sources,
         note=note,
     )
+
+
+def other_stack(version_or_index: str) -> str | None:
+    """The stack of another vendor's GPUs a build is for, by its index or its version's local label: "ROCm" for
+    rocm7.1 and 2.12.0+rocm7.1, "XPU" for xpu; None for any other."""
+    index = version_or_index.partition("+")[2] or version_or_index
+    return next((stack for prefix, stack in OTHER_STACKS.values() if index.startswith(prefix)), None)
 
 
 @keyword_record

@@ -199,6 +199,13 @@ def installed_unknown(local: str) -> str:
     return f"torch {local} in this environment is not in the wheel catalog: its kernels are not known here (`pickvariant verify` probes it)"
 
 
+def installed_other_stack(local: str, stack: str) -> str:
+    return (
+        f"torch {local} in this environment is a {stack} build, which pickvariant does not judge yet: whether its "
+        f"kernels run on this GPU is not known here (`pickvariant verify` probes it)"
+    )
+
+
 def installed_none(interpreter: str) -> str:
     return f"no torch is installed for {interpreter}"
 
