@@ -12,10 +12,16 @@ it leaves unnamed loads either way). The judge is the real one.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from machines import host
 from test_verify import reported
 
+from pickvariant._base.records import replace
+from pickvariant.machine.othergpu import read_other_gpus
 from pickvariant.verify.judge import judge
+
+SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 
 ROCM7_ARCHES = [
     "gfx900",
@@ -37,15 +43,8 @@ ROCM7_ARCHES = [
 
 
 def _rocm(*devices: dict, arch_list: list[str] = ROCM7_ARCHES, **fields) -> dict:
-    return reported(
-        torch="2.12.0+rocm7.1",
-        cuda=None,
-        hip="7.1.52802-26aae437f6",
-        arch_list=arch_list,
-        cuda_available=True,
-        devices=list(devices),
-        **fields,
-    )
+    seen = {"torch": "2.12.0+rocm7.1", "cuda": None, "hip": "7.1.52802-26aae437f6", "cuda_available": True}
+    return reported(**{**seen, "arch_list": arch_list, "devices": list(devices), **fields})
 
 
 def _gpu(gcn_arch: str, name: str, capability: list[int], ran: bool = True, **fields) -> dict:
@@ -108,3 +107,28 @@ def test_a_list_given_as_one_semicolon_joined_entry_is_read_as_the_targets_it_na
         _rocm(mi300x, arch_list=[";".join(ROCM7_ARCHES)]), catalog, host(catalog, "linux-rhel7-haswell"), None
     )
     assert verdict.passed, verdict.reasons
+
+
+def _with_radeon(catalog):
+    """This stand-in host with the real Radeon RX 7900 XTX node read from its sysfs capture (tests/fixtures/sysfs)."""
+    (radeon,) = read_other_gpus(str(SYSFS / "radeon-rx7900xtx"))
+    return replace(host(catalog, "linux-rhel7-haswell"), other_gpus=(radeon,))
+
+
+def test_a_rocm_torch_that_cannot_use_the_amd_gpu_here_fails_rather_than_passing_on_its_cpu_checks(catalog) -> None:
+    """torch.cuda.is_available() False on a ROCm build (the user without access to /dev/kfd, commonly): its CPU
+    checks pass, and a PASS would say the install works; it fails, naming the GPU and what ROCm needs."""
+    unseen = _rocm(cuda_available=False)
+    verdict = judge(unseen, catalog, _with_radeon(catalog), None)
+    assert not verdict.passed
+    assert verdict.reasons[0].startswith(
+        "this machine has AMD gfx1100 (device 0x744c) and this torch is a ROCm build (HIP 7.1.52802-26aae437f6), but "
+        "it cannot use the GPU"
+    )
+    assert "/dev/kfd" in verdict.reasons[0]
+
+
+def test_a_cpu_torch_on_a_machine_with_an_amd_gpu_passes_and_says_the_gpu_is_unused(catalog) -> None:
+    verdict = judge(reported(), catalog, _with_radeon(catalog), None)
+    assert verdict.passed
+    assert "AMD gfx1100 (device 0x744c): unused by this torch, which is not a ROCm build" in verdict.reasons

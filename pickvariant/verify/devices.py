@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from pickvariant._base.versions import ComputeCapability
+from pickvariant.machine.facts import HostFacts
 from pickvariant.rules import kernels
 from pickvariant.rules.wording.prebuilt import installed_lacks
 from pickvariant.sources.hardware import Hardware
@@ -101,3 +102,21 @@ def judge_rocm_devices(probe: dict[str, Any], labels: dict[str, str], failures: 
             reasons.append(f"{label}, {gcn_arch}: a kernel ran, though its arch list ({shown}) names no such target")
         else:
             reasons.append(f"{label}: the GPU reported no target, so only the kernel that ran speaks for it")
+
+
+def judge_other_gpus(probe: dict[str, Any], facts: HostFacts, failures: list[str], reasons: list[str]) -> None:
+    """The AMD and Intel GPUs detection found here (machine/othergpu.py) against the torch the probe ran: a ROCm build
+    that cannot use any GPU fails (a PASS from its CPU checks alone would mislead); any other build leaves them unused,
+    which is said. Intel GPUs are not checked: the probe does not use XPU devices yet."""
+    amd = ", ".join(gpu.described for gpu in facts.other_gpus if gpu.vendor == "amd")
+    intel = ", ".join(gpu.described for gpu in facts.other_gpus if gpu.vendor == "intel")
+    if amd and probe.get("hip") and not probe.get("cuda_available"):
+        failures.append(
+            f"this machine has {amd} and this torch is a ROCm build (HIP {probe['hip']}), but it cannot use the GPU: "
+            "torch.cuda.is_available() is False (the user needs access to /dev/kfd and /dev/dri/renderD*, which ROCm "
+            "grants through the render and video groups)"
+        )
+    elif amd and not probe.get("hip"):
+        reasons.append(f"{amd}: unused by this torch, which is not a ROCm build")
+    if intel:
+        reasons.append(f"{intel}: not checked (verify does not run on XPU devices yet)")
