@@ -52,12 +52,15 @@ def test_a_version_no_target_can_be_is_no_gpu(version: int) -> None:
     assert gfx_target(version) is None
 
 
-def _newest_rocm(platform: str) -> str:
-    """The newest ROCm builds the shipped wheel catalog's file names for `platform` (left out, not judged)."""
-    rows = json.loads(WHEELS_JSON.read_text())["left_out"]
-    rocm = [row for row in rows if row["variant"].startswith("rocm") and row["platform"] == platform]
+def _newest_rocm(platform: str) -> tuple[str, str]:
+    """The newest ROCm builds the shipped wheel catalog's file names for `platform` (left out, not judged), and the
+    index the newest of them is installed from."""
+    catalog = json.loads(WHEELS_JSON.read_text())
+    rocm = [row for row in catalog["left_out"] if row["variant"].startswith("rocm") and row["platform"] == platform]
     newest = max((row["torch"] for row in rocm), key=Version)
-    return f"torch {newest} " + " and ".join(dict.fromkeys(r["variant"] for r in rocm if r["torch"] == newest))
+    variants = list(dict.fromkeys(r["variant"] for r in rocm if r["torch"] == newest))
+    index = max(variants, key=lambda variant: Version(variant.removeprefix("rocm")))
+    return f"torch {newest} " + " and ".join(variants), f"{catalog['index_root']}/{index}"
 
 
 def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_told_what_the_answer_does_with_it() -> None:
@@ -80,7 +83,10 @@ def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_told_what_the_answer_do
     assert said["flox"][1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: no recipe of the catalog")
     assert "`pickvariant detect --source wheels`" in said["flox"][1]
     assert said["wheels"][1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: the wheel catalog names")
-    assert f"(the newest: {_newest_rocm('linux-x86_64')};" in said["wheels"][1]
+    published, index_url = _newest_rocm("linux-x86_64")
+    assert f"(the newest: {published};" in said["wheels"][1]
+    # What would help: the build installed from its index, then judged on this GPU by verify (tests/test_verify_rocm.py).
+    assert f"one installed from {index_url} is judged on this GPU by `pickvariant verify`" in said["wheels"][1]
     text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL], env={"PICKVARIANT_SYSFS": str(machine)})
     assert "AMD gfx1100 (device 0x744c)" in text.stdout
 

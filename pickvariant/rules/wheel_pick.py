@@ -71,7 +71,7 @@ def pick_wheel(
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
     candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
     chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
-    machine = _machine_reasons(facts, hardware, wheels, gpus, platform)
+    machine = _machine_reasons(facts, hardware, wheels, gpus, platform, index_root)
     decision: PrebuiltDecision = Decision(
         platform=platform,
         python=version,
@@ -107,20 +107,25 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
 
 
 def _machine_reasons(
-    facts: HostFacts, hardware: Hardware, wheels: PrebuiltCatalog, gpus: tuple[GpuFacts, ...], platform: str
+    facts: HostFacts,
+    hardware: Hardware,
+    wheels: PrebuiltCatalog,
+    gpus: tuple[GpuFacts, ...],
+    platform: str,
+    index_root: str,
 ) -> tuple[str, ...]:
     found = [said.platform_has_wheels(facts.os, facts.arch, platform)]
     if facts.os == "darwin":
         found.append(said.mps_wheel())
-    found += stages.hardware_reasons(facts, hardware, gpus, other_gpu=_other_gpu_said(wheels, platform))
+    found += stages.hardware_reasons(facts, hardware, gpus, other_gpu=_other_gpu_said(wheels, platform, index_root))
     if gpus and facts.driver_assumed:
         found.append(said.driver_assumed())
     return tuple(found)
 
 
-def _other_gpu_said(wheels: PrebuiltCatalog, platform: str) -> Callable[[str, str], str]:
+def _other_gpu_said(wheels: PrebuiltCatalog, platform: str, index_root: str) -> Callable[[str, str], str]:
     """What the answer says of an AMD or Intel GPU: the newest builds of its stack this platform's catalog names
-    (left out, not judged), where it names any."""
+    (left out, not judged), where it names any, and the index the newest is installed from."""
 
     def said_of(described: str, vendor: str) -> str:
         prefix = _OTHER_VENDOR_PREFIXES.get(vendor)
@@ -128,8 +133,11 @@ def _other_gpu_said(wheels: PrebuiltCatalog, platform: str) -> Callable[[str, st
         if not rows:
             return wording.other_gpu(described, vendor, None)
         newest = max((row.torch for row in rows), key=version_key)
-        variants = " and ".join(dict.fromkeys(row.variant for row in rows if row.torch == newest))
-        return wording.other_gpu(described, vendor, f"torch {newest} {variants}")
+        variants = list(dict.fromkeys(row.variant for row in rows if row.torch == newest))
+        # The newest stack of that release: rocm7.2 over rocm7.1 (xpu has no number).
+        index = max(variants, key=lambda variant: version_key(variant[len(prefix or "") :] or "0"))
+        published = f"torch {newest} " + " and ".join(variants)
+        return wording.other_gpu(described, vendor, published, f"{index_root}/{index}")
 
     return said_of
 

@@ -177,18 +177,25 @@ def gpu_reason(index: int, name: str, capability: object, tegra: bool) -> str:
     return f"GPU {index}: {name}, compute capability {capability} ({kind})"
 
 
-def other_gpu(described: str, vendor: str, published: str | None) -> str:
+def other_gpu(described: str, vendor: str, published: str | None, index_url: str | None = None) -> str:
     """An AMD or Intel GPU (machine/othergpu.py), to a source of prebuilt builds: what the answer does with it, and
     why; `published`: the newest builds of its stack the catalog names for this platform, left out and not judged
-    ("torch 2.14.1 rocm7.14"), or None where it names none."""
+    ("torch 2.14.1 rocm7.14"), or None where it names none; `index_url`: where the newest of them is installed from,
+    said for an AMD GPU, whose build `verify` judges once installed (an Intel GPU's it does not check yet)."""
     stack = "ROCm" if vendor == "amd" else "XPU"
     if published is None:
         return f"{described}: unused by this answer: the wheel catalog names no {stack} build for this platform"
     what = "which gfx targets those builds carry" if vendor == "amd" else "which Intel GPUs those builds run on"
-    return (
+    said = (
         f"{described}: unused by this answer: the wheel catalog names {stack} builds for this platform (the newest: "
         f"{published}; every one under --explain and in the JSON's left_out), but pickvariant does not yet judge "
         f"{what}, so it chooses none of them"
+    )
+    if vendor != "amd" or index_url is None:
+        return said
+    return (
+        f"{said}; one installed from {index_url} is judged on this GPU by `pickvariant verify` (a code object for its "
+        "target, or 'invalid device function')"
     )
 
 
