@@ -138,7 +138,7 @@ def _this_machine(
     said = problem or "unknown"
     if python and os.sep in shown:
         said = said.replace(shown, "python")
-    keys = ("torch", "cuda", "arch_list", "cpu_capability")
+    keys = ("torch", "cuda", "hip", "arch_list", "cpu_capability")
     data["installed_torch"] = {k: probe.get(k) for k in keys} if probe is not None else {"error": said}
     record = None if described else last_install()
     # Which recipe (repository and commit, or generated) the last install built or installed.
@@ -267,8 +267,9 @@ def _torch_line(torch: dict[str, Any] | None) -> str:
     if "error" in torch:
         return f"- Installed PyTorch: {md(torch['error'])}"
     arch_list = md(", ".join(torch["arch_list"]) or "none")
+    runtime = f"ROCm, HIP {md(torch['hip'])}" if torch.get("hip") else f"CUDA {md(torch['cuda'] or 'none')}"
     return (
-        f"- Installed PyTorch: {md(torch['torch'])}, CUDA {md(torch['cuda'] or 'none')}, arch list {arch_list}, "
+        f"- Installed PyTorch: {md(torch['torch'])}, {runtime}, arch list {arch_list}, "
         f"CPU capability {md(torch['cpu_capability'])}"
     )
 
