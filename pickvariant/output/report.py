@@ -19,6 +19,7 @@ from pickvariant.output.wheel_answer import wheel_json
 from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
+from pickvariant.verify.devices import runtime_said
 from pickvariant.verify.judge import variant_mismatches
 from pickvariant.verify.probe_run import run_probe
 
@@ -267,9 +268,8 @@ def _torch_line(torch: dict[str, Any] | None) -> str:
     if "error" in torch:
         return f"- Installed PyTorch: {md(torch['error'])}"
     arch_list = md(", ".join(torch["arch_list"]) or "none")
-    runtime = f"ROCm, HIP {md(torch['hip'])}" if torch.get("hip") else f"CUDA {md(torch['cuda'] or 'none')}"
     return (
-        f"- Installed PyTorch: {md(torch['torch'])}, {runtime}, arch list {arch_list}, "
+        f"- Installed PyTorch: {md(torch['torch'])}, {md(runtime_said(torch))}, arch list {arch_list}, "
         f"CPU capability {md(torch['cpu_capability'])}"
     )
 

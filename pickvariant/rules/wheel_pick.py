@@ -128,14 +128,14 @@ def _other_gpu_said(wheels: PrebuiltCatalog, platform: str, index_root: str) -> 
     (left out, not judged), where it names any, and the index the newest is installed from."""
 
     def said_of(described: str, vendor: str) -> str:
-        prefix = _OTHER_VENDOR_PREFIXES.get(vendor)
-        rows = [row for row in wheels.left_out_for(platform) if prefix and row.variant.startswith(prefix)]
+        prefix = _OTHER_VENDOR_PREFIXES[vendor]
+        rows = [row for row in wheels.left_out_for(platform) if row.variant.startswith(prefix)]
         if not rows:
             return wording.other_gpu(described, vendor, None)
         newest = max((row.torch for row in rows), key=version_key)
         variants = list(dict.fromkeys(row.variant for row in rows if row.torch == newest))
         # The newest stack of that release: rocm7.2 over rocm7.1 (xpu has no number).
-        index = max(variants, key=lambda variant: version_key(variant[len(prefix or "") :] or "0"))
+        index = max(variants, key=lambda variant: version_key(variant.removeprefix(prefix) or "0"))
         published = f"torch {newest} " + " and ".join(variants)
         return wording.other_gpu(described, vendor, published, f"{index_root}/{index}")
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from pickvariant.rules.decision import Kind, Rejection
 from pickvariant.rules.wording.compat import TEGRA_CUDA_UNKNOWN
+from pickvariant.sources.prebuilt import OTHER_STACKS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def other_gpu(described: str, vendor: str, published: str | None, index_url: str
     why; `published`: the newest builds of its stack the catalog names for this platform, left out and not judged
     ("torch 2.14.1 rocm7.14"), or None where it names none; `index_url`: where the newest of them is installed from,
     said for an AMD GPU, whose build `verify` judges once installed (an Intel GPU's it does not check yet)."""
-    stack = "ROCm" if vendor == "amd" else "XPU"
+    stack = OTHER_STACKS[vendor][1]
     if published is None:
         return f"{described}: unused by this answer: the wheel catalog names no {stack} build for this platform"
     what = "which gfx targets those builds carry" if vendor == "amd" else "which Intel GPUs those builds run on"

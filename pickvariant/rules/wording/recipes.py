@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pickvariant.rules.wording import set_refusal
+from pickvariant.sources.prebuilt import OTHER_STACKS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def other_gpu_no_recipe(described: str, vendor: str) -> str:
     """An AMD or Intel GPU (machine/othergpu.py), to the recipes' answer: no variant of a catalog of recipes is built
     for one (its GPU builds are NVIDIA architectures and Apple's MPS, by the catalog's schema), and the wheels'
     answer is the one that names what PyTorch publishes for it."""
-    stack = "ROCm" if vendor == "amd" else "XPU"
+    stack = OTHER_STACKS[vendor][1]
     return (
         f"{described}: unused by this answer: no recipe of the catalog builds for {stack} (its GPU builds are for "
         f"NVIDIA GPUs and Apple's MPS); `pickvariant detect --source wheels` says which {stack} builds of PyTorch's "
