@@ -120,6 +120,10 @@ def test_probe_reports_what_torch_says(probe) -> None:
     # A ROCm build's HIP version (None on this one), as torch.version says it: what verify judges AMD GPUs by.
     assert probe["hip"] == torch.version.hip
     assert probe["hsa_override_gfx_version"] == (os.environ.get("HSA_OVERRIDE_GFX_VERSION") or None)
+    # An XPU build's SYCL compiler version and whether it sees an Intel GPU (None and False on this one).
+    assert probe["xpu"] == torch.version.xpu
+    assert probe["xpu_available"] == torch.xpu.is_available()
+    assert len(probe["xpu_devices"]) == (torch.xpu.device_count() if torch.xpu.is_available() else 0)
 
 
 def reported(**fields) -> dict:

@@ -139,7 +139,7 @@ def _this_machine(
     said = problem or "unknown"
     if python and os.sep in shown:
         said = said.replace(shown, "python")
-    keys = ("torch", "cuda", "hip", "arch_list", "cpu_capability")
+    keys = ("torch", "cuda", "hip", "xpu", "arch_list", "cpu_capability")
     data["installed_torch"] = {k: probe.get(k) for k in keys} if probe is not None else {"error": said}
     record = None if described else last_install()
     # Which recipe (repository and commit, or generated) the last install built or installed.

@@ -1,6 +1,7 @@
 """Each GPU the probe saw, judged by the one kernel rule (rules/kernels.py): does the build carry SASS that runs
 there, or PTX its driver compiles, and did a kernel run. A ROCm build's GPUs are judged by their target ID against its
-arch list instead (kernels.code_object_for)."""
+arch list instead (kernels.code_object_for); an XPU build's Intel GPUs by the kernel that ran on each, since no rule
+reads its targets yet."""
 
 from __future__ import annotations
 
@@ -70,7 +71,20 @@ def judge_devices(
 
 def runtime_said(probe: dict[str, Any]) -> str:
     """The GPU runtime a torch was built with, as the verdict's first line says it."""
-    return f"ROCm, HIP {probe['hip']}" if probe.get("hip") else f"CUDA {probe.get('cuda') or 'none'}"
+    if probe.get("hip"):
+        return f"ROCm, HIP {probe['hip']}"
+    if probe.get("xpu"):  # torch.version.xpu: the SYCL compiler's version it was built with ("20250101")
+        return f"XPU, SYCL compiler {probe['xpu']}"
+    return f"CUDA {probe.get('cuda') or 'none'}"
+
+
+def xpu_labels(probe: dict[str, Any]) -> dict[str, str]:
+    """How each XPU device of the probe is named in the verdict: "XPU 0 (Intel(R) Arc(TM) B580 Graphics)"."""
+    return {f"xpu:{device['index']}": f"XPU {device['index']} ({device['name']})" for device in _xpus(probe)}
+
+
+def _xpus(probe: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(probe.get("xpu_devices") or ())
 
 
 def judge_rocm_devices(probe: dict[str, Any], labels: dict[str, str], failures: list[str], reasons: list[str]) -> None:
@@ -105,9 +119,9 @@ def judge_rocm_devices(probe: dict[str, Any], labels: dict[str, str], failures: 
 
 
 def judge_other_gpus(probe: dict[str, Any], facts: HostFacts, failures: list[str], reasons: list[str]) -> None:
-    """The AMD and Intel GPUs detection found here (machine/othergpu.py) against the torch the probe ran: a ROCm build
-    that cannot use any GPU fails (a PASS from its CPU checks alone would mislead); any other build leaves them unused,
-    which is said. Intel GPUs are not checked: the probe does not use XPU devices yet."""
+    """The AMD and Intel GPUs detection found here (machine/othergpu.py) against the torch the probe ran: a ROCm (or
+    XPU) build that cannot use any GPU fails (a PASS from its CPU checks alone would mislead); any other build leaves
+    them unused, which is said. An XPU build's devices are judged by the kernel that ran on each."""
     amd = ", ".join(gpu.described for gpu in facts.other_gpus if gpu.vendor == "amd")
     intel = ", ".join(gpu.described for gpu in facts.other_gpus if gpu.vendor == "intel")
     if amd and probe.get("hip") and not probe.get("cuda_available"):
@@ -118,5 +132,35 @@ def judge_other_gpus(probe: dict[str, Any], facts: HostFacts, failures: list[str
         )
     elif amd and not probe.get("hip"):
         reasons.append(f"{amd}: unused by this torch, which is not a ROCm build")
-    if intel:
-        reasons.append(f"{intel}: not checked (verify does not run on XPU devices yet)")
+    if probe.get("xpu"):
+        _judge_xpu(probe, intel, failures, reasons)
+    elif intel:
+        reasons.append(f"{intel}: unused by this torch, which is not an XPU build")
+
+
+def _judge_xpu(probe: dict[str, Any], intel: str, failures: list[str], reasons: list[str]) -> None:
+    """An XPU build: it can use an Intel GPU detection found, and a kernel ran on each device it sees."""
+    runtime = runtime_said(probe)
+    if not probe.get("xpu_available"):
+        if intel:
+            failures.append(
+                f"this machine has {intel} and this torch is an XPU build ({runtime}), but it cannot use the GPU: "
+                "torch.xpu.is_available() is False (it needs Intel's GPU driver, whose Level Zero runtime SYCL runs on, "
+                "and access to /dev/dri/renderD*, which the render group grants)"
+            )
+        else:
+            reasons.append(f"this torch is an XPU build ({runtime}) and no Intel GPU is here: it ran on the CPU alone")
+        return
+    targets = ", ".join(probe.get("arch_list", [])) or "none listed"
+    labels = xpu_labels(probe)
+    for device in _xpus(probe):
+        label = labels[f"xpu:{device['index']}"]
+        if device.get("kernel_ran") is False:
+            failures.append(f"{label}: a kernel failed to run: {device.get('error', '')}")
+        elif device.get("kernel_ran"):
+            reasons.append(
+                f"{label}: a kernel ran there (this build's XPU targets: {targets}; no rule reads them yet, so the "
+                "kernel that ran speaks for the GPU)"
+            )
+        else:
+            reasons.append(f"{label}: seen; no kernel was run on it (--info)")

@@ -12,7 +12,7 @@ from pickvariant.machine.gpu import cuda_visible_count
 from pickvariant.rules.compat import usable_isas
 from pickvariant.sources.build import Variant
 from pickvariant.sources.hardware import Hardware
-from pickvariant.verify.devices import arch_capabilities, judge_devices, judge_other_gpus, runtime_said
+from pickvariant.verify.devices import arch_capabilities, judge_devices, judge_other_gpus, runtime_said, xpu_labels
 from pickvariant.verify.probe_run import run_probe
 
 # A figure above the GPU's catalog peak by more than this is a measurement error, not a fast GPU:
@@ -74,7 +74,7 @@ def judge(probe: dict[str, Any], catalog: Hardware, facts: HostFacts, variant: V
     failures: list[str] = []
     reasons = [f"torch {probe['torch']} ({runtime_said(probe)}), CPU capability {probe['cpu_capability']}"]
     _judge_visibility(probe, facts, failures, reasons)
-    labels = gpu_labels(probe, facts)
+    labels = {**gpu_labels(probe, facts), **xpu_labels(probe)}
     judge_devices(probe, catalog, labels, _nvml_indexes(probe, facts), failures, reasons)
     judge_other_gpus(probe, facts, failures, reasons)
     _judge_dispatch(probe, catalog, facts, variant, failures, reasons)

@@ -1,8 +1,6 @@
-"""Standalone probe run in the target interpreter: needs only the standard library and torch.
-
-Prints one JSON object with what torch reports and what its kernels did here. It judges
-nothing: pickvariant compares the result with the catalog.
-"""
+"""Standalone probe run in the target interpreter: needs only the standard library and torch. Prints one JSON object
+with what torch reports and what its kernels did here. It judges nothing: pickvariant compares the result with the
+catalog."""
 
 from __future__ import annotations
 
@@ -33,16 +31,15 @@ def finite(value: float) -> float:
 
 
 def on_device(device: str):
-    """Make `device` the current CUDA device for the block (a no-op for the CPU).
-
-    Events record on the current device's stream and synchronize() waits for the current
-    device: left on GPU 0 while GPU 1 works, they time nothing (issue 16: 852 "TFLOP/s" of fp32).
-    """
+    """Make `device` the current CUDA (or XPU) device for the block (a no-op for the CPU and MPS). Events record on the
+    current device's stream and synchronize() waits for the current device: left on GPU 0 while GPU 1 works, they time
+    nothing (issue 16: 852 "TFLOP/s" of fp32)."""
     import contextlib
 
     import torch
 
-    return torch.cuda.device(torch.device(device)) if device.startswith("cuda") else contextlib.nullcontext()
+    backend = getattr(torch, device.split(":")[0]) if device.startswith(("cuda", "xpu")) else None
+    return backend.device(torch.device(device)) if backend is not None else contextlib.nullcontext()
 
 
 MIN_SAMPLE_S = 2e-3
@@ -51,7 +48,7 @@ MAX_CALLS_PER_SAMPLE = 1024
 
 def _sampler(fn, device: str):
     """A function that runs fn() `calls` times back to back and returns the seconds that took:
-    between CUDA events on GPUs, by perf_counter on the CPU (and MPS, synchronised)."""
+    between CUDA events on CUDA GPUs, by perf_counter on the CPU (and MPS and XPU, synchronised)."""
     import torch
 
     if device.startswith("cuda"):
@@ -66,7 +63,9 @@ def _sampler(fn, device: str):
             return start.elapsed_time(end) / 1000.0
 
         return run_on_cuda
-    sync = torch.mps.synchronize if device == "mps" else (lambda: None)
+    sync = (
+        torch.mps.synchronize if device == "mps" else torch.xpu.synchronize if device[:3] == "xpu" else (lambda: None)
+    )
 
     def run(calls: int) -> float:
         start = time.perf_counter()
@@ -90,12 +89,11 @@ def _calls_per_sample(run, batch: int) -> int:
 def timed(fn, device: str, repeats: int, batch: int = 1) -> tuple[float, float]:
     """(median seconds per fn(), seconds one timed sample spanned) after a warm-up.
 
-    Each sample is a run of calls back to back, at least `batch` and as many as make it span
-    MIN_SAMPLE_S: a kernel shorter than the launch-and-wait round trip would otherwise be timed
-    mostly idle (a 0.2 ms convolution measured one call at a time read 33% of what the same calls
-    reach in a loop), and a CPU product of half a millisecond (AMX) would be timer noise. Sizing the
-    run from the warm-up call instead let its one-off cost (oneDNN's JIT, cuDNN's autotuning) choose
-    runs far too short."""
+    Each sample is a run of calls back to back, at least `batch` and as many as make it span MIN_SAMPLE_S: a kernel
+    shorter than the launch-and-wait round trip would otherwise be timed mostly idle (a 0.2 ms convolution measured
+    one call at a time read 33% of what the same calls reach in a loop), and a CPU product of half a millisecond (AMX)
+    would be timer noise. Sizing the run from the warm-up call instead let its one-off cost (oneDNN's JIT, cuDNN's
+    autotuning) choose runs far too short."""
     run = _sampler(fn, device)
     with on_device(device):
         calls = _calls_per_sample(run, batch)
@@ -154,7 +152,7 @@ def check_matmul(results, device, dtype_name, n_check, n_time, repeats, tf32=Fal
         entry["tolerance"] = {"bf16": 1e-2, "fp16": 1e-2, "tf32": 5e-3, "fp32": 1e-4}[dtype_name]
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
         entry["size"] = n_time
-        if device.startswith("cuda") and n_time < GPU_TIMED_SIZE:
+        if device.startswith(("cuda", "xpu")) and n_time < GPU_TIMED_SIZE:
             entry["speed_note"] = (
                 f"--quick: a {n_time}x{n_time} product is too small to show a GPU's speed; verify without --quick measures it"
             )
@@ -200,7 +198,7 @@ def check_conv(results, device, dtype_name, quick):
     # cuDNN runs float32 convolutions in TF32 unless told not to: that is not an fp32 result.
     torch.backends.cudnn.allow_tf32 = False
     try:
-        batch, channels, size = (4, 16, 16) if quick or not device.startswith("cuda") else (32, 64, 56)
+        batch, channels, size = (4, 16, 16) if quick or not device.startswith(("cuda", "xpu")) else (32, 64, 56)
         x = torch.randn(batch, channels, size, size, dtype=torch.float64)
         w = torch.randn(channels, channels, 3, 3, dtype=torch.float64)
         out = torch.nn.functional.conv2d(x.to(device, dtype), w.to(device, dtype), padding=1).cpu()
@@ -210,7 +208,7 @@ def check_conv(results, device, dtype_name, quick):
             entry["error"] = "its result holds NaN or infinite values"
         entry["tolerance"] = 1e-2 if dtype_name == "bf16" else 1e-4
         entry["ok"] = entry["rel_error"] <= entry["tolerance"]
-        if device.startswith("cuda"):
+        if device.startswith(("cuda", "xpu")):
             # NCHW with 64 channels keeps the tensor cores idle: its speed (a tenth of the peak on an
             # H100) would say nothing of the install. The layer shapes below measure GPU convolutions.
             entry["speed_note"] = "a correctness check; " + (
@@ -240,7 +238,6 @@ CONV_LAYERS = (
     ("3x3 1024ch 14x14 b256", 256, 1024, 1024, 14, 3),
 )
 
-
 LAYER_BATCH = 10  # calls per timed sample of a layer: a sample of 3+ ms, one call is 0.3 ms
 
 
@@ -257,12 +254,9 @@ def time_conv_layer(device, batch, in_channels, out_channels, size, kernel, repe
     torch.backends.cudnn.benchmark = True  # as training sets it: cuDNN picks its fastest algorithm
     try:
         with on_device(device):
-            x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16).to(
-                memory_format=torch.channels_last
-            )
-            w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16).to(
-                memory_format=torch.channels_last
-            )
+            x = torch.randn(batch, in_channels, size, size, device=device, dtype=torch.bfloat16)
+            w = torch.randn(out_channels, in_channels, kernel, kernel, device=device, dtype=torch.bfloat16)
+            x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
             padding = kernel // 2
 
             def conv():
@@ -310,8 +304,7 @@ def check_int8_cpu(results, n):
         results.append(entry)
         return
     try:
-        a = torch.randint(-128, 127, (n, n), dtype=torch.int8)
-        b = torch.randint(-128, 127, (n, n), dtype=torch.int8)
+        a, b = (torch.randint(-128, 127, (n, n), dtype=torch.int8) for _ in range(2))
         out = torch._int_mm(a, b)
         entry["ok"] = bool(torch.equal(out.long(), a.long() @ b.long()))
         entry["rel_error"] = 0.0 if entry["ok"] else 1.0
@@ -332,7 +325,9 @@ def pci_location(props):
 
 
 def arch_list(torch) -> list:
-    """The GPU architectures (sm_90, gfx942) this torch was built for, also with no GPU or driver present."""
+    """The GPU architectures (sm_90, gfx942; an XPU build's targets, bmg) this torch was built for, also with no GPU."""
+    if getattr(torch.version, "xpu", None):
+        return sorted(set(torch.xpu.get_arch_list()))
     flags = getattr(torch._C, "_cuda_getArchFlags", None)
     if flags is not None and (torch.version.cuda or getattr(torch.version, "hip", None)):
         return sorted(set((flags() or "").replace(";", " ").split()))
@@ -354,14 +349,17 @@ def main(argv: list[str]) -> int:
 
     report = _facts(torch)
     if torch.cuda.is_available():
-        report["devices"] = [_device(torch, index, info_only) for index in range(torch.cuda.device_count())]
+        report["devices"] = [_device(torch, index, info_only, "cuda") for index in range(torch.cuda.device_count())]
+    if report["xpu_available"]:
+        report["xpu_devices"] = [_device(torch, index, info_only, "xpu") for index in range(torch.xpu.device_count())]
     if companions:
         if __package__:
             from pickvariant.verify.companion_probe import check_companions, loaded_libtorch
         else:  # run as a script in the target interpreter: the module beside this file
             # Not a module of the package here: mypy resolves only the import above.
             from companion_probe import check_companions, loaded_libtorch  # type: ignore[import-not-found,no-redef]
-        ready = [f"cuda:{device['index']}" for device in report["devices"] if device.get("kernel_ran")]
+        gpus = report["devices"] + report["xpu_devices"]
+        ready = [f"{gpu.get('kind', 'cuda')}:{gpu['index']}" for gpu in gpus if gpu.get("kernel_ran")]
         report["companions"] = check_companions(companions, ready or ["cpu"], torch)
         report["libtorch"] = loaded_libtorch()
     if not info_only:
@@ -379,6 +377,8 @@ def _facts(torch: Any) -> dict[str, Any]:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None),  # a ROCm build's HIP version; None on any other
+        "xpu": getattr(torch.version, "xpu", None),  # an XPU build's SYCL version ("20250101"); None on any other
+        "xpu_available": bool(torch.xpu.is_available()) if hasattr(torch, "xpu") else None,
         "hsa_override_gfx_version": os.environ.get("HSA_OVERRIDE_GFX_VERSION") or None,  # the GPU reports its target
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         # Set, it caps the dispatch level on purpose (a CPU's AVX-512 left unused): the judge says so instead of failing.
@@ -389,23 +389,23 @@ def _facts(torch: Any) -> dict[str, Any]:
         # None: this torch has no cuDNN (the build repository's SM61 recipes set USE_CUDNN=0).
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "devices": [],
+        "xpu_devices": [],
         "checks": [],
     }
 
 
-def _device(torch: Any, index: int, info_only: bool) -> dict[str, Any]:
-    """One CUDA device: what it is and, unless only facts are asked, whether a kernel runs there."""
-    props = torch.cuda.get_device_properties(index)
-    device: dict[str, Any] = {
-        "index": index,
-        "name": props.name,
-        "capability": [props.major, props.minor],
-        "pci": pci_location(props),
-        "gcn_arch": getattr(props, "gcnArchName", None) if torch.version.hip else None,  # "gfx90a:sramecc+:xnack-"
-    }
+def _device(torch: Any, index: int, info_only: bool, kind: str) -> dict[str, Any]:
+    """One CUDA (or XPU) device: what it is and, unless only facts are asked, whether a kernel runs there."""
+    props = getattr(torch, kind).get_device_properties(index)
+    device: dict[str, Any] = {"index": index, "name": props.name, "pci": pci_location(props)}
+    if kind == "xpu":  # an Intel GPU has no compute capability; its driver is the one Level Zero names
+        device.update(kind="xpu", driver=str(getattr(props, "driver_version", "") or "") or None)
+    else:
+        device["capability"] = [props.major, props.minor]
+        device["gcn_arch"] = getattr(props, "gcnArchName", None) if torch.version.hip else None  # "gfx90a:sramecc+"
     if not info_only:
         try:
-            x = torch.arange(1024, device=f"cuda:{index}", dtype=torch.float32)
+            x = torch.arange(1024, device=f"{kind}:{index}", dtype=torch.float32)
             device["kernel_ran"] = bool((x * 2).sum().item() == 1023 * 1024)
         except Exception as error:  # "no kernel image is available" lands here
             device["kernel_ran"] = False
@@ -414,7 +414,7 @@ def _device(torch: Any, index: int, info_only: bool) -> dict[str, Any]:
 
 
 def _run_checks(report: dict[str, Any], quick: bool) -> None:
-    """The CPU's checks, then the Apple GPU's, then each CUDA device's where a kernel ran."""
+    """The CPU's checks, then the Apple GPU's, then each CUDA or XPU device's where a kernel ran."""
     results = report["checks"]
     # 512: a few ms per fp32 product on 2 cores, long enough for a steady median within --quick's 20 s.
     cpu_n = 512 if quick else 1024
@@ -428,17 +428,17 @@ def _run_checks(report: dict[str, Any], quick: bool) -> None:
         n_time = 1024 if quick else 4096
         for dtype in ("fp32", "fp16"):
             check_matmul(results, "mps", dtype, 256, n_time, 5 if quick else 10)
-    for device in report["devices"]:
+    for device in report["devices"] + report["xpu_devices"]:
         if not device.get("kernel_ran"):
             continue
-        name = f"cuda:{device['index']}"
+        name, cuda = f"{device.get('kind', 'cuda')}:{device['index']}", "kind" not in device
         n_time = 2048 if quick else 8192
         with on_device(name):
-            for dtype in ("bf16", "fp16", "tf32", "fp32"):
+            for dtype in ("bf16", "fp16", "tf32", "fp32") if cuda else ("bf16", "fp16", "fp32"):
                 check_matmul(results, name, dtype, 256, n_time, 5 if quick else 10, tf32=dtype == "tf32")
             check_conv(results, name, "bf16", quick)
             check_conv(results, name, "fp32", quick)
-            if not quick:
+            if not quick and cuda:  # the layer shapes and the bare loop are timed with cuDNN and CUDA events
                 check_conv_layers(results, name)
                 device["bare_loop_bf16_tflops"] = bare_loop_bf16(name, 8192, 20)
 
