@@ -11,6 +11,7 @@ finds is read from the Arc B580 sysfs fixture. The judge, the schema and the rep
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,18 @@ def test_a_support_report_names_an_xpu_torch_as_one_not_cuda_none() -> None:
     line = report._torch_line(kept)
     assert line.startswith("- Installed PyTorch: 2.12.0+xpu, XPU, SYCL compiler 20250101, arch list bmg, dg2, pvc")
     assert "CUDA" not in line
+
+
+def test_fleet_compares_an_xpu_node_by_its_intel_gpus_bf16_product_not_by_its_cpu(catalog) -> None:
+    """A verify line of an XPU node, as `verify --format json` writes it (the probe whole, its checks judged): fleet's
+    figure for it is the Intel GPU's, named by the card, as a CUDA node's is its GPU's."""
+    from pickvariant.output.verdict import verify_json
+    from pickvariant.rules.fleet import figure, verify_document
+
+    cpu_timed = {**CPU_CHECK, "tflops": 0.4, "seconds": 0.1, "span_seconds": 0.1}
+    on_arc = _check_on_arc(tolerance=1e-2, tflops=80.0, seconds=0.02, span_seconds=0.02)
+    verdict = judge(_xpu(_arc(), checks=[cpu_timed, on_arc]), catalog, _with_arc(catalog), None)
+    labelled = {**verify_json(verdict), "label": "arc01", "package": None, "branch": None}  # as a wheel node has them
+    line, problem = verify_document(json.dumps(labelled))
+    assert problem is None and line is not None
+    assert figure(line) == (ARC, 80.0)

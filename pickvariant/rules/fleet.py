@@ -86,17 +86,22 @@ def verify_document(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 def figure(line: Mapping[str, Any]) -> tuple[str, float] | None:
     """(the device model, its TFLOP/s): the slowest GPU's bf16 matmul, else the CPU's matmul; None if untimed."""
-    devices = {f"cuda:{d.get('index')}": d.get("name", "GPU") for d in (line.get("probe") or {}).get("devices", ())}
+    probe = line.get("probe") or {}
+    devices = {
+        f"{kind}:{d.get('index')}": d.get("name", "GPU")
+        for kind, key in (("cuda", "devices"), ("xpu", "xpu_devices"))  # an XPU build's Intel GPUs are its GPUs
+        for d in probe.get(key, ())
+    }
     # verify marks a sample too short to time (--quick sizes): its figure is launch latency, not the GPU's speed.
     timed = [c for c in line["checks"] if c.get("tflops") and not c.get("throughput_note")]
-    gpu = [c for c in timed if c["name"] == "matmul bf16" and c["device"].startswith("cuda")]
+    gpu = [c for c in timed if c["name"] == "matmul bf16" and c["device"].startswith(("cuda", "xpu"))]
     if gpu:
         slowest = min(gpu, key=lambda check: check["tflops"])
         models = sorted({devices.get(check["device"], "GPU") for check in gpu})
         return " + ".join(models), float(slowest["tflops"])
     cpu = [c for c in timed if c["device"] == "cpu" and c["name"].startswith("matmul")]
     if cpu:
-        capability = (line.get("probe") or {}).get("cpu_capability") or "?"
+        capability = probe.get("cpu_capability") or "?"
         return f"CPU ({capability}, {cpu[0]['name']})", float(cpu[0]["tflops"])
     return None
 
