@@ -106,6 +106,11 @@ def test_an_intel_arc_is_read_from_its_drm_card_and_its_connector_is_not_a_card(
     assert (found.vendor, found.device_id, found.driver, found.source) == ("intel", "0xe20b", "xe", "DRM card1")
     _, document = _detect("wheels", "--cpuinfo", HASWELL, sysfs=SYSFS / "arc-b580")
     assert any(r.startswith("Intel GPU (device 0xe20b, driver xe): unused") for r in document["reasons"])
+    # What would help, as for an AMD GPU: the xpu index the catalog names, whose build verify judges on the GPU
+    # (tests/test_verify_xpu.py).
+    index_url = f"{json.loads(WHEELS_JSON.read_text())['index_root']}/xpu"
+    intel = next(r for r in document["reasons"] if r.startswith("Intel GPU (device 0xe20b"))
+    assert f"one installed from {index_url} is judged on this GPU by `pickvariant verify`" in intel
 
 
 def _card(root: Path, name: str, vendor: str, device: str, pci_class: str) -> None:

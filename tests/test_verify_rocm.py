@@ -138,7 +138,7 @@ def test_a_cpu_torch_on_a_machine_with_an_amd_gpu_passes_and_says_the_gpu_is_unu
 def test_a_support_report_names_a_rocm_torchs_hip_version_not_cuda_none() -> None:
     """What `report` shows of the installed torch (its Markdown line, from the probe's fields as `report` keeps them)."""
     probed = _rocm()
-    kept = {key: probed.get(key) for key in ("torch", "cuda", "hip", "arch_list", "cpu_capability")}
+    kept = {key: probed.get(key) for key in report.INSTALLED_TORCH_KEYS}
     line = report._torch_line(kept)
     assert line.startswith("- Installed PyTorch: 2.12.0+rocm7.1, ROCm, HIP 7.1.52802-26aae437f6, arch list gfx900")
     assert "CUDA" not in line

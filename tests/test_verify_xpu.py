@@ -108,7 +108,7 @@ def test_the_probe_schema_takes_xpu_devices_and_checks_and_refuses_another_devic
 
 def test_a_support_report_names_an_xpu_torch_as_one_not_cuda_none() -> None:
     probed = _xpu()
-    kept = {key: probed.get(key) for key in ("torch", "cuda", "hip", "xpu", "arch_list", "cpu_capability")}
+    kept = {key: probed.get(key) for key in report.INSTALLED_TORCH_KEYS}
     line = report._torch_line(kept)
     assert line.startswith("- Installed PyTorch: 2.12.0+xpu, XPU, SYCL compiler 20250101, arch list bmg, dg2, pvc")
     assert "CUDA" not in line

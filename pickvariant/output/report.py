@@ -27,6 +27,9 @@ from pickvariant.verify.probe_run import run_probe
 # may hold them, and a support ticket must not.
 _GPU_UUID = re.compile(r"\b(GPU|MIG)-[0-9A-Fa-f]{4,}[0-9A-Fa-f-]*")
 
+# What a report keeps of the probe's facts about the installed torch (its JSON's `installed_torch`, its Markdown line).
+INSTALLED_TORCH_KEYS = ("torch", "cuda", "hip", "xpu", "arch_list", "cpu_capability")
+
 
 def _scrub(text: str) -> str:
     text = without_credentials(_GPU_UUID.sub(lambda match: f"{match.group(1)}-<uuid>", text))
@@ -139,8 +142,7 @@ def _this_machine(
     said = problem or "unknown"
     if python and os.sep in shown:
         said = said.replace(shown, "python")
-    keys = ("torch", "cuda", "hip", "xpu", "arch_list", "cpu_capability")
-    data["installed_torch"] = {k: probe.get(k) for k in keys} if probe is not None else {"error": said}
+    data["installed_torch"] = {k: probe.get(k) for k in INSTALLED_TORCH_KEYS} if probe is not None else {"error": said}
     record = None if described else last_install()
     # Which recipe (repository and commit, or generated) the last install built or installed.
     data["last_install"] = (

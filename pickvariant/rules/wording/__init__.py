@@ -182,7 +182,8 @@ def other_gpu(described: str, vendor: str, published: str | None, index_url: str
     """An AMD or Intel GPU (machine/othergpu.py), to a source of prebuilt builds: what the answer does with it, and
     why; `published`: the newest builds of its stack the catalog names for this platform, left out and not judged
     ("torch 2.14.1 rocm7.14"), or None where it names none; `index_url`: where the newest of them is installed from,
-    said for an AMD GPU, whose build `verify` judges once installed (an Intel GPU's it does not check yet)."""
+    whose build `verify` judges on the GPU once installed (verify/devices.py: an AMD GPU by its target, an Intel GPU by
+    what ran on it)."""
     stack = OTHER_STACKS[vendor][1]
     if published is None:
         return f"{described}: unused by this answer: the wheel catalog names no {stack} build for this platform"
@@ -192,12 +193,14 @@ def other_gpu(described: str, vendor: str, published: str | None, index_url: str
         f"{published}; every one under --explain and in the JSON's left_out), but pickvariant does not yet judge "
         f"{what}, so it chooses none of them"
     )
-    if vendor != "amd" or index_url is None:
+    if index_url is None:
         return said
-    return (
-        f"{said}; one installed from {index_url} is judged on this GPU by `pickvariant verify` (a code object for its "
-        "target, or 'invalid device function')"
+    judged = (
+        "a code object for its target, or 'invalid device function'"
+        if vendor == "amd"
+        else "a kernel and the matmul and convolution checks run on it"
     )
+    return f"{said}; one installed from {index_url} is judged on this GPU by `pickvariant verify` ({judged})"
 
 
 def hidden_gpus(value: str, visible: int, total: int) -> str:
