@@ -97,7 +97,7 @@ def test_a_report_and_a_registered_sources_answer_are_the_same_document() -> Non
 
     from pickvariant.sources import registry
 
-    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme's"))
+    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme"))
     try:
         code, document = _detect("acme", "linux-rhel7-haswell", ("9.0",), "570.86.10", "--python-version", "3.12")
     finally:

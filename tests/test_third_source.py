@@ -57,7 +57,7 @@ ACME = PrebuiltCatalog(
 
 @pytest.fixture(autouse=True)
 def acme():
-    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme's"))
+    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme"))
     yield
     registry.unregister("acme")
 
@@ -81,6 +81,24 @@ def test_detect_answers_from_the_registered_source_and_its_words_name_it() -> No
     # A driver below the CUDA line's floor refuses the CUDA build.
     code, answer = _detect("--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "470.256.02")
     assert code == 3 and any("525.60.13" in reason for reason in answer["reasons"])
+
+
+def test_its_sentences_name_its_publisher_never_pytorch() -> None:
+    """Issue 52: a registered source's builds are its publisher's. Acme publishes linux-x86_64 builds only: the
+    platform it has and a platform it lacks are both said as Acme's, never as what PyTorch publishes."""
+    code, answer = _detect(*H100)
+    assert code == 0
+    assert "platform: linux/x86_64, for which Acme publishes linux-x86_64 wheels" in answer["reasons"]
+    assert not any("PyTorch publishes" in reason for reason in answer["reasons"])
+    code, answer = _detect("--platform", "windows-amd64", "--gpu", "9.0", "--driver", "570.86")
+    assert code == 3 and answer["recommendation"] is None
+    assert answer["reasons"][-1].startswith("Acme publishes no wheel for windows/x86_64"), answer["reasons"]
+    # The wheels source's own sentence still names PyTorch (its catalog's publisher).
+    wheels = runner.invoke(app, ["detect", "--source", "wheels", "--format", "json", "--python-version", "3.12", *H100])
+    assert (
+        "platform: linux/x86_64, for which PyTorch publishes linux-x86_64 wheels"
+        in json.loads(wheels.stdout)["reasons"]
+    )
 
 
 def test_an_unknown_source_is_one_line_naming_every_registered_one(monkeypatch) -> None:

@@ -129,7 +129,7 @@ def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
         return ["No compatible wheel (why, and what would help, below)"]
     torch = build.torch if decision.from_pypi else build.label  # PyPI's versions carry no local label
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
-    where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher} {visible(build.index)} index"
+    where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher}'s {visible(build.index)} index"
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
     cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")

@@ -59,11 +59,13 @@ def pick_wheel(
     builds = wheels.for_platform(platform) if platform else ()
     if not builds:
         platforms = sorted({build.platform for build in wheels.builds})
-        return Decision(platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms),))
+        return Decision(
+            platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher),)
+        )
     assert platform is not None
     darwin = facts.os == "darwin"
     if facts.gpu_inconclusive and not darwin:
-        found = (said.platform_has_wheels(facts.os, facts.arch, platform), wording.GPU_INCONCLUSIVE)
+        found = (said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), wording.GPU_INCONCLUSIVE)
         return Decision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
     check_pins(options, builds, wheels.builds)
     gpus = () if darwin else stages.targets(facts, options)
@@ -114,7 +116,7 @@ def _machine_reasons(
     platform: str,
     index_root: str,
 ) -> tuple[str, ...]:
-    found = [said.platform_has_wheels(facts.os, facts.arch, platform)]
+    found = [said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher)]
     if facts.os == "darwin":
         found.append(said.mps_wheel())
     found += stages.hardware_reasons(facts, hardware, gpus, other_gpu=_other_gpu_said(wheels, platform, index_root))

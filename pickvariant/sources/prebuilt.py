@@ -113,6 +113,8 @@ class PrebuiltCatalog:
     sources: Mapping[str, str]
     refreshed: str | None = None  # the date `catalog wheels --refresh` read the index, where this catalog is its
     based_on: str | None = None  # the shipped facts it was derived from (their sha256), where it is a refreshed one
+    # Who publishes these builds, as the rules' sentences name them: the Source's (registry.Source.catalog sets it).
+    publisher: str = "PyTorch"
 
     def for_platform(self, platform: str) -> tuple[Build, ...]:
         return tuple(build for build in self.builds if build.platform == platform)

@@ -57,8 +57,9 @@ class Source:
     pipeline: Pipeline
     # For pipeline "builds": its catalog of builds (read only when asked for).
     builds: Callable[[], PrebuiltCatalog] | None = None
-    # Whose indexes its builds are on, as the answer says it ("PyTorch's cu126 index").
-    publisher: str = "PyTorch's"
+    # Who publishes its builds, as its sentences name them ("PyTorch's cu126 index", "for which PyTorch publishes
+    # linux-x86_64 wheels"): said only here; its catalog carries it to the rules (catalog()).
+    publisher: str = "PyTorch"
 
     @property
     def flag(self) -> str:
@@ -76,12 +77,15 @@ class Source:
         """What its install does, as an error beside another source's option says it."""
         if self.pipeline == "recipes":
             return "installs into a Flox environment"
-        return f"installs {self.publisher} wheels with pip or uv"
+        return f"installs {self.publisher}'s wheels with pip or uv"
 
     def catalog(self) -> PrebuiltCatalog:
+        """Its catalog of builds, naming this source's publisher (whatever the loader wrote there)."""
         if self.builds is None:
             raise BadInput(f"{self.flag}: a source of recipes has no catalog of prebuilt builds")
-        return self.builds()
+        from pickvariant._base.records import replace
+
+        return replace(self.builds(), publisher=self.publisher)
 
 
 def register(source: Source) -> None:

@@ -11,18 +11,18 @@ from pickvariant.sources.prebuilt import PairedRelease
 # Reasons: what each stage found.
 
 
-def platform_has_wheels(os: str, arch: str, platform: str) -> str:
-    return f"platform: {os}/{arch}, for which PyTorch publishes {platform} wheels"
+def platform_has_wheels(os: str, arch: str, platform: str, publisher: str) -> str:
+    return f"platform: {os}/{arch}, for which {publisher} publishes {platform} wheels"
 
 
-def no_platform_wheels(os: str, arch: str, platforms: Sequence[str]) -> str:
-    if (os, arch) == ("darwin", "x86_64"):
+def no_platform_wheels(os: str, arch: str, platforms: Sequence[str], publisher: str) -> str:
+    if (os, arch) == ("darwin", "x86_64") and publisher == "PyTorch":  # a fact of PyTorch's own catalog
         return (
             "an Intel Mac: no release the wheel catalog holds (torch 2.8 on) publishes a macOS x86_64 wheel, only "
             f"macOS arm64 (PyPI's files); it has wheels for {', '.join(platforms)}"
         )
     return (
-        f"PyTorch publishes no wheel for {os}/{arch} in any release the wheel catalog holds (it has wheels for "
+        f"{publisher} publishes no wheel for {os}/{arch} in any release the wheel catalog holds (it has wheels for "
         f"{', '.join(platforms)})"
     )
 
