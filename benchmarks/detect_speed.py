@@ -33,6 +33,11 @@ from pathlib import Path
 # some CI images), an editable checkout would compile every module on every start.
 ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 PY = sys.executable
+# This interpreter's base installation first on PATH, no environment active: `python3` is a plain interpreter there.
+BASE_ON_PATH = {
+    **{name: value for name, value in ENV.items() if name not in ("VIRTUAL_ENV", "CONDA_PREFIX")},
+    "PATH": os.pathsep.join([os.path.dirname(getattr(sys, "_base_executable", PY)), ENV.get("PATH", os.defpath)]),
+}
 
 IN_PROCESS_OURS = """
 import time, json, sys
@@ -164,6 +169,9 @@ def main() -> int:
         # The wheels source's answer (issue 52: the fast path whatever the source), its environment read or not.
         "detect --source wheels --format json": ([*detect, "--source", "wheels"], ENV),
         "detect --source wheels --format json --python PY": ([*detect, "--source", "wheels", "--python", PY], ENV),
+        # No --python, a plain interpreter first on PATH (not a venv's, whose files say enough; not a pyenv shim, a
+        # bash script): it is started, while the rest of the program loads.
+        "detect --source wheels --format json, base python3 on PATH": ([*detect, "--source", "wheels"], BASE_ON_PATH),
         # The text answers, both on entry's fast path (no typer, no rich); --explain's tree is the typer CLI's.
         "detect --source wheels (text)": ([*detect[:-2], "--source", "wheels"], ENV),
         "detect (text, recipes)": (detect[:-2], ENV),
@@ -194,7 +202,7 @@ def main() -> int:
     empty = rows["python -c pass (interpreter start)"]
     ours = rows["pickvariant detect --format json"]
     wheels = rows["detect --source wheels --format json"]
-    print(f"runs per command: {args.runs}; python {sys.version.split()[0]}")
+    print(f"runs per command: {args.runs}; python {sys.version.split()[0]}; python3 on PATH: {shutil.which('python3')}")
     print("as processes (median wall time, ratio to archspec):")
     for name, seconds in rows.items():
         print(f"  {name:58s} {ms(seconds)}  {seconds / baseline:5.2f}x")

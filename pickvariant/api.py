@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from pickvariant.machine.environment import PythonEnvironment
+    from pickvariant.machine.environment import Reading
     from pickvariant.machine.gpu import GpuReport
     from pickvariant.rules.decision import PrebuiltAnswer
     from pickvariant.sources.hardware import HardwareCatalog
@@ -319,31 +319,30 @@ class WheelAsk:
     source: str = "wheels"  # the source of prebuilt builds asked (sources/registry.py), by name
 
 
-def stated_machine(request: Request, env: Mapping[str, str]) -> bool:
-    """Is the machine described by options or variables rather than read here? Then the environment here is not
-    the one a wheel is for, unless --python names it."""
-    variables = (settings.GPU, settings.CPUINFO, settings.DRIVER)
-    stated = request.gpus or request.no_gpu or request.cpuinfo or request.platform
-    return bool(stated or any(settings.setting(env, v) for v in variables))
+def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> Reading | None:
+    """The environment a wheel would be installed into, being read (its interpreter started, where it must be, to
+    run while the machine and the catalog are read; the entry point starts it sooner): --python's, else (for this
+    machine) the active one."""
+    from pickvariant.machine.environment import reading, wanted
 
-
-def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> PythonEnvironment | None:
-    """The environment a wheel would be installed into: --python's, else (for this machine) the active one."""
-    from pickvariant.machine.environment import active_interpreter, read_environment
-
-    if ask.python is not None:
-        return read_environment(ask.python, ask.python_given_as, env)
-    if stated_machine(ask.request, env):
-        return None
-    interpreter, given_as = active_interpreter(env)
-    return read_environment(interpreter, given_as, env)
+    found = wanted(ask.python, ask.python_given_as, ask.request, env)
+    return None if found is None else reading(*found, env)
 
 
 def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
+    environment_vars = os.environ if env is None else env
+    reading = environment_of(ask, environment_vars)
+    try:
+        return _decide_wheel(ask, environment_vars, reading)
+    finally:
+        if reading is not None:
+            reading.stop()  # where an error came first: the interpreter is not left running
+
+
+def _decide_wheel(ask: WheelAsk, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
     from pickvariant._base.urls import public_url
     from pickvariant.rules.wheel_pick import pick_wheel
 
-    environment_vars = os.environ if env is None else env
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.
     pending = None if ask.described else _gpus_pending(ask.request, environment_vars)
@@ -358,7 +357,7 @@ def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> Prebuil
         facts = gather_facts(
             hardware, ask.request, environment_vars, detect_unstated=not ask.described, platform_allowed=True
         )
-    environment = environment_of(ask, environment_vars)
+    environment = None if reading is None else reading.result()
     request = ask.request.with_environment(environment_vars)
     # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).
     named = ask.wheel_index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None

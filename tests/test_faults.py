@@ -1429,16 +1429,16 @@ def _(ctx: Ctx) -> int:
         '{"torch": "2.10.0", "cuda": null, "cpu_capability": "AVX2", "aten_cpu_capability": "avx2", '
         '"arch_list": [], "cuda_available": false, "devices": [], "checks": []}'
     )
-    from pickvariant._base import proc
+    from pickvariant._base import capture
 
     graces: list[float] = []
-    real_join = proc._join
+    real_join = capture.join
 
     def join(*readers: threading.Thread, grace_s: float = 5.0) -> bool:
         graces.append(grace_s)
         return real_join(*readers, grace_s=grace_s)
 
-    ctx.monkeypatch.setattr(proc, "_join", join)
+    ctx.monkeypatch.setattr(capture, "join", join)
     pid_file = ctx.tmp / "daemon.pid"
     # A daemon that leaves the probe's group holding its stdout, and a background job in the group.
     python = ctx.dump(

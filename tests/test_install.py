@@ -743,7 +743,7 @@ def test_a_linked_torch_of_another_release_is_wrong_to_the_patch(found, wrong) -
 def test_a_signal_that_lands_as_the_child_starts_stops_the_child(tmp_path, monkeypatch, sig, runner) -> None:
     """A real signal sent to this process the moment the real child has started, before the runner waits on it
     (where pip once ran on unseen while the environment was mended, issue 51): the child is stopped, not left."""
-    from pickvariant._base import proc
+    from pickvariant._base import capture, proc
     from pickvariant._base.errors import Interrupted, Terminated
 
     started: list[subprocess.Popen] = []
@@ -762,7 +762,7 @@ def test_a_signal_that_lands_as_the_child_starts_stops_the_child(tmp_path, monke
             if runner == "run":
                 run(Command(argv=("sleep", "30"), cwd=tmp_path, description="x"), tmp_path / "log")
             else:
-                proc.capture(["sleep", "30"], timeout_s=60, max_stdout=1024, what="x")
+                capture.capture(["sleep", "30"], timeout_s=60, max_stdout=1024, what="x")
     except BaseException as error:  # a KeyboardInterrupt that escaped would otherwise end the test run itself
         raised = error
     finally:

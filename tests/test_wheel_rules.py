@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, cli_runner, cpuinfo_path, require, torch_site_packages
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from packaging.version import Version
 
 from pickvariant._base.errors import BadInput
@@ -383,16 +385,78 @@ def test_the_interpreter_running_pickvariant_is_read_in_process_as_it_reads_itse
     monkeypatch.setattr(environment, "_from_files", lambda path, given_as: None)  # as for a system Python
     for name in ("PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "PYTHONPLATLIBDIR"):
         monkeypatch.delenv(name, raising=False)
-    import pickvariant._base.proc as proc
+    import pickvariant._base.capture as capture
 
-    real = proc.capture
-    monkeypatch.setattr(proc, "capture", lambda argv, *rest, **kw: started.append(argv) or real(argv, *rest, **kw))
+    real = capture.Capturing
+    monkeypatch.setattr(capture, "Capturing", lambda argv, *rest, **kw: started.append(argv) or real(argv, *rest, **kw))
     here = environment.read_environment(sys.executable, "--python", env={})
     assert started == []  # read in this process
     monkeypatch.setenv("PYTHONUSERBASE", str(Path(sys.prefix) / "elsewhere"))
     asked = environment.read_environment(sys.executable, "--python", env={})
-    assert len(started) == 1 and started[0][:3] == [sys.executable, "-E", "-S"]
+    assert len(started) == 1 and started[0][:3] == [os.path.abspath(sys.executable), "-E", "-S"]
     assert here == asked
+
+
+_TEXT = st.text(st.characters(codec="utf-8") | st.sampled_from('\x00\x1f\\"\udcff\U0001f600 -_.\r\n\t'), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=_TEXT,
+    head=_TEXT,
+    value=st.recursive(st.none() | st.booleans() | _TEXT, lambda inner: st.dictionaries(_TEXT, inner, max_size=4)),
+)
+def test_the_interpreter_script_reads_and_writes_as_re_and_json_would(name, head, value) -> None:
+    """The script an interpreter runs imports neither re nor json (they were most of its time): its name
+    normalisation, its Version: reading and its JSON are held to PEP 503's re.sub, `^Version: *(\\S+)` (re.M) and
+    json.dumps on any text, lone surrogates (a non-UTF-8 path) and control characters included."""
+    from pickvariant.machine.environment import _FIND, _WRITE
+
+    script: dict = {}
+    exec(_FIND + _WRITE, script)
+    assert script["normal"](name) == re.sub(r"[-_.]+", "_", name).lower()
+    expected = re.search(r"^Version: *(\S+)", head, re.M)
+    assert script["version_in"](head) == (expected.group(1) if expected else None)
+    assert script["dumped"](value) == json.dumps(value)
+
+
+def test_an_interpreter_started_early_is_stopped_when_another_input_is_refused(tmp_path, capsys) -> None:
+    """The --python interpreter is started as the wheel answer begins, to run while the machine and the catalog are
+    read. Where another input is then refused (a --cpuinfo that is not there), that one line is the answer, exit 2,
+    and the interpreter (here one that would hang for a minute) is not left running nor waited for."""
+    import time
+
+    from pickvariant.machine.environment import Reading
+
+    pid_file = tmp_path / "pid"
+    hanging = tmp_path / "python3"
+    hanging.write_text(f"#!/bin/sh\necho $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}\nexec sleep 60\n")
+    hanging.chmod(0o755)
+    missing = tmp_path / "no-such-cpuinfo"
+    result = runner.invoke(
+        app, ["detect", "--source", "wheels", "--python", str(hanging), "--cpuinfo", str(missing), "--format", "json"]
+    )
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("pickvariant: --cpuinfo") and str(missing) in result.stderr
+    assert result.stderr.count("\n") == 1
+    # The same through the entry point's own path (no typer), which starts the interpreter sooner still.
+    from pickvariant.cli.entry import main
+
+    args = ["detect", "--source", "wheels", "--python", str(hanging), "--cpuinfo", str(missing), "--format", "json"]
+    assert main(args) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err == result.stderr
+    # The same reading, stopped once the interpreter surely runs: it is gone (stopped and reaped), not left running.
+    pid_file.unlink(missing_ok=True)
+    reading = Reading(str(hanging), "--python", env={})
+    for _ in range(1000):
+        if pid_file.exists():
+            break
+        time.sleep(0.01)
+    pid = int(pid_file.read_text())
+    assert Path(f"/proc/{pid}").exists()
+    reading.stop()
+    assert not Path(f"/proc/{pid}").exists()
 
 
 def test_gpu_index_says_what_the_wheel_means_for_the_other_gpus_as_the_recipe_answer_does() -> None:

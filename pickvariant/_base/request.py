@@ -69,6 +69,13 @@ class Request:
     # variant's own recipe, not a published one.
     build: bool = False
 
+    def machine_stated(self, env: Mapping[str, str]) -> bool:
+        """Is the machine described by options or variables rather than read here? Then the Python environment here
+        is not the one a wheel is for, unless --python names it."""
+        variables = (settings.GPU, settings.CPUINFO, settings.DRIVER)
+        stated = self.gpus or self.no_gpu or self.cpuinfo or self.platform
+        return bool(stated or any(settings.setting(env, v) for v in variables))
+
     def with_environment(self, env: Mapping[str, str]) -> Request:
         """This request with the pins PICKVARIANT_* states where the request states none (the machine's
         variables are read where the facts are gathered, so that each fact can name its source)."""

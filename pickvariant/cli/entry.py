@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         gpu = sys.modules.get("pickvariant.machine.gpu")
         if gpu is not None:
             gpu.discard_early()  # a reading no command took is no later call's
+        environment = sys.modules.get("pickvariant.machine.environment")
+        if environment is not None:
+            environment.discard_early()  # and an interpreter no command asked is stopped
 
 
 def _main(argv: list[str] | None) -> int:
@@ -65,6 +68,8 @@ def _main(argv: list[str] | None) -> int:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         request = commandline.request_from(values)
         python, index = values["python"], values["wheel_index"]  # a source that does not take them refused them
+        if builds:  # the environment's interpreter runs while the rest of the program loads and decides
+            _start_environment(python, request, os.environ)  # type: ignore[arg-type]
         if as_text and builds:
             from pickvariant.api import WheelAsk
 
@@ -94,6 +99,14 @@ def _main(argv: list[str] | None) -> int:
         print(console.error_line(error), file=sys.stderr)
         return error.exit_code
     return 0
+
+
+def _start_environment(python: str | None, request: Request, env: Mapping[str, str]) -> None:
+    from pickvariant.machine.environment import start_early, wanted
+
+    found = wanted(python, "--python", request, env)
+    if found is not None:
+        start_early(*found, env)
 
 
 def _recipes_text(request: Request) -> int:

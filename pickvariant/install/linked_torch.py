@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pickvariant._base.capture import capture
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.files import read_regular, write_atomic
-from pickvariant._base.proc import capture
 from pickvariant._base.records import record
 from pickvariant._base.text import visible
 from pickvariant._base.versions import release_numbers

@@ -8,8 +8,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from pickvariant._base.capture import capture
 from pickvariant._base.files import cache_dir
-from pickvariant._base.proc import capture
 from pickvariant._base.records import record
 from pickvariant.install import floxcontract
 from pickvariant.install.flow import check_org, execute, interpreter_for, make_install_plan, start_log

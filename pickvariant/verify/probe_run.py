@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pickvariant._base import strictjson
-from pickvariant._base.proc import capture
+from pickvariant._base.capture import capture
 from pickvariant._base.schema import SchemaError, load_schema, validate
 
 PROBE = Path(__file__).resolve().parent / "probe.py"

@@ -1,0 +1,171 @@
+"""A child process handled as every child of pickvariant is: started in a session of its own with no stdin, while
+Ctrl-C and SIGTERM are noted rather than acted on (Held); waited for within a deadline; on a timeout, an overflow,
+Ctrl-C or SIGTERM, stopped with its whole process group. proc.py (programs that log) and capture.py (programs whose
+output is kept) run their children through these; this module imports no more than they need (subprocess, signal,
+threading), so a short look-up started early costs little to start."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+# How long the output of a finished child is drained before pipes something else holds are given up.
+LEFTOVER_GRACE_S = 2.0
+STDERR_TAIL_BYTES = 64 * 1024
+
+
+class SigTerm(BaseException):
+    """Raised in the main thread by the SIGTERM handler, so that the child is stopped, not orphaned."""
+
+
+def raise_sigterm(signum: int, frame: object) -> None:
+    raise SigTerm()
+
+
+class Overflow(Exception):
+    """The child printed more than it may: stopped rather than read into memory without bound."""
+
+
+class Held:
+    """SIGINT and SIGTERM noted rather than acted on, from its making until `resume()`, which puts the handlers back
+    and acts on the first one noted, there. A child is started in between: a Ctrl-C that lands while Popen returns
+    is acted on where the child is in hand and gets stopped, not before, where it would run on unseen in its own
+    session (a pip left removing the old torch while the environment is mended: issue 51). Main thread only."""
+
+    def __init__(self) -> None:
+        self.noted: list[int] = []
+        self.previous: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):  # one by one: a signal between the two finds SIGINT's put back
+                self.previous[sig] = signal.getsignal(sig)
+                try:
+                    signal.signal(sig, self._note)
+                except BaseException:
+                    self.resume()
+                    raise
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.noted.append(signum)
+
+    def resume(self, sigterm: Callable[[int, object], None] | None = None) -> None:
+        """The handlers as they were (SIGTERM's `sigterm` where given), then a noted signal acted on."""
+        for sig, handler in self.previous.items():
+            chosen = sigterm if sig == signal.SIGTERM and sigterm is not None else handler
+            signal.signal(sig, signal.SIG_DFL if chosen is None else chosen)  # type: ignore[arg-type]
+        if self.noted:
+            signal.raise_signal(self.noted[0])  # its handler runs here: a KeyboardInterrupt is raised from this call
+
+
+def started(held: Held, argv: list[str], **options: Any) -> subprocess.Popen:
+    """The child, in a session of its own with no stdin, started while `held` notes Ctrl-C and SIGTERM; where
+    starting fails, the handlers are put back (and a noted signal acted on) before the error goes on: nothing was
+    started that needs stopping."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, **options)
+    except BaseException:
+        held.resume()
+        raise
+
+
+def wait_for(
+    process: subprocess.Popen,
+    deadline: float | None,
+    held: Held,
+    overflowed: threading.Event | None = None,
+    readers: Sequence[threading.Thread] = (),
+) -> None:
+    """Start the output readers and wait for `process`; a deadline, Ctrl-C, SIGTERM or an overflow
+    stops its whole process group first, also one that landed while it or the readers started (`held`)."""
+    # The child runs in its own session (Ctrl-C reaches it only through us), so a SIGTERM
+    # that killed only pickvariant would leave it running on, unseen.
+    try:
+        try:
+            # Started while `held` still notes Ctrl-C and SIGTERM: one acted on inside Thread.start() would leave a
+            # reader running but not marked started, which no join can wait for (a traceback, not the one line).
+            for reader in readers:
+                reader.start()
+        finally:
+            held.resume(sigterm=raise_sigterm)
+        # Waited for in slices of at most 50 ms (Popen.wait polls from half a millisecond up): a child that ends at
+        # once is seen at once, not at the next tick (the environment's interpreter, ~10 ms, waited 50).
+        while process.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError
+            if overflowed is not None and overflowed.is_set():
+                raise Overflow
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(0.05)
+    except (TimeoutError, KeyboardInterrupt, SigTerm, Overflow):
+        stop(process)
+        raise
+    finally:
+        if signal.SIGTERM in held.previous:
+            previous = held.previous[signal.SIGTERM]
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # type: ignore[arg-type]
+
+
+def stop_leftovers(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def join(*readers: threading.Thread, grace_s: float = 5.0) -> bool:
+    """Let the readers drain what is left, within `grace_s` in all; True when every one finished.
+    One that an interrupt kept from starting has nothing to drain."""
+    end = time.monotonic() + grace_s
+    for reader in readers:
+        if reader.ident is not None:
+            reader.join(max(0.0, end - time.monotonic()))
+    return not any(reader.is_alive() for reader in readers)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGINT first (flox cleans up), then SIGTERM, then SIGKILL, to the child's whole process group,
+    until no process of the group is left: children that outlive their parent are stopped too."""
+    group = process.pid
+    for sig, grace in ((signal.SIGINT, 10.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            process.poll()
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            process.poll()  # reap the leader, or a zombie would keep the group alive
+            if not group_alive(group):
+                return
+            time.sleep(0.05)
+
+
+def group_alive(group: int) -> bool:
+    """Whether any process of the group still runs. A zombie does not: where nobody reaps orphans
+    (a container whose PID 1 is no init), kill(0) would see a dead builder as alive for good."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):
+        return True
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stream:
+                fields = stream.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp.
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            return True
+    return False
