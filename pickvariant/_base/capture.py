@@ -69,7 +69,7 @@ class Capturing:
             threading.Thread(target=self._keep_head, args=(self.process.stdout,), daemon=True),
             threading.Thread(target=self._keep_tail, args=(self.process.stderr,), daemon=True),
         ]
-        for reader in self.readers:  # while `held` notes a Ctrl-C (see _wait)
+        for reader in self.readers:  # while `held` notes a Ctrl-C (see wait_for)
             reader.start()
 
     def _keep_head(self, stream: IO[bytes]) -> None:

@@ -25,6 +25,7 @@ TYPE_CHECKING = False  # typing (3 ms), shutil and subprocess stay off detect's 
 if TYPE_CHECKING:
     from typing import Any
 
+    from pickvariant._base.capture import Capturing
     from pickvariant._base.request import Request
 
 READ_TIMEOUT_S = 30.0
@@ -80,7 +81,7 @@ def found(names, sites):
 # local/.../dist-packages), with the system's where it includes them; else the user's site (where enabled) and the
 # system's (site.getsitepackages(), Debian's dist-packages included). Each distribution's .dist-info is looked for
 # there, and at most 64 KiB of its METADATA read for the version: a METADATA of hundreds of MB costs nothing.
-# Neither re nor json is imported (15 and 23 ms of a 50 ms run on a 2-core VM): names are normalised as PEP 503 says
+# Neither re nor json is imported (23 ms together, re's 16 of them, of a 45-50 ms run on a 2-core VM): names are normalised as PEP 503 says
 # and Version: read as `^Version: *(\S+)` (re.M) would, pyvenv.cfg's lines split as site.venv() splits them, and the
 # answer written with CPython's own JSON string encoder (_json's, as json.dumps(ensure_ascii=True) writes strings).
 _READ = (
@@ -255,7 +256,7 @@ class Reading:
 
     def __init__(self, interpreter: str, given_as: str, env: Mapping[str, str] | None = None) -> None:
         self._found: PythonEnvironment | BadInput | None = None
-        self._child: Any = None
+        self._child: Capturing | None = None
         try:
             self._path = path = resolve_interpreter(interpreter, given_as, os.environ if env is None else env)
             self._given_as, self._named = given_as, f"{given_as} {visible(path)!r:.200}"
@@ -266,7 +267,7 @@ class Reading:
             self._found = error
         if self._found is None:
             # Run from the root directory (`-c` puts it first on sys.path), without PYTHON* variables or `site`.
-            from pickvariant._base.capture import Capturing  # subprocess and threads: only where it must run
+            from pickvariant._base.capture import Capturing  # subprocess, threads: only where it runs
 
             argv = [path, "-E", "-S", "-c", _SCRIPT, *PROJECTS]
             self._child = Capturing(argv, READ_TIMEOUT_S, MAX_OUTPUT, self._named, cwd="/")
