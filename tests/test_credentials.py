@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli_runner, cpuinfo_path
+from conftest import cli_runner, cpuinfo_path, fresh_venv
 from test_plan import detect_line
-from test_wheel_install import GTX_1080, _env, _fresh_venv, _installed, _pickvariant
+from test_wheel_install import GTX_1080, _env, _installed, _pickvariant
 from wheel_mirror import build_mirror, served
 
 from pickvariant.cli.main import app
@@ -91,7 +91,7 @@ def test_pip_installs_from_an_index_given_with_credentials_and_nothing_shows_the
     )
     chosen = json.loads(detect.stdout)["recommendation"]
     build_mirror(tmp_path / "mirror", {chosen["variant"]: [("torch", chosen["torch"])]})
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         root = url.replace("http://", f"http://deploy:{SECRET}@")
         env = _env(tmp_path)

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import test_trust as trust
 from buildrepo import PIN_28, commit_branch, make_build_repo, recipe
-from conftest import REPO, cli_runner, cpuinfo_path, require
+from conftest import REPO, cli_runner, cpuinfo_path, fresh_venv, require
 from fakenvml import ERROR_TEXT, H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
 from typer.testing import Result
 
@@ -1871,7 +1871,7 @@ def _(ctx: Ctx) -> int:
     import test_install_whole as whole
     from wheel_mirror import build_mirror, served
 
-    python = whole._fresh_venv(ctx.tmp / "venv")
+    python = fresh_venv(ctx.tmp / "venv")
     detect = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", str(python), *whole.GTX_1080)
     chosen = json.loads(detect.stdout)["recommendation"]
     old = f"{chosen['release']}+cu130"

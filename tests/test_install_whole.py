@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from test_wheel_install import GTX_1080, _env, _fresh_venv, _pickvariant
+from conftest import REPO, fresh_venv
+from test_wheel_install import GTX_1080, _env, _pickvariant
 from wheel_mirror import build_mirror, served
 
 PADDING = 2500
@@ -64,7 +64,7 @@ def stage(tmp_path: Path):
         tmp_path / "mirror", {chosen["variant"]: [("torch", chosen["torch"])], "cu130": [("torch", old)]}, PADDING
     )
     with served(tmp_path / "mirror") as url:
-        python = _fresh_venv(tmp_path / "venv")
+        python = fresh_venv(tmp_path / "venv")
         yield python, url, old, chosen["torch"]
 
 

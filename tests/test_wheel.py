@@ -11,7 +11,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from conftest import REPO, cpuinfo_path, require
+from conftest import REPO, cpuinfo_path, fresh_venv, require
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -45,8 +45,7 @@ def test_a_wheel_installed_with_no_checkout_beside_it_reads_the_same_bytes_and_a
     # The dependencies come from this interpreter's site-packages, added after the new environment's own (its .pth
     # files, an editable install's among them, are not read); pickvariant itself only from the wheel.
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
+    python = fresh_venv(venv)
     own = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env)
     dependencies = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (Path(own.stdout.strip()) / "dependencies.pth").write_text("\n".join(sorted(dependencies)) + "\n")

@@ -9,11 +9,10 @@ import json
 import os
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cpuinfo_path, require
+from conftest import REPO, cpuinfo_path, fresh_venv, require
 from wheel_mirror import build_mirror, served
 
 GTX_1080 = ["--gpu", "6.1", "--driver", "580.95.05", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
@@ -46,17 +45,6 @@ def _pickvariant(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.
         stdin=subprocess.DEVNULL,
         check=False,
     )
-
-
-def _fresh_venv(path: Path, with_pip: bool = True) -> Path:
-    """A new environment; `with_pip=False` for one nothing is installed into (a refusal, a dry run): no pip needed."""
-    if with_pip:
-        try:
-            import ensurepip  # noqa: F401
-        except ImportError:
-            require(False, "ensurepip is missing (Debian: the python3-venv package): no fresh venv with pip")
-    venv.EnvBuilder(with_pip=with_pip).create(path)
-    return path / "bin" / "python"
 
 
 def _installed(python: Path, project: str) -> str | None:
@@ -123,7 +111,7 @@ def mirror(tmp_path: Path, chosen: dict):
 def test_pip_installs_the_chosen_wheel_from_the_mirror_and_the_dry_run_installs_nothing(
     tmp_path, chosen, mirror
 ) -> None:
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     common = [
         "install",
         "--source",
@@ -149,7 +137,7 @@ def test_pip_installs_the_chosen_wheel_from_the_mirror_and_the_dry_run_installs_
 def test_a_real_install_with_format_json_prints_one_line_of_what_it_installed(tmp_path, chosen, mirror) -> None:
     """The one install flow (commands/install.run) for every source: a real wheel install with --format json says,
     on one line, its plan, that it installed, its log and its verdict; the installer's progress goes to stderr."""
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", mirror, *GTX_1080]
     asked = _pickvariant([*args, "--format", "json", "--no-verify"], _env(tmp_path), tmp_path)
     assert asked.returncode == 2 and "pass --yes" in asked.stderr  # JSON asks nothing
@@ -171,7 +159,7 @@ def test_uv_installs_the_chosen_wheel_and_verify_then_runs_against_it(tmp_path, 
     except ImportError:
         require(False, "uv is not installed (pip install -e '.[test]')")
     uv = Path(find_uv_bin())
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     env = _env(tmp_path, PATH=f"{uv.parent}{os.pathsep}{os.environ.get('PATH', '')}", PICKVARIANT_INSTALLER="uv")
     args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", mirror, *GTX_1080, "--yes"]
     done = _pickvariant(args, env, tmp_path)
@@ -183,7 +171,7 @@ def test_uv_installs_the_chosen_wheel_and_verify_then_runs_against_it(tmp_path, 
 
 
 def test_the_requirements_output_installs_with_pip_install_r(tmp_path, chosen, mirror) -> None:
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     printed = _pickvariant(
         [
             "detect",
@@ -213,7 +201,7 @@ def test_the_requirements_output_installs_with_pip_install_r(tmp_path, chosen, m
 
 
 def test_a_wrong_torch_already_there_is_named_and_kept_without_consent(tmp_path, chosen, mirror) -> None:
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     wrong = f"{chosen['release']}+cu130"
     _pip_install(python, wrong, f"{mirror}/cu130", tmp_path)
     detect = _pickvariant(
@@ -246,7 +234,7 @@ def test_a_companion_of_another_build_beside_the_chosen_torch_is_not_already_the
             "cpu": [("torchvision", f"{torchvision}+cpu")],
         },
     )
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         for variant, pin in (
             (chosen["variant"], f"torch=={chosen['torch']}"),
@@ -268,7 +256,7 @@ def test_a_newer_torch_there_is_never_downgraded_without_allow_downgrade(tmp_pat
     proceed, and with it the install is planned as a downgrade and made by the real pip."""
     newer = f"2.99.0+{chosen['variant']}"
     build_mirror(tmp_path / "mirror", {chosen["variant"]: [("torch", chosen["torch"]), ("torch", newer)]})
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         index = f"{url}/{chosen['variant']}"
         _pip_install(python, newer, index, tmp_path)
@@ -307,7 +295,7 @@ def test_a_dry_run_plans_for_uv_where_uv_is_missing_and_the_install_names_what_f
     """Issue 53: `--installer uv --dry-run` with no uv on PATH shows the plan (nothing is installed, so nothing is
     missing yet) with a warning; the install itself is refused (exit 2). The plan names what found the interpreter:
     VIRTUAL_ENV here, never "--python" for one the user did not name."""
-    python = _fresh_venv(tmp_path / "venv", with_pip=False)
+    python = fresh_venv(tmp_path / "venv", with_pip=False)
     env = _env(
         tmp_path, PATH=str(Path(sys.executable).parent.parent / "no-such-bin"), VIRTUAL_ENV=str(tmp_path / "venv")
     )
@@ -324,7 +312,7 @@ def test_a_python_pin_other_than_the_environments_is_refused_shown_or_run(tmp_pa
     """A wheel chosen for --python-version X.Y is not the one pip installs into an interpreter of another Python (it
     resolves its own Python's wheel, or none): the plan is refused naming both (exit 2), a dry run too; the pin of
     the environment's own Python plans as before."""
-    python = _fresh_venv(tmp_path / "venv", with_pip=False)
+    python = fresh_venv(tmp_path / "venv", with_pip=False)
     own = f"{sys.version_info[0]}.{sys.version_info[1]}"
     other = "3.10" if own != "3.10" else "3.12"
     args = ["install", "--source", "wheels", "--python", python, "--dry-run", *GTX_1080]
@@ -353,7 +341,7 @@ def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(
     there = "2.14.1+cu126"
     assert chosen["torch"] != there  # a newer release or CUDA line is chosen for a new environment
     build_mirror(tmp_path / "mirror", {"cu126": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         _pip_install(python, there, f"{url}/cu126", tmp_path)
         said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *H100], _env(tmp_path), tmp_path)
@@ -378,7 +366,7 @@ def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_as
     `install --yes` names it and keeps it; --upgrade replaces it with the chosen build, with the real pip."""
     there = "2.7.1+cu118"
     build_mirror(tmp_path / "mirror", {"cu118": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         _pip_install(python, there, f"{url}/cu118", tmp_path)
         args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes"]
@@ -406,7 +394,7 @@ def test_a_rocm_torch_there_is_named_as_one_and_never_replaced_by_the_cpu_wheel(
     assert chosen["cuda"] is None  # a CPU build: no ROCm wheel is chosen yet
     there = "2.12.0+rocm7.1"
     build_mirror(tmp_path / "mirror", {"rocm7.1": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         _pip_install(python, there, f"{url}/rocm7.1", tmp_path)
         said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *amd], _env(tmp_path), tmp_path)

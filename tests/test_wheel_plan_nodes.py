@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cpuinfo_path
+from conftest import cpuinfo_path, fresh_venv
 from test_plan import detect_line
-from test_wheel_install import _env, _fresh_venv, _installed, _pickvariant
+from test_wheel_install import _env, _installed, _pickvariant
 from wheel_mirror import build_mirror, served
 
 ZEN4 = cpuinfo_path("linux-rocky8.5-zen4")
@@ -62,7 +62,7 @@ def test_each_node_installs_its_own_wheel_from_the_plan(cluster, tmp_path) -> No
     plan, document = cluster
     planned = {node["label"]: node["torch"] for node in document["nodes"]}
     assert len(set(planned.values())) == 2  # the fewest builds: the 1080 and the H100 share cu126, the CPU node not
-    python = _fresh_venv(tmp_path / "venv")  # one environment, taken by each node in turn (a fresh one costs seconds)
+    python = fresh_venv(tmp_path / "venv")  # one environment, taken by each node in turn
     for label, torch in planned.items():
         done = _install(plan, label, python, tmp_path)
         assert done.returncode == 0, done.stderr
@@ -72,7 +72,7 @@ def test_each_node_installs_its_own_wheel_from_the_plan(cluster, tmp_path) -> No
 
 def test_a_node_that_is_not_the_planned_hardware_or_asks_for_more_installs_nothing(cluster, tmp_path) -> None:
     plan, _ = cluster
-    python = _fresh_venv(tmp_path / "venv", with_pip=False)
+    python = fresh_venv(tmp_path / "venv", with_pip=False)
     NODES["h100-now"] = (ZEN4, ["9.0"], "550.54.15")  # the same node, its driver downgraded since it was planned
     try:
         args = ["install", "--source", "wheels", "--plan", str(plan), "--label", "h100", "--python", str(python)]
@@ -95,7 +95,7 @@ def test_a_plan_made_from_other_wheel_facts_is_refused(cluster, tmp_path) -> Non
     plan, document = cluster
     document["catalog"]["builds_sha256"] = "0" * 32
     plan.write_text(json.dumps(document))
-    python = _fresh_venv(tmp_path / "venv", with_pip=False)
+    python = fresh_venv(tmp_path / "venv", with_pip=False)
     done = _install(plan, "cpu", python, tmp_path)
     assert done.returncode == 2 and "made from other wheel facts" in done.stderr and "plan again" in done.stderr
     assert _installed(python, "torch") is None
@@ -142,6 +142,6 @@ def test_a_plan_whose_index_is_no_plain_url_is_refused_naming_the_plan(cluster, 
     plan, document = cluster
     document["index_root"] = root
     plan.write_text(json.dumps(document))
-    done = _install(plan, "cpu", _fresh_venv(tmp_path / "venv", with_pip=False), tmp_path)
+    done = _install(plan, "cpu", fresh_venv(tmp_path / "venv", with_pip=False), tmp_path)
     assert done.returncode == 2 and done.stderr.startswith(f"pickvariant: plan {plan}: not a plan"), done.stderr
     assert "secret" not in done.stderr and "\x1b" not in done.stderr
