@@ -257,8 +257,10 @@ def test_an_interpreter_that_prints_without_end_is_stopped_and_named(tmp_path: P
     flood = tmp_path / "python"
     flood.write_text("#!/bin/sh\nexec yes '{}'\n")
     flood.chmod(0o755)
-    with pytest.raises(BadInput, match="--python"):
+    with pytest.raises(BadInput, match="--python") as raised:
         decide_wheel(WheelAsk(request=Request(cpuinfo=HASWELL, no_gpu=True), python=str(flood)), env={})
+    # The bound it says is the one it read to (64 KiB), never "more than 0 MiB".
+    assert "printed more than 64 KiB and was stopped" in str(raised.value), raised.value
 
 
 def test_the_same_machine_gives_the_same_bytes_whatever_the_hash_seed() -> None:

@@ -97,8 +97,9 @@ class Capturing:
         except TimeoutError:
             problem = f"{self.what} did not finish within {self.timeout_s:g} s and was stopped"
         except Overflow:
-            mib = self.max_stdout // (1024 * 1024)
-            problem = f"{self.what} printed more than {mib} MiB and was stopped: that is not its output"
+            problem = (
+                f"{self.what} printed more than {_amount(self.max_stdout)} and was stopped: that is not its output"
+            )
         finally:
             self.done = self._ended(problem)
         return self.done
@@ -130,3 +131,11 @@ class Capturing:
             for stream in (self.process.stdout, self.process.stderr):
                 if stream is not None:
                     stream.close()
+
+
+def _amount(size: int) -> str:
+    """A bound in bytes as a person reads it, rounded down so that "more than" it stays true: 4 MiB, 64 KiB, 100
+    bytes."""
+    if size >= 1024 * 1024:
+        return f"{size // (1024 * 1024)} MiB"
+    return f"{size // 1024} KiB" if size >= 1024 else f"{size} bytes"
