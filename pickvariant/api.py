@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant
-from pickvariant._base.records import keyword_record, record, replace
+from pickvariant._base.records import record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
 from pickvariant.rules.decision import Answer, Decision, RecipeDecision
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Recommendation",
     "Request",
-    "WheelAsk",
     "WheelRecommendation",
     "answer",
     "decide_wheel",
@@ -260,10 +259,12 @@ def answer(
 ) -> Recommendation:
     """The answer of the source `source` names (else PICKVARIANT_SOURCE, else flox) for a request: what detect shows
     of it. `python` and `wheel_index` are a source of prebuilt builds' (`--python`, `--wheel-index`)."""
-    chosen = registry.chosen(source, os.environ if env is None else env, "source")
+    chosen = registry.chosen(source or request.source, os.environ if env is None else env, "source")
     if chosen.pipeline == "builds":
-        ask = WheelAsk(request=request, python=python, wheel_index=wheel_index, source=chosen.name)
-        return Recommendation(decide_wheel(ask, env))
+        asked = replace(
+            request, source=chosen.name, interpreter=python or request.interpreter, index=wheel_index or request.index
+        )
+        return Recommendation(decide_wheel(asked, env))
     return recommend_request(request, env=env)
 
 
@@ -307,60 +308,51 @@ def recommend_request(
     )
 
 
-@keyword_record
-class WheelAsk:
-    request: Request
-    python: str | None = None  # --python PATH: the interpreter to install into
-    wheel_index: str | None = None  # --wheel-index URL
-    # A report of a stated machine: nothing of this one is mixed in (a stated machine needs its CPU), as for recipes.
-    described: bool = False
-    # What named `python`: --python, or where install found the active one (VIRTUAL_ENV, CONDA_PREFIX, PATH).
-    python_given_as: str = "--python"
-    source: str = "wheels"  # the source of prebuilt builds asked (sources/registry.py), by name
-
-
-def environment_of(ask: WheelAsk, env: Mapping[str, str]) -> Reading | None:
+def environment_of(request: Request, env: Mapping[str, str]) -> Reading | None:
     """The environment a wheel would be installed into, being read (its interpreter started, where it must be, to
     run while the machine and the catalog are read; the entry point starts it sooner): --python's, else (for this
     machine) the active one."""
     from pickvariant.machine.environment import reading, wanted
 
-    found = wanted(ask.python, ask.python_given_as, ask.request, env)
+    found = wanted(request, env)
     return None if found is None else reading(*found, env)
 
 
-def decide_wheel(ask: WheelAsk, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
+def decide_wheel(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
+    """The answer of the source of prebuilt builds `request.source` names (else the wheels), for the environment
+    `request.interpreter` names (else, for this machine, the active one) and from `request.index` (else
+    PICKVARIANT_WHEEL_INDEX, else the source's own indexes)."""
     environment_vars = os.environ if env is None else env
-    reading = environment_of(ask, environment_vars)
+    reading = environment_of(request, environment_vars)
     try:
-        return _decide_wheel(ask, environment_vars, reading)
+        return _decide_wheel(request, environment_vars, reading)
     finally:
         if reading is not None:
             reading.stop()  # where an error came first: the interpreter is not left running
 
 
-def _decide_wheel(ask: WheelAsk, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
+def _decide_wheel(asked: Request, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
     from pickvariant._base.urls import public_url
     from pickvariant.rules.wheel_pick import pick_wheel
 
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.
-    pending = None if ask.described else _gpus_pending(ask.request, environment_vars)
-    source = registry.named(ask.source)
+    pending = None if asked.described else _gpus_pending(asked, environment_vars)
+    source = registry.named(asked.source or "wheels")
     hardware = hardware_catalog()
     wheels = source.catalog()
-    given_root = settings.wheel_index(ask.wheel_index, environment_vars, wheels.index_root)
+    given_root = settings.wheel_index(asked.index, environment_vars, wheels.index_root)
     root = public_url(given_root)  # what is shown, printed and recorded: never a credential
     if pending is not None:
-        facts = gather_facts(hardware, ask.request, environment_vars, read_gpus_fn=pending, platform_allowed=True)
+        facts = gather_facts(hardware, asked, environment_vars, read_gpus_fn=pending, platform_allowed=True)
     else:
         facts = gather_facts(
-            hardware, ask.request, environment_vars, detect_unstated=not ask.described, platform_allowed=True
+            hardware, asked, environment_vars, detect_unstated=not asked.described, platform_allowed=True
         )
     environment = None if reading is None else reading.result()
-    request = ask.request.with_environment(environment_vars)
+    request = asked.with_environment(environment_vars)
     # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).
-    named = ask.wheel_index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None
+    named = asked.index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None
     decision = pick_wheel(facts, hardware, wheels, request, environment, root, pypi_first=not named)
     return Answer(
         facts=facts,

@@ -22,7 +22,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_driver_version
-from pickvariant.api import WheelAsk, decide_wheel
+from pickvariant.api import decide_wheel
 from pickvariant.cli.main import app
 from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json, wheel_text_lines
 from pickvariant.rules.wheel_pick import pick_wheel
@@ -38,7 +38,7 @@ WHEELS = load_wheel_catalog()
 
 def _answer(cpuinfo: Path = HASWELL, gpus: tuple[str, ...] = (), driver: str | None = None, **pins):
     request = Request(cpuinfo=cpuinfo, gpus=gpus, no_gpu=not gpus, driver=driver, **pins)
-    return decide_wheel(WheelAsk(request=request), env={})
+    return decide_wheel(request, env={})
 
 
 def _json(**machine) -> dict:
@@ -167,7 +167,7 @@ def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_th
     """With an index named, every wheel comes from it: torchaudio's pairing with later torch releases is true of
     PyPI's builds only, so the answer moves to the newest release the index pairs torchaudio with."""
     request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
-    answer = decide_wheel(WheelAsk(request=request, wheel_index=WHEELS.index_root), env={})
+    answer = decide_wheel(replace(request, index=WHEELS.index_root), env={})
     build = answer.decision.build
     assert build is not None and not answer.decision.from_pypi
     pairs = [WHEELS.companion(build.torch, project) for project in ("torchvision", "torchaudio")]
@@ -225,7 +225,7 @@ def test_the_environment_is_read_without_importing_its_torch(tmp_path: Path) -> 
         metadata.truncate(300 * 1024 * 1024)
     document = wheel_json(
         decide_wheel(
-            WheelAsk(request=Request(cpuinfo=HASWELL, gpus=("6.0",), driver="580.95.05"), python=str(wrapper)), env={}
+            replace(Request(cpuinfo=HASWELL, gpus=("6.0",), driver="580.95.05"), interpreter=str(wrapper)), env={}
         )
     )
     environment = document["environment"]
@@ -258,7 +258,7 @@ def test_an_interpreter_that_prints_without_end_is_stopped_and_named(tmp_path: P
     flood.write_text("#!/bin/sh\nexec yes '{}'\n")
     flood.chmod(0o755)
     with pytest.raises(BadInput, match="--python") as raised:
-        decide_wheel(WheelAsk(request=Request(cpuinfo=HASWELL, no_gpu=True), python=str(flood)), env={})
+        decide_wheel(replace(Request(cpuinfo=HASWELL, no_gpu=True), interpreter=str(flood)), env={})
     # The bound it says is the one it read to (64 KiB), never "more than 0 MiB".
     assert "printed more than 64 KiB and was stopped" in str(raised.value), raised.value
 
@@ -329,7 +329,7 @@ def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
         f"Metadata-Version: 2.1\nName: torch\nVersion: {release.torch}\n"
     )
     request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver="580.95.05")
-    environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
+    environment = wheel_json(decide_wheel(replace(request, interpreter=str(wrapper)), env={}))["environment"]
     covers = any(c.major == 9 for c in release.sass) if gpu == "9.0" else any(c.major == 6 for c in release.sass)
     assert environment["torch_runs_here"] == ("yes" if covers else "no") == fits
     assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.label}) in this environment")
@@ -541,7 +541,7 @@ def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(t
         f"Metadata-Version: 2.1\nName: torch\nVersion: {build.label}\n"
     )
     request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver=driver)
-    environment = wheel_json(decide_wheel(WheelAsk(request=request, python=str(wrapper)), env={}))["environment"]
+    environment = wheel_json(decide_wheel(replace(request, interpreter=str(wrapper)), env={}))["environment"]
     assert environment["torch_runs_here"] == "no"
     assert environment["said"].startswith(f"torch {build.label} in this environment cannot run on this driver")
     assert driver in environment["said"]
@@ -560,7 +560,7 @@ def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(t
 def test_the_driver_floor_said_is_the_machines_own(gpu: str, driver: str, floor: str, said: str) -> None:
     """Issue 53: `min_driver` was the CUDA line's floor alone (525.60.13 for an RTX 5090, which needs R570)."""
     request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver=driver)
-    answer = decide_wheel(WheelAsk(request=request), env={})
+    answer = decide_wheel(request, env={})
     assert wheel_json(answer)["recommendation"]["min_driver"] == floor
     assert said in " ".join(wheel_text_lines(answer, 200, False))
 
@@ -570,11 +570,11 @@ def test_a_driver_stated_as_a_branch_is_never_said_to_be_older_than_a_release_of
     is not known: the CUDA 13 wheels are left out saying so and asking for the full version; a branch older than
     the floor's is still older."""
     zen4 = cpuinfo_path("linux-rocky8.5-zen4")
-    rejected = decide_wheel(WheelAsk(request=Request(cpuinfo=zen4, gpus=("9.0",), driver="580")), env={})
+    rejected = decide_wheel(Request(cpuinfo=zen4, gpus=("9.0",), driver="580"), env={})
     text = " ".join(wheel_text_lines(rejected, 400, True))
     assert "driver 580 names a branch only, and CUDA 13.2 needs 580.65.06 or newer of it" in text
     assert "driver 580 is older than" not in text
-    older = decide_wheel(WheelAsk(request=Request(cpuinfo=zen4, gpus=("9.0",), driver="575")), env={})
+    older = decide_wheel(Request(cpuinfo=zen4, gpus=("9.0",), driver="575"), env={})
     assert "driver 575 is older than 580.65.06, the minimum for CUDA 13.2" in " ".join(
         wheel_text_lines(older, 400, True)
     )
@@ -634,7 +634,7 @@ def test_a_stated_windows_machine_gets_windows_wheels_with_its_driver_judged_by_
     Windows cu126 wheels keep 6.1 where the Linux ones do not (wheels.md: "Win adds 6.1"), so it gets the newest
     Windows cu126 build the catalog holds, not Linux's answer; its driver number is not judged by Linux's floors."""
     windows = Request(platform="windows-amd64", gpus=("6.1",), driver="581.57", driver_cuda="12.8")
-    answer = decide_wheel(WheelAsk(request=windows), env={})
+    answer = decide_wheel(windows, env={})
     expected = max(
         (b for b in WHEELS.builds if b.platform == "windows-amd64" and b.index == "cu126"),
         key=lambda b: Version(b.torch),
@@ -648,7 +648,7 @@ def test_a_stated_windows_machine_gets_windows_wheels_with_its_driver_judged_by_
     assert any("driver 581.57 on Windows is not judged by its number" in reason for reason in document["reasons"])
     assert document["cpu_dispatch"] is None  # no CPU stated: no dispatch level claimed
     with pytest.raises(BadInput, match=r"--platform windows-amd64: the CPU dump is of linux/x86_64"):
-        decide_wheel(WheelAsk(request=Request(platform="windows-amd64", cpuinfo=HASWELL, gpus=("6.1",))), env={})
+        decide_wheel(Request(platform="windows-amd64", cpuinfo=HASWELL, gpus=("6.1",)), env={})
 
 
 def test_platform_is_the_wheels_sources_alone_and_a_wheel_of_another_platform_is_never_installed_here(

@@ -68,6 +68,15 @@ class Request:
     # The set as built from source (install --build, detect --build): each companion generated on the chosen
     # variant's own recipe, not a published one.
     build: bool = False
+    # The source of builds asked, by name (sources/registry.py; None: PICKVARIANT_SOURCE, else flox), and what a
+    # source of prebuilt builds is asked beside the machine: the environment a build is for (--python, else the
+    # active one: `interpreter_given_as` says where it was found) and a mirror of its indexes (--wheel-index).
+    source: str | None = None
+    interpreter: str | None = None
+    interpreter_given_as: str = "--python"
+    index: str | None = None
+    # A report of a stated machine: nothing of this one is read or mixed in (a stated machine needs its CPU).
+    described: bool = False
 
     def machine_stated(self, env: Mapping[str, str]) -> bool:
         """Is the machine described by options or variables rather than read here? Then the Python environment here

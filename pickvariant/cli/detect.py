@@ -26,13 +26,12 @@ def detect(**values: Any) -> None:
     if output is DetectFormat.json:  # one document for every source; entry's fast path prints the same
         from pickvariant.commands.detect import json_text
 
-        request = request_of(values)
-        text, error = json_text(request, source.name, values["python"], values["wheel_index"], compact, label)
+        text, error = json_text(request_of({**values, "source": source.name}), compact, label)
         typer.echo(text)
         if error is not None:
             raise error
     elif source.pipeline == "builds":
-        _detect_wheels(values, output, source.name)
+        _detect_wheels({**values, "source": source.name}, output)
     else:
         _detect_flox(values, output)
 
@@ -50,15 +49,11 @@ def _detect_flox(values: dict[str, Any], output: DetectFormat) -> None:
         raise api.no_variant_error(decision)
 
 
-def _detect_wheels(values: dict[str, Any], output: DetectFormat, source: str) -> None:
-    from pickvariant.api import WheelAsk
+def _detect_wheels(values: dict[str, Any], output: DetectFormat) -> None:
     from pickvariant.cli.console import text_width
     from pickvariant.commands.detect import prebuilt_text
 
-    ask = WheelAsk(
-        request=request_of(values), python=values["python"], wheel_index=values["wheel_index"], source=source
-    )
-    text, error = prebuilt_text(ask, output.value, text_width(), values["explain"])
+    text, error = prebuilt_text(request_of(values), output.value, text_width(), values["explain"])
     typer.echo(text, nl=False)
     if error is not None:
         raise error

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pickvariant._base.request import Request
-    from pickvariant.api import WheelAsk
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,20 +65,17 @@ def _main(argv: list[str] | None) -> int:
         return 1
     try:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
-        request = commandline.request_from(values)
-        python, index = values["python"], values["wheel_index"]  # a source that does not take them refused them
+        # --python and --wheel-index, where given, are in it (a source that does not take them refused them)
+        request = commandline.request_from({**values, "source": source.name})
         if builds:  # the environment's interpreter runs while the rest of the program loads and decides
-            _start_environment(python, request, os.environ)  # type: ignore[arg-type]
+            _start_environment(request, os.environ)
         if as_text and builds:
-            from pickvariant.api import WheelAsk
-
-            ask = WheelAsk(request=request, python=python, wheel_index=index, source=source.name)  # type: ignore[arg-type]
-            return _wheels_text(ask, bool(values["explain"]))
+            return _wheels_text(request, bool(values["explain"]))
         if as_text:
             return _recipes_text(request)
         from pickvariant.commands.detect import json_text
 
-        text, error = json_text(request, source.name, python, index, bool(values["compact"]), label)  # type: ignore[arg-type]
+        text, error = json_text(request, bool(values["compact"]), label)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except (PickVariantError, KeyboardInterrupt) as error:
@@ -101,10 +97,10 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def _start_environment(python: str | None, request: Request, env: Mapping[str, str]) -> None:
+def _start_environment(request: Request, env: Mapping[str, str]) -> None:
     from pickvariant.machine.environment import start_early, wanted
 
-    found = wanted(python, "--python", request, env)
+    found = wanted(request, env)
     if found is not None:
         start_early(*found, env)
 
@@ -125,12 +121,12 @@ def _recipes_text(request: Request) -> int:
     return 0
 
 
-def _wheels_text(ask: WheelAsk, explain: bool) -> int:
+def _wheels_text(request: Request, explain: bool) -> int:
     """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
     from pickvariant.cli import console
     from pickvariant.commands.detect import prebuilt_text
 
-    text, error = prebuilt_text(ask, "text", console.text_width(), explain)
+    text, error = prebuilt_text(request, "text", console.text_width(), explain)
     sys.stdout.write(text)
     sys.stdout.flush()
     if error is not None:

@@ -36,7 +36,7 @@ class Option:
     flag: str
     kind: OptionKind  # "texts" is repeatable; a "flag" takes no value
     help: str
-    field: str | None = None  # the Request field, for options that describe the machine or pin the choice
+    field: str | None = None  # the Request field, for options that describe the machine, pin the choice or ask a source
     choices: tuple[str, ...] = ()
     default: object = None
     metavar: str | None = None  # what --help shows for the value (a choice shows its choices)
@@ -189,6 +189,7 @@ SOURCE = Option(
     "indexes, for pip and uv).",
     metavar="flox|wheels",
     variable=settings.SOURCE,
+    field="source",
 )
 PYTHON_PATH = Option(
     flag="--python",
@@ -196,6 +197,7 @@ PYTHON_PATH = Option(
     help="With --source wheels: the interpreter of the environment to install into (default: the active one); its "
     "Python and the torch already there are read, torch is not imported.",
     metavar="PATH",
+    field="interpreter",
 )
 REPORT_PYTHON = Option(
     flag="--python",
@@ -203,6 +205,7 @@ REPORT_PYTHON = Option(
     help="The interpreter whose PyTorch to report (default: the last install's, else this one); with --source "
     "wheels, its environment's files are read and torch is not imported.",
     metavar="PATH",
+    field="interpreter",
 )
 WHEEL_INDEX = Option(
     flag="--wheel-index",
@@ -211,6 +214,7 @@ WHEEL_INDEX = Option(
     "of them (ROOT/cu126/torch/...).",
     metavar="URL",
     variable=settings.WHEEL_INDEX,
+    field="index",
 )
 NODE_LABEL = Option(
     flag="--label",

@@ -13,14 +13,12 @@ if TYPE_CHECKING:
     from pickvariant._base.request import Request
 
 
-def json_text(
-    request: Request, source: str, python: str | None, wheel_index: str | None, compact: bool, label: str | None
-) -> tuple[str, NoVariant | None]:
-    """detect's JSON document (on one line with `compact`, led by `label` where one is given) and, where nothing runs
-    here, the error that ends the command (exit 3)."""
+def json_text(request: Request, compact: bool, label: str | None) -> tuple[str, NoVariant | None]:
+    """detect's JSON document of the source the request asks (on one line with `compact`, led by `label` where one is
+    given) and, where nothing runs here, the error that ends the command (exit 3)."""
     import json
 
-    choice = api.answer(request, source=source, python=python, wheel_index=wheel_index)
+    choice = api.answer(request)
     document = choice.to_json()
     if label is not None:
         document = {"label": label, **document}
@@ -28,13 +26,13 @@ def json_text(
     return text, (choice.no_variant_error() if choice.build is None else None)
 
 
-def prebuilt_text(ask: api.WheelAsk, output: str, width: int, explain: bool = False) -> tuple[str, NoVariant | None]:
+def prebuilt_text(request: Request, output: str, width: int, explain: bool = False) -> tuple[str, NoVariant | None]:
     """A source of prebuilt builds' answer as `output` prints it (text `width` columns wide, with --explain every
     alternative; markdown; requirements or pyproject, a file's content, only where a build runs here) and, where
     none runs here, the error that ends the command (exit 3)."""
     from pickvariant.output import wheel_answer
 
-    answer = api.decide_wheel(ask)
+    answer = api.decide_wheel(request)
     found = answer.decision.build is not None
     if output == "markdown":
         text = wheel_answer.wheel_markdown(answer)

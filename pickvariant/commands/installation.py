@@ -20,7 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pickvariant.api import WheelAsk
     from pickvariant.commands.install import Installation
     from pickvariant.commands.plan_install import WheelAssignment
     from pickvariant.sources.build import Catalog
@@ -110,15 +109,14 @@ def _wheel_installation(ask: InstallAsk, source: str) -> Installation:
     return wheel_install.WheelInstallation(plan=plan, no_verify=options.no_verify, timeout_s=options.timeout_s)
 
 
-def _wheel_ask(ask: InstallAsk, source: str) -> tuple[WheelAsk, WheelAssignment | None]:
+def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, WheelAssignment | None]:
     """What to ask a prebuilt build's rules; with --plan, the node's assignment pinned, and nothing that would choose
     another build beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
-    from pickvariant.api import WheelAsk
     from pickvariant.commands import plan_install
 
     request, wheel_index = ask.request, ask.wheel_index
     if ask.plan is None:
-        return WheelAsk(request=request, python=ask.python, wheel_index=wheel_index, source=source), None
+        return replace(request, source=source, interpreter=ask.python, index=wheel_index), None
     pinned = _pinned_beside_a_plan(request, None)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
@@ -126,4 +124,4 @@ def _wheel_ask(ask: InstallAsk, source: str) -> tuple[WheelAsk, WheelAssignment 
     request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
     if wheel_index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
         wheel_index = assigned.index_root
-    return WheelAsk(request=request, python=ask.python, wheel_index=wheel_index, source=source), assigned
+    return replace(request, source=source, interpreter=ask.python, index=wheel_index), assigned

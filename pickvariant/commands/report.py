@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from pickvariant import api
-from pickvariant._base.records import keyword_record
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.commands.verify import default_python
 from pickvariant.machine.facts import states_a_machine
@@ -42,9 +42,7 @@ def report(
     registry.refuse_others(chosen, {"--wheel-index": wheel_index})
     described = states_a_machine(request, os.environ)
     if chosen.pipeline == "builds":
-        asked = api.WheelAsk(
-            request=request, python=python, wheel_index=wheel_index, described=described, source=chosen.name
-        )
+        asked = replace(request, source=chosen.name, interpreter=python, index=wheel_index, described=described)
         return Report(data=reporter.build_wheel(api.decide_wheel(asked), described), described=described)
     choice = api.recommend_request(request, catalog=catalog(), detect_unstated=not described)
     pythons = [python] if python else ([] if described else default_python())

@@ -18,8 +18,9 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant, PickVariantError
 from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
 from pickvariant._base.records import keyword_record, replace
+from pickvariant._base.request import Request
 from pickvariant._base.text import visible
-from pickvariant.api import WheelAsk, decide_wheel
+from pickvariant.api import decide_wheel
 from pickvariant.commands.install import Carried
 from pickvariant.install import envlock, whole
 from pickvariant.install.wheel_command import (
@@ -69,7 +70,7 @@ def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
 
 
 def plan_wheel_install(
-    ask: WheelAsk,
+    asked: Request,
     installer: str | None,
     env: Mapping[str, str] | None = None,
     check: Callable[[PrebuiltAnswer], None] | None = None,
@@ -83,10 +84,12 @@ def plan_wheel_install(
     A torch there that already runs on every GPU here is kept (nothing is installed) unless `upgrade`: the user's
     working torch is replaced only when asked, never by --yes alone (issue 53)."""
     variables = os.environ if env is None else env
-    if ask.python is None:  # an install always goes into an environment: the active one unless --python names one
+    if (
+        asked.interpreter is None
+    ):  # an install always goes into an environment: the active one unless --python names one
         interpreter, given_as = active_interpreter(variables)
-        ask = replace(ask, python=interpreter, python_given_as=given_as)
-    answer = decide_wheel(ask, variables)
+        asked = replace(asked, interpreter=interpreter, interpreter_given_as=given_as)
+    answer = decide_wheel(asked, variables)
     if check is not None:
         check(answer)
     decision = answer.decision
@@ -97,7 +100,7 @@ def plan_wheel_install(
     uv, warning = _uv(chosen, variables, dry_run)
     environment = answer.environment
     assert environment is not None
-    _same_python(ask, decision.python_tag, environment)
+    _same_python(asked, decision.python_tag, environment)
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
     interpreter = environment.interpreter
     secret = index_url_for_installer(answer)
@@ -198,14 +201,14 @@ def _kept(
     return f"torch {there} already runs {where}: nothing to install ({upgrade})"
 
 
-def _same_python(ask: WheelAsk, tag: str | None, environment: PythonEnvironment) -> None:
+def _same_python(asked: Request, tag: str | None, environment: PythonEnvironment) -> None:
     """A wheel chosen for another Python than the environment's (a --python-version pin) would not be the one pip
     installs there: BadInput naming both, shown or run."""
     if tag is None or environment.tag is None or tag == environment.tag:
         return
-    flag = ask.request.python_given_as
+    flag = asked.python_given_as
     raise BadInput(
-        f"{flag} {ask.request.python}: {environment.interpreter} ({environment.given_as}) is Python "
+        f"{flag} {asked.python}: {environment.interpreter} ({environment.given_as}) is Python "
         f"{environment.version} ({environment.tag}), so a {tag} wheel does not install there: leave out {flag}, or "
         f"name an interpreter of that Python with --python"
     )

@@ -210,11 +210,11 @@ def resolve_interpreter(interpreter: str, given_as: str, env: Mapping[str, str])
     return path
 
 
-def wanted(python: str | None, given_as: str, request: Request, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """The interpreter whose environment a wheel is for, and what named it: `python` (--python), else the active one
-    where the machine is this one; None for a stated machine with no --python (no environment here is its)."""
-    if python is not None:
-        return python, given_as
+def wanted(request: Request, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The interpreter whose environment a wheel is for, and what named it: the request's (--python), else the active
+    one where the machine is this one; None for a stated machine with no --python (no environment here is its)."""
+    if request.interpreter is not None:
+        return request.interpreter, request.interpreter_given_as
     return None if request.machine_stated(env) else active_interpreter(env)
 
 
