@@ -115,8 +115,7 @@ def from_plan(
 
     facts = gather_facts(catalog, request, os.environ)
     assigned = assignment(plan_path, label, catalog, facts)
-    said = f"assigned to node {assigned.label} by plan {assigned.plan}"
-    options = replace(options, package=assigned.package, assigned_by=said, assigned_set=assigned.companions)
+    options = replace(options, package=assigned.package, assigned_by=assigned.said, assigned_set=assigned.companions)
     return replace(request, branch=assigned.branch), options
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pickvariant.commands.install import Installation
-    from pickvariant.commands.plan_install import WheelAssignment
+    from pickvariant.commands.plan_install import Assignment
     from pickvariant.sources.build import Catalog
 
 # What would choose or force another build than a plan's assignment: refused beside --plan.
@@ -109,7 +109,7 @@ def _wheel_installation(ask: InstallAsk, source: str) -> Installation:
     return wheel_install.WheelInstallation(plan=plan, no_verify=options.no_verify, timeout_s=options.timeout_s)
 
 
-def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, WheelAssignment | None]:
+def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | None]:
     """What to ask a prebuilt build's rules; with --plan, the node's assignment pinned, and nothing that would choose
     another build beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
     from pickvariant.commands import plan_install

@@ -31,11 +31,25 @@ from pickvariant.sources.prebuilt import PrebuiltCatalog
 
 @keyword_record
 class Assignment:
+    """This node's build in a cluster's plan, whichever source planned it: the plan node's package and branch (a Flox
+    variant and its branch; a prebuilt build's label, as `torch.__version__` says it, and the index it is on)."""
+
     label: str
     package: str
     branch: str
     plan: str  # the plan file, as named
-    companions: tuple[tuple[str, str], ...] = ()  # a set's: (project, package), as the plan made it
+    # A set's, as the plan made it: (project, package) of a recipes' set, (project, version) of a prebuilt build's.
+    companions: tuple[tuple[str, str], ...] = ()
+    # A plan of prebuilt builds: the platform planned for, the catalog and the node's facts it was made from (judged
+    # once the rules have answered: check_wheel_plan) and the root of its indexes.
+    platform: str | None = None
+    catalog: Mapping[str, str] | None = None
+    profile: Mapping[str, Any] | None = None
+    index_root: str = ""
+
+    @property
+    def said(self) -> str:
+        return f"assigned to node {self.label} by plan {self.plan}"
 
 
 def node_label(stated: str | None, env: Mapping[str, str]) -> tuple[str, str]:
@@ -109,26 +123,7 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
     return Assignment(label=name, package=node.package, branch=node.branch, plan=plan_path, companions=companions)
 
 
-@keyword_record
-class WheelAssignment:
-    """This node's wheel in a plan of PyTorch's wheels, and what it was planned for."""
-
-    label: str
-    torch: str  # the version with its local label, as `torch.__version__` says it ("2.14.1+cu126")
-    variant: str  # the index it is on ("cu126")
-    platform: str
-    plan: str
-    catalog: Mapping[str, str]  # the wheel facts the plan was made from (rules/cluster_plan.wheels_identity)
-    profile: Mapping[str, Any]
-    index_root: str
-    companions: tuple[tuple[str, str], ...] = ()  # (project, version)
-
-    @property
-    def said(self) -> str:
-        return f"assigned to node {self.label} by plan {self.plan}"
-
-
-def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") -> WheelAssignment:
+def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") -> Assignment:
     """This node's wheel from a plan of prebuilt builds of `source` (PyTorch's wheels by default); BadInput or
     NoVariant where there is none to install."""
     document = read_plan(plan_path)
@@ -143,10 +138,10 @@ def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") 
     assert node.package is not None and node.branch is not None and node.platform is not None
     if node.profile is None:
         raise BadInput(f"plan {shown}: node {visible(name)!r} was planned from unusable facts; gather and plan again")
-    return WheelAssignment(
+    return Assignment(
         label=name,
-        torch=node.package,
-        variant=node.branch,
+        package=node.package,
+        branch=node.branch,
         platform=node.platform,
         plan=plan_path,
         catalog=document.catalog,
@@ -156,38 +151,40 @@ def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") 
     )
 
 
-def wheel_pins(assigned: WheelAssignment, request: Request, wheels: PrebuiltCatalog) -> Request:
+def wheel_pins(assigned: Assignment, request: Request, wheels: PrebuiltCatalog) -> Request:
     """The request that asks the wheel rules for the assigned wheel: its release and CUDA line pinned, its
     companions named. The rules decide again; `check_wheel_plan` refuses any answer but the plan's."""
     build = next((b for b in wheels.builds if (b.label, b.index, b.platform) == _key(assigned)), None)
     if build is None:
         raise BadInput(
-            f"plan {visible(assigned.plan)} gives node {visible(assigned.label)!r} torch {assigned.torch} "
-            f"({assigned.variant}, {assigned.platform}), which this node's wheel facts do not hold: plan again"
+            f"plan {visible(assigned.plan)} gives node {visible(assigned.label)!r} torch {assigned.package} "
+            f"({assigned.branch}, {assigned.platform}), which this node's wheel facts do not hold: plan again"
         )
     projects = tuple(project for project, _ in assigned.companions)
     return replace(request, torch=build.torch, cuda=build.cuda, with_projects=projects)
 
 
-def _key(assigned: WheelAssignment) -> tuple[str, str, str]:
-    return assigned.torch, assigned.variant, assigned.platform
+def _key(assigned: Assignment) -> tuple[str, str, str | None]:
+    return assigned.package, assigned.branch, assigned.platform
 
 
-def check_wheel_plan(assigned: WheelAssignment, answer: PrebuiltAnswer) -> None:
+def check_wheel_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
     """Nothing is installed unless the plan was made from these wheel facts, for this node's hardware as it is now,
     and the wheel rules give this node exactly the plan's wheel and companions under its pins."""
     shown, node = visible(assigned.plan), visible(assigned.label)
     here = wheels_identity(answer.catalog_of_builds())
-    if dict(assigned.catalog) != here:
+    made = dict(assigned.catalog or {})
+    if made != here:
         raise BadInput(
-            f"plan {shown} was made from other wheel facts (compiled {visible(assigned.catalog['facts_compiled'])}) "
+            f"plan {shown} was made from other wheel facts (compiled {visible(made.get('facts_compiled', '?'))}) "
             f"than this node reads (compiled {here['facts_compiled']}): plan again with this pickvariant"
         )
+    assert assigned.profile is not None  # wheel_assignment refused a node planned from unusable facts
     changed = changes(assigned.profile, wheel_fingerprint(answer.facts, answer.hardware))
     if changed:
         raise BadInput(
             f"node {node!r} is not the machine plan {shown} was made for ({'; '.join(changed)}): torch "
-            f"{assigned.torch} is not installed; gather its facts and plan again"
+            f"{assigned.package} is not installed; gather its facts and plan again"
         )
     decision = answer.decision
     got = (decision.build.label, decision.build.index, decision.build.platform) if decision.build else None
@@ -195,6 +192,6 @@ def check_wheel_plan(assigned: WheelAssignment, answer: PrebuiltAnswer) -> None:
     if got != _key(assigned) or pairs != assigned.companions:
         why = "; ".join(decision.reasons[-1:]) if decision.build is None else f"they give {decision.build.label}"
         raise BadInput(
-            f"plan {shown} gives node {node!r} torch {assigned.torch} ({assigned.variant}), which the wheel rules "
+            f"plan {shown} gives node {node!r} torch {assigned.package} ({assigned.branch}), which the wheel rules "
             f"do not give it here ({visible(why)}): nothing was installed; gather its facts and plan again"
         )
