@@ -17,13 +17,14 @@ from pickvariant.rules.compat import (
     for_cuda,
     judged_by_cuda_version,
     last_branch,
+    machine_floor,
     tegra_cuda_unknown,
 )
 from pickvariant.rules.nothing import NothingFits
 from pickvariant.rules.pick import Picked, pick
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Variant
-from pickvariant.sources.hardware import CudaLine, GpuArch
+from pickvariant.sources.hardware import CudaLine
 
 
 def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked) -> tuple[str, ...]:
@@ -144,11 +145,8 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, options: Request, picked:
     ):
         if by_cuda:
             upgraded = DriverFacts(driver.version, line.cuda)
-        else:
-            floors = [line.min_driver] + [
-                arch.drivers.first for arch in _archs(catalog, gpus) if arch.drivers and arch.drivers.first
-            ]
-            upgraded = DriverFacts(max(floors), line.cuda)
+        else:  # the line's floor, raised to the first driver of each GPU newer than it (the one rule, compat's)
+            upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), line.cuda)
         decision = pick(replace(facts, driver=upgraded), catalog, options).decision
         if decision.variant is not None and decision.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
@@ -203,6 +201,3 @@ def _upgrade_hint(
         driver.version, for_cuda(catalog, line.cuda, driver.version), variant.label
     )
 
-
-def _archs(catalog: Catalog, gpus: Sequence[GpuFacts]) -> list[GpuArch]:
-    return [arch for gpu in gpus if (arch := catalog.arch_of(gpu.compute_capability)) is not None]
