@@ -218,3 +218,89 @@ def test_an_amd_gpu_stated_for_a_mac_is_said_to_change_nothing_there() -> None:
     for source in ("flox", "wheels"):
         _, document = _detect(source, "--cpuinfo", mac, "--gpu", "gfx1100")
         assert "the stated AMD or Intel GPUs change nothing on macOS" in " ".join(document["reasons"]), source
+
+
+# HSA_CAP_SRAM_EDCSUPPORTED, the node `capability` bit the kernel sets where RAS is on for the GFX block
+# (drivers/gpu/drm/amd/amdkfd/kfd_topology.h and kfd_topology.c); ROCR-Runtime's GpuAgent reads it as SRAM_EDCSupport.
+KERNEL_SRAM_EDC_BIT = 0x04000000
+
+
+def _node_as(tmp_path: Path, gfx_target_version: int, capability: int | None) -> Path:
+    """The real RX 7900 XTX node (tests/fixtures/sysfs/radeon-rx7900xtx) with its gfx_target_version and capability
+    lines set to another GPU's values: a derived file, every field as the kernel prints it, no field added."""
+    source = SYSFS / "radeon-rx7900xtx" / "class" / "kfd" / "kfd" / "topology" / "nodes" / "1" / "properties"
+    lines = []
+    for line in source.read_text().splitlines():
+        name = line.partition(" ")[0]
+        if name == "gfx_target_version":
+            line = f"gfx_target_version {gfx_target_version}"
+        elif name == "capability":
+            if capability is None:
+                continue
+            line = f"capability {capability}"
+        lines.append(line)
+    node = tmp_path / "class" / "kfd" / "kfd" / "topology" / "nodes" / "1"
+    node.mkdir(parents=True)
+    (node / "properties").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("version", "capability", "features"),
+    [
+        # An MI200 (gfx90a) with SRAM ECC on, and off: its target ID names sramecc either way, as ROCm's does.
+        (90010, 671588992 | KERNEL_SRAM_EDC_BIT, ("sramecc+",)),
+        (90010, 671588992 & ~KERNEL_SRAM_EDC_BIT, ("sramecc-",)),
+        (90402, KERNEL_SRAM_EDC_BIT, ("sramecc+",)),
+        # An MI100 (gfx908): on whatever the node says (ROCR-Runtime: its VBIOS sets it on).
+        (90008, 0, ("sramecc+",)),
+        # A processor without the feature names none, the bit or not; a node that states no capability names none.
+        (110000, 671588992 | KERNEL_SRAM_EDC_BIT, ()),
+        (100100, KERNEL_SRAM_EDC_BIT, ()),
+        (90010, None, ()),
+    ],
+)
+def test_an_amd_gpus_sramecc_is_read_from_its_node_as_rocm_names_its_target_id(
+    tmp_path: Path, version: int, capability: int | None, features: tuple[str, ...]
+) -> None:
+    (found,) = read_other_gpus(str(_node_as(tmp_path, version, capability)))
+    assert found.features == features
+    expected_id = ":".join((str(gfx_target(version)), *features))
+    _, document = _detect("wheels", "--cpuinfo", HASWELL, sysfs=tmp_path)
+    assert document["hardware"]["other_gpus"][0]["features"] == list(features)
+    assert any(reason.startswith(f"AMD {expected_id} (device 0x744c): ") for reason in document["reasons"])
+
+
+def test_a_target_id_is_stated_with_gpu_and_a_feature_its_processor_lacks_is_refused() -> None:
+    _, document = _detect("flox", "--cpuinfo", HASWELL, "--gpu", "gfx90a:sramecc+:xnack-")
+    (stated,) = document["hardware"]["other_gpus"]
+    assert (stated["target"], stated["features"]) == ("gfx90a", ["sramecc+", "xnack-"])
+    assert any(reason.startswith("AMD gfx90a:sramecc+:xnack-: ") for reason in document["reasons"]), document
+    # gfx1100 has neither feature; LLVM writes sramecc before xnack, each once.
+    for bad in ("gfx1100:sramecc+", "gfx1100:xnack-", "gfx90a:xnack-:sramecc+", "gfx90a:sramecc+:sramecc-"):
+        result = runner.invoke(app, ["detect", "--cpuinfo", HASWELL, "--gpu", bad])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "--gpu" in result.stderr, result.stderr
+
+
+def test_a_plan_reads_a_target_id_back_and_refuses_features_no_target_id_has(tmp_path: Path) -> None:
+    from pickvariant.machine.facts_json import facts_from_json
+    from pickvariant.sources.hardware_json import load_hardware
+
+    args = ["detect", "--format", "json", "--compact", "--cpuinfo", HASWELL, "--gpu", "gfx942:sramecc-"]
+    line = json.loads(runner.invoke(app, args, env={"PICKVARIANT_LABEL": "mi300-0"}).stdout)
+    facts = facts_from_json(line["hardware"], load_hardware())
+    assert [(g.target, g.features) for g in facts.other_gpus] == [("gfx942", ("sramecc-",))]
+    cluster = tmp_path / "cluster.jsonl"
+    # Not a feature at all: the line is refused, in one line naming the field.
+    for forged in (["sramecc"], ["sramecc+\n; rm -rf /"], "sramecc+"):
+        line["hardware"]["other_gpus"][0]["features"] = forged
+        cluster.write_text(json.dumps(line) + "\n")
+        refused = runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"])
+        assert refused.exit_code == 2 and "other_gpus" in refused.stderr, (forged, refused.stderr)
+        assert refused.stderr.count("\n") == 1
+    # Features, but of no target ID (out of order): that node's facts are unusable, and the plan says so of it.
+    line["hardware"]["other_gpus"][0]["features"] = ["xnack-", "sramecc+"]
+    cluster.write_text(json.dumps(line) + "\n")
+    planned = json.loads(runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"]).stdout)
+    (node,) = planned["nodes"]
+    assert node["package"] is None and "hardware.other_gpus[0].features" in node["why"], node

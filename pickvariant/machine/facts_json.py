@@ -11,7 +11,7 @@ from pickvariant._base.versions import parse_compute_capability, parse_driver_ve
 from pickvariant.machine.cpu import CpuFacts
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, OtherGpu
+from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, STATED_TARGET_ID, OtherGpu
 from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False
@@ -85,8 +85,20 @@ def _other_gpu(index: int, gpu: object) -> OtherGpu:
         raise BadInput(f"{where}.target is not a gfx target such as gfx1100")
     if device is not None and (not isinstance(device, str) or re.fullmatch(PCI_ID, device) is None):
         raise BadInput(f"{where}.device_id is not a PCI id such as 0x744c")
+    features = gpu.get("features", [])
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        raise BadInput(f"{where}.features is not a list of target features such as sramecc+")
+    written = ":".join((str(target), *features))
+    if features and (target is None or re.fullmatch(STATED_TARGET_ID, written) is None):
+        raise BadInput(f"{where}.features: not the features of a target ID such as gfx90a:sramecc+:xnack-")
     driver = gpu.get("driver")
     shown = driver if isinstance(driver, str) and driver.isascii() and driver.isprintable() else None
     return OtherGpu(
-        vendor=gpu["vendor"], index=index, target=target, device_id=device, driver=shown, source="detect JSON"
+        vendor=gpu["vendor"],
+        index=index,
+        target=target,
+        device_id=device,
+        driver=shown,
+        source="detect JSON",
+        features=tuple(features),
     )

@@ -9,6 +9,12 @@ them (rules/stages.hardware_reasons says so of each, in every source's answer).
   the MI200 series, is 90010), and the target is named "gfx" + major + minor and stepping as hex digits: 90010 is
   gfx90a, 90402 gfx942, 110000 gfx1100. The amdgpu module's version, where its DKMS build sets one
   (/sys/module/amdgpu/version), is its driver.
+- An AMD GPU's target features, as the ROCm runtime names its target ID by default: `sramecc` only on the
+  processors that have it (ROCR-Runtime's isa.cpp: gfx908, gfx90a, gfx940, gfx941, gfx942, gfx950), "+" where the
+  node's `capability` has HSA_CAP_SRAM_EDCSUPPORTED (0x04000000, the kernel's kfd_topology.h; kfd_topology.c sets it
+  where RAS is on for the GFX block; ROCR-Runtime's GpuAgent reads it as SRAM_EDCSupport), "-" where not, and always
+  "+" on a gfx908 (ROCR-Runtime's topology: its VBIOS sets SRAM ECC on). `xnack` is a mode of each process (the
+  amdgpu module's noretry parameter, HSA_XNACK), not of the node: it is never read, left unsaid (any).
 - Intel: each /sys/class/drm/cardN whose device's PCI vendor is 0x8086 and class a display controller (0x03xxxx), with
   its device id and the kernel driver bound to it (i915 or xe).
 
@@ -34,6 +40,21 @@ AMD_VENDOR_ID = 4098  # 0x1002
 INTEL_VENDOR = "0x8086"
 MAX_NODES = 64
 MAX_READ = 16 * 1024
+# The node `capability` bit that says SRAM ECC is on (the kernel's HSA_CAP_SRAM_EDCSUPPORTED; 0x00080000 was it once,
+# now HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED, never read).
+SRAM_EDC_SUPPORTED = 0x04000000
+# The processors with an sramecc target feature (ROCR-Runtime, runtime/hsa-runtime/core/runtime/isa.cpp: those whose
+# entries name sramecc enabled or disabled; gfx906's entries accept any setting, so it is named with none).
+SRAMECC_TARGETS = frozenset({"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"})
+ALWAYS_SRAMECC = frozenset({"gfx908"})  # ROCR-Runtime's topology sets it on for these, whatever the node says
+# The processors a stated target ID may name each feature for (the same table: every entry not "unsupported").
+STATED_FEATURES = {
+    "sramecc": SRAMECC_TARGETS | {"gfx906"},
+    "xnack": frozenset(
+        {"gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c"}
+        | {"gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1013"}
+    ),
+}
 
 # Patterns as text, compiled by re's own cache where first used: none is on the path of a machine without these GPUs.
 _CARD = r"card[0-9]{1,3}"
@@ -42,6 +63,9 @@ _DRIVER = r"[a-z0-9_]{1,32}"
 _MODULE_VERSION = r"[0-9A-Za-z.+_-]{1,40}"
 # A gfx target as it is written: gfx, a major of one or two digits, then minor and stepping as one hex digit each.
 STATED_GFX = r"gfx([0-9]{1,2})([0-9a-f])([0-9a-f])"
+# A target ID (LLVM's AMDGPUUsage): the target, then each feature it names with + or -, in this order.
+FEATURES = ("sramecc", "xnack")
+STATED_TARGET_ID = STATED_GFX + r"((?::sramecc[+-])?(?::xnack[+-])?)"
 STATED_XPU = r"xpu(?::(0x[0-9a-f]{4}))?"
 
 
@@ -53,23 +77,32 @@ class OtherGpu:
     device_id: str | None  # the PCI device id, "0x744c"; None where stated without one
     driver: str | None  # "amdgpu 6.10.5" (its DKMS module's version), "xe", "i915"; None where not known
     source: str  # where it was read: "KFD topology node 1", "DRM card0", "--gpu"
+    # The target features known, each with its setting, in target ID order: ("sramecc+",); none said is any.
+    features: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return {
             "vendor": self.vendor,
             "index": self.index,
             "target": self.target,
+            "features": list(self.features),
             "device_id": self.device_id,
             "driver": self.driver,
             "source": self.source,
         }
 
     @property
+    def target_id(self) -> str | None:
+        """The target with its known features, as ROCm writes a target ID: "gfx90a:sramecc+", "gfx1100"."""
+        return None if self.target is None else ":".join((self.target, *self.features))
+
+    @property
     def described(self) -> str:
-        """How an answer names it: "AMD gfx1100 (device 0x744c)", "Intel GPU (device 0xe20b, driver xe)"."""
+        """How an answer names it: "AMD gfx1100 (device 0x744c)", "AMD gfx90a:sramecc+ (device 0x740c)", "Intel GPU
+        (device 0xe20b, driver xe)"."""
         parts = (self.device_id and f"device {self.device_id}", self.driver and f"driver {self.driver}")
         inside = ", ".join(part for part in parts if part)
-        name = f"AMD {self.target}" if self.vendor == "amd" else "Intel GPU"
+        name = f"AMD {self.target_id}" if self.vendor == "amd" else "Intel GPU"
         return f"{name} ({inside})" if inside else name
 
 
@@ -96,6 +129,7 @@ def read_amd(kfd: str, amdgpu: str) -> tuple[OtherGpu, ...]:
                 device_id=None if device is None or not 0 < device <= 0xFFFF else f"0x{device:04x}",
                 driver=None,
                 source=f"KFD topology node {node}",
+                features=sramecc(target, properties.get("capability")),
             )
         )
     if not found:
@@ -111,6 +145,15 @@ def gfx_target(version: int) -> str | None:
     if not 0 < major < 100 or minor > 15 or stepping > 15:
         return None
     return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def sramecc(target: str, capability: int | None) -> tuple[str, ...]:
+    """The sramecc feature of a node, as the ROCm runtime names it by default: none for a processor without it or
+    where the node states no capability, else "sramecc+" or "sramecc-" by the node's capability bit."""
+    if target not in SRAMECC_TARGETS or capability is None:
+        return ()
+    on = target in ALWAYS_SRAMECC or bool(capability & SRAM_EDC_SUPPORTED)
+    return ("sramecc+" if on else "sramecc-",)
 
 
 def read_intel(drm: str) -> tuple[OtherGpu, ...]:
@@ -141,13 +184,24 @@ def read_intel(drm: str) -> tuple[OtherGpu, ...]:
 
 
 def stated_other_gpu(text: str, index: int, given: str) -> OtherGpu | None:
-    """A GPU of another vendor stated with --gpu (gfx1100, gfx90a; xpu or xpu:0xe20b), None for any other text (a
-    compute capability); a text that starts as one but is none is bad input naming `given`."""
+    """A GPU of another vendor stated with --gpu (gfx1100, gfx90a, a target ID such as gfx90a:sramecc+:xnack-; xpu
+    or xpu:0xe20b), None for any other text (a compute capability); a text that starts as one but is none is bad
+    input naming `given`."""
     value = text.strip().lower()
     if value.startswith("gfx"):
-        if re.fullmatch(STATED_GFX, value) is None:
-            raise BadInput(f"{given} {text.strip()[:40]!r}: not a gfx target; write an AMD GPU's as gfx1100 or gfx90a")
-        return OtherGpu(vendor="amd", index=index, target=value, device_id=None, driver=None, source=given)
+        matched = re.fullmatch(STATED_TARGET_ID, value)
+        if matched is None:
+            raise BadInput(
+                f"{given} {text.strip()[:40]!r}: not a gfx target; write an AMD GPU's as gfx1100 or gfx90a, or as a "
+                "target ID such as gfx90a:sramecc+:xnack- (each feature once, sramecc first)"
+            )
+        target, features = value.partition(":")[0], tuple(matched[4].split(":")[1:])
+        for feature in features:
+            if target not in STATED_FEATURES[feature[:-1]]:
+                raise BadInput(f"{given} {value!r}: {target} has no {feature[:-1]} feature (ROCm's ISA table)")
+        return OtherGpu(
+            vendor="amd", index=index, target=target, device_id=None, driver=None, source=given, features=features
+        )
     if value.startswith("xpu"):
         matched = re.fullmatch(STATED_XPU, value)
         if matched is None:

@@ -228,7 +228,7 @@ def _source(data: dict[str, Any], fact: str) -> str:
 def _other_gpu_line(gpu: dict[str, Any]) -> str:
     """An AMD or Intel GPU, as detect's JSON holds it (machine/othergpu.py): no build is chosen for it yet."""
     facts = [
-        gpu["target"],
+        gpu["target"] and ":".join((gpu["target"], *gpu.get("features", []))),
         gpu["device_id"] and f"device {gpu['device_id']}",
         gpu["driver"] and f"driver {gpu['driver']}",
     ]

@@ -79,7 +79,12 @@ def _compact(hardware: Mapping[str, Any]) -> dict[str, Any]:
         "driver": hardware.get("driver"),
         # An AMD or Intel GPU changes what the answer says of the node (no build is chosen for it yet).
         "other_gpus": [
-            {"vendor": gpu["vendor"], "target": gpu["target"], "device_id": gpu["device_id"]}
+            {
+                "vendor": gpu["vendor"],
+                "target": gpu["target"],
+                "features": gpu.get("features", []),
+                "device_id": gpu["device_id"],
+            }
             for gpu in hardware.get("other_gpus", ())
         ],
         "driver_assumed": hardware.get("driver_assumed") is True,

@@ -200,4 +200,3 @@ def _upgrade_hint(
     return recipe_wording.driver_would_allow(
         driver.version, for_cuda(catalog, line.cuda, driver.version), variant.label
     )
-
