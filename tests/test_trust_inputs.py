@@ -204,3 +204,18 @@ def test_no_credential_or_control_character_of_an_origin_reaches_any_output(orig
         assert SECRET not in text
         assert "\x1b" not in text and "\x07" not in text
     assert "gitlab.example.org" in json.loads(catalog.read_text())["source"]["repo"]
+
+
+@pytest.mark.parametrize(("limit", "said"), [(64 * 1024, "64 KiB"), (4 * 1024 * 1024, "4 MiB"), (64, "64 bytes")])
+def test_a_file_over_its_bound_is_refused_naming_the_bound_as_it_is(tmp_path: Path, limit: int, said: str) -> None:
+    """A bounded read says the bound it read to ("larger than 64 KiB"), never "larger than 0 MiB" (the last-install
+    record's bound is 64 KiB, the recipe cache's record 64 bytes)."""
+    from pickvariant._base.errors import BadInput
+    from pickvariant._base.files import read_input, read_regular
+
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (limit + 1))
+    for read in (read_regular, read_input):
+        with pytest.raises(BadInput) as refused:
+            read(big, limit, "the record")
+        assert str(refused.value) == f"the record {big} is larger than {said}", refused.value

@@ -22,6 +22,7 @@ from pickvariant._base.child import (
 )
 from pickvariant._base.errors import Interrupted, Terminated
 from pickvariant._base.records import record
+from pickvariant._base.text import size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ class Capturing:
             problem = f"{self.what} did not finish within {self.timeout_s:g} s and was stopped"
         except Overflow:
             problem = (
-                f"{self.what} printed more than {_amount(self.max_stdout)} and was stopped: that is not its output"
+                f"{self.what} printed more than {size_text(self.max_stdout)} and was stopped: that is not its output"
             )
         finally:
             self.done = self._ended(problem)
@@ -131,11 +132,3 @@ class Capturing:
             for stream in (self.process.stdout, self.process.stderr):
                 if stream is not None:
                     stream.close()
-
-
-def _amount(size: int) -> str:
-    """A bound in bytes as a person reads it, rounded down so that "more than" it stays true: 4 MiB, 64 KiB, 100
-    bytes."""
-    if size >= 1024 * 1024:
-        return f"{size // (1024 * 1024)} MiB"
-    return f"{size // 1024} KiB" if size >= 1024 else f"{size} bytes"

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput, OperationFailed
+from pickvariant._base.text import size_text
 
 # Where the files pickvariant ships sit: at the top of a checkout (the design card's catalog.json and recipes/), and
 # inside the package in an installed wheel (hatch force-include puts them there: pyproject.toml). Not resolved: a
@@ -151,7 +152,7 @@ def read_regular(path: Path, limit: int, what: str, follow: bool = True) -> byte
     finally:
         os.close(fd)
     if len(raw) > limit:
-        raise BadInput(f"{what} {path} is larger than {limit // (1024 * 1024)} MiB")
+        raise BadInput(f"{what} {path} is larger than {size_text(limit)}")
     return raw
 
 
@@ -183,7 +184,7 @@ def read_input(path: Path, limit: int, what: str) -> bytes:
     finally:
         os.close(fd)
     if len(raw) > limit:
-        raise BadInput(f"{what} {shown} is larger than {limit // (1024 * 1024)} MiB")
+        raise BadInput(f"{what} {shown} is larger than {size_text(limit)}")
     return raw
 
 

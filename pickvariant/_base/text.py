@@ -57,3 +57,11 @@ def markdown_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if shown.startswith("`") or shown.endswith("`") or longest else ""
     return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def size_text(size: int) -> str:
+    """A bound in bytes as a person reads it, rounded down so that "larger than" or "more than" it stays true: 4 MiB,
+    64 KiB, 100 bytes."""
+    if size >= 1024 * 1024:
+        return f"{size // (1024 * 1024)} MiB"
+    return f"{size // 1024} KiB" if size >= 1024 else f"{size} bytes"
