@@ -245,7 +245,8 @@ def main() -> int:
     print(
         f"  modules detect --format json imports: cpuinfo {'YES' if 'cpuinfo' in roots else 'no'}, "
         f"typer/click/rich {'YES' if roots & {'typer', 'click', 'rich'} else 'no'}, "
-        f"dataclasses/typing/tempfile {'YES' if roots & {'dataclasses', 'typing', 'tempfile'} else 'no'}, pynvml {'yes' if 'pynvml' in roots else 'no'}"
+        f"dataclasses/typing/tempfile {'YES' if roots & {'dataclasses', 'typing', 'tempfile'} else 'no'}, "
+        f"pathlib/urllib {'YES' if roots & {'pathlib', 'urllib'} else 'no'}, pynvml {'yes' if 'pynvml' in roots else 'no'}"
     )
     if shutil.which("nvidia-smi") or Path("/proc/driver/nvidia/version").exists():
         nvml = median_json({"nvml": NVML}, min(args.runs, 10))["nvml"]

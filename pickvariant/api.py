@@ -25,10 +25,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput, NoVariant
+from pickvariant._base.files import joined
 from pickvariant._base.records import record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
@@ -78,7 +78,7 @@ def default_catalog() -> Catalog:
 
 
 @functools.lru_cache(maxsize=4)
-def _catalog_at(path: Path) -> Catalog:
+def _catalog_at(path: str) -> Catalog:
     from pickvariant.sources.flox.load import load_catalog
 
     return load_catalog(path)
@@ -177,7 +177,7 @@ def no_variant_error(decision: RecipeDecision) -> NoVariant:
 
 def _stated(cpuinfo: str | os.PathLike[str] | None, gpus: Sequence[str] | None, driver: str | None) -> Request:
     return Request(
-        cpuinfo=Path(cpuinfo) if cpuinfo is not None else None,
+        cpuinfo=joined(os.fspath(cpuinfo)) if cpuinfo is not None else None,  # as a Path writes it: '' is .
         gpus=tuple(gpus or ()),
         no_gpu=gpus is not None and not gpus,
         driver=driver,

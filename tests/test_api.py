@@ -159,6 +159,25 @@ def test_detect_json_as_a_process_imports_no_cli_library() -> None:
     assert tree.returncode == 0 and "rich.tree" in _imported(tree.stderr)
 
 
+# pathlib imports urllib.parse and, with it, ipaddress: 7-8 ms of detect's 55-60 on a 2-core VM, the margin between
+# its answer and archspec's host() (issue 52). detect's answers read their files by path text.
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--format", "json"],
+        [],
+        ["--source", "wheels", "--format", "json"],
+        ["--source", "wheels", "--format", "json", "--python", sys.executable],
+        ["--source", "wheels"],
+    ],
+    ids=["recipes-json", "recipes-text", "wheels-json", "wheels-json-python", "wheels-text"],
+)
+def test_detects_answers_import_no_pathlib(args: list[str]) -> None:
+    done = _run("-X", "importtime", "-m", "pickvariant", "detect", *args, "--cpuinfo", str(HASWELL), "--no-gpu")
+    assert done.returncode == 0, done.stderr
+    assert not {"pathlib", "urllib.parse", "ipaddress"} & _imported(done.stderr)
+
+
 def _imported(importtime: str) -> set[str]:
     return {line.rsplit("|", 1)[-1].strip() for line in importtime.splitlines() if line.startswith("import time:")}
 

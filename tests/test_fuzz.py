@@ -301,7 +301,7 @@ def test_any_other_json_document_is_rejected_as_a_catalog(document: Any) -> None
     assert str(raised.value).startswith("catalog site.json: ")
 
 
-OWN_FACTS = json.loads(hardware_facts_path().read_text())
+OWN_FACTS = json.loads(Path(hardware_facts_path()).read_text())
 SOURCED_REQUIRES = {isa["name"]: tuple(isa["requires"]) for isa in OWN_FACTS["cpu_isas"]}
 SAMPLE_MACHINES = [
     (

@@ -81,9 +81,9 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
     carried = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
     force_included = {(REPO / source).resolve() for source in carried["force-include"]}
     files = [
-        default_catalog_path({}),
-        hardware_facts_path(),
-        DATA_DIR / "catalog.schema.json",
+        Path(default_catalog_path({})),
+        Path(hardware_facts_path()),
+        Path(DATA_DIR) / "catalog.schema.json",
         generated.DATA,
         CONTRACT,
         PROBE,
@@ -96,7 +96,7 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
         assert resolved.is_relative_to(package) or any(
             resolved == source or resolved.is_relative_to(source) for source in force_included
         ), path
-    assert default_catalog_path({}).resolve() == (REPO / "catalog.json").resolve()  # the design card's top level
+    assert Path(default_catalog_path({})).resolve() == (REPO / "catalog.json").resolve()  # the design card's top level
     assert TEMPLATES_DIR.resolve() == (REPO / "recipes").resolve()
 
 

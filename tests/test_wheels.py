@@ -12,7 +12,7 @@ from pickvariant._base.schema import load_schema, validate
 from pickvariant.sources.wheels import facts as wheel_facts
 from pickvariant.sources.wheels.load import CATALOG_SCHEMA
 
-SHIPPED = json.loads(wheel_facts.CATALOG.read_text())
+SHIPPED = json.loads(Path(wheel_facts.CATALOG).read_text())
 
 
 def _build(torch: str, variant: str, platform: str = "linux-x86_64") -> dict:
@@ -35,7 +35,7 @@ def test_the_shipped_wheel_catalog_is_what_the_command_derives_from_the_shipped_
     checked = _cli("-o", str(wheel_facts.CATALOG), "--check", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     printed = _cli(cwd=tmp_path)
-    assert printed.stdout == wheel_facts.CATALOG.read_text()
+    assert printed.stdout == Path(wheel_facts.CATALOG).read_text()
     stale = tmp_path / "wheels.json"
     stale.write_text(printed.stdout.replace('"2.14.1+cu130"', '"2.14.1+cu131"'))
     refused = _cli("-o", str(stale), "--check", cwd=tmp_path)
@@ -101,14 +101,14 @@ def test_companions_pair_as_pypi_pins_them() -> None:
 
 
 def test_a_malformed_facts_file_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:
-    facts = json.loads(wheel_facts.FACTS.read_text())
+    facts = json.loads(Path(wheel_facts.FACTS).read_text())
     facts["releases"][0]["builds"][0]["sass"] = ["sm_61"]
     bad = tmp_path / "facts.json"
     bad.write_text(json.dumps(facts))
     done = _cli("--facts", str(bad), cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and str(bad) in done.stderr and "sass" in done.stderr
-    facts = json.loads(wheel_facts.FACTS.read_text())
+    facts = json.loads(Path(wheel_facts.FACTS).read_text())
     facts["releases"][0]["builds"][0]["sources"] = ["NOPE"]
     bad.write_text(json.dumps(facts))
     done = _cli("--facts", str(bad), cwd=tmp_path)

@@ -6,16 +6,21 @@ import errno
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.text import size_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
 # Where the files pickvariant ships sit: at the top of a checkout (the design card's catalog.json and recipes/), and
 # inside the package in an installed wheel (hatch force-include puts them there: pyproject.toml). Not resolved: a
 # realpath costs detect a tenth of a millisecond, and either location is read through the same path it was found by.
-PACKAGE = Path(__file__).parent.parent
-CHECKOUT = PACKAGE.parent
+# Paths as text, here and in what detect reads: importing pathlib (with urllib.parse and ipaddress, which it imports)
+# would cost detect 7 to 8 ms on a 2-core VM, an eighth of its time (benchmarks/detect_speed.py).
+PACKAGE = os.path.dirname(os.path.dirname(__file__))
+CHECKOUT = os.path.dirname(PACKAGE)
 
 
 # What Linux allows (limits.h): one name of a path, and a whole path with its terminating NUL.
@@ -42,19 +47,45 @@ def check_path_length(value: str | os.PathLike[str], what: str) -> None:
         raise BadInput(f"{what}: {why}")
 
 
-def shipped(in_package: str, at_top: str) -> Path:
+def shipped(in_package: str, at_top: str) -> str:
     """A shipped file: the packaged copy where there is one (an installed wheel), else the checkout's at the top.
     A checkout and a wheel read the same bytes: the wheel's are copies the build made of the checkout's."""
-    packaged = PACKAGE / in_package
-    return packaged if packaged.exists() else CHECKOUT / at_top
+    packaged = os.path.join(PACKAGE, in_package)
+    return packaged if os.path.exists(packaged) else os.path.join(CHECKOUT, at_top)
+
+
+def joined(prefix: str, *parts: str) -> str:
+    """`prefix/part/…` (each part relative) as pathlib writes it (repeated slashes and "." parts dropped, ".." kept,
+    POSIX's two leading slashes kept), without importing pathlib where detect reads files."""
+    if os.name == "nt":
+        from pathlib import Path
+
+        return str(Path(prefix, *parts))
+    given = [part for part in (prefix, *parts) if part]
+    first = given[0] if given else ""
+    lead = "//" if first.startswith("//") and not first.startswith("///") else "/" if first.startswith("/") else ""
+    return lead + "/".join(name for part in given for name in part.split("/") if name not in ("", ".")) or "."
+
+
+def cache_folder(env: Mapping[str, str] | None = None) -> str:
+    """Where pickvariant keeps what it may lose (recipes, logs, the last install), as text: $XDG_CACHE_HOME/pickvariant
+    or ~/.cache/pickvariant."""
+    env = os.environ if env is None else env
+    given = env.get("XDG_CACHE_HOME")
+    if not given:
+        home = os.path.expanduser(env.get("HOME", "~"))
+        if home.startswith("~"):
+            raise BadInput("HOME is not set and the home folder is not known: set HOME, or XDG_CACHE_HOME")
+        given = joined(home, ".cache")
+    check_path_length(given, "XDG_CACHE_HOME" if env.get("XDG_CACHE_HOME") else "HOME")
+    return joined(given, "pickvariant")
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where pickvariant keeps what it may lose (recipes, logs, the last install): $XDG_CACHE_HOME/pickvariant or ~/.cache/pickvariant."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    check_path_length(base, "XDG_CACHE_HOME" if env.get("XDG_CACHE_HOME") else "HOME")
-    return Path(base) / "pickvariant"
+    """cache_folder as a Path."""
+    from pathlib import Path
+
+    return Path(cache_folder(env))
 
 
 def own_cache(env: Mapping[str, str] | None = None, *parts: str) -> Path:
@@ -130,7 +161,7 @@ def _check_parent(parent: Path) -> None:
         )
 
 
-def read_regular(path: Path, limit: int, what: str, follow: bool = True) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int, what: str, follow: bool = True) -> bytes:
     """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before any read can block.
 
     Raises BadInput naming the file (its content is the user's input), also when it is larger than `limit`.
@@ -161,7 +192,7 @@ def read_regular(path: Path, limit: int, what: str, follow: bool = True) -> byte
 PIPE_WAIT_S = 60.0
 
 
-def read_input(path: Path, limit: int, what: str) -> bytes:
+def read_input(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     """read_regular for a file; `-` (stdin), a pipe or a FIFO read as their writer writes, with the same
     bound in bytes and PIPE_WAIT_S in all. A device, a directory or a terminal is refused before any read."""
     stdin = str(path) == "-"

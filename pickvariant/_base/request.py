@@ -6,8 +6,8 @@ arguments) and every layer takes it whole: the facts layer reads the stated mach
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
@@ -45,7 +45,7 @@ COMPANION_PROJECTS = ("torchvision", "torchaudio", "vllm")
 @keyword_record
 class Request:
     # The machine: a /proc/cpuinfo dump, compute capabilities ("9.0", "sm_90"), no GPU, a driver version and its CUDA version.
-    cpuinfo: Path | None = None
+    cpuinfo: str | os.PathLike[str] | None = None
     # The machine's OS and architecture where no CPU dump states them (one of STATED_PLATFORMS): the wheels source only.
     platform: str | None = None
     gpus: tuple[str, ...] = ()

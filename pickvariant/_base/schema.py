@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
@@ -139,14 +139,15 @@ def _compiled(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
     return checker
 
 
-def load_schema(path: Path) -> Mapping[str, Any]:
+def load_schema(path: str | os.PathLike[str]) -> Mapping[str, Any]:
     """A schema file of the package (read once per process)."""
-    return _load_schema(str(path))
+    return _load_schema(os.fspath(path))
 
 
 @functools.cache
 def _load_schema(path: str) -> Mapping[str, Any]:
-    schema: Mapping[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    with open(path, encoding="utf-8") as file:
+        schema: Mapping[str, Any] = json.load(file)
     return schema
 
 

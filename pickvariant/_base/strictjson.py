@@ -6,13 +6,13 @@ reads from elsewhere is read here, and such a constant makes it bad input like a
 from __future__ import annotations
 
 import json
+import os
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time: detect's fast path never loads it
-    from pathlib import Path
     from typing import Any
 
 # The most a catalog or facts file pickvariant reads may hold.
@@ -28,12 +28,12 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_refuse)
 
 
-def load_file(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
+def load_file(path: str | os.PathLike[str], what: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
     """The JSON document in a regular file of at most `limit` bytes; BadInput naming `what` and the file otherwise."""
     return decoded(read_regular(path, limit, what), path, what)
 
 
-def decoded(raw: bytes, path: Path, what: str) -> Any:
+def decoded(raw: bytes, path: str | os.PathLike[str], what: str) -> Any:
     """A file's bytes as JSON read strictly; BadInput naming `what` and the file where they are none."""
     try:
         return loads(raw.decode("utf-8"))

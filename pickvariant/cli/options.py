@@ -7,11 +7,11 @@ more than detecting and deciding (benchmarks/detect_speed.py), and one declarati
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
-from pickvariant._base.files import check_path_length
+from pickvariant._base.files import check_path_length, joined
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import STATED_PLATFORMS, WORKLOADS, Request, check_label, projects_from
 
@@ -333,9 +333,9 @@ def request_from(values: Mapping[str, Any]) -> Request:
             continue
         if option.repeatable:
             fields[option.field] = tuple(value)
-        elif option.kind == "path" and isinstance(value, (str, Path)):
+        elif option.kind == "path" and isinstance(value, (str, os.PathLike)):
             check_path_length(value, option.flag)
-            fields[option.field] = Path(value)
+            fields[option.field] = joined(os.fspath(value))  # as pathlib (the typer CLI's Path) writes it: '' is .
         else:
             fields[option.field] = value
     return Request(**fields)

@@ -11,7 +11,6 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_input, read_regular
@@ -21,7 +20,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect
 if TYPE_CHECKING:
     from typing import Any
 
-PROC_CPUINFO = Path("/proc/cpuinfo")
+PROC_CPUINFO = "/proc/cpuinfo"
 # /proc/cpuinfo of a 512-thread host is under 2 MiB; anything far larger is not one.
 MAX_CPUINFO_BYTES = 16 * 1024 * 1024
 
@@ -178,12 +177,12 @@ def from_py_cpuinfo(info: Mapping[str, Any], os_name: str) -> CpuFacts:
     )
 
 
-def read_text(path: Path) -> str:
+def read_text(path: str | os.PathLike[str]) -> str:
     """Read a dump with a size bound; undecodable bytes become U+FFFD rather than an error."""
     return read_regular(path, MAX_CPUINFO_BYTES, "the CPU dump").decode("utf-8", errors="replace")
 
 
-def read_cpuinfo_dump(path: Path) -> CpuFacts:
+def read_cpuinfo_dump(path: str | os.PathLike[str]) -> CpuFacts:
     """A dump given by the user: a file, or `-` (stdin), a pipe or a FIFO (`<(ssh host cat /proc/cpuinfo)`)."""
     return parse_cpuinfo(
         read_input(path, MAX_CPUINFO_BYTES, "the CPU dump").decode("utf-8", errors="replace"), str(path)

@@ -13,11 +13,11 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 
 from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
+from pickvariant._base.files import joined
 from pickvariant._base.records import keyword_record
 from pickvariant._base.text import visible
 
@@ -173,8 +173,7 @@ def active_interpreter(env: Mapping[str, str]) -> tuple[str, str]:
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = env.get(variable)
         if prefix and prefix.strip():
-            candidate = Path(prefix) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-            return str(candidate), variable
+            return joined(prefix, "Scripts/python.exe" if os.name == "nt" else "bin/python"), variable
     found = _on_path("python3", env.get("PATH")) or _on_path("python", env.get("PATH"))
     return (found, "PATH") if found else (sys.executable, "pickvariant's own interpreter")
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from types import MappingProxyType
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
+from pickvariant._base.files import joined
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import STATED_PLATFORMS, Request
 from pickvariant._base.versions import (
@@ -157,7 +157,7 @@ def _cpu(
         cpu = _dump(request.cpuinfo, "--cpuinfo")
         sources["cpu"] = f"--cpuinfo {request.cpuinfo}"
     elif (stated_cpuinfo := settings.setting(env, ENV_CPUINFO)) is not None:
-        cpu = _dump(Path(stated_cpuinfo), ENV_CPUINFO)
+        cpu = _dump(joined(stated_cpuinfo), ENV_CPUINFO)  # as a Path writes it, as before
         sources["cpu"] = f"{ENV_CPUINFO}={stated_cpuinfo}"
     elif detect_unstated:
         cpu = detect_cpu_fn()
@@ -370,7 +370,7 @@ def _stated(option_value: str | None, flag: str, env: Mapping[str, str], variabl
     return None if value is None else (f"{variable}={value}", value)
 
 
-def _dump(path: Path, given: str) -> CpuFacts:
+def _dump(path: str | os.PathLike[str], given: str) -> CpuFacts:
     """The stated CPU dump read, a refusal naming the option or variable that stated it."""
     try:
         return read_cpuinfo_dump(path)

@@ -19,7 +19,6 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
-from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, record
@@ -40,6 +39,7 @@ from pickvariant.sources.hardware import (
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
     from collections.abc import Collection
+    from pathlib import Path
     from typing import Any, Literal, Protocol, TypeVar
 
     T = TypeVar("T")
@@ -272,7 +272,7 @@ class Source:
 
 @keyword_record
 class Catalog(Hardware):
-    path: Path
+    file: str  # the file it was read from, as text (`path` gives it as a Path)
     source: Source
     platforms: Mapping[str, Platform]
     build_hours: str
@@ -295,6 +295,13 @@ class Catalog(Hardware):
     companion_source: CompanionSource
     # (branch, path, why) of each of the build repository's recipes sync left out (`list --all` shows them)
     left_out: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def path(self) -> Path:
+        """The file it was read from (pathlib is imported only where this is asked: detect never asks)."""
+        from pathlib import Path
+
+        return Path(self.file)
 
     @cached_property
     def hardware(self) -> HardwareFacts:

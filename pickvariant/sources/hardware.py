@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import cached_property
-from pathlib import Path
 
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.versions import ComputeCapability, DriverVersion, version_key
@@ -216,9 +215,9 @@ class Hardware:
 @keyword_record
 class HardwareCatalog(Hardware):
     """pickvariant's hardware facts on their own (hardware.json), with no builds: what a source of prebuilt builds is
-    judged by. `compiled`: the date the facts were compiled."""
+    judged by. `compiled`: the date the facts were compiled; `file`: the file they were read from."""
 
-    path: Path
+    file: str
     compiled: str
     platforms: Mapping[str, Platform]
     isas: Mapping[str, CpuIsa]

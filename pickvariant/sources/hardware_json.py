@@ -5,10 +5,10 @@ judged by), and in every catalog of recipes (sources/flox/load.py), whose copy m
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.schema import SchemaError
@@ -190,9 +190,9 @@ def _torch_source(entry: Mapping[str, Any]) -> TorchSource:
     )
 
 
-def hardware_facts_path() -> Path:
+def hardware_facts_path() -> str:
     """hardware.json, inside the package (a wheel carries it there too)."""
-    return Path(__file__).resolve().parent / "data" / "hardware.json"
+    return os.path.join(os.path.dirname(os.path.realpath(__file__)), "data", "hardware.json")
 
 
 @cache
@@ -206,7 +206,7 @@ def load_hardware() -> HardwareCatalog:
         raise BadInput(f"hardware facts {path}: not a JSON object")
     hardware = build_hardware(data)
     return HardwareCatalog(
-        path=path,
+        file=path,
         compiled=str(data.get("facts_compiled", "")),
         platforms=hardware.platforms,
         isas=hardware.isas,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
+from pathlib import Path
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     TorchBy = Literal["override", "package_overrides"]
     GpuKind = Literal["cuda", "none", "mps"]
 
-DATA = DATA_DIR / "generated-companions.json"
+DATA = Path(DATA_DIR) / "generated-companions.json"
 _GPU_KINDS = frozenset({"cuda", "none", "mps"})
 _TORCH_BY = frozenset({"override", "package_overrides"})
 

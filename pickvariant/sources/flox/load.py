@@ -14,7 +14,6 @@ import re
 import zlib
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
@@ -52,17 +51,17 @@ CATALOG_ENV = settings.CATALOG
 SHIPPED_CATALOG = shipped("sources/flox/data/catalog.json", "catalog.json")
 
 
-def default_catalog_path(env: Mapping[str, str] | None = None) -> Path:
+def default_catalog_path(env: Mapping[str, str] | None = None) -> str:
     """PICKVARIANT_CATALOG if set, else the catalog that is part of the package."""
     env = os.environ if env is None else env
     stated = settings.setting(env, CATALOG_ENV)
     if stated is not None:
         check_path_length(stated, CATALOG_ENV)
-        return Path(stated)
+        return stated
     return SHIPPED_CATALOG
 
 
-def load_catalog(path: Path | None = None) -> Catalog:
+def load_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
     path = default_catalog_path() if path is None else path
     raw = read_regular(path, MAX_DOCUMENT_BYTES, "catalog")
     # Tens of thousands of objects that all stay alive: the collector's passes over them while they
@@ -72,7 +71,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
     try:
         # The stamp spares the schema pass only for the catalog shipped inside the package: anyone can recompute
         # a checksum, so a catalog from elsewhere (PICKVARIANT_CATALOG, a site share) is always checked whole.
-        shipped = path.resolve() == SHIPPED_CATALOG.resolve()
+        shipped = os.path.realpath(path) == os.path.realpath(SHIPPED_CATALOG)
         data = decoded(raw, path, "catalog")
         if not shipped:
             check_own_hardware_facts(data, path, load_file(hardware_facts_path(), "hardware facts"))
@@ -84,11 +83,12 @@ def load_catalog(path: Path | None = None) -> Catalog:
 
 @cache
 def _schema_bytes() -> bytes:
-    return (DATA_DIR / "catalog.schema.json").read_bytes()
+    with open(os.path.join(DATA_DIR, "catalog.schema.json"), "rb") as file:
+        return file.read()
 
 
 def catalog_schema() -> Mapping[str, Any]:
-    return load_schema(DATA_DIR / "catalog.schema.json")
+    return load_schema(os.path.join(DATA_DIR, "catalog.schema.json"))
 
 
 # `catalog sync` validates what it writes and says so on the file's second line: the CRC-32 of
@@ -119,7 +119,7 @@ def schema_checked_before(raw: bytes) -> bool:
     return int(match[1], 16) == zlib.crc32(body) and int(match[2], 16) == zlib.crc32(_schema_bytes())
 
 
-def parse_catalog(data: Any, path: Path, schema_checked: bool = False) -> Catalog:
+def parse_catalog(data: Any, path: str | os.PathLike[str], schema_checked: bool = False) -> Catalog:
     """Validate `data` against the schema (unless `schema_checked`) and the cross-references, then build the catalog."""
     if isinstance(data, dict) and data.get("schema_version") == 1:
         raise BadInput(
@@ -136,7 +136,7 @@ def parse_catalog(data: Any, path: Path, schema_checked: bool = False) -> Catalo
         raise BadInput(f"catalog {path} is nested too deeply to be a catalog") from None
 
 
-def _build(data: Mapping[str, Any], path: Path) -> Catalog:
+def _build(data: Mapping[str, Any], path: str | os.PathLike[str]) -> Catalog:
     hardware = build_hardware(data)
     isas = hardware.isas
     unique(data["branches"], "name", "branches")
@@ -149,7 +149,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Catalog:
         for index, entry in enumerate(data["branches"])
     )
     return Catalog(
-        path=path,
+        file=os.fspath(path),
         # A catalog written by an older sync may still hold credentials in its source: never shown.
         source=Source(public_url(data["source"]["repo"]), data["source"]["commit"], data["source"]["date"]),
         platforms=hardware.platforms,

@@ -8,6 +8,7 @@ against the facts, never for the facts themselves: the rules would otherwise jud
 from __future__ import annotations
 
 import json
+import os
 import re
 
 from pickvariant._base.errors import BadInput
@@ -16,11 +17,10 @@ from pickvariant._base.text import visible
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (load.py imports this module)
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from pathlib import Path
     from typing import Any
 
 
-def check_own_hardware_facts(data: Any, path: Path, own: Mapping[str, Any]) -> None:
+def check_own_hardware_facts(data: Any, path: str | os.PathLike[str], own: Mapping[str, Any]) -> None:
     """A catalog from elsewhere carries variants; the hardware facts (what each instruction set requires, what each
     flag needs, the GPU architectures and driver floors) are pickvariant's own. A copy that differs from
     hardware.json is refused, naming the first field that differs: an edited copy could admit an AVX-512 build on

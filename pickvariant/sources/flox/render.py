@@ -15,7 +15,7 @@ from pickvariant.sources.build import Catalog, Companion, Variant, checked_ident
 from pickvariant.sources.flox import generated
 from pickvariant.sources.hardware import TorchSource
 
-TEMPLATES_DIR = shipped("sources/flox/templates", "recipes")
+TEMPLATES_DIR = Path(shipped("sources/flox/templates", "recipes"))
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
 
 

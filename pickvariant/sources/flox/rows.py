@@ -4,8 +4,8 @@ the data folder)."""
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from pickvariant._base.schema import SchemaError
 from pickvariant.sources.build import MPS
@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect
 if TYPE_CHECKING:
     from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")  # as text: see _base/files.py
 HARDWARE_KEY = operator.itemgetter("platform", "gpu_arch", "cpu_isa", "cuda")
 
 

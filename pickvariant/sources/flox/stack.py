@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA = DATA_DIR / "companions.schema.json"
+SCHEMA = Path(DATA_DIR) / "companions.schema.json"
 
 
 def companions_path(catalog_path: Path) -> Path:

@@ -10,8 +10,8 @@ would not.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
@@ -21,19 +21,21 @@ from pickvariant.sources.prebuilt import UNLABELLED_PLATFORMS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-FACTS = DATA_DIR / "wheel-facts.json"
-CATALOG = DATA_DIR / "wheels.json"
-SCHEMA = DATA_DIR / "wheel-facts.schema.json"
+# As text: detect reads the catalog without importing pathlib (_base/files.py says why).
+DATA_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
+FACTS = os.path.join(DATA_DIR, "wheel-facts.json")
+CATALOG = os.path.join(DATA_DIR, "wheels.json")
+SCHEMA = os.path.join(DATA_DIR, "wheel-facts.schema.json")
 MAX_FACTS_BYTES = 4 * 1024 * 1024
 TRUSTED = frozenset({"V", "D", "W"})
 MARKS = {"V": "verified", "D": "documented", "W": "read from the wheel", "I": "only inferred", "U": "not known"}
 SCHEMA_VERSION = 1
 
 
-def read_facts(path: Path = FACTS) -> Mapping[str, Any]:
+def read_facts(path: str | os.PathLike[str] = FACTS) -> Mapping[str, Any]:
     """The facts file, or BadInput naming it and its first bad field."""
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel facts")
     try:
@@ -55,7 +57,7 @@ def checked(data: Any, name: str) -> Mapping[str, Any]:
     return data
 
 
-def facts_digest(path: Path = FACTS) -> str:
+def facts_digest(path: str | os.PathLike[str] = FACTS) -> str:
     """The shipped facts' sha256: a refreshed catalog records the facts it was derived from, and is set aside once
     pickvariant ships others."""
     import hashlib
@@ -63,11 +65,18 @@ def facts_digest(path: Path = FACTS) -> str:
     return hashlib.sha256(read_regular(path, MAX_FACTS_BYTES, "wheel facts")).hexdigest()
 
 
-def refreshed_path(env: Mapping[str, str] | None = None) -> Path:
+def refreshed_file(env: Mapping[str, str] | None = None) -> str:
     """Where `catalog wheels --refresh` keeps the catalog it derived (the shipped facts and what it read)."""
-    from pickvariant._base.files import cache_dir
+    from pickvariant._base.files import cache_folder, joined
 
-    return cache_dir(env) / "wheels-refreshed.json"
+    return joined(cache_folder(env), "wheels-refreshed.json")
+
+
+def refreshed_path(env: Mapping[str, str] | None = None) -> Path:
+    """refreshed_file as a Path, for writing it."""
+    from pathlib import Path
+
+    return Path(refreshed_file(env))
 
 
 def derive(facts: Mapping[str, Any], refreshed: str | None = None, based_on: str | None = None) -> dict[str, Any]:

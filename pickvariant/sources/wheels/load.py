@@ -9,8 +9,8 @@ the rules would trip on.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
@@ -24,22 +24,22 @@ from pickvariant.sources.wheels.facts import (
     MAX_FACTS_BYTES,
     SCHEMA_VERSION,
     facts_digest,
-    refreshed_path,
+    refreshed_file,
 )
 
-CATALOG_SCHEMA = DATA_DIR / "wheel-catalog.schema.json"
+CATALOG_SCHEMA = os.path.join(DATA_DIR, "wheel-catalog.schema.json")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-def load_wheel_catalog(path: Path | None = None) -> PrebuiltCatalog:
+def load_wheel_catalog(path: str | os.PathLike[str] | None = None) -> PrebuiltCatalog:
     """The wheel catalog (by default the one `catalog wheels --refresh` derived, where there is one, else the one
     shipped), or BadInput naming the file and what in it is not one."""
     if path is None:
-        refreshed = refreshed_path()
-        if refreshed.is_file():
+        refreshed = refreshed_file()
+        if os.path.isfile(refreshed):
             try:
                 found = _load(refreshed)
             except BadInput:  # the cache is what pickvariant may lose: a damaged one is set aside, never trusted
@@ -49,15 +49,17 @@ def load_wheel_catalog(path: Path | None = None) -> PrebuiltCatalog:
             if found is not None and found.based_on is not None and found.based_on == facts_digest():
                 return found
         path = CATALOG
-    return _load(path)
+    return _load(os.fspath(path))
 
 
 @functools.cache
-def _load(path: Path) -> PrebuiltCatalog:
+def _load(path: str) -> PrebuiltCatalog:
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
     try:
         document = strictjson.loads(raw.decode("utf-8"))
-        if path.resolve() != CATALOG.resolve():  # the package's own is its code; any other is checked whole first
+        if os.path.realpath(path) != os.path.realpath(
+            CATALOG
+        ):  # the package's own is its code; any other is checked whole first
             from pickvariant._base.schema import load_schema, validate
 
             validate(document, load_schema(CATALOG_SCHEMA))
