@@ -304,3 +304,21 @@ def test_a_plan_reads_a_target_id_back_and_refuses_features_no_target_id_has(tmp
     planned = json.loads(runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"]).stdout)
     (node,) = planned["nodes"]
     assert node["package"] is None and "hardware.other_gpus[0].features" in node["why"], node
+
+
+def test_both_sources_text_answers_say_why_the_amd_gpu_is_unused_and_the_wheels_name_its_index() -> None:
+    """The short text answer, not only the JSON: what the answer does with the machine's GPUs ("no NVIDIA GPU", an
+    AMD GPU unused and why) is said by both sources, as issue 52 asks of sentences about the hardware; the wheels'
+    names the ROCm index a build for it is installed from."""
+    machine = SYSFS / "radeon-rx7900xtx"
+    env = {"PICKVARIANT_SYSFS": str(machine)}
+    texts = {
+        source: runner.invoke(app, ["detect", "--source", source, "--cpuinfo", HASWELL], env=env).stdout
+        for source in ("flox", "wheels")
+    }
+    _, index_url = _newest_rocm("linux-x86_64")
+    for source, text in texts.items():
+        why = text.split("\nWhy", 1)[1]
+        assert "  - no NVIDIA GPU: choosing among CPU-only builds\n" in why, (source, text)
+        assert "  - AMD gfx1100 (device 0x744c): unused by this answer: " in why, (source, text)
+    assert index_url in " ".join(texts["wheels"].split()).replace("/ ", "/"), texts["wheels"]

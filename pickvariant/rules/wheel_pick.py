@@ -82,7 +82,9 @@ def pick_wheel(
         candidates=tuple(candidates),
         dispatch=compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None,
         rejected=alternatives(builds, verdicts, candidates, chosen, passed_over),
-        machine_said=len(machine),
+        # The platform's sentence and each GPU's: facts the short answer shows as such, as the recipes' (rules/pick.py);
+        # what the answer does with the machine (no NVIDIA GPU, an AMD or Intel GPU, hidden GPUs) is said there too.
+        machine_said=1 + len(gpus),
     )
     decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
     first: tuple[str, ...] = (*machine, *driver_said, *python_said, *said.refreshed(wheels.refreshed))
