@@ -298,12 +298,14 @@ def test_a_plan_reads_a_target_id_back_and_refuses_features_no_target_id_has(tmp
         refused = runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"])
         assert refused.exit_code == 2 and "other_gpus" in refused.stderr, (forged, refused.stderr)
         assert refused.stderr.count("\n") == 1
-    # Features, but of no target ID (out of order): that node's facts are unusable, and the plan says so of it.
-    line["hardware"]["other_gpus"][0]["features"] = ["xnack-", "sramecc+"]
-    cluster.write_text(json.dumps(line) + "\n")
-    planned = json.loads(runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"]).stdout)
-    (node,) = planned["nodes"]
-    assert node["package"] is None and "hardware.other_gpus[0].features" in node["why"], node
+    # Features of no target ID (out of order; one the processor lacks): that node's facts are unusable, and the plan
+    # says so of it.
+    for target, forged in (("gfx942", ["xnack-", "sramecc+"]), ("gfx1100", ["sramecc+"])):
+        line["hardware"]["other_gpus"][0].update(target=target, features=forged)
+        cluster.write_text(json.dumps(line) + "\n")
+        planned = json.loads(runner.invoke(app, ["plan", str(cluster), "--format", "json", "--org", "acme"]).stdout)
+        (node,) = planned["nodes"]
+        assert node["package"] is None and "hardware.other_gpus[0].features" in node["why"], node
 
 
 def test_both_sources_text_answers_say_why_the_amd_gpu_is_unused_and_the_wheels_name_its_index() -> None:

@@ -11,7 +11,7 @@ from pickvariant._base.versions import parse_compute_capability, parse_driver_ve
 from pickvariant.machine.cpu import CpuFacts
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, STATED_TARGET_ID, OtherGpu
+from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, OtherGpu, target_id_parts
 from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False
@@ -88,9 +88,12 @@ def _other_gpu(index: int, gpu: object) -> OtherGpu:
     features = gpu.get("features", [])
     if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
         raise BadInput(f"{where}.features is not a list of target features such as sramecc+")
-    written = ":".join((str(target), *features))
-    if features and (target is None or re.fullmatch(STATED_TARGET_ID, written) is None):
-        raise BadInput(f"{where}.features: not the features of a target ID such as gfx90a:sramecc+:xnack-")
+    if features and target is None:
+        raise BadInput(
+            f"{where}.features: features of no gfx target (an Intel GPU's, or one stated without its target)"
+        )
+    if features:  # the target ID they make, judged as --gpu's is: one line naming the field where it is none
+        target_id_parts(":".join((str(target), *features)), f"{where}.features")
     driver = gpu.get("driver")
     shown = driver if isinstance(driver, str) and driver.isascii() and driver.isprintable() else None
     return OtherGpu(

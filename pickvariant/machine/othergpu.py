@@ -63,8 +63,7 @@ _DRIVER = r"[a-z0-9_]{1,32}"
 _MODULE_VERSION = r"[0-9A-Za-z.+_-]{1,40}"
 # A gfx target as it is written: gfx, a major of one or two digits, then minor and stepping as one hex digit each.
 STATED_GFX = r"gfx([0-9]{1,2})([0-9a-f])([0-9a-f])"
-# A target ID (LLVM's AMDGPUUsage): the target, then each feature it names with + or -, in this order.
-FEATURES = ("sramecc", "xnack")
+# A target ID (LLVM's AMDGPUUsage): the target, then each feature it names with + or -, sramecc before xnack.
 STATED_TARGET_ID = STATED_GFX + r"((?::sramecc[+-])?(?::xnack[+-])?)"
 STATED_XPU = r"xpu(?::(0x[0-9a-f]{4}))?"
 
@@ -189,16 +188,7 @@ def stated_other_gpu(text: str, index: int, given: str) -> OtherGpu | None:
     input naming `given`."""
     value = text.strip().lower()
     if value.startswith("gfx"):
-        matched = re.fullmatch(STATED_TARGET_ID, value)
-        if matched is None:
-            raise BadInput(
-                f"{given} {text.strip()[:40]!r}: not a gfx target; write an AMD GPU's as gfx1100 or gfx90a, or as a "
-                "target ID such as gfx90a:sramecc+:xnack- (each feature once, sramecc first)"
-            )
-        target, features = value.partition(":")[0], tuple(matched[4].split(":")[1:])
-        for feature in features:
-            if target not in STATED_FEATURES[feature[:-1]]:
-                raise BadInput(f"{given} {value!r}: {target} has no {feature[:-1]} feature (ROCm's ISA table)")
+        target, features = target_id_parts(value, given)
         return OtherGpu(
             vendor="amd", index=index, target=target, device_id=None, driver=None, source=given, features=features
         )
@@ -208,6 +198,22 @@ def stated_other_gpu(text: str, index: int, given: str) -> OtherGpu | None:
             raise BadInput(f"{given} {text.strip()[:40]!r}: write an Intel GPU as xpu, or xpu:0xe20b with its PCI id")
         return OtherGpu(vendor="intel", index=index, target=None, device_id=matched[1], driver=None, source=given)
     return None
+
+
+def target_id_parts(value: str, given: str) -> tuple[str, tuple[str, ...]]:
+    """A target ID's target and features ("gfx90a:sramecc+" -> gfx90a, (sramecc+,)); BadInput naming `given` where it
+    is none, or names a feature its processor lacks (ROCm's ISA table, as STATED_FEATURES holds it)."""
+    matched = re.fullmatch(STATED_TARGET_ID, value)
+    if matched is None:
+        raise BadInput(
+            f"{given} {value[:40]!r}: not a gfx target; write an AMD GPU's as gfx1100 or gfx90a, or as a target ID "
+            "such as gfx90a:sramecc+:xnack- (each feature once, sramecc first)"
+        )
+    target, features = value.partition(":")[0], tuple(matched[4].split(":")[1:])
+    for feature in features:
+        if target not in STATED_FEATURES[feature[:-1]]:
+            raise BadInput(f"{given} {value!r}: {target} has no {feature[:-1]} feature (ROCm's ISA table)")
+    return target, features
 
 
 def _listed(directory: str) -> list[str]:
