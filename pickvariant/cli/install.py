@@ -169,9 +169,11 @@ def install(
         token_file=token_file,
         dry_run=dry_run,
     )
+    # --source, --python and --wheel-index are the Request's, as for detect and report (one record asks every source)
+    request = request_of({**values, "source": source, "python": python, "wheel_index": wheel_index})
     ask = InstallAsk(
-        request=request_of(values), recipes=options, source=source, plan=plan, label=label, installer=installer,
-        python=python, wheel_index=wheel_index, allow_downgrade=allow_downgrade, upgrade=upgrade,
+        request=request, recipes=options, plan=plan, label=label, installer=installer,
+        allow_downgrade=allow_downgrade, upgrade=upgrade,
     )  # fmt: skip
     _run(installation(ask, load_catalog), yes=yes, dry_run=dry_run, as_json=format is InstallFormat.json)
 

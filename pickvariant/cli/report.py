@@ -36,7 +36,9 @@ def report(
     from pickvariant.commands.report import report as reported
     from pickvariant.output import report as reporter
 
-    data = reported(request_of(values), python, load_catalog, source, wheel_index).data
+    # --source, --python and --wheel-index are the Request's, as for detect and install
+    request = request_of({**values, "source": source, "python": python, "wheel_index": wheel_index})
+    data = reported(request, load_catalog).data
     typer.echo(
         json.dumps(data, indent=2) if format is ReportFormat.json else reporter.markdown(data),
         nl=format is ReportFormat.json,

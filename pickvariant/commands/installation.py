@@ -38,17 +38,15 @@ _CHOOSERS = {
 
 @keyword_record
 class InstallAsk:
-    """Everything `install` was asked, for every source: the machine and pins (`request`), the Flox install's
-    options (`recipes`: also --dry-run, --no-verify and --timeout for every source), and a prebuilt build's."""
+    """Everything `install` was asked, for every source: the machine, the pins and the source with what it is asked
+    beside them (`request`: --source, --python, --wheel-index), the Flox install's options (`recipes`: also --dry-run,
+    --no-verify and --timeout for every source), and a prebuilt build's install's."""
 
     request: Request
     recipes: InstallOptions
-    source: str | None = None  # --source (else PICKVARIANT_SOURCE, else flox)
     plan: str | None = None  # --plan PLAN.json
     label: str | None = None  # --label: this node's name in the plan
     installer: str | None = None
-    python: str | None = None
-    wheel_index: str | None = None
     allow_downgrade: bool = False
     upgrade: bool = False
 
@@ -58,11 +56,11 @@ def installation(ask: InstallAsk, catalog: Callable[[], Catalog]) -> Installatio
     only for them). BadInput for another source's option, or a choice beside --plan."""
     if ask.label is not None and ask.plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
-    chosen = registry.chosen(ask.source, os.environ)
+    chosen = registry.chosen(ask.request.source, os.environ)
     options = ask.recipes
     given: dict[str, object] = {"--package": options.package, "--org": options.org, "--build": options.build or None}
-    given |= {"--token-file": options.token_file, "--installer": ask.installer, "--python": ask.python}
-    given |= {"--wheel-index": ask.wheel_index, "--allow-downgrade": ask.allow_downgrade, "--upgrade": ask.upgrade}
+    given |= {"--token-file": options.token_file, "--installer": ask.installer, "--python": ask.request.interpreter}
+    given |= {"--wheel-index": ask.request.index, "--allow-downgrade": ask.allow_downgrade, "--upgrade": ask.upgrade}
     registry.refuse_others(chosen, given)
     if chosen.pipeline == "builds":
         return _wheel_installation(ask, chosen.name)
@@ -114,14 +112,14 @@ def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | None
     another build beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
     from pickvariant.commands import plan_install
 
-    request, wheel_index = ask.request, ask.wheel_index
+    request = ask.request
     if ask.plan is None:
-        return replace(request, source=source, interpreter=ask.python, index=wheel_index), None
+        return replace(request, source=source), None
     pinned = _pinned_beside_a_plan(request, None)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
     assigned = plan_install.wheel_assignment(ask.plan, ask.label, source)
     request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
-    if wheel_index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
-        wheel_index = assigned.index_root
-    return replace(request, source=source, interpreter=ask.python, index=wheel_index), assigned
+    if request.index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
+        request = replace(request, index=assigned.index_root)
+    return replace(request, source=source), assigned

@@ -27,24 +27,19 @@ class Report:
     described: bool  # a stated machine, not this one
 
 
-def report(
-    request: Request,
-    python: str | None,
-    catalog: Callable[[], Catalog],
-    source: str | None = None,
-    wheel_index: str | None = None,
-) -> Report:
+def report(request: Request, catalog: Callable[[], Catalog]) -> Report:
     """The report's content, of the source asked (--source, else PICKVARIANT_SOURCE, else flox; `catalog` loads the
     recipes' catalog, read only for them). With a stated CPU, GPU or driver it describes that machine, for every
     source: what is not stated is "not stated", never this machine's (nothing here is detected, not even the
     installed PyTorch)."""
-    chosen = registry.chosen(source, os.environ)
-    registry.refuse_others(chosen, {"--wheel-index": wheel_index})
+    chosen = registry.chosen(request.source, os.environ)
+    registry.refuse_others(chosen, {"--wheel-index": request.index})
     described = states_a_machine(request, os.environ)
     if chosen.pipeline == "builds":
-        asked = replace(request, source=chosen.name, interpreter=python, index=wheel_index, described=described)
+        asked = replace(request, source=chosen.name, described=described)
         return Report(data=reporter.build_wheel(api.decide_wheel(asked), described), described=described)
     choice = api.recommend_request(request, catalog=catalog(), detect_unstated=not described)
+    python = request.interpreter  # --python: the interpreter whose torch to report
     pythons = [python] if python else ([] if described else default_python())
     data = reporter.build(choice.catalog, choice.facts, choice.decision, request.workload, pythons, described=described)
     return Report(data=data, described=described)

@@ -84,9 +84,8 @@ def plan_wheel_install(
     A torch there that already runs on every GPU here is kept (nothing is installed) unless `upgrade`: the user's
     working torch is replaced only when asked, never by --yes alone (issue 53)."""
     variables = os.environ if env is None else env
-    if (
-        asked.interpreter is None
-    ):  # an install always goes into an environment: the active one unless --python names one
+    # An install always goes into an environment: the active one unless --python names one.
+    if asked.interpreter is None:
         interpreter, given_as = active_interpreter(variables)
         asked = replace(asked, interpreter=interpreter, interpreter_given_as=given_as)
     answer = decide_wheel(asked, variables)

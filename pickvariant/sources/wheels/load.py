@@ -57,9 +57,8 @@ def _load(path: str) -> PrebuiltCatalog:
     raw = read_regular(path, MAX_FACTS_BYTES, "wheel catalog")
     try:
         document = strictjson.loads(raw.decode("utf-8"))
-        if os.path.realpath(path) != os.path.realpath(
-            CATALOG
-        ):  # the package's own is its code; any other is checked whole first
+        # The package's own is its code; any other is checked whole first.
+        if os.path.realpath(path) != os.path.realpath(CATALOG):
             from pickvariant._base.schema import load_schema, validate
 
             validate(document, load_schema(CATALOG_SCHEMA))
