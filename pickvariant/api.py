@@ -52,6 +52,7 @@ __all__ = [
     "Request",
     "WheelRecommendation",
     "answer",
+    "decide_prebuilt",
     "decide_wheel",
     "default_catalog",
     "host_facts",
@@ -152,9 +153,9 @@ class Recommendation:
     def to_json(self) -> dict[str, Any]:
         """The object `pickvariant detect --format json` prints for this machine."""
         if self.answer.source.pipeline == "builds":
-            from pickvariant.output.wheel_answer import wheel_json
+            from pickvariant.output.prebuilt_answer import prebuilt_json
 
-            return wheel_json(self.answer)
+            return prebuilt_json(self.answer)
         from pickvariant.output.present import decision_json
 
         return decision_json(self.facts, self.decision, self.catalog, self.workload, self.source)
@@ -162,7 +163,7 @@ class Recommendation:
     def no_variant_error(self) -> NoVariant:
         """What `detect` reports when nothing runs here: the last reason and what would help."""
         if self.answer.source.pipeline == "builds":
-            return no_wheel_error(self.answer)
+            return no_prebuilt_error(self.answer)
         return no_variant_error(self.decision)
 
 
@@ -264,7 +265,7 @@ def answer(
         asked = replace(
             request, source=chosen.name, interpreter=python or request.interpreter, index=wheel_index or request.index
         )
-        return Recommendation(decide_wheel(asked, env))
+        return Recommendation(decide_prebuilt(asked, env))
     return recommend_request(request, env=env)
 
 
@@ -318,22 +319,26 @@ def environment_of(request: Request, env: Mapping[str, str]) -> Reading | None:
     return None if found is None else reading(*found, env)
 
 
-def decide_wheel(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
+def decide_prebuilt(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
     """The answer of the source of prebuilt builds `request.source` names (else the wheels), for the environment
     `request.interpreter` names (else, for this machine, the active one) and from `request.index` (else
     PICKVARIANT_WHEEL_INDEX, else the source's own indexes)."""
     environment_vars = os.environ if env is None else env
     reading = environment_of(request, environment_vars)
     try:
-        return _decide_wheel(request, environment_vars, reading)
+        return _decide_prebuilt(request, environment_vars, reading)
     finally:
         if reading is not None:
             reading.stop()  # where an error came first: the interpreter is not left running
 
 
-def _decide_wheel(asked: Request, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
+# Until 0.1.0 the answer of a source of prebuilt builds was asked by this name.
+decide_wheel = decide_prebuilt
+
+
+def _decide_prebuilt(asked: Request, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
     from pickvariant._base.urls import public_url
-    from pickvariant.rules.wheel_pick import pick_wheel
+    from pickvariant.rules.prebuilt_pick import pick_prebuilt
 
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.
@@ -353,7 +358,7 @@ def _decide_wheel(asked: Request, environment_vars: Mapping[str, str], reading: 
     request = asked.with_environment(environment_vars)
     # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).
     named = asked.index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None
-    decision = pick_wheel(facts, hardware, wheels, request, environment, root, pypi_first=not named)
+    decision = pick_prebuilt(facts, hardware, wheels, request, environment, root, pypi_first=not named)
     return Answer(
         facts=facts,
         decision=decision,
@@ -367,7 +372,7 @@ def _decide_wheel(asked: Request, environment_vars: Mapping[str, str], reading: 
     )
 
 
-def no_wheel_error(answer: PrebuiltAnswer) -> NoVariant:
+def no_prebuilt_error(answer: PrebuiltAnswer) -> NoVariant:
     """Exit 3's one line where no wheel runs here: the last reason and the hints."""
     decision = answer.decision
     return NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))

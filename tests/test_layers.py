@@ -137,3 +137,15 @@ def test_the_package_holds_only_packages_and_its_entry_modules() -> None:
     """The command line, the rules and the sources are found by folder: no top-level module but these."""
     modules = {path.name for path in (REPO / "pickvariant").glob("*.py")}
     assert modules == {"__init__.py", "__main__.py", "api.py"}
+
+
+def test_no_module_outside_a_source_package_is_named_after_a_source_of_prebuilt_builds() -> None:
+    """The stages, the commands and the output that serve a catalog of prebuilt builds serve every such source (the
+    wheels, or one registered): a module named after the wheels source belongs in sources/wheels/."""
+    package = REPO / "pickvariant"
+    named = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "wheel" in path.stem and path.relative_to(package).parts[:2] != ("sources", "wheels")
+    )
+    assert named == []

@@ -284,7 +284,7 @@ def test_a_newer_torch_there_is_never_downgraded_without_allow_downgrade(tmp_pat
     ],
 )
 def test_what_counts_as_a_downgrade_of_the_torch_there(there, newer) -> None:
-    from pickvariant.commands.wheel_install import _newer
+    from pickvariant.commands.prebuilt_install import _newer
 
     assert _newer(there, "2.14.1+cu126") is newer
 

@@ -22,10 +22,10 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import ComputeCapability, parse_driver_version
-from pickvariant.api import decide_wheel
+from pickvariant.api import decide_prebuilt
 from pickvariant.cli.main import app
-from pickvariant.output.wheel_answer import pyproject_text, requirements_text, wheel_json, wheel_text_lines
-from pickvariant.rules.wheel_pick import pick_wheel
+from pickvariant.output.prebuilt_answer import prebuilt_json, prebuilt_text_lines, pyproject_text, requirements_text
+from pickvariant.rules.prebuilt_pick import pick_prebuilt
 from pickvariant.sources.prebuilt import PrebuiltCatalog, published
 from pickvariant.sources.runs_on import Build
 from pickvariant.sources.wheels.load import load_wheel_catalog
@@ -38,11 +38,11 @@ WHEELS = load_wheel_catalog()
 
 def _answer(cpuinfo: Path = HASWELL, gpus: tuple[str, ...] = (), driver: str | None = None, **pins):
     request = Request(cpuinfo=cpuinfo, gpus=gpus, no_gpu=not gpus, driver=driver, **pins)
-    return decide_wheel(request, env={})
+    return decide_prebuilt(request, env={})
 
 
 def _json(**machine) -> dict:
-    return wheel_json(_answer(**machine))
+    return prebuilt_json(_answer(**machine))
 
 
 def _newest(platform: str, keep) -> Build:
@@ -167,7 +167,7 @@ def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_th
     """With an index named, every wheel comes from it: torchaudio's pairing with later torch releases is true of
     PyPI's builds only, so the answer moves to the newest release the index pairs torchaudio with."""
     request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
-    answer = decide_wheel(replace(request, index=WHEELS.index_root), env={})
+    answer = decide_prebuilt(replace(request, index=WHEELS.index_root), env={})
     build = answer.decision.build
     assert build is not None and not answer.decision.from_pypi
     pairs = [WHEELS.companion(build.torch, project) for project in ("torchvision", "torchaudio")]
@@ -191,14 +191,14 @@ def test_ptx_of_a_lower_capability_is_admitted_with_its_first_start_cost_and_sas
         builds=(build,), left_out=(), companions={}, index_root="http://mirror", facts_compiled="", sources={}
     )
     answer = _answer(gpus=("12.0",), driver="580.95.05")
-    decision = pick_wheel(answer.facts, answer.hardware, catalog, Request(gpus=("12.0",)), None, "http://mirror")
+    decision = pick_prebuilt(answer.facts, answer.hardware, catalog, Request(gpus=("12.0",)), None, "http://mirror")
     assert decision.build == build
     assert any("JIT-compiles its compute_9.0 PTX" in reason for reason in decision.reasons)
     no_ptx = PrebuiltCatalog(
         builds=(replace(build, ptx=()),), left_out=(), companions={}, index_root="x",
         facts_compiled="", sources={},
     )  # fmt: skip
-    assert pick_wheel(answer.facts, answer.hardware, no_ptx, Request(gpus=("12.0",)), None, "x").build is None
+    assert pick_prebuilt(answer.facts, answer.hardware, no_ptx, Request(gpus=("12.0",)), None, "x").build is None
 
 
 def _venv(tmp_path: Path) -> tuple[Path, Path]:
@@ -223,8 +223,8 @@ def test_the_environment_is_read_without_importing_its_torch(tmp_path: Path) -> 
     with (site / "torch-2.14.1+cu130.dist-info" / "METADATA").open("w") as metadata:
         metadata.write("Metadata-Version: 2.1\nName: torch\nVersion: 2.14.1+cu130\n")
         metadata.truncate(300 * 1024 * 1024)
-    document = wheel_json(
-        decide_wheel(
+    document = prebuilt_json(
+        decide_prebuilt(
             replace(Request(cpuinfo=HASWELL, gpus=("6.0",), driver="580.95.05"), interpreter=str(wrapper)), env={}
         )
     )
@@ -258,7 +258,7 @@ def test_an_interpreter_that_prints_without_end_is_stopped_and_named(tmp_path: P
     flood.write_text("#!/bin/sh\nexec yes '{}'\n")
     flood.chmod(0o755)
     with pytest.raises(BadInput, match="--python") as raised:
-        decide_wheel(replace(Request(cpuinfo=HASWELL, no_gpu=True), interpreter=str(flood)), env={})
+        decide_prebuilt(replace(Request(cpuinfo=HASWELL, no_gpu=True), interpreter=str(flood)), env={})
     # The bound it says is the one it read to (64 KiB), never "more than 0 MiB".
     assert "printed more than 64 KiB and was stopped" in str(raised.value), raised.value
 
@@ -329,7 +329,7 @@ def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
         f"Metadata-Version: 2.1\nName: torch\nVersion: {release.torch}\n"
     )
     request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver="580.95.05")
-    environment = wheel_json(decide_wheel(replace(request, interpreter=str(wrapper)), env={}))["environment"]
+    environment = prebuilt_json(decide_prebuilt(replace(request, interpreter=str(wrapper)), env={}))["environment"]
     covers = any(c.major == 9 for c in release.sass) if gpu == "9.0" else any(c.major == 6 for c in release.sass)
     assert environment["torch_runs_here"] == ("yes" if covers else "no") == fits
     assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.label}) in this environment")
@@ -520,8 +520,8 @@ def test_a_jetson_orin_runs_an_aarch64_cuda_13_2_wheel_only_on_a_cuda_13_2_drive
     assert build is not None and build.label == newest.label and ComputeCapability(8, 0) in build.sass
     # A Jetson's driver is JetPack's, judged by the CUDA it reports (no minor-version compatibility there): the
     # floor said is that, never the dGPU driver number 580.65.06.
-    assert wheel_json(answer)["recommendation"]["min_driver"] is None
-    assert f"(a JetPack driver of CUDA {build.cuda} or newer)" in " ".join(wheel_text_lines(answer, 200))
+    assert prebuilt_json(answer)["recommendation"]["min_driver"] is None
+    assert f"(a JetPack driver of CUDA {build.cuda} or newer)" in " ".join(prebuilt_text_lines(answer, 200))
 
 
 def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(tmp_path: Path) -> None:
@@ -541,7 +541,7 @@ def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(t
         f"Metadata-Version: 2.1\nName: torch\nVersion: {build.label}\n"
     )
     request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver=driver)
-    environment = wheel_json(decide_wheel(replace(request, interpreter=str(wrapper)), env={}))["environment"]
+    environment = prebuilt_json(decide_prebuilt(replace(request, interpreter=str(wrapper)), env={}))["environment"]
     assert environment["torch_runs_here"] == "no"
     assert environment["said"].startswith(f"torch {build.label} in this environment cannot run on this driver")
     assert driver in environment["said"]
@@ -560,9 +560,9 @@ def test_a_torch_there_whose_cuda_line_the_driver_cannot_run_does_not_run_here(t
 def test_the_driver_floor_said_is_the_machines_own(gpu: str, driver: str, floor: str, said: str) -> None:
     """Issue 53: `min_driver` was the CUDA line's floor alone (525.60.13 for an RTX 5090, which needs R570)."""
     request = Request(cpuinfo=HASWELL, gpus=(gpu,), driver=driver)
-    answer = decide_wheel(request, env={})
-    assert wheel_json(answer)["recommendation"]["min_driver"] == floor
-    assert said in " ".join(wheel_text_lines(answer, 200, False))
+    answer = decide_prebuilt(request, env={})
+    assert prebuilt_json(answer)["recommendation"]["min_driver"] == floor
+    assert said in " ".join(prebuilt_text_lines(answer, 200, False))
 
 
 def test_a_driver_stated_as_a_branch_is_never_said_to_be_older_than_a_release_of_that_branch() -> None:
@@ -570,13 +570,13 @@ def test_a_driver_stated_as_a_branch_is_never_said_to_be_older_than_a_release_of
     is not known: the CUDA 13 wheels are left out saying so and asking for the full version; a branch older than
     the floor's is still older."""
     zen4 = cpuinfo_path("linux-rocky8.5-zen4")
-    rejected = decide_wheel(Request(cpuinfo=zen4, gpus=("9.0",), driver="580"), env={})
-    text = " ".join(wheel_text_lines(rejected, 400, True))
+    rejected = decide_prebuilt(Request(cpuinfo=zen4, gpus=("9.0",), driver="580"), env={})
+    text = " ".join(prebuilt_text_lines(rejected, 400, True))
     assert "driver 580 names a branch only, and CUDA 13.2 needs 580.65.06 or newer of it" in text
     assert "driver 580 is older than" not in text
-    older = decide_wheel(Request(cpuinfo=zen4, gpus=("9.0",), driver="575"), env={})
+    older = decide_prebuilt(Request(cpuinfo=zen4, gpus=("9.0",), driver="575"), env={})
     assert "driver 575 is older than 580.65.06, the minimum for CUDA 13.2" in " ".join(
-        wheel_text_lines(older, 400, True)
+        prebuilt_text_lines(older, 400, True)
     )
 
 
@@ -624,8 +624,8 @@ def test_the_builds_left_out_are_named_two_and_counted_with_every_one_in_explain
     assert len(rows) > 2
     sentence = next(reason for reason in answer.decision.reasons if reason.startswith("not judged"))
     assert sentence.endswith(f"and {len(rows) - 2} more, each with why under --explain and in the JSON's left_out")
-    assert all(row in " ".join(wheel_text_lines(answer, 1000, True)) for row in rows)
-    assert wheel_json(answer)["left_out"] == list(rows)
+    assert all(row in " ".join(prebuilt_text_lines(answer, 1000, True)) for row in rows)
+    assert prebuilt_json(answer)["left_out"] == list(rows)
     assert rows[0].startswith("torch 2.15.0")  # newest first
 
 
@@ -634,7 +634,7 @@ def test_a_stated_windows_machine_gets_windows_wheels_with_its_driver_judged_by_
     Windows cu126 wheels keep 6.1 where the Linux ones do not (wheels.md: "Win adds 6.1"), so it gets the newest
     Windows cu126 build the catalog holds, not Linux's answer; its driver number is not judged by Linux's floors."""
     windows = Request(platform="windows-amd64", gpus=("6.1",), driver="581.57", driver_cuda="12.8")
-    answer = decide_wheel(windows, env={})
+    answer = decide_prebuilt(windows, env={})
     expected = max(
         (b for b in WHEELS.builds if b.platform == "windows-amd64" and b.index == "cu126"),
         key=lambda b: Version(b.torch),
@@ -643,12 +643,12 @@ def test_a_stated_windows_machine_gets_windows_wheels_with_its_driver_judged_by_
     linux_cu126 = [b for b in WHEELS.builds if b.platform == "linux-x86_64" and b.index == "cu126"]
     assert all(ComputeCapability(6, 1) not in b.sass for b in linux_cu126)  # Linux's carry 6.0, run by SASS 6.x
     assert answer.decision.build == expected and answer.decision.build.platform == "windows-amd64"
-    document = wheel_json(answer)
+    document = prebuilt_json(answer)
     assert document["recommendation"]["min_driver"] is None
     assert any("driver 581.57 on Windows is not judged by its number" in reason for reason in document["reasons"])
     assert document["cpu_dispatch"] is None  # no CPU stated: no dispatch level claimed
     with pytest.raises(BadInput, match=r"--platform windows-amd64: the CPU dump is of linux/x86_64"):
-        decide_wheel(Request(platform="windows-amd64", cpuinfo=HASWELL, gpus=("6.1",)), env={})
+        decide_prebuilt(Request(platform="windows-amd64", cpuinfo=HASWELL, gpus=("6.1",)), env={})
 
 
 def test_platform_is_the_wheels_sources_alone_and_a_wheel_of_another_platform_is_never_installed_here(
@@ -674,7 +674,7 @@ def test_pre_turing_cards_get_the_last_cuda_12_wheel_and_hear_that_2_15_has_none
     answer says why not 2.15: its notice says no CUDA 12.6 wheel (wheels.md section 2.15), and its cu132 wheel has no
     kernels for a card below 7.5 (W4)."""
     answer = _answer(gpus=gpus, driver="580.95.05")
-    document = wheel_json(answer)
+    document = prebuilt_json(answer)
     assert document["recommendation"]["torch"] == "2.14.1+cu126", name
     text = " ".join(document["reasons"])
     assert "torch 2.15.0 cu126: a maintainers' notice says 2.15 publishes no CUDA 12.6 wheel" in text
@@ -694,7 +694,7 @@ def test_the_wheel_answer_never_reads_the_recipes_catalog(tmp_path: Path) -> Non
     assert flox.returncode == 2 and str(broken) in flox.stderr
     wheels = run([sys.executable, "-X", "importtime", "-m", "pickvariant", *args, "--source", "wheels"])
     assert wheels.returncode == 0, wheels.stderr
-    assert json.loads(wheels.stdout) == wheel_json(_answer(gpus=("9.0",), driver="580.95.05"))
+    assert json.loads(wheels.stdout) == prebuilt_json(_answer(gpus=("9.0",), driver="580.95.05"))
     # Nor is any of the Flox source's code loaded: the hardware facts are read on their own (sources/hardware_json).
     imported = [
         line.rsplit("|", 1)[-1].strip() for line in wheels.stderr.splitlines() if line.startswith("import time:")

@@ -30,16 +30,18 @@ def prebuilt_text(request: Request, output: str, width: int, explain: bool = Fal
     """A source of prebuilt builds' answer as `output` prints it (text `width` columns wide, with --explain every
     alternative; markdown; requirements or pyproject, a file's content, only where a build runs here) and, where
     none runs here, the error that ends the command (exit 3)."""
-    from pickvariant.output import wheel_answer
+    from pickvariant.output import prebuilt_answer
 
-    answer = api.decide_wheel(request)
+    answer = api.decide_prebuilt(request)
     found = answer.decision.build is not None
     if output == "markdown":
-        text = wheel_answer.wheel_markdown(answer)
+        text = prebuilt_answer.prebuilt_markdown(answer)
     elif output == "text":
-        text = "\n".join(wheel_answer.wheel_text_lines(answer, width, explain)) + "\n"
+        text = "\n".join(prebuilt_answer.prebuilt_text_lines(answer, width, explain)) + "\n"
     elif not found:
         text = ""
     else:
-        text = (wheel_answer.requirements_text if output == "requirements" else wheel_answer.pyproject_text)(answer)
-    return text, (None if found else api.no_wheel_error(answer))
+        text = (prebuilt_answer.requirements_text if output == "requirements" else prebuilt_answer.pyproject_text)(
+            answer
+        )
+    return text, (None if found else api.no_prebuilt_error(answer))

@@ -3,7 +3,7 @@ install takes (`run`), and the Flox source's installation.
 
 `prepare` does everything that runs nothing: it is what `--dry-run` shows, as text or JSON. `carry_out`
 runs the plan and hands the facts install decided with to verify, which detects nothing again. `run` takes an
-Installation (this module's FloxInstallation, commands/wheel_install.py's WheelInstallation): its plan shown, the
+Installation (this module's FloxInstallation, commands/prebuilt_install.py's PrebuiltInstallation): its plan shown, the
 user's consent asked through a callback, the install carried out, its torch verified.
 """
 

@@ -63,7 +63,7 @@ def installation(ask: InstallAsk, catalog: Callable[[], Catalog]) -> Installatio
     given |= {"--wheel-index": ask.request.index, "--allow-downgrade": ask.allow_downgrade, "--upgrade": ask.upgrade}
     registry.refuse_others(chosen, given)
     if chosen.pipeline == "builds":
-        return _wheel_installation(ask, chosen.name)
+        return _prebuilt_installation(ask, chosen.name)
     request = ask.request
     if ask.plan is not None:
         request, options = _assigned(ask.plan, ask.label, request, options, catalog)
@@ -89,22 +89,22 @@ def _assigned(
     return flox_install.from_plan(plan, label, request, options, catalog())
 
 
-def _wheel_installation(ask: InstallAsk, source: str) -> Installation:
+def _prebuilt_installation(ask: InstallAsk, source: str) -> Installation:
     """A prebuilt build's installation: its plan made (consent asked later, by run), its assignment checked first
     where --plan gave one. A plan's assignment is asked for by name: it replaces a torch that runs here as --upgrade
     does."""
-    from pickvariant.commands import plan_install, wheel_install
+    from pickvariant.commands import plan_install, prebuilt_install
 
     wheel_ask, assigned = _wheel_ask(ask, source)
     check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
     options = ask.recipes
-    plan = wheel_install.plan_wheel_install(
+    plan = prebuilt_install.plan_prebuilt_install(
         wheel_ask, ask.installer, check=check, allow_downgrade=ask.allow_downgrade, dry_run=options.dry_run,
         upgrade=ask.upgrade or assigned is not None,
     )  # fmt: skip
     if assigned is not None:
         plan = replace(plan, assigned_by=assigned.said)
-    return wheel_install.WheelInstallation(plan=plan, no_verify=options.no_verify, timeout_s=options.timeout_s)
+    return prebuilt_install.PrebuiltInstallation(plan=plan, no_verify=options.no_verify, timeout_s=options.timeout_s)
 
 
 def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | None]:

@@ -37,7 +37,7 @@ def report(request: Request, catalog: Callable[[], Catalog]) -> Report:
     described = states_a_machine(request, os.environ)
     if chosen.pipeline == "builds":
         asked = replace(request, source=chosen.name, described=described)
-        return Report(data=reporter.build_wheel(api.decide_wheel(asked), described), described=described)
+        return Report(data=reporter.build_prebuilt(api.decide_prebuilt(asked), described), described=described)
     choice = api.recommend_request(request, catalog=catalog(), detect_unstated=not described)
     python = request.interpreter  # --python: the interpreter whose torch to report
     pythons = [python] if python else ([] if described else default_python())

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
-from pickvariant.install.wheel_command import installer_argv, requirements
+from pickvariant.install.pip_command import installer_argv, requirements
 from pickvariant.rules.cluster_input import BadLine
 from pickvariant.rules.cluster_plan import (
     JSON_SCHEMA_VERSION,

@@ -14,8 +14,8 @@ from pickvariant._base.text import markdown_code, markdown_text
 from pickvariant._base.urls import without_credentials
 from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
+from pickvariant.output.prebuilt_answer import prebuilt_json
 from pickvariant.output.present import decision_json, flags_that_matter
-from pickvariant.output.wheel_answer import wheel_json
 from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
@@ -101,12 +101,12 @@ def build(
     return _scrub_all(data)
 
 
-def build_wheel(answer: PrebuiltAnswer, described: bool = False) -> dict[str, Any]:
+def build_prebuilt(answer: PrebuiltAnswer, described: bool = False) -> dict[str, Any]:
     """The report's data for the wheels source, in the same shape: the wheel answer's JSON (its environment read
     from its files, no local path) and the report's own fields as `build` fills them, the torch there probed; a
     mismatch is the environment's torch that the wheel rules judge does not run here."""
     shown = wheel_report_answer(answer)
-    data = wheel_json(shown)
+    data = prebuilt_json(shown)
     environment = answer.environment
     python = [environment.interpreter] if environment is not None else []
     _this_machine(data, answer.hardware, answer.facts, python, described)

@@ -2,7 +2,7 @@
 ClusterPlan for every source.
 
 Each node is decided again from its facts (never trusting an old recommendation), by the stages of its source: the
-recipes' (rules/decide.py) or a prebuilt build's (rules/wheel_pick.py, no environment read). Nodes with the same
+recipes' (rules/decide.py) or a prebuilt build's (rules/prebuilt_pick.py, no environment read). Nodes with the same
 facts are one profile, which may get exactly the builds `detect` admits for it (Decision.candidates), in detect's
 order (with --with, those every companion asked for pairs with). Choosing them is set cover with assignment, solved
 exactly as an integer program by HiGHS (rules/fewest_builds.py).
@@ -216,10 +216,10 @@ def _prebuilt_profiles(
 ) -> list[Profile[Build]]:
     """Each profile decided by a prebuilt build's stages, as `detect --source NAME` decides it on that node with no
     environment read; with --with, only the builds whose release pairs every companion."""
-    from pickvariant.rules.wheel_pick import pick_wheel
+    from pickvariant.rules.prebuilt_pick import pick_prebuilt
 
     def decided(facts: HostFacts) -> Profile[Build]:
-        decision = pick_wheel(facts, hardware, wheels, options, None, index_root)
+        decision = pick_prebuilt(facts, hardware, wheels, options, None, index_root)
         candidates = tuple(
             build
             for build in decision.candidates

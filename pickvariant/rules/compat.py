@@ -1,7 +1,7 @@
 """Can this build run on these facts, and if not, why: the one compatibility predicate.
 
 `refusals` judges the neutral record every source's builds are read into (sources/runs_on.Build): a Flox variant
-(`why_not`, the recipes' words for its findings), a wheel (rules/wheel_stages.py), the torch already in an
+(`why_not`, the recipes' words for its findings), a wheel (rules/prebuilt_stages.py), the torch already in an
 environment. Its findings, in the order a person checks them: built for another platform; the CPU lacks a flag of the
 build's instruction set (a build that dispatches at run time requires none); an Apple Silicon build (macOS: MPS) is
 judged by those alone, the Apple GPU being part of every such Mac; a CPU build where GPUs are to be served, or a CUDA

@@ -143,7 +143,7 @@ class Decision(OfBuilds[B, C]):
     branch: Branch | None = None
     line: CudaLine | None = None
     set_shape: SetShape | None = None
-    # A prebuilt build's (rules/wheel_pick.py): its index (None with a build: PyPI's own, from the installer's
+    # A prebuilt build's (rules/prebuilt_pick.py): its index (None with a build: PyPI's own, from the installer's
     # default index), whether it is PyPI's own build installed from PyPI, the platform and Python it is for.
     index_url: str | None = None
     from_pypi: bool = False
@@ -171,7 +171,7 @@ class Decision(OfBuilds[B, C]):
 
 
 # The decision each kind of source's stages make: the recipes' (rules/pick.py) and a prebuilt build's
-# (rules/wheel_pick.py), one record.
+# (rules/prebuilt_pick.py), one record.
 RecipeDecision = Decision[Variant, Companion]
 if TYPE_CHECKING:
     from pickvariant.sources.prebuilt import PairedRelease

@@ -10,7 +10,7 @@
 6. the CPU instruction set the workload ranks first (a build that requires none: ATen dispatches at run time);
 7. its label, so that the order is total and the answer cannot depend on the order builds were looked at.
 
-rules/stages.py ranks a recipe's variants by it, rules/wheel_stages.py a prebuilt build; the words for why one
+rules/stages.py ranks a recipe's variants by it, rules/prebuilt_stages.py a prebuilt build; the words for why one
 build ranked below another are rules/wording/'s.
 """
 

@@ -124,7 +124,7 @@ _WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
         "it with gives, and it cannot be shown to be PyTorch {torch}; a recipe that pins nixpkgs (or imports the "
         "pytorch recipe) would settle it"
     ),
-    # A source of prebuilt builds' (rules/wheel_stages.py)
+    # A source of prebuilt builds' (rules/prebuilt_stages.py)
     (Kind.NO_KERNELS, "wheel"): _wheel_no_kernels,
     (Kind.DRIVER, "wheel"): "{example}: {refusal}",
     (Kind.PINNED_OUT, "wheel_torch"): "{example}: not the pinned --torch {pin}",

@@ -1,6 +1,6 @@
 """Whether the torch already in an environment runs on this machine's GPUs: judged by the catalog's build of the
-same version and local label (a plain version is PyPI's own build of the platform), with the same kernel rule the
-wheels are chosen by."""
+same version and local label (a plain version is PyPI's own build of the platform), with the same kernel rule every
+build is chosen by."""
 
 from __future__ import annotations
 

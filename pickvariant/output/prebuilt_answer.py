@@ -1,4 +1,4 @@
-"""A wheel decision as detect prints it: text (the answer first, then the facts and why), JSON, Markdown, a
+"""A prebuilt build's decision (any source of pipeline "builds") as detect prints it: text (the answer first, then the facts and why), JSON, Markdown, a
 requirements file pip installs as is, and the pyproject block that points uv at the chosen index."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from pickvariant import __version__
 from pickvariant._base.records import replace
 from pickvariant._base.text import markdown_code, markdown_text, visible
-from pickvariant.install.wheel_command import index_url_for_installer, installer_argv, requirements
+from pickvariant.install.pip_command import index_url_for_installer, installer_argv, requirements
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, PrebuiltAnswer, PrebuiltDecision
@@ -51,7 +51,7 @@ def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, An
     }
 
 
-def wheel_json(answer: PrebuiltAnswer) -> dict[str, Any]:
+def prebuilt_json(answer: PrebuiltAnswer) -> dict[str, Any]:
     decision, environment = answer.decision, answer.environment
     return {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -83,7 +83,7 @@ def wheel_json(answer: PrebuiltAnswer) -> dict[str, Any]:
 
 
 def wheel_json_text(answer: PrebuiltAnswer, compact: bool) -> str:
-    document = wheel_json(answer)
+    document = prebuilt_json(answer)
     return json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)
 
 
@@ -100,7 +100,7 @@ def install_words(answer: PrebuiltAnswer) -> list[str]:
     return [shlex.quote(word) for word in argv]
 
 
-def wheel_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: bool = False) -> list[str]:
+def prebuilt_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: bool = False) -> list[str]:
     from pickvariant.output.answer import fact_items, section, wrapped
 
     width = max(width, 40)
@@ -158,7 +158,7 @@ def _alternatives(decision: PrebuiltDecision, width: int, every: bool, flag: str
     return lines
 
 
-def wheel_markdown(answer: PrebuiltAnswer) -> str:
+def prebuilt_markdown(answer: PrebuiltAnswer) -> str:
     from pickvariant.output.answer import fact_items
 
     decision = answer.decision

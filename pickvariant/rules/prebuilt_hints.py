@@ -1,6 +1,6 @@
 """What would help where no wheel runs here: the driver that would run the nearest one, another Python, the cpu
 wheel, torch without its companions. A hint that promises a wheel decides again with the change it proposes (the
-same stages, rules/wheel_pick.py, with the driver raised), as the recipe answer's hints do (rules/hints.py): it never
+same stages, rules/prebuilt_pick.py, with the driver raised), as the recipe answer's hints do (rules/hints.py): it never
 promises a build the rules would not choose, nor a companion set they could not make."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pickvariant._base.versions import version_key
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules.compat import floor_raisers, has_tegra, last_branch, machine_floor, tegra_cuda_unknown
 from pickvariant.rules.decision import Kind, PrebuiltDecision, Rejection
-from pickvariant.rules.wheel_stages import newest_first
+from pickvariant.rules.prebuilt_stages import newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.hardware import Hardware

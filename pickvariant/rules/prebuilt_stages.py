@@ -1,4 +1,5 @@
-"""The wheel rules' stages: each build judged against the machine, and the alternatives the choice passed over.
+"""The stages of a catalog of prebuilt builds (pipeline "builds": PyTorch's wheels, or any source registered
+with one): each build judged against the machine, and the alternatives the choice passed over.
 
 A build is judged in the order a person would check it: the pins (--torch, --cuda), the Python tag, then what the one
 predicate every source's builds are held to finds (rules/compat.py): a CUDA build where no GPU is to be served or a
@@ -18,24 +19,24 @@ from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat, ranking, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.prebuilt import PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
 
-COMPANIONS = ("torchvision", "torchaudio")
 
-
-def check_pins(options: Request, builds: Sequence[Build], every: Sequence[Build] = ()) -> None:
-    """The pins the wheels source cannot take, or that match no build of this platform (`every`: the catalog's builds
-    of all platforms, to say whether a release is outside the catalog or only not built here): BadInput naming the
-    flag."""
+def check_pins(options: Request, builds: Sequence[Build], catalog: PrebuiltCatalog) -> None:
+    """The pins a source of prebuilt builds cannot take, or that match no build of this platform (`builds`; the
+    catalog's builds of all platforms say whether a release is outside the catalog or only not built here):
+    BadInput naming the flag, in the words of the catalog's publisher."""
+    publisher, every = catalog.publisher, catalog.builds
     if options.branch:
-        raise BadInput("--branch names a branch of the build repository; PyTorch's wheels have none (pin --torch)")
+        raise BadInput(f"--branch names a branch of the build repository; {publisher}'s wheels have none (pin --torch)")
     if options.build:
-        raise BadInput("--build builds a set from recipes; PyTorch's wheels are installed as published")
+        raise BadInput(f"--build builds a set from recipes; {publisher}'s wheels are installed as published")
+    paired = tuple(dict.fromkeys(project for pairs in catalog.companions.values() for project in pairs))
     for project in options.with_projects:
-        if project not in COMPANIONS:
-            raise BadInput(
-                f"--with {project}: PyTorch's indexes pair {' and '.join(COMPANIONS)} with torch, not {project}"
-            )
+        if project not in paired:
+            pairs = " and ".join(paired) or "no project"
+            raise BadInput(f"--with {project}: {publisher}'s indexes pair {pairs} with torch, not {project}")
     if options.torch and not any(release_matches(options.torch, b.torch, "--torch") for b in builds):
         raise BadInput(_torch_pin_refused(options.torch, builds, every or builds))
     if options.cuda and not any(b.cuda and release_matches(options.cuda, b.cuda, "--cuda") for b in builds):

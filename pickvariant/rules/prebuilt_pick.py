@@ -1,6 +1,7 @@
-"""The wheels source's decision: facts, the wheel catalog and a request's pins in, one frozen PrebuiltDecision out.
+"""A source of prebuilt builds' decision (pipeline "builds", whichever source publishes them): facts, its catalog
+and a request's pins in, one frozen PrebuiltDecision out.
 
-The order, each step among what the step before left (rules/wheel_stages.py judges each build):
+The order, each step among what the step before left (rules/prebuilt_stages.py judges each build):
 platform and Python -> the CUDA lines the driver runs -> every targeted GPU covered -> the newest torch -> its newest
 CUDA line -> with --with, the first such wheel whose release has every companion paired. The CPU's instruction set
 chooses nothing (ATen dispatches at run time): the dispatch level it will get is said. Hardware facts (GPU
@@ -21,8 +22,8 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
-from pickvariant.rules.wheel_installed import installed_finding
-from pickvariant.rules.wheel_stages import alternatives, check_pins, coverage, judge, newest_first
+from pickvariant.rules.installed import installed_finding
+from pickvariant.rules.prebuilt_stages import alternatives, check_pins, coverage, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.prebuilt import OTHER_STACKS, PLATFORMS, PairedRelease, PrebuiltCatalog
@@ -36,7 +37,7 @@ _PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}")
 _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
 
 
-def pick_wheel(
+def pick_prebuilt(
     facts: HostFacts,
     hardware: Hardware,
     wheels: PrebuiltCatalog,
@@ -52,7 +53,7 @@ def pick_wheel(
 
     def again(driver: DriverFacts) -> PrebuiltDecision:
         changed = replace(facts, driver=driver)
-        return pick_wheel(changed, hardware, wheels, options, environment, index_root, pypi_first, with_hints=False)
+        return pick_prebuilt(changed, hardware, wheels, options, environment, index_root, pypi_first, with_hints=False)
 
     facts, driver_said = compat.driver_as_judged(facts)
     platform = PLATFORMS.get((facts.os, facts.arch))
@@ -67,7 +68,7 @@ def pick_wheel(
     if facts.gpu_inconclusive and not darwin:
         found = (said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), wording.GPU_INCONCLUSIVE)
         return Decision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
-    check_pins(options, builds, wheels.builds)
+    check_pins(options, builds, wheels)
     gpus = () if darwin else stages.targets(facts, options)
     tag, version, python_said = _python(options, environment)
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
@@ -267,7 +268,7 @@ def _nothing_fits(
     passed_over: dict[Build, tuple[str, ...]],
     again: Callable[[DriverFacts], PrebuiltDecision] | None,
 ) -> PrebuiltDecision:
-    from pickvariant.rules.wheel_hints import hints_for_nothing
+    from pickvariant.rules.prebuilt_hints import hints_for_nothing
 
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
     left_out = _left_out_newer(wheels, decision.platform or "", None, facts)

@@ -1,4 +1,4 @@
-"""`pickvariant install --source wheels`: the wheel decision, the installer command for the environment, the torch it
+"""`pickvariant install` for a source of prebuilt builds (`--source wheels`, or one registered): the decision, the installer command for the environment, the torch it
 would replace, then the command run and the environment verified.
 
 The plan is made first and shown; nothing runs before the user consents (--yes). A torch already there that is not
@@ -20,10 +20,10 @@ from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible
-from pickvariant.api import decide_wheel
+from pickvariant.api import decide_prebuilt
 from pickvariant.commands.install import Carried
 from pickvariant.install import envlock, whole
-from pickvariant.install.wheel_command import (
+from pickvariant.install.pip_command import (
     INSTALLERS,
     index_environment,
     index_url_for_installer,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 @keyword_record
-class WheelInstallPlan:
+class PrebuiltInstallPlan:
     answer: PrebuiltAnswer
     installer: str  # "pip" or "uv"
     argv: tuple[str, ...]
@@ -69,7 +69,7 @@ def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
     return value
 
 
-def plan_wheel_install(
+def plan_prebuilt_install(
     asked: Request,
     installer: str | None,
     env: Mapping[str, str] | None = None,
@@ -77,7 +77,7 @@ def plan_wheel_install(
     allow_downgrade: bool = False,
     dry_run: bool = False,
     upgrade: bool = False,
-) -> WheelInstallPlan:
+) -> PrebuiltInstallPlan:
     """The plan, or NoVariant (exit 3) where no wheel runs here, or BadInput where uv is asked for and absent, or
     where the install would downgrade the torch there and --allow-downgrade was not given.
     `check` judges the answer first (install --plan: the node is the one planned for, the wheel the plan's).
@@ -88,7 +88,7 @@ def plan_wheel_install(
     if asked.interpreter is None:
         interpreter, given_as = active_interpreter(variables)
         asked = replace(asked, interpreter=interpreter, interpreter_given_as=given_as)
-    answer = decide_wheel(asked, variables)
+    answer = decide_prebuilt(asked, variables)
     if check is not None:
         check(answer)
     decision = answer.decision
@@ -108,7 +108,7 @@ def plan_wheel_install(
     argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv, decision.from_pypi)  # type: ignore[arg-type]
     index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
     replaces, already, downgrade, kept = _against_there(answer, upgrade, allow_downgrade)
-    return WheelInstallPlan(
+    return PrebuiltInstallPlan(
         answer=answer,
         installer=chosen,
         argv=tuple(argv),
@@ -261,7 +261,7 @@ def _same(installed: str | None, wanted: str, label: str) -> bool:
     return "+" not in wanted and release == wanted and found_label == label
 
 
-def plan_lines(plan: WheelInstallPlan) -> list[str]:
+def plan_lines(plan: PrebuiltInstallPlan) -> list[str]:
     decision = plan.answer.decision
     assert decision.build is not None
     import shlex
@@ -290,7 +290,7 @@ def plan_lines(plan: WheelInstallPlan) -> list[str]:
     return lines
 
 
-def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
+def plan_json(plan: PrebuiltInstallPlan) -> dict[str, object]:
     decision = plan.answer.decision
     return {
         "source": plan.answer.source.name,
@@ -310,7 +310,7 @@ def plan_json(plan: WheelInstallPlan) -> dict[str, object]:
     }
 
 
-def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s: float | None = None) -> Path:
+def carry_out(plan: PrebuiltInstallPlan, on_line: Callable[[str], None], timeout_s: float | None = None) -> Path:
     """Run the installer; its output goes to a log (returned) and, line by line, to `on_line`. The environment is
     whole afterwards, also when the installer fails or is stopped (install/whole.py): the error then says what the
     environment holds. One install at a time into one environment (install/envlock.py)."""
@@ -328,7 +328,7 @@ def carry_out(plan: WheelInstallPlan, on_line: Callable[[str], None], timeout_s:
 
 
 def _run_kept(
-    plan: WheelInstallPlan,
+    plan: PrebuiltInstallPlan,
     environment: PythonEnvironment,
     command: Command,
     log: Path,
@@ -354,7 +354,7 @@ def _run_kept(
         whole.settle(kept, True, projects)
 
 
-def verify_installed(plan: WheelInstallPlan) -> VerifyResult:
+def verify_installed(plan: PrebuiltInstallPlan) -> VerifyResult:
     """The environment's torch probed with the facts the decision was made for (nothing is detected again)."""
     from pickvariant.verify.judge import verify
 
@@ -364,10 +364,10 @@ def verify_installed(plan: WheelInstallPlan) -> VerifyResult:
 
 
 @keyword_record
-class WheelInstallation:
+class PrebuiltInstallation:
     """A wheel install as commands/install.run takes it: the installer run with the environment kept whole."""
 
-    plan: WheelInstallPlan
+    plan: PrebuiltInstallPlan
     no_verify: bool = False
     timeout_s: float | None = None
     progress_of: str | None = None  # the installer's own lines are the progress
