@@ -468,7 +468,17 @@ def _samples() -> dict[str, dict]:
         "python": ["python3"],
         "recipe": None,
     }
-    return {"catalog": SHIPPED, "detect line": detect, "probe result": probe, "last install": last}
+    # The catalog with each list cut to the first eight items, all a mutation ever reaches (_mutated draws from
+    # keys[:8]): the items past them are never changed, and validating them on every example cost 40 s of the suite.
+    return {"catalog": _first_items(SHIPPED, 8), "detect line": detect, "probe result": probe, "last install": last}
+
+
+def _first_items(value, count: int):
+    if isinstance(value, list):
+        return [_first_items(item, count) for item in value[:count]]
+    if isinstance(value, dict):
+        return {key: _first_items(item, count) for key, item in value.items()}
+    return value
 
 
 @pytest.fixture(scope="module")
@@ -512,6 +522,7 @@ def test_the_fast_schema_check_and_jsonschema_give_the_same_answer(name, samples
 
     generated(f"schemas: fastjsonschema vs jsonschema ({name})")
     rules = schema.load_schema(SCHEMAS[name])
+    assert schema._validator(rules).is_valid(samples[name])  # each mutation starts from a valid document
     document = _mutated(samples[name], data)
     assert schema._compiled(rules)(document) == schema._validator(rules).is_valid(document)
 
