@@ -2,9 +2,9 @@
 
 `pickvariant detect --format json`, and the text answer, with well-formed options are answered through
 pickvariant.api (the JSON of every source through commands/detect.json_text; the text through
-output/prebuilt_answer.prebuilt_text_lines for a source of prebuilt builds, output/terminal's plain answer for the recipes:
-what the typer CLI prints too) without importing typer, click or rich: importing them costs more than detecting and deciding
-(benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
+output/prebuilt_answer.prebuilt_text_lines for a source of prebuilt builds, output/terminal's plain answer for the
+recipes: what the typer CLI prints too) without importing typer, click or rich: importing them costs more than
+detecting and deciding (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
 built from (options.py); every other command line, including every malformed one and every
 --help, goes to the typer app (main.py), which alone owns usage errors and help text.
 """

@@ -1,5 +1,5 @@
-"""`pickvariant install` for a source of prebuilt builds (`--source wheels`, or one registered): the decision, the installer command for the environment, the torch it
-would replace, then the command run and the environment verified.
+"""`pickvariant install` for a source of prebuilt builds (`--source wheels`, or one registered): the decision, the
+installer command for the environment, the torch it would replace, then the command run and the environment verified.
 
 The plan is made first and shown; nothing runs before the user consents (--yes). A torch already there that is not
 the chosen build is named in the plan and replaced only with that consent.
