@@ -101,6 +101,19 @@ def test_its_sentences_name_its_publisher_never_pytorch() -> None:
     )
 
 
+def test_a_pin_it_cannot_take_is_refused_in_its_publishers_words_and_by_what_it_pairs() -> None:
+    """A pin the stages of prebuilt builds refuse is refused for this source as its own: Acme pairs no companion with
+    torch (its catalog pairs none), where PyTorch's indexes pair torchvision and torchaudio (the wheels' catalog)."""
+    for option in (["--with", "torchvision"], ["--branch", "pytorch-2.10-python313"]):
+        result = runner.invoke(app, ["detect", "--source", "acme", *option, *H100])
+        assert result.exit_code == 2 and "Acme's" in result.stderr and "PyTorch" not in result.stderr, result.stderr
+    acme = runner.invoke(app, ["detect", "--source", "acme", "--with", "torchvision", *H100])
+    assert acme.stderr.strip().endswith("--with torchvision: Acme's indexes pair no companion with torch")
+    wheels = runner.invoke(app, ["detect", "--source", "wheels", "--with", "vllm", *H100])
+    assert wheels.exit_code == 2
+    assert "--with vllm: PyTorch's indexes pair torchvision and torchaudio with torch, not vllm" in wheels.stderr
+
+
 def test_an_unknown_source_is_one_line_naming_every_registered_one(monkeypatch) -> None:
     monkeypatch.setenv("PICKVARIANT_SOURCE", "nosuch")
     result = runner.invoke(app, ["detect", "--format", "json", *H100])

@@ -35,8 +35,8 @@ def check_pins(options: Request, builds: Sequence[Build], catalog: PrebuiltCatal
     paired = tuple(dict.fromkeys(project for pairs in catalog.companions.values() for project in pairs))
     for project in options.with_projects:
         if project not in paired:
-            pairs = " and ".join(paired) or "no project"
-            raise BadInput(f"--with {project}: {publisher}'s indexes pair {pairs} with torch, not {project}")
+            pairs = f"{' and '.join(paired)} with torch, not {project}" if paired else "no companion with torch"
+            raise BadInput(f"--with {project}: {publisher}'s indexes pair {pairs}")
     if options.torch and not any(release_matches(options.torch, b.torch, "--torch") for b in builds):
         raise BadInput(_torch_pin_refused(options.torch, builds, every or builds))
     if options.cuda and not any(b.cuda and release_matches(options.cuda, b.cuda, "--cuda") for b in builds):
