@@ -352,13 +352,20 @@ def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(
         assert kept.returncode == 0, kept.stderr
         assert f"kept: torch {there} already runs on every GPU here: nothing to install" in kept.stdout
         assert "Nothing to do." in kept.stdout and _installed(python, "torch") == there
+        # The plan's headline says what happens: nothing is installed, never "Plan: install" of a build not installed.
+        headline = kept.stdout.splitlines()[0]
+        assert headline.startswith(f"Plan: nothing to install into {python} (pip): the torch there is kept"), headline
         companion = _pickvariant([*args, "--with", "torchvision", "--no-verify"], _env(tmp_path), tmp_path)
         assert companion.returncode == 2 and companion.stderr.startswith("pickvariant: --upgrade: torch 2.14.1+cu126")
         assert _installed(python, "torch") == there
         upgraded = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
         assert upgraded.returncode == 0, upgraded.stderr
         assert f"replaces torch {there}" in upgraded.stdout
+        assert upgraded.stdout.startswith("Plan: install torch==")
         assert _installed(python, "torch") == chosen["torch"]
+        again = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+        assert again.returncode == 0 and "Nothing to do." in again.stdout, again.stderr
+        assert again.stdout.splitlines()[0].endswith("is there already"), again.stdout
 
 
 def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_asked(tmp_path, chosen) -> None:

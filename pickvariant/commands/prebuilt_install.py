@@ -268,15 +268,18 @@ def plan_lines(plan: PrebuiltInstallPlan) -> list[str]:
 
     names = ", ".join(requirements(decision.build, decision.companions, decision.from_pypi))
     where = decision.index_url or "PyPI (the installer's default index)"
-    lines = [f"Plan: install {names} from {where} into {plan.interpreter} ({plan.installer})"]
+    into, chosen = f"{plan.interpreter} ({plan.installer})", f"{names} from {where}"
+    if plan.already or plan.kept is not None:  # the headline says so: what it would install is not installed
+        why = f"{chosen} is there already" if plan.already else f"the torch there is kept (chosen: {chosen})"
+        lines = [f"Plan: nothing to install into {into}: {why}"]
+    else:
+        lines = [f"Plan: install {chosen} into {into}"]
     if plan.assigned_by is not None:
         lines.append(f"  {plan.assigned_by}")
     if plan.warning is not None:
         lines.append(f"  {plan.warning}")
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
-    if plan.already:
-        lines.append("  already there: nothing to install")
-    elif plan.kept is not None:
+    if plan.kept is not None:
         lines.append(f"  kept: {plan.kept}")
     elif plan.downgrade:
         lines.append(f"  downgrades torch {plan.replaces} to {decision.build.label} (--allow-downgrade)")
