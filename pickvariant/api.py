@@ -303,7 +303,7 @@ def recommend_request(
             facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
     catalog = catalog or default_catalog()
     decision = decide(facts, catalog, request.with_environment(environment))
-    flox = registry.named("flox")
+    flox = registry.named(registry.RECIPES)
     return Recommendation(
         Answer(facts=facts, decision=decision, hardware=catalog, workload=request.workload, source=flox)
     )
@@ -343,7 +343,7 @@ def _decide_prebuilt(asked: Request, environment_vars: Mapping[str, str], readin
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.
     pending = None if asked.described else _gpus_pending(asked, environment_vars)
-    source = registry.named(asked.source or "wheels")
+    source = registry.named(asked.source or registry.PREBUILT)
     hardware = hardware_catalog()
     wheels = source.catalog()
     given_root = settings.wheel_index(asked.index, environment_vars, wheels.index_root)

@@ -95,11 +95,11 @@ def _prebuilt_installation(ask: InstallAsk, source: str) -> Installation:
     does."""
     from pickvariant.commands import plan_install, prebuilt_install
 
-    wheel_ask, assigned = _wheel_ask(ask, source)
-    check = partial(plan_install.check_wheel_plan, assigned) if assigned is not None else None
+    prebuilt_ask, assigned = _prebuilt_ask(ask, source)
+    check = partial(plan_install.check_prebuilt_plan, assigned) if assigned is not None else None
     options = ask.recipes
     plan = prebuilt_install.plan_prebuilt_install(
-        wheel_ask, ask.installer, check=check, allow_downgrade=ask.allow_downgrade, dry_run=options.dry_run,
+        prebuilt_ask, ask.installer, check=check, allow_downgrade=ask.allow_downgrade, dry_run=options.dry_run,
         upgrade=ask.upgrade or assigned is not None,
     )  # fmt: skip
     if assigned is not None:
@@ -107,7 +107,7 @@ def _prebuilt_installation(ask: InstallAsk, source: str) -> Installation:
     return prebuilt_install.PrebuiltInstallation(plan=plan, no_verify=options.no_verify, timeout_s=options.timeout_s)
 
 
-def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | None]:
+def _prebuilt_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | None]:
     """What to ask a prebuilt build's rules; with --plan, the node's assignment pinned, and nothing that would choose
     another build beside it (its index: --wheel-index, else PICKVARIANT_WHEEL_INDEX, else the plan's)."""
     from pickvariant.commands import plan_install
@@ -118,7 +118,7 @@ def _wheel_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | None
     pinned = _pinned_beside_a_plan(request, None)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
-    assigned = plan_install.wheel_assignment(ask.plan, ask.label, source)
+    assigned = plan_install.prebuilt_assignment(ask.plan, ask.label, source)
     request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
     if request.index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
         request = replace(request, index=assigned.index_root)

@@ -41,7 +41,7 @@ class Assignment:
     # A set's, as the plan made it: (project, package) of a recipes' set, (project, version) of a prebuilt build's.
     companions: tuple[tuple[str, str], ...] = ()
     # A plan of prebuilt builds: the platform planned for, the catalog and the node's facts it was made from (judged
-    # once the rules have answered: check_wheel_plan) and the root of its indexes.
+    # once the rules have answered: check_prebuilt_plan) and the root of its indexes.
     platform: str | None = None
     catalog: Mapping[str, str] | None = None
     profile: Mapping[str, Any] | None = None
@@ -123,7 +123,7 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
     return Assignment(label=name, package=node.package, branch=node.branch, plan=plan_path, companions=companions)
 
 
-def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") -> Assignment:
+def prebuilt_assignment(plan_path: str, label: str | None, source: str) -> Assignment:
     """This node's wheel from a plan of prebuilt builds of `source` (PyTorch's wheels by default); BadInput or
     NoVariant where there is none to install."""
     document = read_plan(plan_path)
@@ -153,7 +153,7 @@ def wheel_assignment(plan_path: str, label: str | None, source: str = "wheels") 
 
 def wheel_pins(assigned: Assignment, request: Request, wheels: PrebuiltCatalog) -> Request:
     """The request that asks the wheel rules for the assigned wheel: its release and CUDA line pinned, its
-    companions named. The rules decide again; `check_wheel_plan` refuses any answer but the plan's."""
+    companions named. The rules decide again; `check_prebuilt_plan` refuses any answer but the plan's."""
     build = next((b for b in wheels.builds if (b.label, b.index, b.platform) == _key(assigned)), None)
     if build is None:
         raise BadInput(
@@ -168,7 +168,7 @@ def _key(assigned: Assignment) -> tuple[str, str, str | None]:
     return assigned.package, assigned.branch, assigned.platform
 
 
-def check_wheel_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
+def check_prebuilt_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
     """Nothing is installed unless the plan was made from these wheel facts, for this node's hardware as it is now,
     and the wheel rules give this node exactly the plan's wheel and companions under its pins."""
     shown, node = visible(assigned.plan), visible(assigned.label)
@@ -179,7 +179,7 @@ def check_wheel_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
             f"plan {shown} was made from other wheel facts (compiled {visible(made.get('facts_compiled', '?'))}) "
             f"than this node reads (compiled {here['facts_compiled']}): plan again with this pickvariant"
         )
-    assert assigned.profile is not None  # wheel_assignment refused a node planned from unusable facts
+    assert assigned.profile is not None  # prebuilt_assignment refused a node planned from unusable facts
     changed = changes(assigned.profile, wheel_fingerprint(answer.facts, answer.hardware))
     if changed:
         raise BadInput(

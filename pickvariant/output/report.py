@@ -19,6 +19,7 @@ from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.registry import RECIPES
 from pickvariant.verify.devices import runtime_said
 from pickvariant.verify.judge import variant_mismatches
 from pickvariant.verify.probe_run import run_probe
@@ -211,7 +212,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 def _recommendation(rec: dict[str, Any] | None, source: str | None) -> str:
     code = markdown_code
-    if source not in (None, "flox"):  # a source of prebuilt builds: its requirement lines and index
+    if source not in (None, RECIPES):  # a source of prebuilt builds: its requirement lines and index
         if not rec:
             return "- Recommendation: none (no compatible wheel)"
         where = code(rec["index_url"]) if rec.get("index_url") else "PyPI (its own build)"

@@ -35,6 +35,7 @@ from pickvariant.rules.node_facts import fingerprint, wheel_fingerprint
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.registry import PREBUILT, RECIPES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class ClusterPlan(OfBuilds[B, C]):
     bad: tuple[BadLine, ...]
     bad_count: int
     profile_count: int
-    source: str = "flox"  # the source it was planned from (sources/registry.py)
+    source: str = RECIPES  # the source it was planned from (sources/registry.py)
     duplicate_labels: tuple[str, ...] = ()
     # Each node's profile (by index) and each profile's fingerprint (rules/node_facts.py; None: facts unusable),
     # and the catalog the plan was made from: what `install --plan` checks before it installs an assignment.
@@ -255,7 +256,7 @@ def make_prebuilt_plan(
     options: Request,
     max_variants: int | None,
     index_root: str,
-    source: str = "wheels",
+    source: str = PREBUILT,
 ) -> PrebuiltPlan:
     """The cluster's plan among a source's prebuilt builds: every profile decided, the fewest builds solved for."""
     check_inputs(inputs, max_variants)
@@ -296,7 +297,7 @@ def builds(plan: RecipePlan, variant: Variant) -> list[tuple[str | None, str, st
 def cluster_plan_json(plan: RecipePlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "source": "flox",  # as every plan says its source (install --plan refuses another source's plan)
+        "source": RECIPES,  # as every plan says its source (install --plan refuses another source's plan)
         "variants": [
             {
                 "branch": v.branch,

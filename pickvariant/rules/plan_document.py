@@ -14,6 +14,7 @@ from pickvariant._base.records import keyword_record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
 from pickvariant._base.urls import without_credentials
+from pickvariant.sources.registry import RECIPES
 
 # One schema for every source's plan: a plan of recipes and one of prebuilt builds, told apart by its source.
 SCHEMA = Path(__file__).resolve().with_name("cluster-plan.schema.json")
@@ -44,13 +45,13 @@ class PlanDocument:
     # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it;
     # a wheel plan's: (variant, torch) -> (project, version).
     sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
-    source: str = "flox"  # the source it was planned from: flox, wheels, or one registered (sources/registry.py)
+    source: str = RECIPES  # the source it was planned from: flox, wheels, or one registered (sources/registry.py)
     index_root: str | None = None  # a wheel plan's: the root of the indexes its wheels come from
 
     @property
     def prebuilt(self) -> bool:
         """A plan of prebuilt builds (wheels, or a registered source's), in that shape of cluster-plan.schema.json."""
-        return self.source != "flox"
+        return self.source != RECIPES
 
     def by_label(self) -> dict[str, list[PlannedNode]]:
         found: dict[str, list[PlannedNode]] = {}
@@ -69,7 +70,7 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
     except MemoryError:
         raise BadInput(f"plan {shown}: too large to read in this machine's memory") from None
     # A plan of Flox builds may name no source (plans written before there was another).
-    wheels = isinstance(document, dict) and document.get("source", "flox") != "flox"
+    wheels = isinstance(document, dict) and document.get("source", RECIPES) != RECIPES
     try:
         validate(document, load_schema(SCHEMA))
     except SchemaError as error:
@@ -81,7 +82,7 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         catalog=MappingProxyType(dict(document["catalog"])),
         nodes=_nodes(document, shown, wheels),
         sets=MappingProxyType(_sets(document, wheels)),
-        source=document.get("source", "flox"),
+        source=document.get("source", RECIPES),
         index_root=document.get("index_root") if wheels else None,
     )
 

@@ -31,9 +31,14 @@ if TYPE_CHECKING:
 
     Pipeline = Literal["recipes", "builds"]
 
-DEFAULT = "flox"
+# The one source of recipes (register() refuses a second), and the built-in source of prebuilt builds that a command
+# asking for prebuilt builds without naming a source gets: the only places outside each source's package that name
+# either. A plan or a detect document that names no source is the recipes'.
+RECIPES = "flox"
+PREBUILT = "wheels"
+DEFAULT = RECIPES
 # Built-in sources: name -> the module whose SOURCE it is (imported when that source is asked for).
-_BUILT_IN = {"flox": "pickvariant.sources.flox.plugin", "wheels": "pickvariant.sources.wheels.plugin"}
+_BUILT_IN = {RECIPES: "pickvariant.sources.flox.plugin", PREBUILT: "pickvariant.sources.wheels.plugin"}
 _REGISTERED: dict[str, Source] = {}
 # What each pipeline's install takes beyond what every source takes (Source.options).
 _ADDED: dict[str, tuple[str, ...]] = {
