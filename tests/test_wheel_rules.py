@@ -461,6 +461,32 @@ def test_an_interpreter_started_early_is_stopped_when_another_input_is_refused(t
     assert not Path(f"/proc/{pid}").exists()
 
 
+def test_the_machine_stage_is_every_sources_gpus_nvml_could_not_read_and_a_gpu_index_not_there() -> None:
+    """Issue 52: the platform and GPU stage is one for every source (rules/stages.machine). GPUs NVML could not read
+    stop both answers after their own platform sentence, in the same words and with the same hint; a --gpu-index no
+    GPU has is the same bad input for both."""
+    from machines import host
+
+    from pickvariant.api import default_catalog, hardware_catalog
+    from pickvariant.rules.decide import decide
+
+    catalog = default_catalog()
+    facts = replace(host(catalog, dump="linux-rhel7-haswell"), gpu_inconclusive=True)
+    recipes = decide(facts, catalog, Request())
+    wheels = pick_prebuilt(facts, hardware_catalog(), WHEELS, Request(), None, WHEELS.index_root)
+    assert recipes.build is None and wheels.build is None
+    assert len(recipes.reasons) == len(wheels.reasons) == 2 and recipes.reasons[1] == wheels.reasons[1]
+    assert "GPU detection was inconclusive" in recipes.reasons[1]
+    assert recipes.hints == wheels.hints and "--gpu CC" in recipes.hints[0]
+    said = []
+    for source in ("flox", "wheels"):
+        args = ["detect", "--source", source, "--cpuinfo", str(HASWELL), "--gpu", "9.0", "--gpu-index", "3"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2
+        said.append(result.stderr)
+    assert said[0] == said[1] and "--gpu-index 3: no such GPU (GPU indices present: 0)" in said[0]
+
+
 def test_gpu_index_says_what_the_wheel_means_for_the_other_gpus_as_the_recipe_answer_does() -> None:
     """A 4090 + 1080 answered for GPU 0 alone (--gpu-index 0): both sources name GPU 1, the kernels it lacks and how
     to keep a process off it (issue 52); the wheel chosen for the 4090 alone has no 6.1 kernels (facts/wheels.md:

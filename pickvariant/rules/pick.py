@@ -52,12 +52,11 @@ def pick(facts: HostFacts, catalog: Catalog, options: Request) -> Picked:
     if system is None or system not in catalog.built_for:
         reason = wording.unsupported_platform(facts.os, facts.arch, catalog.built_for)
         return Picked(decision=Decision(reasons=(reason,)))
-    darwin = facts.os == "darwin"
-    if facts.gpu_inconclusive and not darwin:
-        said = (wording.platform_has_builds(facts.os, facts.arch, system), wording.GPU_INCONCLUSIVE)
-        return Picked(decision=Decision(reasons=said, hints=(wording.GPU_INCONCLUSIVE_HINT,)))
-    gpus = () if darwin else stages.targets(facts, options)
-    reasons = list(stages.machine_reasons(facts, catalog, gpus, system))
+    said = (wording.platform_has_builds(facts.os, facts.arch, system), wording.APPLE_MPS)
+    seen = stages.machine(facts, options, catalog, said, recipe_wording.other_gpu_no_recipe)
+    if seen.hints:  # NVML could not say whether there are GPUs: no variant can be chosen
+        return Picked(decision=Decision(reasons=seen.reasons, hints=seen.hints))
+    gpus, reasons = seen.gpus, list(seen.reasons)
     machine_said = 1 + len(gpus)  # the platform's and each GPU's: facts the short answer shows as such
     left, pinned_out = stages.branches(catalog, options)
     lines = stages.cuda_lines(facts, catalog, options, left, gpus)

@@ -64,17 +64,18 @@ def pick_prebuilt(
             platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher),)
         )
     assert platform is not None
-    darwin = facts.os == "darwin"
-    if facts.gpu_inconclusive and not darwin:
-        found = (said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), wording.GPU_INCONCLUSIVE)
-        return Decision(platform=platform, reasons=found, hints=(wording.GPU_INCONCLUSIVE_HINT,))
+    platform_said = said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher)
+    other_gpu = _other_gpu_said(wheels, platform, index_root)
+    seen = stages.machine(facts, options, hardware, (platform_said, said.mps_wheel()), other_gpu)
+    if seen.hints:  # NVML could not say whether there are GPUs: no wheel can be chosen
+        return Decision(platform=platform, reasons=seen.reasons, hints=seen.hints)
     check_pins(options, builds, wheels)
-    gpus = () if darwin else stages.targets(facts, options)
+    gpus = seen.gpus
     tag, version, python_said = _python(options, environment)
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
     candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
     chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
-    machine = _machine_reasons(facts, hardware, wheels, gpus, platform, index_root)
+    machine = (*seen.reasons, *((said.driver_assumed(),) if gpus and facts.driver_assumed else ()))
     decision: PrebuiltDecision = Decision(
         platform=platform,
         python=version,
@@ -109,23 +110,6 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
         where = f"of {environment.interpreter} ({environment.given_as})"
         return environment.tag, environment.minor, (said.python_target(environment.version, environment.tag, where),)
     return None, None, ()
-
-
-def _machine_reasons(
-    facts: HostFacts,
-    hardware: Hardware,
-    wheels: PrebuiltCatalog,
-    gpus: tuple[GpuFacts, ...],
-    platform: str,
-    index_root: str,
-) -> tuple[str, ...]:
-    found = [said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher)]
-    if facts.os == "darwin":
-        found.append(said.mps_wheel())
-    found += stages.hardware_reasons(facts, hardware, gpus, other_gpu=_other_gpu_said(wheels, platform, index_root))
-    if gpus and facts.driver_assumed:
-        found.append(said.driver_assumed())
-    return tuple(found)
 
 
 def _other_gpu_said(wheels: PrebuiltCatalog, platform: str, index_root: str) -> Callable[[str, str], str]:

@@ -32,7 +32,6 @@ from pickvariant.rules.compat import (
     why_not,
 )
 from pickvariant.rules.decision import Kind, Rejection, rejection
-from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import MPS, Branch, Catalog, Variant
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.runs_on import Build
@@ -49,12 +48,34 @@ def targets(facts: HostFacts, options: Request) -> tuple[GpuFacts, ...]:
     raise BadInput(f"--gpu-index {options.gpu_index}: no such GPU (GPU indices present: {present})")
 
 
-def machine_reasons(facts: HostFacts, catalog: Catalog, gpus: tuple[GpuFacts, ...], system: str) -> tuple[str, ...]:
-    """What the platform and GPU stages found."""
-    found = [wording.platform_has_builds(facts.os, facts.arch, system)]
+@record
+class Machine:
+    """The platform and GPU stage, every source's: the GPUs a build must serve and what the stage found. `hints`,
+    where NVML could not say whether there are GPUs: the answer stops there, as no build can be chosen (a guess
+    either way is a build that crashes or one that leaves the GPUs unused)."""
+
+    gpus: tuple[GpuFacts, ...]
+    reasons: tuple[str, ...]
+    hints: tuple[str, ...] = ()
+
+
+def machine(
+    facts: HostFacts,
+    options: Request,
+    hardware: Hardware,
+    said: tuple[str, str],
+    other_gpu: Callable[[str, str], str],
+) -> Machine:
+    """The platform and GPU stage of every source, in one order: the platform, Apple's MPS or the GPUs to serve
+    (every one, or the one --gpu-index names), what every answer says of them. `said`: the source's own sentences for
+    the platform it has builds for and for MPS; `other_gpu`, for an AMD or Intel GPU (hardware_reasons)."""
+    platform, mps = said
     if facts.os == "darwin":
-        found.append(wording.APPLE_MPS)
-    return (*found, *hardware_reasons(facts, catalog, gpus, other_gpu=recipe_wording.other_gpu_no_recipe))
+        return Machine(gpus=(), reasons=(platform, mps, *hardware_reasons(facts, hardware, (), other_gpu)))
+    if facts.gpu_inconclusive:
+        return Machine(gpus=(), reasons=(platform, wording.GPU_INCONCLUSIVE), hints=(wording.GPU_INCONCLUSIVE_HINT,))
+    gpus = targets(facts, options)
+    return Machine(gpus=gpus, reasons=(platform, *hardware_reasons(facts, hardware, gpus, other_gpu)))
 
 
 def hardware_reasons(
