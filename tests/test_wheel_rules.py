@@ -485,6 +485,13 @@ def test_the_machine_stage_is_every_sources_gpus_nvml_could_not_read_and_a_gpu_i
         assert result.exit_code == 2
         said.append(result.stderr)
     assert said[0] == said[1] and "--gpu-index 3: no such GPU (GPU indices present: 0)" in said[0]
+    # A stated GPU with no driver: the driver is assumed, said by both in one sentence.
+    assumed = []
+    for source in ("flox", "wheels"):
+        args = ["detect", "--source", source, "--format", "json", "--cpuinfo", str(HASWELL), "--gpu", "9.0"]
+        reasons = json.loads(runner.invoke(app, args).stdout)["reasons"]
+        assumed.append([reason for reason in reasons if reason.startswith("driver: none given")])
+    assert assumed[0] == assumed[1] and len(assumed[0]) == 1, assumed
 
 
 def test_gpu_index_says_what_the_wheel_means_for_the_other_gpus_as_the_recipe_answer_does() -> None:

@@ -75,7 +75,7 @@ def pick_prebuilt(
     verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
     candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
     chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
-    machine = (*seen.reasons, *((said.driver_assumed(),) if gpus and facts.driver_assumed else ()))
+    machine = (*seen.reasons, *((wording.DRIVER_ASSUMED,) if gpus and facts.driver_assumed else ()))
     decision: PrebuiltDecision = Decision(
         platform=platform,
         python=version,

@@ -159,10 +159,6 @@ def nothing_fits(choice: str, why: str) -> str:
     return f"no wheel runs here; the nearest, {choice}: {why}"
 
 
-def driver_assumed() -> str:
-    return "driver: none given, assumed new enough for every CUDA line (--driver states one)"
-
-
 # The environment: the torch already there.
 
 
