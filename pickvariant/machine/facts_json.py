@@ -11,7 +11,7 @@ from pickvariant._base.versions import parse_compute_capability, parse_driver_ve
 from pickvariant.machine.cpu import CpuFacts
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, OtherGpu, target_id_parts
+from pickvariant.machine.othergpu import PCI_ID, STATED_GFX, OtherGpu, target_id, target_id_parts
 from pickvariant.sources.hardware import Hardware
 
 TYPE_CHECKING = False
@@ -93,7 +93,7 @@ def _other_gpu(index: int, gpu: object) -> OtherGpu:
             f"{where}.features: features of no gfx target (an Intel GPU's, or one stated without its target)"
         )
     if features:  # the target ID they make, judged as --gpu's is: one line naming the field where it is none
-        target_id_parts(":".join((str(target), *features)), f"{where}.features")
+        target_id_parts(target_id(str(target), features), f"{where}.features")
     driver = gpu.get("driver")
     shown = driver if isinstance(driver, str) and driver.isascii() and driver.isprintable() else None
     return OtherGpu(

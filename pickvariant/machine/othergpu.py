@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from collections.abc import Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
@@ -93,7 +93,7 @@ class OtherGpu:
     @property
     def target_id(self) -> str | None:
         """The target with its known features, as ROCm writes a target ID: "gfx90a:sramecc+", "gfx1100"."""
-        return None if self.target is None else ":".join((self.target, *self.features))
+        return None if self.target is None else target_id(self.target, self.features)
 
     @property
     def described(self) -> str:
@@ -200,6 +200,11 @@ def stated_other_gpu(text: str, index: int, given: str) -> OtherGpu | None:
     return None
 
 
+def target_id(target: str, features: Sequence[str]) -> str:
+    """A target ID as ROCm and LLVM write it: the target, then each feature, joined by ':'."""
+    return ":".join((target, *features))
+
+
 def target_id_parts(value: str, given: str) -> tuple[str, tuple[str, ...]]:
     """A target ID's target and features ("gfx90a:sramecc+" -> gfx90a, (sramecc+,)); BadInput naming `given` where it
     is none, or names a feature its processor lacks (ROCm's ISA table, as STATED_FEATURES holds it)."""
@@ -228,7 +233,7 @@ def _read(path: str) -> str:
     """A sysfs file of at most MAX_READ bytes as ASCII; "" where it cannot be read, is larger, or is no regular file
     (a FIFO under PICKVARIANT_SYSFS is refused before a read could wait on it)."""
     try:
-        return read_regular(Path(path), MAX_READ, "sysfs file").decode("ascii", "replace")
+        return read_regular(path, MAX_READ, "sysfs file").decode("ascii", "replace")
     except BadInput:
         return ""
 

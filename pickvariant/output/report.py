@@ -14,6 +14,7 @@ from pickvariant._base.text import markdown_code, markdown_text
 from pickvariant._base.urls import without_credentials
 from pickvariant.install.state import last_install
 from pickvariant.machine.facts import NOT_STATED, HostFacts
+from pickvariant.machine.othergpu import target_id
 from pickvariant.output.prebuilt_answer import prebuilt_json
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
@@ -229,7 +230,7 @@ def _source(data: dict[str, Any], fact: str) -> str:
 def _other_gpu_line(gpu: dict[str, Any]) -> str:
     """An AMD or Intel GPU, as detect's JSON holds it (machine/othergpu.py): no build is chosen for it yet."""
     facts = [
-        gpu["target"] and ":".join((gpu["target"], *gpu.get("features", []))),
+        gpu["target"] and target_id(gpu["target"], gpu.get("features", [])),
         gpu["device_id"] and f"device {gpu['device_id']}",
         gpu["driver"] and f"driver {gpu['driver']}",
     ]
