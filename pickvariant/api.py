@@ -22,28 +22,25 @@ given is a stated fact, so the same call gives the same answer anywhere.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping, Sequence
 
-from pickvariant._base import settings
+from pickvariant import pipelines
 from pickvariant._base.errors import BadInput, NoVariant
 from pickvariant._base.files import joined
 from pickvariant._base.records import record, replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts, gather_facts
-from pickvariant.rules.decision import Answer, Decision, RecipeDecision
+from pickvariant.pipelines import recipes
+from pickvariant.rules.decision import Answer, Decision
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
-from pickvariant.sources.runs_on import Build, of_variant
+from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-    from pickvariant.machine.environment import Reading
-    from pickvariant.machine.gpu import GpuReport
     from pickvariant.rules.decision import PrebuiltAnswer
     from pickvariant.sources.hardware import HardwareCatalog
 
@@ -62,38 +59,16 @@ __all__ = [
 ]
 
 
-def read_catalog() -> Catalog:
-    """The recipes' catalog as PICKVARIANT_CATALOG (else the packaged one) names it now, read at each call: what a
-    command of the command line reads."""
-    from pickvariant.sources.flox.load import load_catalog
-
-    return load_catalog()
-
-
-def default_catalog() -> Catalog:
-    """The catalog `detect` uses (PICKVARIANT_CATALOG, else the packaged one), loaded and validated once per process
-    and path: a program that names another PICKVARIANT_CATALOG later gets that one, never the first one it loaded."""
-    from pickvariant.sources.flox.load import default_catalog_path
-
-    return _catalog_at(default_catalog_path())
-
-
-@functools.lru_cache(maxsize=4)
-def _catalog_at(path: str) -> Catalog:
-    from pickvariant.sources.flox.load import load_catalog
-
-    return load_catalog(path)
-
-
-default_catalog.cache_clear = _catalog_at.cache_clear  # type: ignore[attr-defined]  # a file rewritten in place
+# The recipes' catalog, loaded as the library and detect load it.
+read_catalog = recipes.read_catalog
+default_catalog = recipes.default_catalog
 
 
 def hardware_catalog() -> HardwareCatalog:
-    """The hardware facts alone (no recipe): what the wheels source judges its builds by; the recipes' catalog is
-    never read for a wheel answer (a broken PICKVARIANT_CATALOG cannot stop one)."""
-    from pickvariant.sources.hardware_json import load_hardware
+    """The hardware facts alone (no recipe): what a source of prebuilt builds judges its builds by."""
+    from pickvariant.pipelines.prebuilt import hardware_catalog as hardware
 
-    return load_hardware()
+    return hardware()
 
 
 @record
@@ -143,37 +118,22 @@ class Recommendation:
     @property
     def runs_on(self) -> Build | None:
         """What the build runs on, in the record every source answers with (detect's JSON `build`)."""
-        build = self.answer.decision.build
-        if build is None:
-            return None
-        if self.answer.source.pipeline == "builds":
-            return replace(build, source=self.source)
-        return of_variant(build, self.catalog, self.source)
+        return pipelines.of(self.answer.source).runs_on(self.answer)
 
     def to_json(self) -> dict[str, Any]:
         """The object `pickvariant detect --format json` prints for this machine."""
-        if self.answer.source.pipeline == "builds":
-            from pickvariant.output.prebuilt_answer import prebuilt_json
-
-            return prebuilt_json(self.answer)
-        from pickvariant.output.present import decision_json
-
-        return decision_json(self.facts, self.decision, self.catalog, self.workload, self.source)
+        return pipelines.of(self.answer.source).document(self.answer)
 
     def no_variant_error(self) -> NoVariant:
         """What `detect` reports when nothing runs here: the last reason and what would help."""
-        if self.answer.source.pipeline == "builds":
-            return no_prebuilt_error(self.answer)
-        return no_variant_error(self.decision)
+        return pipelines.of(self.answer.source).no_build_error(self.answer)
 
 
 # Until 0.1.0 a source of prebuilt builds answered with a record of its own; the one record answers for every source.
 WheelRecommendation = Recommendation
 
 
-def no_variant_error(decision: RecipeDecision) -> NoVariant:
-    """The error (exit 3) for a decision without a variant: its last reason and what would help."""
-    return NoVariant("no compatible variant for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+no_variant_error = recipes.no_variant_error
 
 
 def _stated(cpuinfo: str | os.PathLike[str] | None, gpus: Sequence[str] | None, driver: str | None) -> Request:
@@ -243,11 +203,14 @@ def recommend(
         python=python_version,
         driver_cuda=driver_cuda,
     )
-    if facts is not None or catalog is not None:
-        if registry.chosen(source, os.environ if env is None else env, "source").pipeline == "builds":
-            raise BadInput(f"source {source!r}: facts and catalog are the recipes' (its builds are its own)")
-        return recommend_request(request, facts=facts, catalog=catalog, env=env)
-    return answer(request, source=source, python=python, wheel_index=wheel_index, env=env)
+    if facts is None and catalog is None:
+        return answer(request, source=source, python=python, wheel_index=wheel_index, env=env)
+    chosen = registry.chosen(source, os.environ if env is None else env, "source")
+    pipeline = pipelines.of(chosen)
+    if not pipeline.reads_catalog:
+        raise BadInput(f"source {source!r}: facts and catalog are the recipes' (its builds are its own)")
+    loader = None if catalog is None else lambda: catalog
+    return Recommendation(pipeline.answer(request, chosen, catalog=loader, facts=facts, env=env))
 
 
 def answer(
@@ -261,21 +224,8 @@ def answer(
     """The answer of the source `source` names (else PICKVARIANT_SOURCE, else flox) for a request: what detect shows
     of it. `python` and `wheel_index` are a source of prebuilt builds' (`--python`, `--wheel-index`)."""
     chosen = registry.chosen(source or request.source, os.environ if env is None else env, "source")
-    if chosen.pipeline == "builds":
-        asked = replace(
-            request, source=chosen.name, interpreter=python or request.interpreter, index=wheel_index or request.index
-        )
-        return Recommendation(decide_prebuilt(asked, env))
-    return recommend_request(request, env=env)
-
-
-def _gpus_pending(request: Request, env: Mapping[str, str]) -> Callable[[], GpuReport] | None:
-    """This machine's GPUs, being read, where the request leaves them to detection (none stated)."""
-    if request.gpus or request.no_gpu or settings.setting(env, settings.GPU) is not None:
-        return None
-    from pickvariant.machine.gpu import take_reading
-
-    return take_reading()
+    asked = replace(request, interpreter=python or request.interpreter, index=wheel_index or request.index)
+    return Recommendation(pipelines.of(chosen).answer(asked, chosen, env=env))
 
 
 def recommend_request(
@@ -286,93 +236,29 @@ def recommend_request(
     env: Mapping[str, str] | None = None,
     detect_unstated: bool = True,
 ) -> Recommendation:
-    """recommend() for a Request, as every command line builds one: the machine it states (the rest
-    detected unless detect_unstated is False, or `facts` as given) and its pins, with PICKVARIANT_PYTHON
-    where it pins no Python."""
-    # The recipes' stages, imported here (a wheel answer never loads them) and first, while NVML is still read.
-    from pickvariant.rules.decide import decide
-
-    environment = os.environ if env is None else env
-    if facts is None:
-        # NVML first: its library load, init and queries run in C while the catalog and the CPU are read.
-        pending = _gpus_pending(request, environment) if detect_unstated else None
-        catalog = catalog or default_catalog()
-        if pending is not None:
-            facts = gather_facts(catalog, request, environment, read_gpus_fn=pending)
-        else:
-            facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
-    catalog = catalog or default_catalog()
-    decision = decide(facts, catalog, request.with_environment(environment))
-    flox = registry.named(registry.RECIPES)
+    """recommend() for a Request, as every command line builds one, of the recipes: the machine it states (the rest
+    detected unless detect_unstated is False, or `facts` as given) and its pins, with PICKVARIANT_PYTHON where it
+    pins no Python."""
     return Recommendation(
-        Answer(facts=facts, decision=decision, hardware=catalog, workload=request.workload, source=flox)
+        recipes.decide(request, facts=facts, catalog=catalog, env=env, detect_unstated=detect_unstated)
     )
-
-
-def environment_of(request: Request, env: Mapping[str, str]) -> Reading | None:
-    """The environment a wheel would be installed into, being read (its interpreter started, where it must be, to
-    run while the machine and the catalog are read; the entry point starts it sooner): --python's, else (for this
-    machine) the active one."""
-    from pickvariant.machine.environment import reading, wanted
-
-    found = wanted(request, env)
-    return None if found is None else reading(*found, env)
 
 
 def decide_prebuilt(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAnswer:
     """The answer of the source of prebuilt builds `request.source` names (else the wheels), for the environment
     `request.interpreter` names (else, for this machine, the active one) and from `request.index` (else
     PICKVARIANT_WHEEL_INDEX, else the source's own indexes)."""
-    environment_vars = os.environ if env is None else env
-    reading = environment_of(request, environment_vars)
-    try:
-        return _decide_prebuilt(request, environment_vars, reading)
-    finally:
-        if reading is not None:
-            reading.stop()  # where an error came first: the interpreter is not left running
+    from pickvariant.pipelines.prebuilt import decide
+
+    return decide(request, env)
 
 
 # Until 0.1.0 the answer of a source of prebuilt builds was asked by this name.
 decide_wheel = decide_prebuilt
 
 
-def _decide_prebuilt(asked: Request, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
-    from pickvariant._base.urls import public_url
-    from pickvariant.rules.prebuilt_pick import pick_prebuilt
-
-    # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
-    # hardware facts and the catalog of builds are read.
-    pending = None if asked.described else _gpus_pending(asked, environment_vars)
-    source = registry.named(asked.source or registry.PREBUILT)
-    hardware = hardware_catalog()
-    wheels = source.catalog()
-    given_root = settings.wheel_index(asked.index, environment_vars, wheels.index_root)
-    root = public_url(given_root)  # what is shown, printed and recorded: never a credential
-    if pending is not None:
-        facts = gather_facts(hardware, asked, environment_vars, read_gpus_fn=pending, platform_allowed=True)
-    else:
-        facts = gather_facts(
-            hardware, asked, environment_vars, detect_unstated=not asked.described, platform_allowed=True
-        )
-    environment = None if reading is None else reading.result()
-    request = asked.with_environment(environment_vars)
-    # No index named: PyPI's own build of a release comes first, installed with no index URL (issue 53).
-    named = asked.index is not None or settings.setting(environment_vars, settings.WHEEL_INDEX) is not None
-    decision = pick_prebuilt(facts, hardware, wheels, request, environment, root, pypi_first=not named)
-    return Answer(
-        facts=facts,
-        decision=decision,
-        hardware=hardware,
-        wheels=wheels,
-        environment=environment,
-        index_root=root,
-        workload=request.workload,
-        index_root_with_credentials=given_root if given_root != root else None,
-        source=source,
-    )
-
-
 def no_prebuilt_error(answer: PrebuiltAnswer) -> NoVariant:
-    """Exit 3's one line where no wheel runs here: the last reason and the hints."""
-    decision = answer.decision
-    return NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+    """Exit 3's one line where no build of a source of prebuilt builds runs here: the last reason and the hints."""
+    from pickvariant.pipelines.prebuilt import no_prebuilt_error as error
+
+    return error(answer)

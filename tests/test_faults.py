@@ -501,6 +501,13 @@ def _(ctx: Ctx) -> int:
         "detect", "--cpuinfo", str(SKYLAKE), "--gpu", "9.0", "--driver", "580.95.05", env={"TERM": "xterm-256color"}
     )
     assert code == 0 and SGR.search(shown.decode()), "on a terminal the same command does colour its output"
+    # Every source's text answer: the wheels' first line is coloured on a terminal too, and plain through a pipe.
+    wheels = ("detect", "--source", "wheels", "--python", sys.executable, "--cpuinfo", str(SKYLAKE), "--gpu", "9.0")
+    piped = _run(*wheels, "--driver", "580.95.05", env={"TERM": "xterm-256color"})
+    code, shown = _run_in_pty(*wheels, "--driver", "580.95.05", env={"TERM": "xterm-256color"})
+    first = shown.decode().splitlines()[0]
+    assert piped.returncode == 0 and b"\x1b[" not in piped.stdout and code == 0
+    assert first == f"\x1b[1;32m{piped.stdout.decode().splitlines()[0]}\x1b[0m"
     return done.returncode
 
 

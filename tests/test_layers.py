@@ -149,3 +149,19 @@ def test_no_module_outside_a_source_package_is_named_after_a_source_of_prebuilt_
         if "wheel" in path.stem and path.relative_to(package).parts[:2] != ("sources", "wheels")
     )
     assert named == []
+
+
+def test_only_the_pipelines_read_a_sources_kind() -> None:
+    """Each kind of source is answered by one Pipeline chosen once (pipelines.of): the library, the commands, the
+    command line and the output ask it, never `source.pipeline` (a third kind is then one module, not ten edits).
+    The registry names each kind's options; commands/installation.py chooses an Installation, a command's own."""
+    package = REPO / "pickvariant"
+    allowed = {"pipelines/__init__.py", "sources/registry.py", "commands/installation.py"}
+    readers = sorted(
+        name
+        for path in package.rglob("*.py")
+        if (name := path.relative_to(package).as_posix()) not in allowed
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "pipeline"
+    )
+    assert readers == []

@@ -52,6 +52,13 @@ def text_width() -> int:
     return shutil.get_terminal_size().columns
 
 
+def colours() -> bool:
+    """Is the text answer's first line coloured: stdout a terminal, NO_COLOR unset, TERM not "dumb"."""
+    import os
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
 def prepare_streams() -> bool:
     """False when stdout is closed (`>&-`), after saying so; otherwise make encoding errors harmless."""
     if sys.stdout is None:

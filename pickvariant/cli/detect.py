@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from pickvariant import api
+from pickvariant import api, pipelines
+from pickvariant._base.errors import NoVariant
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import decided, declared, exits_on_error, given_on_command_line, request_of
 from pickvariant.cli.typer_options import DetectFormat
@@ -28,32 +29,25 @@ def detect(**values: Any) -> None:
 
         text, error = json_text(request_of({**values, "source": source.name}), compact, label)
         typer.echo(text)
-        if error is not None:
-            raise error
-    elif source.pipeline == "builds":
-        _detect_wheels({**values, "source": source.name}, output)
+    elif output is DetectFormat.text and values["explain"] and pipelines.of(source).explain_drawn:
+        error = _explained(values)
     else:
-        _detect_flox(values, output)
+        from pickvariant.cli import console
+        from pickvariant.commands.detect import answer_text
+
+        request = request_of({**values, "source": source.name})
+        width, colour = console.text_width(), console.colours()
+        text, error = answer_text(request, output.value, width, values["explain"], colour)
+        typer.echo(text, nl=False)
+    if error is not None:
+        raise error
 
 
-def _detect_flox(values: dict[str, Any], output: DetectFormat) -> None:
-    from pickvariant.output import present, terminal
+def _explained(values: dict[str, Any]) -> NoVariant | None:
+    """The recipes' --explain: the facts as a table and every alternative as a tree, drawn by the terminal."""
+    from pickvariant.output import terminal
 
     request = request_of(values)
     catalog, facts, decision = decided(request)
-    if output is DetectFormat.markdown:
-        typer.echo(present.decision_markdown(facts, decision, catalog, request.workload), nl=False)
-    else:
-        terminal.print_decision(facts, decision, catalog, request.workload, every_alternative=values["explain"])
-    if decision.variant is None:
-        raise api.no_variant_error(decision)
-
-
-def _detect_wheels(values: dict[str, Any], output: DetectFormat) -> None:
-    from pickvariant.cli.console import text_width
-    from pickvariant.commands.detect import prebuilt_text
-
-    text, error = prebuilt_text(request_of(values), output.value, text_width(), values["explain"])
-    typer.echo(text, nl=False)
-    if error is not None:
-        raise error
+    terminal.print_explained(facts, decision, catalog, request.workload)
+    return None if decision.variant is not None else api.no_variant_error(decision)

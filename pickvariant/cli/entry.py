@@ -1,9 +1,9 @@
 """The console entry point: `detect --format json` without typer, every other command line through it.
 
 `pickvariant detect --format json`, and the text answer, with well-formed options are answered through
-pickvariant.api (the JSON of every source through commands/detect.json_text; the text through
-output/prebuilt_answer.prebuilt_text_lines for a source of prebuilt builds, output/terminal's plain answer for the
-recipes: what the typer CLI prints too) without importing typer, click or rich: importing them costs more than
+pickvariant.api (the JSON of every source through commands/detect.json_text, the text through
+commands/detect.answer_text: the source's pipeline's, what the typer CLI prints too) without importing typer, click
+or rich: importing them costs more than
 detecting and deciding (benchmarks/detect_speed.py). The options are parsed with the same declarations the typer CLI is
 built from (options.py); every other command line, including every malformed one and every
 --help, goes to the typer app (main.py), which alone owns usage errors and help text.
@@ -48,16 +48,22 @@ def _main(argv: list[str] | None) -> int:
         from pickvariant.machine.gpu import start_early
 
         start_early()
+    from pickvariant import pipelines
     from pickvariant._base.errors import PickVariantError
     from pickvariant.cli import console, plainline
     from pickvariant.cli import options as commandline
 
     values = plainline.parse_plain_detect(args, ("json", "text"))
     source = None if values is None else plainline.plain_source(values, os.environ)
-    builds = source is not None and source.pipeline == "builds"
-    # The text answer needs no typer either (the recipes' --explain tree is rich's: the typer CLI draws it).
+    pipeline = None if source is None else pipelines.of(source)
+    # The text answer needs no typer either (a --explain tree is rich's: the typer CLI draws it).
     as_text = values is not None and values["format"] == "text"
-    if values is None or source is None or (as_text and not builds and values["explain"]):
+    if (
+        values is None
+        or source is None
+        or pipeline is None
+        or (as_text and values["explain"] and pipeline.explain_drawn)
+    ):
         from pickvariant.cli.main import main as cli_main
 
         return cli_main(args)
@@ -67,12 +73,10 @@ def _main(argv: list[str] | None) -> int:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         # --python and --wheel-index, where given, are in it (a source that does not take them refused them)
         request = commandline.request_from({**values, "source": source.name})
-        if builds:  # the environment's interpreter runs while the rest of the program loads and decides
+        if pipeline.reads_environment:  # its interpreter runs while the rest of the program loads and decides
             _start_environment(request, os.environ)
-        if as_text and builds:
-            return _wheels_text(request, bool(values["explain"]))
         if as_text:
-            return _recipes_text(request)
+            return _text(request, bool(values["explain"]))
         from pickvariant.commands.detect import json_text
 
         text, error = json_text(request, bool(values["compact"]), label)
@@ -105,28 +109,12 @@ def _start_environment(request: Request, env: Mapping[str, str]) -> None:
         start_early(*found, env)
 
 
-def _recipes_text(request: Request) -> int:
-    """`detect` (text, without --explain) of the recipes without typer or rich, printed as the typer CLI prints it
-    (cli/detect.py, through output/terminal's answer, which draws with no rich)."""
-    from pickvariant import api
+def _text(request: Request, explain: bool) -> int:
+    """`detect` (text) without typer or rich, printed as the typer CLI prints it (cli/detect.py)."""
     from pickvariant.cli import console
-    from pickvariant.output.terminal import print_decision
+    from pickvariant.commands.detect import answer_text
 
-    choice = api.recommend_request(request)
-    print_decision(choice.facts, choice.decision, choice.catalog, choice.workload)
-    sys.stdout.flush()
-    if choice.decision.variant is None:
-        print(console.error_line(api.no_variant_error(choice.decision)), file=sys.stderr)
-        return 3
-    return 0
-
-
-def _wheels_text(request: Request, explain: bool) -> int:
-    """`detect --source wheels` (text) without typer, printed as the typer CLI prints it (cli/detect.py)."""
-    from pickvariant.cli import console
-    from pickvariant.commands.detect import prebuilt_text
-
-    text, error = prebuilt_text(request, "text", console.text_width(), explain)
+    text, error = answer_text(request, "text", console.text_width(), explain, console.colours())
     sys.stdout.write(text)
     sys.stdout.flush()
     if error is not None:

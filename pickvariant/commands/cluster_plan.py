@@ -6,19 +6,14 @@ import os
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
+from pickvariant import pipelines
 from pickvariant._base import settings
 from pickvariant._base.records import keyword_record
 from pickvariant._base.request import Request
-from pickvariant._base.urls import public_url
 from pickvariant.rules import cluster_input
 from pickvariant.rules import cluster_plan as planner
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
-from pickvariant.sources.hardware import Hardware
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pickvariant.sources.registry import Source
 
 
 @keyword_record
@@ -59,19 +54,8 @@ def run(
     with reading(cluster_input.input_size(inputs, stdin)) as on_progress:
         read = cluster_input.read_inputs(inputs, stdin, on_progress)
     request = request.with_environment(os.environ)
-    if source.pipeline == "builds":
-        from pickvariant.api import hardware_catalog
-
-        return PlannedCluster(result=_wheel_plan(read, hardware_catalog(), request, options, source), org=org)
-    result = planner.make_cluster_plan(read, catalog(), request, options.max_variants)
+    pipeline = pipelines.of(source)
+    result = pipeline.cluster_plan(
+        read, request, source, max_variants=options.max_variants, index=options.wheel_index, catalog=catalog
+    )
     return PlannedCluster(result=result, org=org)
-
-
-def _wheel_plan(
-    read: cluster_input.Inputs, hardware: Hardware, request: Request, options: ClusterPlanOptions, source: Source
-) -> planner.PrebuiltPlan:
-
-    wheels = source.catalog()
-    # The plan travels to every node: its index carries no credential (each node's pip takes them from its netrc).
-    root = public_url(settings.wheel_index(options.wheel_index, os.environ, wheels.index_root))
-    return planner.make_prebuilt_plan(read, hardware, wheels, request, options.max_variants, root, source.name)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pickvariant import api
+from pickvariant import pipelines
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant.commands.verify import default_python
 from pickvariant.machine.facts import states_a_machine
-from pickvariant.output import report as reporter
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
 
@@ -35,11 +34,12 @@ def report(request: Request, catalog: Callable[[], Catalog]) -> Report:
     chosen = registry.chosen(request.source, os.environ)
     registry.refuse_others(chosen, {"--wheel-index": request.index})
     described = states_a_machine(request, os.environ)
-    if chosen.pipeline == "builds":
-        asked = replace(request, source=chosen.name, described=described)
-        return Report(data=reporter.build_prebuilt(api.decide_prebuilt(asked), described), described=described)
-    choice = api.recommend_request(request, catalog=catalog(), detect_unstated=not described)
+    pipeline = pipelines.of(chosen)
+    asked = replace(request, source=chosen.name, described=described)
+    answer = pipeline.answer(asked, chosen, catalog=catalog)
     python = request.interpreter  # --python: the interpreter whose torch to report
-    pythons = [python] if python else ([] if described else default_python())
-    data = reporter.build(choice.catalog, choice.facts, choice.decision, request.workload, pythons, described=described)
-    return Report(data=data, described=described)
+
+    def pythons() -> list[str]:
+        return [python] if python else ([] if described else default_python())
+
+    return Report(data=pipeline.report(answer, pythons, described), described=described)

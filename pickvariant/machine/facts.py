@@ -107,7 +107,7 @@ def gather_facts(
     if request.platform is not None and not platform_allowed:
         from pickvariant.sources import registry  # only to name, in the refusal, every source that takes it
 
-        takers = " or ".join(s.flag for s in map(registry.named, registry.names()) if s.pipeline == "builds")
+        takers = " or ".join(s.flag for s in map(registry.named, registry.names()) if "--platform" in s.options)
         raise BadInput(
             f"--platform {request.platform}: only with {takers} (a recipe is chosen by the CPU's instruction set: "
             "give the machine's --cpuinfo)"

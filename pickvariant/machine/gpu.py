@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import sys
 
+from pickvariant._base import settings
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.versions import (
     ComputeCapability,
@@ -21,8 +22,10 @@ from pickvariant._base.versions import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
+
+    from pickvariant._base.request import Request
 
     # pynvml's module or machine.nvml.Nvml: the same names, checked against each other by tests/test_gpu.py
     NvmlSurface = Any
@@ -257,6 +260,13 @@ def start_early() -> None:
 def take_reading() -> Callable[[], GpuReport]:
     """The reading started early, else one started now."""
     return _EARLY.pop() if _EARLY else start_reading()
+
+
+def pending_reading(request: Request, env: Mapping[str, str]) -> Callable[[], GpuReport] | None:
+    """This machine's GPUs, being read, where the request leaves them to detection (none stated); else None."""
+    if request.gpus or request.no_gpu or settings.setting(env, settings.GPU) is not None:
+        return None
+    return take_reading()
 
 
 def discard_early() -> None:

@@ -147,3 +147,9 @@ def wrapped(text: str, width: int, first: str, rest: str | None = None) -> list[
         break_on_hyphens=False,
         break_long_words=True,
     ) or [first.rstrip()]
+
+
+def coloured(lines: list[str], found: bool) -> list[str]:
+    """The answer's first line in bold, green where a build runs here, red where none does (SGR, as rich would colour
+    it), for a terminal that takes colour; every source's text answer."""
+    return [f"\x1b[1;{32 if found else 31}m{lines[0]}\x1b[0m", *lines[1:]] if lines else lines

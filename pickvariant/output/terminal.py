@@ -7,7 +7,6 @@ plainly when its stream is no terminal.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 
@@ -27,34 +26,14 @@ if TYPE_CHECKING:
     from rich.tree import Tree
 
 
-def print_decision(
-    facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, every_alternative: bool = False
-) -> None:
-    """The answer (output/answer.py: the answer first, a screen for one GPU); with `every_alternative` (--explain)
-    the whole tree: the facts as a table, why, and every alternative with why it lost."""
-    if not every_alternative:
-        _print_answer(facts, decision, catalog, workload)
-        return
+def print_explained(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str) -> None:
+    """detect --explain of the recipes: the facts as a table, why, and every alternative with why it lost, as a tree
+    (the short answer is text every source's pipeline gives: pipelines/)."""
     from rich.console import Console
 
     console = Console()
     console.print(_hardware_table(facts, catalog))
     console.print(_decision_tree(facts, decision, workload))
-
-
-def _print_answer(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str) -> None:
-    from pickvariant.output.answer import answer_lines
-
-    terminal, width = sys.stdout.isatty(), 100
-    if terminal:
-        import shutil
-
-        width = shutil.get_terminal_size().columns
-    lines = answer_lines(facts, decision, catalog, workload, width)
-    if terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
-        # The answer's first line in bold, green or red (SGR, as rich would colour it); a pipe gets plain text.
-        lines[0] = f"\x1b[1;{32 if decision.variant is not None else 31}m{lines[0]}\x1b[0m"
-    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _hardware_table(facts: HostFacts, catalog: Catalog) -> Table:

@@ -40,10 +40,11 @@ DEFAULT = RECIPES
 # Built-in sources: name -> the module whose SOURCE it is (imported when that source is asked for).
 _BUILT_IN = {RECIPES: "pickvariant.sources.flox.plugin", PREBUILT: "pickvariant.sources.wheels.plugin"}
 _REGISTERED: dict[str, Source] = {}
-# What each pipeline's install takes beyond what every source takes (Source.options).
+# What each pipeline takes beyond what every source takes (Source.options): its installer's options, --platform.
 _ADDED: dict[str, tuple[str, ...]] = {
     "recipes": ("--package", "--org", "--build", "--token-file"),
     "builds": (
+        "--platform",
         "--python",
         "--wheel-index",
         "--installer",
