@@ -165,3 +165,20 @@ def test_only_the_pipelines_read_a_sources_kind() -> None:
         if isinstance(node, ast.Attribute) and node.attr == "pipeline"
     )
     assert readers == []
+
+
+def test_every_sources_decision_goes_through_the_one_pick() -> None:
+    """The shared stages run in one place, rules/pick.py, for every catalog shape: a walk (rules/*_walk.py) does its
+    own part of each stage and never runs the driver's judging or the machine stage again, and its hints decide again
+    through the pick (`again`), never by calling a walk's entry."""
+    rules = REPO / "pickvariant" / "rules"
+    shared = {"driver_as_judged", "machine"}
+    calls = {
+        (path.name, node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
+        for path in rules.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+    }
+    assert {(name, call) for name, call in calls if call in shared} == {("pick.py", c) for c in shared}
+    entries = {"pick_prebuilt", "decide"}
+    assert {name for name, call in calls if call in entries} <= {"cluster_plan.py"}

@@ -25,7 +25,7 @@ from pickvariant._base.versions import ComputeCapability, parse_driver_version
 from pickvariant.api import decide_prebuilt
 from pickvariant.cli.main import app
 from pickvariant.output.prebuilt_answer import prebuilt_json, prebuilt_text_lines, pyproject_text, requirements_text
-from pickvariant.rules.prebuilt_pick import pick_prebuilt
+from pickvariant.rules.prebuilt_walk import pick_prebuilt
 from pickvariant.sources.prebuilt import PrebuiltCatalog, published
 from pickvariant.sources.runs_on import Build
 from pickvariant.sources.wheels.load import load_wheel_catalog

@@ -119,7 +119,7 @@ def _prebuilt_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | N
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
     assigned = plan_install.prebuilt_assignment(ask.plan, ask.label, source)
-    request = plan_install.wheel_pins(assigned, request, registry.named(source).catalog())
+    request = plan_install.prebuilt_pins(assigned, request, registry.named(source).catalog())
     if request.index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
         request = replace(request, index=assigned.index_root)
     return replace(request, source=source), assigned

@@ -23,7 +23,7 @@ from pickvariant._base.urls import public_url
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.cluster_plan import catalog_identity, wheels_identity
 from pickvariant.rules.decision import PrebuiltAnswer
-from pickvariant.rules.node_facts import changes, fingerprint, wheel_fingerprint
+from pickvariant.rules.node_facts import changes, fingerprint, prebuilt_fingerprint
 from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.prebuilt import PrebuiltCatalog
@@ -151,7 +151,7 @@ def prebuilt_assignment(plan_path: str, label: str | None, source: str) -> Assig
     )
 
 
-def wheel_pins(assigned: Assignment, request: Request, wheels: PrebuiltCatalog) -> Request:
+def prebuilt_pins(assigned: Assignment, request: Request, wheels: PrebuiltCatalog) -> Request:
     """The request that asks the wheel rules for the assigned wheel: its release and CUDA line pinned, its
     companions named. The rules decide again; `check_prebuilt_plan` refuses any answer but the plan's."""
     build = next((b for b in wheels.builds if (b.label, b.index, b.platform) == _key(assigned)), None)
@@ -180,7 +180,7 @@ def check_prebuilt_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
             f"than this node reads (compiled {here['facts_compiled']}): plan again with this pickvariant"
         )
     assert assigned.profile is not None  # prebuilt_assignment refused a node planned from unusable facts
-    changed = changes(assigned.profile, wheel_fingerprint(answer.facts, answer.hardware))
+    changed = changes(assigned.profile, prebuilt_fingerprint(answer.facts, answer.hardware))
     if changed:
         raise BadInput(
             f"node {node!r} is not the machine plan {shown} was made for ({'; '.join(changed)}): torch "

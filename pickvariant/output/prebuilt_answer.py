@@ -83,11 +83,6 @@ def prebuilt_json(answer: PrebuiltAnswer) -> dict[str, Any]:
     }
 
 
-def wheel_json_text(answer: PrebuiltAnswer, compact: bool) -> str:
-    document = prebuilt_json(answer)
-    return json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2)
-
-
 def install_words(answer: PrebuiltAnswer) -> list[str]:
     """The pip command that installs the answer, for copying: its words quoted for the shell."""
     decision = answer.decision

@@ -55,7 +55,7 @@ def _scrub_all(value: Any) -> Any:
     return value
 
 
-def wheel_report_answer(answer: PrebuiltAnswer) -> PrebuiltAnswer:
+def prebuilt_report_answer(answer: PrebuiltAnswer) -> PrebuiltAnswer:
     """The wheel answer as a ticket gets it: no local path (the CPU dump is "a stated CPU dump", the interpreter
     `python`, named by where it was given, in its facts and in every sentence), the same decision."""
     facts = replace(answer.facts, sources=_without_paths(dict(answer.facts.sources.items())))
@@ -107,7 +107,7 @@ def build_prebuilt(answer: PrebuiltAnswer, described: bool = False) -> dict[str,
     """The report's data for the wheels source, in the same shape: the wheel answer's JSON (its environment read
     from its files, no local path) and the report's own fields as `build` fills them, the torch there probed; a
     mismatch is the environment's torch that the wheel rules judge does not run here."""
-    shown = wheel_report_answer(answer)
+    shown = prebuilt_report_answer(answer)
     data = prebuilt_json(shown)
     environment = answer.environment
     python = [environment.interpreter] if environment is not None else []

@@ -4,9 +4,9 @@ A Source (sources/registry.py) names the pipeline its builds go through; `of(sou
 for it, and the library, the commands and the command line ask that object what differs between the two, never the
 source's kind:
 
-- "recipes" (pipelines/recipes.py): the Flox catalog's variants on release branches, decided by rules/decide.py;
+- "recipes" (pipelines/recipes.py): the Flox catalog's variants on release branches, decided by rules/decide.py (the one pick, rules/pick.py, over the recipes' walk);
 - "builds" (pipelines/prebuilt.py): a catalog of prebuilt builds (the wheels, or a source a program registers),
-  decided by rules/prebuilt_pick.py.
+  decided by rules/prebuilt_walk.py through the one pick (rules/pick.py).
 
 Each answers a Request with one `rules/decision.Answer` and says of that answer: detect's JSON document, its text
 (and Markdown, and a prebuilt build's requirements or pyproject block), the error that ends a command where nothing

@@ -1,5 +1,5 @@
 """A source of prebuilt builds' pipeline (the wheels, or a source a program registers): its catalog of builds and
-the hardware facts alone (no recipe is read), the environment a build is for, decided by rules/prebuilt_pick.py, as
+the hardware facts alone (no recipe is read), the environment a build is for, decided through the one pick (rules/prebuilt_walk.py), as
 pipelines/__init__.py's Pipeline."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def decide(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAn
 def _decide(asked: Request, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
     from pickvariant._base.urls import public_url
     from pickvariant.machine.gpu import pending_reading
-    from pickvariant.rules.prebuilt_pick import pick_prebuilt
+    from pickvariant.rules.prebuilt_walk import pick_prebuilt
 
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.

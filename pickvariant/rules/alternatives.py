@@ -1,6 +1,6 @@
 """Why each alternative lost, once the stages have ranked what runs here: every other GPU architecture of the catalog,
 every branch left by the pins (nothing of it fits, or what fits is outranked), every other instruction set. Typed
-rejections with the facts each stage found; rules/wording/ words them, rules/pick.py asks for them.
+rejections with the facts each stage found; rules/wording/ words them, rules/recipe_walk.py asks for them.
 """
 
 from __future__ import annotations

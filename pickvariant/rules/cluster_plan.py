@@ -2,7 +2,7 @@
 ClusterPlan for every source.
 
 Each node is decided again from its facts (never trusting an old recommendation), by the stages of its source: the
-recipes' (rules/decide.py) or a prebuilt build's (rules/prebuilt_pick.py, no environment read). Nodes with the same
+recipes' (rules/decide.py) or a prebuilt build's (rules/prebuilt_walk.py, no environment read). Nodes with the same
 facts are one profile, which may get exactly the builds `detect` admits for it (Decision.candidates), in detect's
 order (with --with, those every companion asked for pairs with). Choosing them is set cover with assignment, solved
 exactly as an integer program by HiGHS (rules/fewest_builds.py).
@@ -31,7 +31,7 @@ from pickvariant.rules.fewest_builds import (
     hardware_summary,
     unreadable,
 )
-from pickvariant.rules.node_facts import fingerprint, wheel_fingerprint
+from pickvariant.rules.node_facts import fingerprint, prebuilt_fingerprint
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.sources.hardware import Hardware
@@ -217,7 +217,7 @@ def _prebuilt_profiles(
 ) -> list[Profile[Build]]:
     """Each profile decided by a prebuilt build's stages, as `detect --source NAME` decides it on that node with no
     environment read; with --with, only the builds whose release pairs every companion."""
-    from pickvariant.rules.prebuilt_pick import pick_prebuilt
+    from pickvariant.rules.prebuilt_walk import pick_prebuilt
 
     def decided(facts: HostFacts) -> Profile[Build]:
         decision = pick_prebuilt(facts, hardware, wheels, options, None, index_root)
@@ -227,7 +227,7 @@ def _prebuilt_profiles(
             if all(wheels.companion(build.torch, project) for project in options.with_projects)
         )
         why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
-        return Profile(candidates, why, hardware_summary(facts), wheel_fingerprint(facts, hardware))
+        return Profile(candidates, why, hardware_summary(facts), prebuilt_fingerprint(facts, hardware))
 
     return each_profile(inputs, hardware, decided)
 

@@ -143,7 +143,7 @@ class Decision(OfBuilds[B, C]):
     branch: Branch | None = None
     line: CudaLine | None = None
     set_shape: SetShape | None = None
-    # A prebuilt build's (rules/prebuilt_pick.py): its index (None with a build: PyPI's own, from the installer's
+    # A prebuilt build's (rules/prebuilt_walk.py): its index (None with a build: PyPI's own, from the installer's
     # default index), whether it is PyPI's own build installed from PyPI, the platform and Python it is for.
     index_url: str | None = None
     from_pypi: bool = False
@@ -170,8 +170,8 @@ class Decision(OfBuilds[B, C]):
         return self.build
 
 
-# The decision each kind of source's stages make: the recipes' (rules/pick.py) and a prebuilt build's
-# (rules/prebuilt_pick.py), one record.
+# The decision the one pick (rules/pick.py) makes over each walk: the recipes' (rules/recipe_walk.py) and a
+# prebuilt build's (rules/prebuilt_walk.py), one record.
 RecipeDecision = Decision[Variant, Companion]
 if TYPE_CHECKING:
     from pickvariant.sources.prebuilt import PairedRelease

@@ -1,6 +1,6 @@
-"""What would help: a driver, a GPU flag, a pin dropped. A hint that promises a variant decides again with the
-change it proposes (rules/pick.py, called, never called back), so it never promises what the rules would not
-choose."""
+"""What would help the recipes' answer: a driver, a GPU flag, a pin dropped. A hint that promises a variant decides
+again with the change it proposes (`again`: the one pick, rules/pick.py, without hints), so it never promises what
+the rules would not choose."""
 
 from __future__ import annotations
 
@@ -20,19 +20,26 @@ from pickvariant.rules.compat import (
     machine_floor,
     tegra_cuda_unknown,
 )
+from pickvariant.rules.decision import RecipeDecision
 from pickvariant.rules.nothing import NothingFits
-from pickvariant.rules.pick import Picked, pick
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CudaLine
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.rules.pick import Again
+    from pickvariant.rules.stages import Walked
 
-def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked) -> tuple[str, ...]:
+
+def for_set(
+    facts: HostFacts, catalog: Catalog, options: Request, decision: RecipeDecision, alone: Variant, again: Again
+) -> tuple[str, ...]:
     """With companions: what a driver upgrade would give the set ("a driver >= X gives PyTorch 2.10.0 with
-    torchvision"), decided again, not guessed."""
-    got, alone = picked.decision.variant, picked.alone
+    torchvision"), decided again, not guessed (`alone`: the variant PyTorch alone would get)."""
+    got = decision.variant
     driver = facts.driver
-    if alone is None or driver is None or facts.driver_assumed or driver.version is None:
+    if driver is None or facts.driver_assumed or driver.version is None:
         return ()
     if got is not None and got.torch == alone.torch:
         return ()
@@ -46,23 +53,23 @@ def for_set(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked
         key=lambda pair: (pair[0].parts, version_key(pair[1])),
     )
     for min_driver, cuda in lines:
-        upgraded = pick(replace(facts, driver=DriverFacts(min_driver, cuda)), catalog, options).decision.variant
+        upgraded = again(replace(facts, driver=DriverFacts(min_driver, cuda))).variant
         if upgraded is not None and (got is None or version_key(upgraded.torch) > version_key(got.torch)):
             return (recipe_wording.driver_gives_set(min_driver, upgraded.torch, options.with_projects, upgraded.label),)
     return ()
 
 
 def for_nothing(
-    facts: HostFacts, catalog: Catalog, options: Request, picked: Picked, nothing: NothingFits
+    facts: HostFacts, catalog: Catalog, options: Request, walked: Walked, nothing: NothingFits, again: Again
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """No variant: (a finding only deciding again can make, the hints), from what the stages found (`nothing`)."""
     if facts.os == "darwin":
         pinned = options.torch or options.python or options.branch
         return (), ((recipe_wording.DROP_PINS_MAC,) if pinned else ())
-    gpus = picked.decision.targets
+    gpus = walked.gpus
     found: list[str] = []
     hints: list[str] = []
-    if not picked.usable_isas and not facts.cpu.flags:
+    if not walked.usable_isas and not facts.cpu.flags:
         hints.append(recipe_wording.NO_FLAGS_KNOWN)
     if gpus:
         if nothing.gpus_conflict:
@@ -71,7 +78,7 @@ def for_nothing(
             hints += newer_gpu_hints(facts, catalog, gpu)
         if nothing.jetson_cuda_unknown:
             hints.append(recipe_wording.state_jetson_cuda(settings.DRIVER_CUDA))
-        upgrade = driver_upgrade(facts, catalog, options, picked)
+        upgrade = driver_upgrade(facts, catalog, walked, again)
         if upgrade is not None:
             found_line, upgrade_hint = upgrade
             if not nothing.undriven:
@@ -123,19 +130,19 @@ def newer_gpu_hints(facts: HostFacts, catalog: Catalog, gpu: GpuFacts) -> list[s
     return hints
 
 
-def driver_upgrade(facts: HostFacts, catalog: Catalog, options: Request, picked: Picked) -> tuple[str, str] | None:
+def driver_upgrade(facts: HostFacts, catalog: Catalog, walked: Walked, again: Again) -> tuple[str, str] | None:
     """The smallest driver change that gives a variant, worded: (the finding that the driver is too old, the hint
     naming the driver and the variant the rules would then pick).
 
     A GPU the driver cannot drive moves the smallest driver up to the first that drives it (or, for a GPU
     newer branches dropped, down to a branch that still does)."""
-    driver, gpus = facts.driver, picked.decision.targets
+    driver, gpus = facts.driver, walked.gpus
     if driver is None or facts.driver_assumed or tegra_cuda_unknown(gpus, driver, catalog):
         return None
     by_cuda = judged_by_cuda_version(gpus, driver, catalog)
     too_old = {
         line.cuda: line
-        for b in picked.branches
+        for b in walked.branches
         for line in b.cuda_lines
         if driver_rejection(driver, line, gpus, catalog)
     }
@@ -147,19 +154,17 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, options: Request, picked:
             upgraded = DriverFacts(driver.version, line.cuda)
         else:  # the line's floor, raised to the first driver of each GPU newer than it (the one rule, compat's)
             upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), line.cuda)
-        decision = pick(replace(facts, driver=upgraded), catalog, options).decision
+        decision = again(replace(facts, driver=upgraded))
         if decision.variant is not None and decision.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
             hint = _upgrade_hint(facts, catalog, gpus, decision.line, decision.variant, upgraded)
             return recipe_wording.driver_too_old(str(shown)), hint + _later_in_branch(
-                facts, catalog, options, upgraded, decision.variant
+                facts, catalog, upgraded, decision.variant, again
             )
     return None
 
 
-def _later_in_branch(
-    facts: HostFacts, catalog: Catalog, options: Request, upgraded: DriverFacts, first: Variant
-) -> str:
+def _later_in_branch(facts: HostFacts, catalog: Catalog, upgraded: DriverFacts, first: Variant, again: Again) -> str:
     """Where the hint names a branch (any R580 driver), what later releases of that branch give instead, each decided
     again: the branch's first driver may run fewer CUDA lines than most of its drivers do."""
     floor = upgraded.version
@@ -169,7 +174,7 @@ def _later_in_branch(
     for minimum in sorted({line.min_driver for b in catalog.branches for line in b.cuda_lines}, key=lambda v: v.parts):
         if minimum.parts[0] != floor.parts[0] or not floor < minimum:
             continue
-        decision = pick(replace(facts, driver=DriverFacts(minimum, upgraded.cuda)), catalog, options).decision
+        decision = again(replace(facts, driver=DriverFacts(minimum, upgraded.cuda)))
         if decision.variant is not None and decision.line is not None and decision.variant != last:
             cuda_words = for_cuda(catalog, decision.line.cuda, minimum)
             said.append(recipe_wording.later_driver_allows(minimum, cuda_words, decision.variant.label))

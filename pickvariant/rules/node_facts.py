@@ -26,7 +26,7 @@ def fingerprint(facts: HostFacts, catalog: Hardware) -> dict[str, Any]:
     }
 
 
-def wheel_fingerprint(facts: HostFacts, catalog: Hardware) -> dict[str, Any]:
+def prebuilt_fingerprint(facts: HostFacts, catalog: Hardware) -> dict[str, Any]:
     """What a wheel's assignment rests on: the same facts but the instruction sets, which pick no wheel (ATen
     chooses its CPU kernels at run time)."""
     return {key: value for key, value in fingerprint(facts, catalog).items() if key != "cpu_isas"}

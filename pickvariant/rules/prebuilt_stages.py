@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
-from pickvariant._base.versions import ComputeCapability, release_matches, version_key
+from pickvariant._base.versions import release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules import compat, ranking, wording
@@ -61,11 +61,6 @@ def _torch_pin_refused(pin: str, builds: Sequence[Build], every: Sequence[Build]
         f"--torch {pin}: not judged: {where}, so whether its wheels run here is not known to pickvariant (releases "
         f"judged here: {', '.join(releases)})"
     )
-
-
-def coverage(build: Build, capability: ComputeCapability, hardware: Hardware) -> tuple[str, ComputeCapability] | None:
-    """How the build's kernels run on a GPU of `capability`: the one rule (rules/kernels.py), with its CUDA line."""
-    return compat.kernels_run(build, capability, hardware)
 
 
 def judge(

@@ -3,7 +3,8 @@
 platform -> GPUs and driver -> branches -> CUDA lines -> instruction sets -> variants -> GPU architectures ->
 companions (rules/pairing.py) -> the alternatives the ranking passed over (rules/alternatives.py). A stage returns
 what it found; none appends to a list another owns, and none words a rejection (rules/wording/ does).
-rules/pick.py runs them in order.
+rules/recipe_walk.py runs them in order, through the one pick (rules/pick.py), which runs the machine stage for every
+source.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
-from pickvariant._base.records import record
+from pickvariant._base.records import keyword_record, record
 from pickvariant._base.request import Request
 from pickvariant._base.versions import release_matches, version_key
 from pickvariant.machine.facts import HostFacts
@@ -127,6 +128,20 @@ def unserved(
             ",".join(str(gpu.index) for gpu in targets),
         ),
     )
+
+
+@keyword_record
+class Walked:
+    """What the grid's stages found: the GPUs to serve, the sentences so far, the branches and instruction sets
+    left, every variant that runs here best first, and why the others are out. The hints read it rather than work
+    it out again."""
+
+    gpus: tuple[GpuFacts, ...]
+    reasons: tuple[str, ...]
+    branches: tuple[Branch, ...]
+    usable_isas: frozenset[str]
+    candidates: tuple[Variant, ...]
+    rejected: tuple[Rejection, ...]
 
 
 def branches(catalog: Catalog, options: Request) -> tuple[tuple[Branch, ...], tuple[Rejection, ...]]:

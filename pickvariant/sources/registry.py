@@ -3,9 +3,9 @@
 A Source says which stages walk its builds and where its catalog comes from:
 
 - pipeline "recipes": a catalog of Flox variants on release branches (sources/build.py's Catalog), walked by
-  rules/pick.py. Its catalog is loaded where the command is (PICKVARIANT_CATALOG, --catalog).
+  rules/recipe_walk.py. Its catalog is loaded where the command is (PICKVARIANT_CATALOG, --catalog).
 - pipeline "builds": a catalog of prebuilt builds (sources/prebuilt.py's, of sources/runs_on.py's Build: many GPU
-  architectures as SASS and PTX, no CPU instruction set, an index to install from), walked by rules/prebuilt_pick.py
+  architectures as SASS and PTX, no CPU instruction set, an index to install from), walked by rules/prebuilt_walk.py
   (the stages every such source shares: no module outside sources/ is named after one). `builds` loads it.
 
 The two built in (flox, wheels) are named here by module, as a plug-in is: this module imports neither, so the

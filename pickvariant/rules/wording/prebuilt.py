@@ -1,4 +1,4 @@
-"""What a source of prebuilt builds' answer says (rules/prebuilt_pick.py finds the facts): the wheel chosen and its
+"""What a source of prebuilt builds' answer says (rules/prebuilt_walk.py finds the facts): the wheel chosen and its
 index, the Python it is for, its companions, the builds left out of the catalog, the torch already installed, its
 hints. Its rejections are worded with every source's, in rules/wording/__init__.py."""
 

@@ -1,5 +1,5 @@
 """What the recipe answer says of its build: the branch, GPU architecture and instruction set chosen, the sets and
-companions, what left no variant, and its hints (rules/pick.py, pairing.py, nothing.py, hints.py find the facts)."""
+companions, what left no variant, and its hints (rules/recipe_walk.py, pairing.py, nothing.py, hints.py find the facts)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A source of prebuilt builds' decision (pipeline "builds", whichever source publishes them): facts, its catalog
-and a request's pins in, one frozen PrebuiltDecision out.
+"""A catalog of prebuilt builds' walk (rules/pick.py's Walk; whichever source publishes them): facts, its catalog
+and a request's pins in, through the one pick, one frozen PrebuiltDecision out.
 
 The order, each step among what the step before left (rules/prebuilt_stages.py judges each build):
 platform and Python -> the CUDA lines the driver runs -> every targeted GPU covered -> the newest torch -> its newest
@@ -11,10 +11,10 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from pickvariant._base.errors import BadInput
-from pickvariant._base.records import replace
+from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant._base.versions import version_key
 from pickvariant.machine.environment import PythonEnvironment
@@ -23,11 +23,17 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.installed import installed_finding
-from pickvariant.rules.prebuilt_stages import alternatives, check_pins, coverage, judge, newest_first
+from pickvariant.rules.pick import pick
+from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.prebuilt import OTHER_STACKS, PLATFORMS, PairedRelease, PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.rules.pick import Again
+    from pickvariant.rules.stages import Machine
 
 # ROCm and XPU builds are kept in the catalog, not judged: named only to a machine with such a GPU (machine/othergpu.py),
 # where they tell what PyTorch publishes for it.
@@ -35,6 +41,140 @@ _OTHER_VENDOR_PREFIXES = {vendor: prefix for vendor, (prefix, _) in OTHER_STACKS
 _PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}")
 # The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
 _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
+
+
+@keyword_record
+class Walked:
+    """What the walk of a catalog of prebuilt builds found: the platform's builds, the GPUs to serve, the Python tag
+    a build must carry, each build's first rejection (None: it runs here), those that run best first, and the
+    sentences so far."""
+
+    platform: str
+    builds: tuple[Build, ...]
+    gpus: tuple[GpuFacts, ...]
+    python: str | None
+    python_tag: str | None
+    verdicts: dict[Build, Rejection | None]
+    candidates: tuple[Build, ...]
+    reasons: tuple[str, ...]
+
+
+# The companion stage's finding: the releases paired with the build chosen, and the builds passed over for lack of a
+# pairing, with the projects each lacked.
+if TYPE_CHECKING:
+    Paired = tuple[tuple[PairedRelease, ...], dict[Build, tuple[str, ...]]]
+
+
+class PrebuiltWalk:
+    """rules/pick.py's Walk over a catalog of prebuilt builds, for a machine's platform (`platform`: the catalog's
+    name for it, None where it has none). `pypi_first` (no index named): PyPI's own build of a release comes before
+    its other builds that serve, and is installed from PyPI with no index URL."""
+
+    def __init__(
+        self,
+        hardware: Hardware,
+        wheels: PrebuiltCatalog,
+        environment: PythonEnvironment | None,
+        index_root: str,
+        pypi_first: bool,
+        platform: str | None,
+    ) -> None:
+        self.hardware, self.wheels, self.environment = hardware, wheels, environment
+        self.index_root, self.pypi_first = index_root, pypi_first
+        self.platform_name = platform
+        self.builds = wheels.for_platform(platform) if platform else ()
+
+    def platform(self, facts: HostFacts, options: Request) -> PrebuiltDecision | tuple[str, str]:
+        platform, builds, wheels = self.platform_name, self.builds, self.wheels
+        if not builds:
+            platforms = sorted({build.platform for build in wheels.builds})
+            said_none = said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher)
+            return Decision(platform=platform, reasons=(said_none,))
+        assert platform is not None
+        return said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), said.mps_wheel()
+
+    def other_gpu(self, described: str, vendor: str) -> str:
+        """An AMD or Intel GPU: the newest builds of its stack this platform's catalog names (left out, not judged),
+        where it names any, and the index the newest is installed from."""
+        platform = self.platform_name or ""
+        prefix = _OTHER_VENDOR_PREFIXES[vendor]
+        rows = [row for row in self.wheels.left_out_for(platform) if row.variant.startswith(prefix)]
+        if not rows:
+            return wording.other_gpu(described, vendor, None)
+        newest = max((row.torch for row in rows), key=version_key)
+        variants = list(dict.fromkeys(row.variant for row in rows if row.torch == newest))
+        # The newest stack of that release: rocm7.2 over rocm7.1 (xpu has no number).
+        index = max(variants, key=lambda variant: version_key(variant.removeprefix(prefix) or "0"))
+        published = f"torch {newest} " + " and ".join(variants)
+        return wording.other_gpu(described, vendor, published, f"{self.index_root}/{index}")
+
+    def stopped(self, seen: Machine) -> PrebuiltDecision:
+        return Decision(platform=self.platform_name, reasons=seen.reasons, hints=seen.hints)
+
+    def walk(self, facts: HostFacts, options: Request, seen: Machine, driver_said: tuple[str, ...]) -> Walked:
+        platform, builds = self.platform_name, self.builds
+        assert platform is not None
+        check_pins(options, builds, self.wheels)
+        gpus = seen.gpus
+        tag, version, python_said = _python(options, self.environment)
+        verdicts = {build: judge(build, facts, self.hardware, options, gpus, tag) for build in builds}
+        candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), self.pypi_first)
+        assumed = (wording.DRIVER_ASSUMED,) if gpus and facts.driver_assumed else ()
+        reasons = (*seen.reasons, *assumed, *driver_said, *python_said, *said.refreshed(self.wheels.refreshed))
+        return Walked(
+            platform=platform,
+            builds=builds,
+            gpus=gpus,
+            python=version,
+            python_tag=tag,
+            verdicts=verdicts,
+            candidates=tuple(candidates),
+            reasons=reasons,
+        )
+
+    def companions(self, facts: HostFacts, options: Request, walked: Walked) -> tuple[Build | None, Paired]:
+        chosen, pairs, passed_over = _with_companions(
+            walked.candidates, self.wheels, options.with_projects, self.pypi_first
+        )
+        return chosen, (pairs, passed_over)
+
+    def nothing(
+        self, facts: HostFacts, options: Request, walked: Walked, found: Paired, again: Again | None
+    ) -> PrebuiltDecision:
+        decision = self._decision(facts, walked, None, found[1])
+
+        def with_driver(driver: DriverFacts) -> PrebuiltDecision:
+            assert again is not None
+            decided: PrebuiltDecision = again(replace(facts, driver=driver))
+            return decided
+
+        hardware, wheels, verdicts = self.hardware, self.wheels, walked.verdicts
+        told = None if again is None else with_driver
+        return _nothing_fits(decision, facts, hardware, wheels, walked.reasons, verdicts, found[1], told)
+
+    def chosen(
+        self, facts: HostFacts, options: Request, walked: Walked, build: Build, found: Paired, again: Again | None
+    ) -> PrebuiltDecision:
+        decision = self._decision(facts, walked, build, found[1])
+        root = None if self.pypi_first and build.default_index else self.index_root  # None: PyPI's, from PyPI
+        return _chosen(decision, facts, self.hardware, self.wheels, options, walked.reasons, build, found[0], root)
+
+    def _decision(
+        self, facts: HostFacts, walked: Walked, chosen: Build | None, passed_over: dict[Build, tuple[str, ...]]
+    ) -> PrebuiltDecision:
+        """What every answer holds, a build chosen or none: the platform, the Python, the GPUs, the candidates, why
+        each other build lost, the torch already in the environment judged."""
+        hardware, candidates = self.hardware, walked.candidates
+        decision: PrebuiltDecision = Decision(
+            platform=walked.platform,
+            python=walked.python,
+            python_tag=walked.python_tag,
+            targets=walked.gpus,
+            candidates=candidates,
+            dispatch=compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None,
+            rejected=alternatives(walked.builds, walked.verdicts, candidates, chosen, passed_over),
+        )
+        return _with_installed(decision, self.environment, walked.builds, hardware, chosen, facts)
 
 
 def pick_prebuilt(
@@ -47,55 +187,12 @@ def pick_prebuilt(
     pypi_first: bool = False,
     with_hints: bool = True,
 ) -> PrebuiltDecision:
-    """The wheel for this machine. `pypi_first` (no wheel index was named): PyPI's own build of a release comes
-    before its other builds that serve, and is installed from PyPI with no index URL. `with_hints`: where none
-    runs, decide again with what would help (a hint's own decision is made without)."""
-
-    def again(driver: DriverFacts) -> PrebuiltDecision:
-        changed = replace(facts, driver=driver)
-        return pick_prebuilt(changed, hardware, wheels, options, environment, index_root, pypi_first, with_hints=False)
-
-    facts, driver_said = compat.driver_as_judged(facts)
-    platform = PLATFORMS.get((facts.os, facts.arch))
-    builds = wheels.for_platform(platform) if platform else ()
-    if not builds:
-        platforms = sorted({build.platform for build in wheels.builds})
-        return Decision(
-            platform=platform, reasons=(said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher),)
-        )
-    assert platform is not None
-    platform_said = said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher)
-    other_gpu = _other_gpu_said(wheels, platform, index_root)
-    seen = stages.machine(facts, options, hardware, (platform_said, said.mps_wheel()), other_gpu)
-    if seen.hints:  # NVML could not say whether there are GPUs: no wheel can be chosen
-        return Decision(platform=platform, reasons=seen.reasons, hints=seen.hints)
-    check_pins(options, builds, wheels)
-    gpus = seen.gpus
-    tag, version, python_said = _python(options, environment)
-    verdicts = {build: judge(build, facts, hardware, options, gpus, tag) for build in builds}
-    candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), pypi_first)
-    chosen, pairs, passed_over = _with_companions(candidates, wheels, options.with_projects, pypi_first)
-    machine = (*seen.reasons, *((wording.DRIVER_ASSUMED,) if gpus and facts.driver_assumed else ()))
-    decision: PrebuiltDecision = Decision(
-        platform=platform,
-        python=version,
-        python_tag=tag,
-        targets=gpus,
-        candidates=tuple(candidates),
-        dispatch=compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None,
-        rejected=alternatives(builds, verdicts, candidates, chosen, passed_over),
-        # The platform's sentence and each GPU's: facts the short answer shows as such, as the recipes' (rules/pick.py);
-        # what the answer does with the machine (no NVIDIA GPU, an AMD or Intel GPU, hidden GPUs) is said there too.
-        machine_said=1 + len(gpus),
-    )
-    decision = _with_installed(decision, environment, builds, hardware, chosen, facts)
-    first: tuple[str, ...] = (*machine, *driver_said, *python_said, *said.refreshed(wheels.refreshed))
-    if chosen is None:
-        return _nothing_fits(
-            decision, facts, hardware, wheels, first, verdicts, passed_over, again if with_hints else None
-        )
-    root = None if pypi_first and chosen.default_index else index_root  # None: PyPI's own build, from PyPI
-    return _chosen(decision, facts, hardware, wheels, options, first, chosen, pairs, root)
+    """The build of `wheels` for this machine, through the one pick (rules/pick.py). `with_hints`: where none runs,
+    decide again with what would help (a hint's own decision is made without)."""
+    platform = PLATFORMS.get((facts.os, facts.arch))  # a hint's deciding again changes the driver, not the platform
+    walk = PrebuiltWalk(hardware, wheels, environment, index_root, pypi_first, platform)
+    decision: PrebuiltDecision = pick(facts, walk, options, with_hints)
+    return decision
 
 
 def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:
@@ -112,27 +209,8 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
     return None, None, ()
 
 
-def _other_gpu_said(wheels: PrebuiltCatalog, platform: str, index_root: str) -> Callable[[str, str], str]:
-    """What the answer says of an AMD or Intel GPU: the newest builds of its stack this platform's catalog names
-    (left out, not judged), where it names any, and the index the newest is installed from."""
-
-    def said_of(described: str, vendor: str) -> str:
-        prefix = _OTHER_VENDOR_PREFIXES[vendor]
-        rows = [row for row in wheels.left_out_for(platform) if row.variant.startswith(prefix)]
-        if not rows:
-            return wording.other_gpu(described, vendor, None)
-        newest = max((row.torch for row in rows), key=version_key)
-        variants = list(dict.fromkeys(row.variant for row in rows if row.torch == newest))
-        # The newest stack of that release: rocm7.2 over rocm7.1 (xpu has no number).
-        index = max(variants, key=lambda variant: version_key(variant.removeprefix(prefix) or "0"))
-        published = f"torch {newest} " + " and ".join(variants)
-        return wording.other_gpu(described, vendor, published, f"{index_root}/{index}")
-
-    return said_of
-
-
 def _with_companions(
-    candidates: list[Build], wheels: PrebuiltCatalog, projects: tuple[str, ...], from_pypi: bool
+    candidates: Sequence[Build], wheels: PrebuiltCatalog, projects: tuple[str, ...], from_pypi: bool
 ) -> tuple[Build | None, tuple[PairedRelease, ...], dict[Build, tuple[str, ...]]]:
     """The first candidate whose torch release has every companion asked for paired, and those passed over (with
     the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI."""
@@ -214,7 +292,7 @@ def _chosen(
 def _coverage_reasons(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
     found = []
     for gpu in dict.fromkeys(gpus):
-        how = coverage(build, gpu.compute_capability, hardware)
+        how = compat.kernels_run(build, gpu.compute_capability, hardware)  # the one kernel rule
         assert how is not None  # judge admitted the build
         kind, capability = how
         sentence = said.sass_covers if kind == "sass" else said.ptx_covers
