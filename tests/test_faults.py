@@ -1395,6 +1395,23 @@ def _(ctx: Ctx) -> int:
     return result.exit_code
 
 
+@row("missing-dependency")
+def _(ctx: Ctx) -> int:
+    """A package pickvariant needs that does not load here (a partial install, a native library missing): the solver
+    `plan` uses, in a real process, shadowed by one that fails to load as a broken extension does."""
+    line = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)
+    nodes = ctx.dump("nodes.jsonl", json.dumps(line) + "\n")
+    shadow = ctx.tmp / "shadow"
+    shadow.mkdir()
+    failing = 'raise ImportError("libhighs.so.1: cannot open shared object file", name="highspy")\n'
+    (shadow / "highspy.py").write_text(failing, encoding="utf-8")
+    done = _run("plan", str(nodes), env={"PYTHONPATH": os.pathsep.join([str(shadow), *sys.path[1:]])})
+    lines = done.stderr.decode().splitlines()
+    assert b"Traceback" not in done.stderr and len(lines) == 1 and done.stdout == b""
+    assert "highspy, a package pickvariant needs" in lines[0] and "pip install highspy" in lines[0]
+    return done.returncode
+
+
 @row("plan-line-malformed")
 def _(ctx: Ctx) -> int:
     good = json.loads(ctx.detect("--cpuinfo", str(HASWELL), "--no-gpu")[0].stdout)

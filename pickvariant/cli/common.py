@@ -74,7 +74,7 @@ def exits_on_error(command: F) -> F:
         try:
             with interrupts.raising():
                 return command(*args, **kwargs)
-        except (PickVariantError, KeyboardInterrupt, OSError) as error:
+        except (PickVariantError, KeyboardInterrupt, OSError, ImportError) as error:
             ending = console.exit_for(error)
             if ending is None:
                 raise

@@ -39,6 +39,15 @@ def exit_for(error: BaseException) -> tuple[str, int] | None:
         # Every option and variable that names a path is checked where it is read; this is the net beneath them.
         shown = visible(os.fsdecode(error.filename)) if error.filename is not None else "a path"
         return f"pickvariant: {shown}: a name in the path is longer than this system allows", 2
+    if isinstance(error, ImportError) and not (error.name or "pickvariant").startswith("pickvariant"):
+        # A package pickvariant depends on is missing or does not load here (a broken or partial install): the
+        # environment's fault, said in one line, not a traceback. One of pickvariant's own modules missing is a bug.
+        name = visible(error.name or "")
+        return (
+            f"pickvariant: {name}, a package pickvariant needs, is not installed or does not load here "
+            f"({visible(str(error))[:200]}): reinstall pickvariant with its dependencies, or pip install {name}",
+            1,
+        )
     return None
 
 

@@ -30,6 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pickvariant: interrupted", file=sys.stderr)
         return Interrupted.exit_code
+    except ImportError as error:  # a package pickvariant needs is missing or does not load: one line, exit 1
+        from pickvariant.cli import console
+
+        ending = console.exit_for(error)
+        if ending is None:
+            raise
+        print(ending[0], file=sys.stderr)
+        return ending[1]
     finally:
         gpu = sys.modules.get("pickvariant.machine.gpu")
         if gpu is not None:
