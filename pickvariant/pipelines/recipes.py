@@ -27,27 +27,29 @@ if TYPE_CHECKING:
     RecipeAnswer = Answer[Any, Any]
 
 
+def _recipes() -> tuple[Callable[[], str], Callable[[str], Catalog]]:
+    """Where the source of recipes keeps its catalog now, and how it is read (sources/registry.py's Source)."""
+    source = registry.named(registry.RECIPES)
+    assert source.catalog_path is not None and source.load_recipes is not None  # the one source of recipes has both
+    return source.catalog_path, source.load_recipes
+
+
 def read_catalog() -> Catalog:
     """The recipes' catalog as PICKVARIANT_CATALOG (else the packaged one) names it now, read at each call: what a
     command of the command line reads."""
-    from pickvariant.sources.flox.load import load_catalog
-
-    return load_catalog()
+    path, load = _recipes()
+    return load(path())
 
 
 def default_catalog() -> Catalog:
     """The catalog `detect` uses (PICKVARIANT_CATALOG, else the packaged one), loaded and validated once per process
     and path: a program that names another PICKVARIANT_CATALOG later gets that one, never the first one it loaded."""
-    from pickvariant.sources.flox.load import default_catalog_path
-
-    return _catalog_at(default_catalog_path())
+    return _catalog_at(_recipes()[0]())
 
 
 @functools.lru_cache(maxsize=4)
 def _catalog_at(path: str) -> Catalog:
-    from pickvariant.sources.flox.load import load_catalog
-
-    return load_catalog(path)
+    return _recipes()[1](path)
 
 
 default_catalog.cache_clear = _catalog_at.cache_clear  # type: ignore[attr-defined]  # a file rewritten in place

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Literal
 
+    from pickvariant.sources.build import Catalog
     from pickvariant.sources.prebuilt import PrebuiltCatalog
 
     Pipeline = Literal["recipes", "builds"]
@@ -64,6 +65,9 @@ class Source:
     pipeline: Pipeline
     # For pipeline "builds": its catalog of builds (read only when asked for).
     builds: Callable[[], PrebuiltCatalog] | None = None
+    # For pipeline "recipes": where its catalog is now (its variable, else the packaged one), and that catalog read.
+    catalog_path: Callable[[], str] | None = None
+    load_recipes: Callable[[str], Catalog] | None = None
     # Who publishes its builds, as its sentences name them ("PyTorch's cu126 index", "for which PyTorch publishes
     # linux-x86_64 wheels"): said only here; its catalog carries it to the rules (catalog()).
     publisher: str = "PyTorch"

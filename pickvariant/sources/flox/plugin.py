@@ -1,5 +1,26 @@
-"""The Flox source as the registry names it: the build repository's recipes, walked by the recipe stages."""
+"""The Flox source as the registry names it: the build repository's recipes, walked by the recipes' walk through the
+one pick. Its catalog is read through the Source (`catalog_path`, `load_recipes`), so that nothing outside sources/
+names this package to read it."""
+
+from __future__ import annotations
 
 from pickvariant.sources.registry import Source
 
-SOURCE = Source(name="flox", pipeline="recipes")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pickvariant.sources.build import Catalog
+
+
+def _path() -> str:
+    from pickvariant.sources.flox.load import default_catalog_path
+
+    return default_catalog_path()
+
+
+def _load(path: str) -> Catalog:
+    from pickvariant.sources.flox.load import load_catalog
+
+    return load_catalog(path)
+
+
+SOURCE = Source(name="flox", pipeline="recipes", catalog_path=_path, load_recipes=_load)
