@@ -335,6 +335,16 @@ def test_pypis_own_torch_without_a_local_label_is_judged_as_the_build_it_is(
     assert environment["said"].startswith(f"torch {release.torch} (PyPI's build, {release.label}) in this environment")
 
 
+def test_install_where_no_wheel_runs_ends_with_detects_own_line() -> None:
+    """An RTX 5090 on R565: `install --source wheels` plans nothing and ends as detect does (exit 3), with the same
+    one line naming the driver that would serve it, never a plan or another wording."""
+    machine = ["--source", "wheels", "--gpu", "12.0", "--driver", "565.57.01", "--cpuinfo", str(HASWELL)]
+    detected = runner.invoke(app, ["detect", *machine])
+    installed = runner.invoke(app, ["install", *machine, "--python", sys.executable, "--dry-run"])
+    assert detected.exit_code == installed.exit_code == 3
+    assert installed.stdout == "" and installed.stderr == detected.stderr and "R570" in installed.stderr
+
+
 @pytest.mark.parametrize("driver", ["590.10", "470.256.02"])
 def test_a_pascal_card_is_told_the_driver_window_both_sources_tell_it(driver: str) -> None:
     """A GTX 1080 on a driver newer than R580 (the last branch that drives Pascal) or older than CUDA 12.6's floor:

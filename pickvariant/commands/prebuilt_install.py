@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pickvariant._base import settings
-from pickvariant._base.errors import BadInput, NoVariant, PickVariantError
+from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible
-from pickvariant.api import decide_prebuilt
+from pickvariant.api import decide_prebuilt, no_prebuilt_error
 from pickvariant.commands.install import Carried
 from pickvariant.install import envlock, whole
 from pickvariant.install.pip_command import (
@@ -93,7 +93,7 @@ def plan_prebuilt_install(
         check(answer)
     decision = answer.decision
     if decision.build is None:
-        raise NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+        raise no_prebuilt_error(answer)
     _this_platform(decision.build.platform, dry_run)
     chosen = installer_of(installer, variables)
     uv, warning = _uv(chosen, variables, dry_run)

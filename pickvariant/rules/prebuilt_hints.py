@@ -1,7 +1,7 @@
 """What would help where no wheel runs here: the driver that would run the nearest one, another Python, the cpu
-wheel, torch without its companions. A hint that promises a wheel decides again with the change it proposes (the
-same stages, the one pick (rules/pick.py), with the driver raised), as the recipe answer's hints do (rules/hints.py): it never
-promises a build the rules would not choose, nor a companion set they could not make."""
+wheel, torch without its companions. A hint that promises a wheel decides again with the change it proposes: the one
+pick (rules/pick.py) with the driver raised, as the recipe answer's hints do (rules/hints.py). It never promises a
+build the rules would not choose, nor a companion set they could not make."""
 
 from __future__ import annotations
 

@@ -79,8 +79,9 @@ class Source:
 
     @property
     def options(self) -> tuple[str, ...]:
-        """The options (and detect formats) this source adds to the commands that take them, its installer's: every
-        other source refuses them (refuse_others)."""
+        """The options (and detect formats) this source adds to the commands that take them: its installer's, and
+        --platform for a source of prebuilt builds. Every other source refuses them (refuse_others, and gather_facts
+        for --platform)."""
         return _ADDED[self.pipeline]
 
     @property
