@@ -170,6 +170,32 @@ def make_companion_repo(repo: Path, branches: dict[str, dict[str, str]]) -> Path
     return repo
 
 
+def as_upstream(*repos: Path | str) -> list[str]:
+    """`catalog sync`'s words for "these repositories are the trusted upstream": the tests' own repositories are made
+    in the upstream's shape, and no repository is trusted unless named (the shipped catalog's commits aside)."""
+    return [part for repo in repos for part in ("--upstream", str(repo))]
+
+
+def fork_of(tmp_path: Path, branch: str, files: dict[str, str], changed: dict[str, str]) -> tuple[Path, Path]:
+    """(upstream, fork): an upstream with `files` on `branch`, and a clone of it whose `branch` then commits `changed`
+    (paths under .flox/pkgs/) on top, as a fork does."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    git(upstream, "commit", "-q", "--allow-empty", "-m", "root")
+    commit_branch(upstream, branch, files)
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", "--no-local", str(upstream), str(fork))
+    git(fork, "checkout", "-q", "-b", branch, f"origin/{branch}")
+    for name, text in changed.items():
+        (fork / ".flox" / "pkgs" / name).parent.mkdir(parents=True, exist_ok=True)
+        (fork / ".flox" / "pkgs" / name).write_text(text)
+    git(fork, "add", "-A")
+    git(fork, "commit", "-q", "-m", "fork")
+    git(fork, "checkout", "-q", "main")
+    return upstream, fork
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {
         "GIT_AUTHOR_NAME": "t",
@@ -297,3 +323,76 @@ def recipe_for_row(catalog_data: dict, row: dict, pname: str | None = None) -> s
         cpu_flags=flags,
         pname=pname or row["package"],
     )
+
+
+HASH_2100 = "sha256-" + "P" * 43 + "="  # a source hash the tests' own recipes carry (never fetched)
+HASH_2101 = "sha256-" + "Q" * 43 + "="
+
+
+def template(
+    name: str,
+    isa: str,
+    sm: str | None = None,
+    version: str = "2.10.0",
+    source_hash: str = HASH_2100,
+    jobs: int = 32,
+    pin: str = PIN_NEW,
+    said: str = "",
+) -> str:
+    """A recipe in the build repository's shape with every value position of the whitelist (skeleton.py): a pinned
+    nixpkgs, a torch version and source hash, a GPU target, a flag list, a job count, a printed line, a description,
+    and a build script that writes a CMake module with a heredoc before its exports. Written here, by the tests."""
+    dotted = f"{sm[2:-1]}.{sm[-1]}" if sm else ""
+    cuda = "true" if sm else "false"
+    cuda_overlay = "      (final: prev: { cudaPackages = final.cudaPackages_13_1; })\n" if sm else ""
+    target = f'  gpuArchSM = "{dotted}";\n' if sm else ""
+    targets = "    gpuTargets = [ gpuArchSM ];\n" if sm else ""
+    return f"""# {name}: a recipe in the build repository's shape, written by pickvariant's tests
+{{ pkgs ? import <nixpkgs> {{}} }}:
+let
+  nixpkgs_pinned = import (builtins.fetchTarball {{
+    url = "https://github.com/NixOS/nixpkgs/archive/{pin}.tar.gz";
+  }}) {{
+    config = {{ allowUnfree = true; allowBroken = true; cudaSupport = {cuda}; }};
+    overlays = [
+{cuda_overlay}      (final: prev: {{
+        python313Packages = prev.python313Packages.override {{
+          overrides = pfinal: pprev: {{
+            torch = pprev.torch.overrideAttrs (old: rec {{
+              version = "{version}";
+              src = prev.fetchFromGitHub {{
+                owner = "pytorch";
+                repo = "pytorch";
+                rev = "v${{version}}";
+                hash = "{source_hash}";
+              }};
+            }});
+          }};
+        }};
+      }})
+    ];
+  }};
+
+{target}  cpuFlags = [ {FLAGS[isa]} ];
+in
+(nixpkgs_pinned.python313Packages.torch.override {{
+    cudaSupport = {cuda};
+{targets}  }}).overrideAttrs (old: {{
+    pname = "{name}";
+    ninjaFlags = [ "-j{jobs}" ];
+    preConfigure = (old.preConfigure or "") + ''
+      mkdir -p cmake/Modules
+      cat > cmake/Modules/Tuning.cmake << 'EOF'
+      set(PICKVARIANT_TUNED ON)
+      EOF
+      export CXXFLAGS="${{nixpkgs_pinned.lib.concatStringsSep " " cpuFlags}} $CXXFLAGS"
+      export CFLAGS="${{nixpkgs_pinned.lib.concatStringsSep " " cpuFlags}} $CFLAGS"
+      export MAX_JOBS={jobs}
+      echo "{said or f"Building {name}: PyTorch {version}"}"
+    '';
+    meta = old.meta // {{
+      description = "PyTorch {version}, {sm or "CPU only"}, {isa}";
+      platforms = [ "{SYSTEM[isa]}" ];
+    }};
+  }})
+"""

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import test_trust as trust
-from buildrepo import PIN_28, commit_branch, make_build_repo, recipe
+from buildrepo import PIN_28, as_upstream, commit_branch, fork_of, make_build_repo, recipe
 from conftest import REPO, cli_runner, cpuinfo_path, fresh_venv, require
 from fakenvml import ERROR_TEXT, H200, fake_nvml, skip_where_the_nvidia_driver_is_installed
 from typer.testing import Result
@@ -1175,7 +1175,7 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     repo = _build_repo(ctx)
     out = ctx.tmp / "catalog.json"
-    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out))
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out), *as_upstream(repo))
     assert "2 recipe(s) not classified, left out of the catalog:" in result.stderr
     assert (
         "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90"
@@ -1192,10 +1192,10 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     repo = _build_repo(ctx)
     out = ctx.tmp / "catalog.json"
-    assert ctx.cli("catalog", "sync", str(repo), "-o", str(out)).exit_code == 0
+    assert ctx.cli("catalog", "sync", str(repo), "-o", str(out), *as_upstream(repo)).exit_code == 0
     written = out.read_bytes()
     commit_branch(repo, "main", {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_28)})
-    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out), "--check")
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out), "--check", *as_upstream(repo))
     assert (
         "differs from" in result.stderr
         and "variant(s) removed" in result.stderr
@@ -1217,7 +1217,8 @@ def _(ctx: Ctx) -> int:
     trust._signed_head(repo)
     marks = trust._hostile(repo, ctx.tmp)
     ctx.monkeypatch.chdir(repo)
-    synced = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
+    synced = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"), *as_upstream(repo))
+    ctx.monkeypatch.setenv("PICKVARIANT_CATALOG", str(ctx.tmp / "c.json"))
     fetched = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", str(repo))
     assert fetched.exit_code == 0 and not [mark for mark in marks if mark.exists()]
     return synced.exit_code
@@ -1243,7 +1244,7 @@ def _(ctx: Ctx) -> int:
 @row("credentials-in-url")
 def _(ctx: Ctx) -> int:
     repo = trust._served_repo(
-        ctx.tmp, {f"{trust.GOOD}.nix": trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD))}
+        ctx.tmp, {f"{trust.GOOD}.nix": trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD))}, ctx.monkeypatch
     )
     ctx.monkeypatch.setenv("XDG_CACHE_HOME", str(ctx.tmp / "cache"))
     result = ctx.cli(
@@ -1255,39 +1256,91 @@ def _(ctx: Ctx) -> int:
     return result.exit_code
 
 
-@row("recipe-decoy")
+@row("fork-not-upstream")
 def _(ctx: Ctx) -> int:
-    repo = trust._served_repo(
+    """A fork whose avx2 recipe adds NIX_CFLAGS_COMPILE: left out naming the line; `list --all` shows it; `recipe
+    --repo` refuses it (every attack, with what the real tools show it builds: tests/test_fork_trust.py)."""
+    honest = recipe("313", "avx2", trust.PIN_NEW, version="2.10.0")
+    forged = honest.replace("  meta = old.meta", '  NIX_CFLAGS_COMPILE = "-march=sapphirerapids";\n  meta = old.meta')
+    other = {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", trust.PIN_NEW, version="2.10.0")}
+    upstream, fork = fork_of(
         ctx.tmp,
-        {
-            "pytorch-python313-cpu-avx2.nix": trust.DECOYS["cpu flags joined with ++"],
-            "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", trust.PIN_NEW, version="2.10.0"),
-        },
+        trust.BRANCH,
+        {"pytorch-python313-cpu-avx2.nix": honest, **other},
+        {"pytorch-python313-cpu-avx2.nix": forged},
     )
-    result = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
-    # The decoy's own binding is no name the templates use: left out for it, before its flags are even evaluated.
-    assert re.search(
-        r"pytorch-python313-cpu-avx2\.nix: line \d+ binds decoy: pickvariant does not read it", result.stderr
+    out = ctx.tmp / "c.json"
+    result = ctx.cli("catalog", "sync", str(fork), "-o", str(out), *as_upstream(upstream))
+    assert re.search(r"pytorch-python313-cpu-avx2\.nix: line \d+: 'NIX_CFLAGS_COMPILE' where upstream's", result.stderr)
+    listed = ctx.cli("list", "--all", env={"PICKVARIANT_CATALOG": str(out)})
+    assert "1 recipes of the build repository left out" in listed.stdout and "NIX_CFLAGS_COMPILE" in listed.stdout
+    assert (
+        ctx.cli("catalog", "sync", str(upstream), "-o", str(ctx.tmp / "u.json"), *as_upstream(upstream)).exit_code == 0
     )
+    ctx.monkeypatch.setenv("PICKVARIANT_CATALOG", str(ctx.tmp / "u.json"))
+    ctx.monkeypatch.setenv("XDG_CACHE_HOME", str(ctx.tmp / "cache"))
+    refused = ctx.cli("recipe", "pytorch-python313-cpu-avx2", "--branch", trust.BRANCH, "--repo", str(fork))
+    assert refused.exit_code == 1 and "'NIX_CFLAGS_COMPILE' where upstream's" in refused.stderr
     return result.exit_code
 
 
-@row("recipe-isa-elsewhere")
+@row("fork-brings-file")
 def _(ctx: Ctx) -> int:
-    honest = recipe("313", "avx2", trust.PIN_NEW, version="2.10.0")
-    forged = honest.replace("  meta = old.meta", '  NIX_CFLAGS_COMPILE = "-march=sapphirerapids";\n  meta = old.meta')
-    repo = trust._served_repo(
+    """A fork whose recipe reads its flags from a file it adds: left out naming the line and the file."""
+    honest = recipe("313", "avx2", trust.PIN_NEW, version="2.10.0", cpu_flags='"-mavx2"')
+    upstream_recipe = honest.replace('cpuFlags = [ "-mavx2" ]', "cpuFlags = import ./flags.nix")
+    upstream, fork = fork_of(
         ctx.tmp,
+        trust.BRANCH,
         {
-            "pytorch-python313-cpu-avx2.nix": forged,
+            "pytorch-python313-cpu-avx2.nix": upstream_recipe,
+            "flags.nix": '[ "-mavx2" "-mfma" "-mf16c" ]\n',
             "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", trust.PIN_NEW, version="2.10.0"),
         },
+        {"flags.nix": '[ "-mavx2" "-mfma" "-mf16c" "-mavx512f" ]\n'},
+    )
+    result = ctx.cli("catalog", "sync", str(fork), "-o", str(ctx.tmp / "c.json"), *as_upstream(upstream))
+    assert re.search(
+        r"pytorch-python313-cpu-avx2\.nix: line \d+ brings in \./flags\.nix, which the trusted upstream does not "
+        r"carry as it is here",
+        result.stderr,
+    ), result.stderr
+    return result.exit_code
+
+
+@row("fork-no-upstream")
+def _(ctx: Ctx) -> int:
+    """A repository of its own history, no --upstream: nothing to hold its recipes against."""
+    repo = _build_repo(ctx)
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
+    assert "there is no trusted upstream to hold it against" in result.stderr
+    assert "--upstream REPO" in result.stderr and "--trust-recipes REPO" in result.stderr
+    assert not (ctx.tmp / "c.json").exists()
+    return result.exit_code
+
+
+@row("fork-template-bounds")
+def _(ctx: Ctx) -> int:
+    """An sm100 recipe from a template upstream builds for sm90 alone (tests/test_fork_trust.py)."""
+    import test_fork_trust
+
+    test_fork_trust.test_a_new_architecture_only_through_a_template_upstream_builds_for_several(ctx.tmp)
+    return 0
+
+
+@row("fork-trusted")
+def _(ctx: Ctx) -> int:
+    """A fork trusted whole: its forged recipe is classified by its name, and the answer says so."""
+    honest = recipe("313", "avx2", trust.PIN_NEW, version="2.10.0")
+    forged = honest.replace("  meta = old.meta", '  NIX_CFLAGS_COMPILE = "-march=native";\n  meta = old.meta')
+    _, fork = fork_of(
+        ctx.tmp, trust.BRANCH, {"pytorch-python313-cpu-avx2.nix": honest}, {"pytorch-python313-cpu-avx2.nix": forged}
     )
     out = ctx.tmp / "c.json"
-    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out))
-    assert re.search(r"pytorch-python313-cpu-avx2\.nix: line \d+ binds NIX_CFLAGS_COMPILE", result.stderr)
-    listed = ctx.cli("list", "--all", env={"PICKVARIANT_CATALOG": str(out)})
-    assert "1 recipes of the build repository left out" in listed.stdout and "NIX_CFLAGS_COMPILE" in listed.stdout
+    result = ctx.cli("catalog", "sync", str(fork), "-o", str(out), "--trust-recipes", str(fork))
+    assert result.exit_code == 0, result.output
+    answer = ctx.cli("detect", "--cpuinfo", str(HASWELL), "--no-gpu", env={"PICKVARIANT_CATALOG": str(out)})
+    assert "classified by its name, not proven: you trusted" in answer.stdout, answer.stdout
     return result.exit_code
 
 
@@ -1329,7 +1382,7 @@ def _(ctx: Ctx) -> int:
     commit_branch(
         repo, "pytorch-2.11-python313;id$(x)", {"pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_28)}
     )
-    result = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"))
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(ctx.tmp / "c.json"), *as_upstream(repo))
     assert "left out branch pytorch-2.11-python313;id$(x)" in result.stderr and (ctx.tmp / "c.json").exists()
     return result.exit_code
 
@@ -1337,9 +1390,14 @@ def _(ctx: Ctx) -> int:
 @row("recipe-huge")
 def _(ctx: Ctx) -> int:
     ctx.monkeypatch.setenv("XDG_CACHE_HOME", str(ctx.tmp / "cache"))
-    huge = trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD)) + "#" * (2 * 1024 * 1024) + "\n"
-    repo = trust._served_repo(ctx.tmp, {f"{trust.GOOD}.nix": huge})
-    result = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", str(repo))
+    honest = trust.recipe_for_row(trust.SHIPPED, trust._row(trust.GOOD))
+    huge = honest + "#" * (2 * 1024 * 1024) + "\n"
+    upstream, fork = fork_of(ctx.tmp, trust.BRANCH, {f"{trust.GOOD}.nix": honest}, {f"{trust.GOOD}.nix": huge})
+    assert (
+        ctx.cli("catalog", "sync", str(upstream), "-o", str(ctx.tmp / "c.json"), *as_upstream(upstream)).exit_code == 0
+    )
+    ctx.monkeypatch.setenv("PICKVARIANT_CATALOG", str(ctx.tmp / "c.json"))
+    result = ctx.cli("recipe", trust.GOOD, "--branch", trust.BRANCH, "--repo", str(fork))
     assert "too large to be a recipe" in result.stderr
     return result.exit_code
 
@@ -1554,7 +1612,7 @@ def _(ctx: Ctx) -> int:
     hostile = "https://github.com/acme$(touch${IFS}PWNED)/build-pytorch"
     subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", hostile], check=True, capture_output=True)
     site = ctx.tmp / "site.json"
-    assert ctx.cli("catalog", "sync", str(repo), "-o", str(site)).exit_code == 0
+    assert ctx.cli("catalog", "sync", str(repo), "-o", str(site), *as_upstream(repo)).exit_code == 0
     ctx.monkeypatch.setenv("PICKVARIANT_CATALOG", str(site))
     result = ctx.cli(
         "install",
@@ -1655,7 +1713,7 @@ def _(ctx: Ctx) -> int:
         sync_files, "strictjson", types.SimpleNamespace(MAX_DOCUMENT_BYTES=4096, loads=strictjson.loads)
     )
     assert strictjson.MAX_DOCUMENT_BYTES == 16 * 1024 * 1024
-    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out))
+    result = ctx.cli("catalog", "sync", str(repo), "-o", str(out), *as_upstream(repo))
     assert f"{out} would be" in result.stderr and "nothing was written" in result.stderr, result.stderr
     assert not out.exists() and not (ctx.tmp / "site.companions.json").exists()
     return result.exit_code
@@ -1708,6 +1766,7 @@ def _(ctx: Ctx) -> int:
         link,
         "-o",
         str(site),
+        *as_upstream(repo, vision),
     )
     assert synced.exit_code == 0, synced.output
     outputs.append(
@@ -1827,36 +1886,6 @@ def _(ctx: Ctx) -> int:
 
 
 # --- issue 51: a build script read as bash reads it, a whole install, no credential shown, a line from its node ---
-
-
-@row("build-script-as-bash")
-def _(ctx: Ctx) -> int:
-    """`echo "x"#; export CXXFLAGS=…` runs the export in bash: the recipe is left out (tests/test_build_scripts.py)."""
-    import test_build_scripts
-
-    (ctx.tmp / "bash").mkdir()
-    test_build_scripts.test_a_fork_hiding_an_export_behind_a_hash_recommends_nothing_from_it(ctx.tmp / "bash")
-    forged = test_build_scripts.HOSTILE["a line separator (U+2028)"]
-    refused = test_build_scripts._read(forged)
-    assert "U+2028" in str(refused.what)  # type: ignore[union-attr]
-    return 0
-
-
-@row("recipe-patch")
-def _(ctx: Ctx) -> int:
-    """A local patch adding -mavx512f to CMakeLists.txt, a fetchpatch of an unknown hash: left out
-    (tests/test_recipe_proof.py)."""
-    import test_recipe_proof as proof
-
-    forked = proof._with_patches("./cmake-flags.patch")
-    files = {
-        f"{proof.AVX2}.nix": forked,
-        "cmake-flags.patch": proof._ADDS_AVX512,
-        f"{proof.SM90}.nix": proof.HONEST_SM90,
-    }
-    _, _, rows, stderr = proof._sync(ctx.tmp / "patch", files)
-    assert rows == {proof.SM90} and "it applies ./cmake-flags.patch, whose line" in stderr
-    return 0
 
 
 @row("wheel-index-credentials")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from buildrepo import commit_branch, git, recipe_for_row
+from buildrepo import as_upstream, commit_branch, git, recipe_for_row
 from conftest import REPO, cli_runner, require
 
 from pickvariant.cli.main import app
@@ -36,10 +36,18 @@ def row(package: str) -> dict:
 
 
 def recipes(version: str = "") -> dict[str, str]:
-    files = {f"{name}.nix": recipe_for_row(SHIPPED, row(name)) + version for name in (GOOD, MPS)}
+    """The upstream's recipes: each in the upstream's shape, as sync classifies it into the shipped catalog's row."""
+    names = (GOOD, MPS, WRONG_TARGET, WRONG_PNAME)
+    files = {f"{name}.nix": recipe_for_row(SHIPPED, row(name)) + version for name in names}
     files[f"{UPSTREAM_PNAME}.nix"] = recipe_for_row(
         SHIPPED, row(UPSTREAM_PNAME), pname=UPSTREAM_PNAME.replace("pytorch-", "pytorch210-")
     )
+    return files
+
+
+def served_recipes(version: str = "") -> dict[str, str]:
+    """A fork's: two recipes changed in their values so that they disagree with the catalog made from the upstream."""
+    files = recipes(version)
     files[f"{WRONG_TARGET}.nix"] = recipe_for_row(SHIPPED, {**row(WRONG_TARGET), "gpu_arch": "sm90"})
     files[f"{WRONG_PNAME}.nix"] = recipe_for_row(
         SHIPPED, row(WRONG_PNAME), pname="pytorch-python313-cuda13_1-sm86-avx512"
@@ -48,13 +56,29 @@ def recipes(version: str = "") -> dict[str, str]:
 
 
 @pytest.fixture()
-def build_repo(tmp_path: Path) -> Path:
+def upstream(tmp_path: Path, monkeypatch) -> Path:
+    """The catalog's own repository, and the catalog synced from it (PICKVARIANT_CATALOG)."""
     require(shutil.which("git") is not None, "git is not installed")
-    repo = tmp_path / "served" / "build-pytorch"
+    repo = tmp_path / "upstream" / "build-pytorch"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     commit_branch(repo, BRANCH, recipes())
+    catalog = tmp_path / "upstream-catalog.json"
+    synced = runner.invoke(app, ["catalog", "sync", str(repo), *as_upstream(repo), "-o", str(catalog)])
+    assert synced.exit_code == 0, synced.output
+    monkeypatch.setenv("PICKVARIANT_CATALOG", str(catalog))
+    return repo
+
+
+@pytest.fixture()
+def build_repo(upstream: Path, tmp_path: Path) -> Path:
+    """A clone of the upstream (a fork, a mirror) whose branch moved on: the recipes a `--repo` fetch is served."""
+    repo = tmp_path / "served" / "build-pytorch"
+    repo.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "-q", "--no-local", str(upstream), str(repo))
+    git(repo, "branch", "-q", BRANCH, f"origin/{BRANCH}")
+    commit_branch(repo, BRANCH, served_recipes(), parent=BRANCH)
     return repo
 
 
@@ -128,7 +152,8 @@ def test_a_recipe_is_fetched_over_the_network_and_then_served_from_the_cache(dae
     served = daemon.upload_packs()
     second = fetch(GOOD, "--repo", daemon.url)
     assert second.exit_code == 0 and second.stdout == first.stdout and "(cached)" in second.stderr
-    assert daemon.upload_packs() == served + 1  # one ls-remote to learn the tip; no second fetch
+    # Two ls-remotes (the tip, and the commit the catalog was made from, whose recipe it is held against); no fetch.
+    assert daemon.upload_packs() == served + 2
     # The cache is git's object store (hash-checked on every read), not copies of files.
     (git_dir,) = cache.glob("recipes/*/git")
     assert git(git_dir, "cat-file", "-p", f"{tip}:.flox/pkgs/{GOOD}.nix") == first.stdout
@@ -158,7 +183,7 @@ def test_the_upstream_spelling_of_pname_is_the_same_package(build_repo, cache, t
 @pytest.mark.parametrize(
     ("package", "field"),
     [
-        (WRONG_TARGET, "the name says sm89 (8.9), but the recipe sets GPU targets 9.0 (gpuTargets)"),
+        (WRONG_TARGET, "the name says sm89 (8.9), but the recipe sets GPU targets 9.0 (gpuArchSM)"),
         (
             WRONG_PNAME,
             "its pname is pytorch-python313-cuda13_1-sm86-avx512, the catalog's package pytorch-python313-cuda13_1-sm86-avx2",

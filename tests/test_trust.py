@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
-from buildrepo import PIN_NEW, commit_branch, git, make_build_repo, recipe, recipe_for_row
+from buildrepo import PIN_NEW, as_upstream, commit_branch, fork_of, git, make_build_repo, recipe, recipe_for_row
 from conftest import REPO, cli_runner, generated, require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -110,8 +111,11 @@ def test_a_clones_own_git_config_runs_no_program_in_sync_or_recipe(tmp_path, mon
     marks = _hostile(repo, tmp_path)
     # The same checkout is also where the user stands: a repository around the current directory is not read either.
     monkeypatch.chdir(repo)
-    synced = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(tmp_path / "catalog.json")])
+    synced = runner.invoke(
+        app, ["catalog", "sync", str(repo), "-o", str(tmp_path / "catalog.json"), *as_upstream(repo)]
+    )
     assert synced.exit_code == 0, synced.output
+    monkeypatch.setenv("PICKVARIANT_CATALOG", str(tmp_path / "catalog.json"))
     fetched = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
     assert fetched.exit_code == 0, fetched.output
     assert [mark.name for mark in marks if mark.exists()] == []
@@ -134,11 +138,7 @@ def test_the_environment_cannot_allow_a_transport_that_runs_a_command(tmp_path, 
 
 def test_credentials_in_a_repository_address_are_never_written_printed_or_named(tmp_path, monkeypatch) -> None:
     """`--repo file://user:TOKEN@localhost/…` fetches (git takes the address as given) and appears nowhere with its token."""
-    repo = tmp_path / "served"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
-    commit_branch(repo, BRANCH, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
+    repo = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))}, monkeypatch)
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     address = f"file://ci-token:{SECRET}@localhost{repo}"
@@ -199,8 +199,9 @@ def test_credentials_that_git_or_a_probe_prints_are_shown_without_them(tmp_path)
     assert SECRET not in report.output
 
 
-def _sync(repo: Path, out: Path):
-    return runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(out)])
+def _sync(repo: Path | str, out: Path):
+    """The tests' repositories are upstream-shaped and synced as the trusted upstream (buildrepo.as_upstream)."""
+    return runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(out), *as_upstream(repo)])
 
 
 DECOYS = {
@@ -231,43 +232,39 @@ NAMES = {"gpu targets joined with ++": "pytorch-python313-cuda13_1-sm90-avx512"}
 
 @pytest.mark.parametrize("case", sorted(DECOYS))
 def test_a_fact_that_is_no_plain_literal_leaves_the_recipe_unclassified(case, tmp_path) -> None:
-    repo = tmp_path / "build-pytorch"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    """A fork's recipe whose fact is anything but the literal the upstream's holds there: left out, naming the line."""
     name = NAMES.get(case, "pytorch-python313-cpu-avx2")
     honest = recipe("313", "avx512", PIN_NEW, version="2.10.0")
-    commit_branch(
-        repo, "pytorch-2.10-python313", {f"{name}.nix": DECOYS[case], "pytorch-python313-cpu-avx512.nix": honest}
+    upstream_recipe = recipe(
+        "313", *(("avx512", PIN_NEW, "sm90", "13_1") if "sm90" in name else ("avx2", PIN_NEW)), version="2.10.0"
     )
+    files = {f"{name}.nix": upstream_recipe, "pytorch-python313-cpu-avx512.nix": honest}
+    upstream, fork = fork_of(tmp_path, BRANCH, files, {f"{name}.nix": DECOYS[case]})
     out = tmp_path / "catalog.json"
-    result = _sync(repo, out)
+    result = runner.invoke(app, ["catalog", "sync", str(fork), "-o", str(out), *as_upstream(upstream)])
     assert result.exit_code == 0, result.output
     rows = {row["package"] for row in json.loads(out.read_text())["variants"]}
     assert rows == {"pytorch-python313-cpu-avx512"}
-    assert f"pytorch-2.10-python313:.flox/pkgs/{name}.nix:" in result.stderr
+    reason = result.stderr.split(f"pytorch-2.10-python313:.flox/pkgs/{name}.nix: ", 1)[1].splitlines()[0]
+    assert reason.startswith(("line ", "the recipe cannot be read as Nix reads it")), reason
 
 
 def test_recipe_repo_refuses_a_fetched_recipe_that_hides_avx512_flags(tmp_path, monkeypatch) -> None:
+    """A fork whose tip joins AVX-512 flags to the list: refused, naming the line where it is no longer the recipe the
+    catalog was made from."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    repo = tmp_path / "fork"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     package = "pytorch-python313-cpu-avx2"
-    row = _row(package)
-    honest = recipe_for_row(SHIPPED, row)
+    honest = recipe_for_row(SHIPPED, _row(package))
     hidden = honest.replace(
         '"-mavx2" "-mfma" "-mf16c" ]', '"-mavx2" "-mfma" "-mf16c" ] ++ [ "-mavx512f" "-mavx512bw" ]'
     )
     assert hidden != honest
-    commit_branch(repo, BRANCH, {f"{package}.nix": hidden})
-    result = runner.invoke(app, ["recipe", package, "--branch", BRANCH, "--repo", str(repo)])
+    upstream, fork = fork_of(tmp_path, BRANCH, {f"{package}.nix": honest}, {f"{package}.nix": hidden})
+    assert _sync(upstream, tmp_path / "c.json").exit_code == 0
+    monkeypatch.setenv("PICKVARIANT_CATALOG", str(tmp_path / "c.json"))
+    result = runner.invoke(app, ["recipe", package, "--branch", BRANCH, "--repo", str(fork)])
     assert result.exit_code == 1
-    assert (
-        "does not match the catalog: its compiler flags need avx512bw, avx512f, which the avx2 rule does not require"
-        in result.stderr
-    )
+    assert re.search(r"does not match the catalog: line \d+: '\[' where upstream's", result.stderr), result.stderr
 
 
 def test_one_bad_branch_is_left_out_with_its_reason_and_the_rest_is_written(tmp_path) -> None:
@@ -307,18 +304,28 @@ def test_sync_reads_blobs_one_at_a_time(tmp_path) -> None:
     assert [blob for blob, _ in reader] == blobs[1:]
 
 
-def _served_repo(tmp_path: Path, files: dict[str, str]) -> Path:
+def _served_repo(tmp_path: Path, files: dict[str, str], monkeypatch=None) -> Path:
+    """A repository with `files` on BRANCH and the catalog synced from it (tmp_path/served-catalog.json), named in
+    PICKVARIANT_CATALOG where `monkeypatch` is given: `recipe` serves the catalog's own recipes from it."""
     repo = tmp_path / "served"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     commit_branch(repo, BRANCH, files)
+    synced = _sync(repo, tmp_path / "served-catalog.json")
+    assert synced.exit_code == 0, synced.output
+    if monkeypatch is not None:
+        monkeypatch.setenv("PICKVARIANT_CATALOG", str(tmp_path / "served-catalog.json"))
     return repo
 
 
 def test_five_fetches_at_once_into_a_cold_cache_all_succeed(tmp_path) -> None:
     repo = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "PICKVARIANT_CATALOG": str(tmp_path / "served-catalog.json"),
+    }
     argv = [str(Path(os.sys.executable)), "-m", "pickvariant", "recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)]
     runs = [
         subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(5)
@@ -331,7 +338,7 @@ def test_five_fetches_at_once_into_a_cold_cache_all_succeed(tmp_path) -> None:
 def test_a_damaged_cache_is_fetched_again_never_served(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     text = recipe_for_row(SHIPPED, _row(GOOD))
-    repo = _served_repo(tmp_path, {f"{GOOD}.nix": text})
+    repo = _served_repo(tmp_path, {f"{GOOD}.nix": text}, monkeypatch)
     assert runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)]).exit_code == 0
     (git_dir,) = (tmp_path / "cache").glob("pickvariant/recipes/*/git")
     blob = git(repo, "rev-parse", f"{BRANCH}:.flox/pkgs/{GOOD}.nix").strip()
@@ -360,9 +367,13 @@ def test_a_damaged_cache_is_fetched_again_never_served(tmp_path, monkeypatch) ->
 
 def test_a_recipe_larger_than_a_recipe_may_be_is_refused_without_being_downloaded(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    huge = recipe_for_row(SHIPPED, _row(GOOD)) + "#" * (3 * 1024 * 1024) + "\n"
-    repo = _served_repo(tmp_path, {f"{GOOD}.nix": huge})
-    result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
+    honest = recipe_for_row(SHIPPED, _row(GOOD))
+    upstream, fork = fork_of(
+        tmp_path, BRANCH, {f"{GOOD}.nix": honest}, {f"{GOOD}.nix": honest + "#" * (3 << 20) + "\n"}
+    )
+    assert _sync(upstream, tmp_path / "c.json").exit_code == 0
+    monkeypatch.setenv("PICKVARIANT_CATALOG", str(tmp_path / "c.json"))
+    result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(fork)])
     assert result.exit_code == 1 and "larger than 1048576 bytes: too large to be a recipe" in result.stderr
     stored = sum(path.stat().st_size for path in (tmp_path / "cache").rglob("*") if path.is_file())
     assert stored < 1024 * 1024  # the 3 MiB file never reached the cache
@@ -555,23 +566,21 @@ def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal
     verify = runner.invoke(app, ["verify", "--python", str(python)])
     assert verify.exit_code == 1 and "\\e]0;PWNED\\x07" in verify.stdout
     # A recipe file name and a pname with escapes, in sync's summary and in recipe --repo's refusal.
-    repo = tmp_path / "fork"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     honest = recipe_for_row(SHIPPED, _row(GOOD))
-    commit_branch(
-        repo,
+    upstream, fork = fork_of(
+        tmp_path,
         BRANCH,
+        {f"{GOOD}.nix": honest, "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_NEW, version="2.10.0")},
         {
             f"{GOOD}.nix": honest.replace(f'pname = "{GOOD}";', f'pname = "{GOOD}{ESCAPES}";'),
             f"pytorch-python313-cpu-avx2{ESCAPES}.nix": honest,
-            "pytorch-python313-cpu-avx512.nix": recipe("313", "avx512", PIN_NEW, version="2.10.0"),
         },
     )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    synced = _sync(repo, tmp_path / "c.json")
-    refused = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(repo)])
+    assert _sync(upstream, tmp_path / "c.json").exit_code == 0
+    synced = runner.invoke(app, ["catalog", "sync", str(fork), "-o", str(tmp_path / "f.json"), *as_upstream(upstream)])
+    monkeypatch.setenv("PICKVARIANT_CATALOG", str(tmp_path / "c.json"))
+    refused = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(fork)])
     dump = tmp_path / "cpuinfo"
     # The model name carries C1's one-byte CSI (U+009B: ESC [ to a terminal) and a right-to-left override too.
     dump.write_text(
@@ -586,7 +595,7 @@ def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal
     )
     for result in (verify, synced, refused, report):
         assert "\x1b" not in result.output and "\x07" not in result.output, result.output
-    assert "\\e]0;PWNED" in synced.stderr and "\\e]0;PWNED" in refused.stderr
+    assert "\\e]0;PWNED" in synced.stderr and refused.exit_code == 1 and "'\\x1b'" in refused.stderr
     # The report is Markdown: the shown escape is itself escaped there, so that it renders as \e]0;PWNED.
     assert "\\\\e\\]0;PWNED" in report.stdout
     assert "\x9b" not in report.output and "\u202e" not in report.output and "\\\\x9b2J\\\\u202e" in report.stdout
@@ -595,7 +604,7 @@ def test_escape_sequences_from_a_probe_a_repository_and_a_dump_reach_no_terminal
 def test_recipe_repo_reads_a_plain_clone_whose_branches_are_remote_tracking(tmp_path, monkeypatch) -> None:
     """`git clone URL` makes only main local: the variant's branch is origin/BRANCH, as catalog sync reads it."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    upstream = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))})
+    upstream = _served_repo(tmp_path, {f"{GOOD}.nix": recipe_for_row(SHIPPED, _row(GOOD))}, monkeypatch)
     subprocess.run(["git", "clone", "-q", str(upstream), str(tmp_path / "plain")], check=True, capture_output=True)
     assert BRANCH not in git(tmp_path / "plain", "branch", "--list")
     result = runner.invoke(app, ["recipe", GOOD, "--branch", BRANCH, "--repo", str(tmp_path / "plain")])

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from buildrepo import PIN_NEW, commit_branch, git, recipe
+from buildrepo import PIN_NEW, as_upstream, commit_branch, git, recipe
 from conftest import REPO, cli_runner, cpuinfo_path, generated, require
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,7 +42,7 @@ def synced(tmp_path: Path) -> tuple[Path, Path]:
     git(repo, "commit", "-q", "--allow-empty", "-m", "root")
     commit_branch(repo, BRANCH, {f"{AVX2}.nix": recipe("313", "avx2", PIN_NEW, version="2.10.0", pname=AVX2)})
     catalog = tmp_path / "catalog.json"
-    result = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(catalog)])
+    result = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(catalog), *as_upstream(repo)])
     assert result.exit_code == 0, result.output
     return repo, catalog
 
@@ -190,7 +190,7 @@ def test_no_credential_or_control_character_of_an_origin_reaches_any_output(orig
     repo, _ = synced
     git(repo, "config", "remote.origin.url", origin)
     catalog = tmp_path / "from-origin.json"
-    synced_now = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(catalog)])
+    synced_now = runner.invoke(app, ["catalog", "sync", str(repo), "-o", str(catalog), *as_upstream(repo)])
     assert synced_now.exit_code == 0, synced_now.output
     env = {"PICKVARIANT_CATALOG": str(catalog), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     outputs = [catalog.read_text(), synced_now.output]

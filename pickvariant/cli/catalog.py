@@ -42,6 +42,29 @@ SyncSourceUrl = Annotated[
 
 SyncForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")]
 
+SyncUpstream = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--upstream",
+        metavar="REPO",
+        callback=checked_paths,
+        help="A repository whose every branch is the trusted upstream (path or URL); repeat it for several. A "
+        "recipe of REPO or a COMPANION is read only where it is one of the upstream's (or of the build repositories "
+        "pickvariant ships facts for) in all but its values.",
+    ),
+]
+
+SyncTrustRecipes = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trust-recipes",
+        metavar="REPO",
+        callback=checked_paths,
+        help="Trust this REPO or COMPANION (as given) whole: its recipes are classified by their names and declared "
+        "values, not held against the upstream, and every answer that uses one says so.",
+    ),
+]
+
 
 @exits_on_error
 def catalog_sync(
@@ -50,12 +73,22 @@ def catalog_sync(
     check: SyncCheck = False,
     source_url: SyncSourceUrl = None,
     force: SyncForce = False,
+    upstream: SyncUpstream = None,
+    trust_recipes: SyncTrustRecipes = None,
 ) -> None:
-    """Read every branch of REPO (and of each COMPANION) with git: one catalog row per PyTorch recipe, one per torchvision, torchaudio or vLLM recipe."""
+    """Read every branch of REPO (and of each COMPANION) with git: a catalog row for each PyTorch, torchvision, torchaudio or vLLM recipe that is the trusted upstream's but for its values."""
     from pickvariant.commands.catalog import SyncOptions, synced
 
     done = synced(
-        SyncOptions(repos=tuple(repos), output=output, check=check, source_urls=tuple(source_url or ()), force=force)
+        SyncOptions(
+            repos=tuple(repos),
+            output=output,
+            check=check,
+            source_urls=tuple(source_url or ()),
+            force=force,
+            upstreams=tuple(upstream or ()),
+            trusted=tuple(trust_recipes or ()),
+        )
     )
     for line in done.summary:
         typer.echo(line, err=True)

@@ -32,6 +32,8 @@ class SyncOptions:
     check: bool = False
     source_urls: tuple[str, ...] = ()
     force: bool = False
+    upstreams: tuple[str, ...] = ()  # --upstream: repositories whose every branch is trusted
+    trusted: tuple[str, ...] = ()  # --trust-recipes: repositories synced whose recipes the user trusts whole
 
 
 @keyword_record
@@ -57,7 +59,11 @@ def synced(options: SyncOptions) -> Synced:
         )
     urls = options.source_urls
     result = syncer.sync(
-        options.repos[0], urls[0] if urls else None, companion_repos=options.repos[1:], companion_urls=urls[1:]
+        options.repos[0],
+        urls[0] if urls else None,
+        companion_repos=options.repos[1:],
+        companion_urls=urls[1:],
+        trust=syncer.TrustOptions(upstreams=options.upstreams, trusted=options.trusted),
     )
     return Synced(result=result, options=options, summary=tuple(sync_files.summary(result)))
 

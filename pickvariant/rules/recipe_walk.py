@@ -152,6 +152,7 @@ def _chosen(
             said.append(recipe_wording.set_moved(alone.label, alone.torch, alone.cuda, refusal))
         said += found.reasons
     said += _chosen_reasons(facts, catalog, options, gpus, usable, chosen, moved=chosen is not alone)
+    said += _trusted_by_user(catalog, chosen, companions)
     rejected = (
         *walked.rejected,
         *(found.rejected if found else ()),
@@ -169,6 +170,14 @@ def _chosen(
         companions=companions,
         set_shape=shape,
     )
+
+
+def _trusted_by_user(catalog: Catalog, chosen: Variant, companions: tuple[Companion, ...]) -> list[str]:
+    """What the answer says of each build it takes from a repository whose recipes the user trusted whole."""
+    said = (
+        [recipe_wording.trusted_by_user(chosen.package, catalog.source.repo)] if catalog.source.trusted_by_user else []
+    )
+    return said + [recipe_wording.trusted_by_user(c.package, c.repo) for c in companions if c.trusted_by_user]
 
 
 def _chosen_reasons(

@@ -204,6 +204,8 @@ class Companion:
     build_options: tuple[str, ...] = ()
     # A companion built on the variant's own recipe: what building it costs (its source's words), else None.
     generation_cost: str | None = None
+    # Its repository's recipes the user trusted whole (`catalog sync --trust-recipes`): classified by name, not proven.
+    trusted_by_user: bool = False
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Companion:
@@ -211,6 +213,7 @@ class Companion:
         companion.__dict__.update(row)
         companion.__dict__["build_options"] = tuple(row.get("build_options", ()))
         companion.__dict__["generation_cost"] = None
+        companion.__dict__["trusted_by_user"] = bool(row.get("trusted_by_user", False))
         return companion
 
     def identity(self) -> dict[str, Any]:
@@ -268,6 +271,9 @@ class Source:
     repo: str
     commit: str
     date: str
+    # The user said to trust this repository's recipes (`catalog sync --trust-recipes`): classified by their names and
+    # declared values, not held against the trusted upstream; every answer that uses one says so.
+    trusted_by_user: bool = False
 
 
 @keyword_record

@@ -274,3 +274,8 @@ def jetson_driver_for(cuda: str) -> str:
 
 def driver_for(driver: object, cuda_words: str) -> str:
     return f"a driver >= {driver} ({cuda_words})"
+
+
+def trusted_by_user(package: str, repo: str) -> str:
+    """A build of a repository whose recipes the user trusted whole (`catalog sync --trust-recipes`)."""
+    return f"{package}: classified by its name, not proven: you trusted {repo}"

@@ -9,13 +9,13 @@ unclassified, with the reason, never guessed.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant.sources.build import MPS
-from pickvariant.sources.flox.nixtext import NixText, NotNix, parse
-from pickvariant.sources.flox.proof import NotProven, RecipeProof, prove
+from pickvariant.sources.flox.declared import Declared, Reading, declared
+from pickvariant.sources.flox.nixtext import NixText
 from pickvariant.sources.hardware import CpuIsa, HardwareFacts
 
 _NAME = re.compile(
@@ -59,22 +59,18 @@ class RecipeClassifier:
         raise BadInput(f"hardware facts have no {os_name}/{arch} platform")
 
     def classify(
-        self, branch: str, path: str, package: str, text: str, patch_files: Mapping[str, str] = {}
+        self, branch: str, path: str, package: str, reading: Reading
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-        """(row, None, notes) for a classified recipe, else (None, why, notes); `patch_files`: the branch's patches,
-        by path from .flox/pkgs/ (none for a recipe fetched alone: one that applies a local patch is then left out)."""
+        """(row, None, notes) for a classified recipe, else (None, why, notes). The recipe's trust is settled before
+        (trusted.py): its declared values are taken for what the upstream means by them."""
         notes: list[str] = []
         name = _NAME.match(package)
         if name is None:
             return None, _unread_name(package), notes
-        try:
-            recipe = parse(text)
-        except NotNix as error:
-            return None, f"the recipe cannot be read as Nix reads it: {error}", notes
-        try:
-            proof = prove(text, table_names=self.facts.isas, patch_files=patch_files)
-        except NotProven as error:
-            return None, str(error), notes
+        recipe = reading.nix
+        values = declared(recipe, reading.skeleton)
+        if isinstance(values, str):
+            return None, values, notes
         python = f"3.{name['py'][1:]}"
         pin, why = _nixpkgs_pin(recipe)
         why = why or _python_set_refusal(recipe, name["py"])
@@ -88,12 +84,12 @@ class RecipeClassifier:
             return None, "meta.platforms is not one literal list of systems", notes
         listed = platforms[0]
         if name["mps"]:
-            if proof.flags or proof.targets:
+            if values.flags or values.targets:
                 return None, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets", notes
             return self._mps(recipe, pin, torch, python, listed, branch, path, package, notes)
         return self._linux(
             recipe,
-            proof,
+            values,
             name,
             listed,
             {"branch": branch, "package": package, "path": path, "torch": torch, "python": python, "nixpkgs_rev": pin},
@@ -119,7 +115,7 @@ class RecipeClassifier:
     def _linux(
         self,
         recipe: NixText,
-        proof: RecipeProof,
+        values: Declared,
         name: re.Match[str],
         listed: list[str],
         known: dict[str, Any],
@@ -130,7 +126,7 @@ class RecipeClassifier:
         isa = self.facts.isas.get(isa_name)
         if isa is None:
             return None, f"unknown CPU instruction set {isa_name!r} (not in hardware.json cpu_isas)", notes
-        why = isa_disagreement(self.facts, proof, isa)
+        why = isa_disagreement(self.facts, values, isa)
         if why:
             return None, why, notes
         system = self.system_for("linux", isa.platform)
@@ -158,13 +154,13 @@ class RecipeClassifier:
             stray = sorted(names_matching(CUDA_SET, recipe))
             if stray:
                 return None, f"a CPU-only name, but the recipe uses cudaPackages_{stray[0]}", notes
-            if proof.targets:
-                return None, f"a CPU-only name, but the recipe sets GPU targets ({_targets_shown(proof)})", notes
+            if values.targets:
+                return None, f"a CPU-only name, but the recipe sets GPU targets ({_targets_shown(values)})", notes
             return row, None, notes
-        return self._cuda(recipe, proof, row, name["cuda"], name["sm"], isa, notes)
+        return self._cuda(recipe, values, row, name["cuda"], name["sm"], isa, notes)
 
     def _cuda(
-        self, recipe: NixText, proof: RecipeProof, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]
+        self, recipe: NixText, values: Declared, row: dict[str, Any], tag: str, sm: str, isa: Any, notes: list[str]
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
         cuda = tag.replace("_", ".")
         arch = self.facts.gpu_archs.get(sm)
@@ -184,7 +180,7 @@ class RecipeClassifier:
         if len(sets) != 1 or sets[0] not in (tag, tag.split("_")[0]):
             found = ", ".join(f"cudaPackages_{s}" for s in sets) or "none"
             return None, f"the name says CUDA {cuda}, the recipe's CUDA package set is {found}", notes
-        why = targets_disagreement(proof, arch.sm_dotted, sm)
+        why = targets_disagreement(values, arch.sm_dotted, sm)
         if why:
             return None, why, notes
         cudnn_off = "0" in recipe.exports("USE_CUDNN")
@@ -230,15 +226,15 @@ class RecipeClassifier:
         )
 
 
-def isa_disagreement(facts: HardwareFacts, proof: RecipeProof, isa: CpuIsa) -> str | None:
+def isa_disagreement(facts: HardwareFacts, values: Declared, isa: CpuIsa) -> str | None:
     """None when the compiler flags the build gets prove the name's instruction set, either way, else why.
 
     Beyond it, the build would use instructions the CPUs pickvariant gives it to may lack: SIGILL. Short of it
     (an avx512 name built with AVX2's flags), the name promises what the build does not do."""
-    flags = proof.flags
+    flags = values.flags
     unknown = next((flag for flag in flags if flag not in facts.compiler_flags), None)
     if unknown is not None:
-        line = proof.line_of(unknown)
+        line = values.line_of(unknown)
         return f"{f'line {line} gives the compiler' if line else 'its build gives the compiler'} {unknown}: " + (
             "it is not in hardware.json compiler_flags, so what CPU it needs is unknown"
         )
@@ -260,14 +256,14 @@ def isa_disagreement(facts: HardwareFacts, proof: RecipeProof, isa: CpuIsa) -> s
     return None
 
 
-def targets_disagreement(proof: RecipeProof, dotted: str, sm: str) -> str | None:
+def targets_disagreement(values: Declared, dotted: str, sm: str) -> str | None:
     """None when every GPU target the recipe sets is the name's architecture (and it sets one), else why."""
-    read = {target_capability(target) for target, _ in proof.targets}
+    read = {target_capability(target) for target, _ in values.targets}
     if read == {dotted}:
         return None
-    if not proof.targets:
+    if not values.targets:
         return f"the name says {sm}, but the recipe sets no GPU target (gpuTargets), so its kernels are not certain"
-    return f"the name says {sm} ({dotted}), but the recipe sets GPU targets {_targets_shown(proof)}"
+    return f"the name says {sm} ({dotted}), but the recipe sets GPU targets {_targets_shown(values)}"
 
 
 def target_capability(value: str) -> str | None:
@@ -280,8 +276,8 @@ def target_capability(value: str) -> str | None:
     return None
 
 
-def _targets_shown(proof: RecipeProof) -> str:
-    return ", ".join(f"{target} ({setting})" for target, setting in dict.fromkeys(proof.targets))
+def _targets_shown(values: Declared) -> str:
+    return ", ".join(f"{target} ({setting})" for target, setting in dict.fromkeys(values.targets))
 
 
 def flags_beyond(facts: HardwareFacts, flags: Sequence[str], isa: CpuIsa, called: str) -> str | None:

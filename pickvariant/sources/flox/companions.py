@@ -12,7 +12,7 @@ PyTorch (GPU target, compiler flags, CUDA package set); where they disagree the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from pickvariant._base.request import COMPANION_PROJECTS
@@ -25,8 +25,8 @@ from pickvariant.sources.flox.classify import (
     names_matching,
     targets_disagreement,
 )
-from pickvariant.sources.flox.nixtext import NixText, NotNix, parse
-from pickvariant.sources.flox.proof import NotProven, RecipeProof, prove
+from pickvariant.sources.flox.declared import Declared, Reading, declared
+from pickvariant.sources.flox.nixtext import NixText
 from pickvariant.sources.hardware import CpuIsa, HardwareFacts
 
 PROJECTS = COMPANION_PROJECTS
@@ -63,34 +63,27 @@ class CompanionClassifier:
         branch: str,
         path: str,
         package: str,
-        text: str,
+        reading: Reading,
         pytorch_rows: Mapping[str, Mapping[str, Any]],
         lib_files: Mapping[str, str],
     ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-        """(row, None, notes) for a classified companion recipe, else (None, why, notes).
+        """(row, None, notes) for a classified companion recipe, else (None, why, notes); its trust settled before.
 
         `pytorch_rows`: this branch's PyTorch rows of the same repository, by package (an in-repo companion
-        imports one, proven on its own); `lib_files`: the branch's shared files (build-vllm's lib/cpu-isa.nix and
-        lib/custom-torch.nix, and its patches), by path from .flox/pkgs/, read with the recipe as Nix would."""
+        imports one, classified on its own); `lib_files`: the branch's shared files (build-vllm's lib/cpu-isa.nix),
+        by path from .flox/pkgs/, where its declared flags may come from."""
         notes: list[str] = []
         name = _NAME.match(package)
         why = _name_refusal(name)
         if why or name is None:
             return None, why, notes
-        try:
-            recipe = parse(text)
-        except NotNix as error:
-            return None, f"the recipe cannot be read as Nix reads it: {error}", notes
+        recipe = reading.nix
         torch, pin, relation, torch_of, why = self._torch(recipe, branch, path, pytorch_rows)
         if why:
             return None, why, notes
-        nix_files = {path: text for path, text in lib_files.items() if not is_patch(path)}
-        files: dict[str, str | None] = {**nix_files, **{f"{package}.nix": None for package in pytorch_rows}}
-        patch_files = {path: text for path, text in lib_files.items() if is_patch(path)}
-        try:
-            proof = prove(text, files, table_names=self.facts.isas, patch_files=patch_files)
-        except NotProven as error:
-            return None, str(error), notes
+        values = declared(recipe, reading.skeleton, lib_files)
+        if isinstance(values, str):
+            return None, values, notes
         row = {
             "project": name["project"],
             "repo": repo,
@@ -110,31 +103,31 @@ class CompanionClassifier:
         }
         if name["option"]:
             row["build_options"] = [name["option"]]
-        hardware, why = self._hardware(name, proof, recipe, relation, f"{repo} {branch}:{path}", notes)
+        hardware, why = self._hardware(name, values, recipe, relation, f"{repo} {branch}:{path}", notes)
         if why:
             return None, why, notes
         row.update(hardware)
         return self._checked(row, pytorch_rows, notes)
 
     def _hardware(
-        self, name: re.Match[str], proof: RecipeProof, recipe: NixText, relation: str, where: str, notes: list[str]
+        self, name: re.Match[str], values: Declared, recipe: NixText, relation: str, where: str, notes: list[str]
     ) -> tuple[dict[str, Any], str | None]:
         """The row's platform, instruction set, GPU architecture and CUDA line, each as the recipe proves it."""
         if name["mps"]:
-            if proof.flags or proof.targets:
+            if values.flags or values.targets:
                 return {}, "a darwin-mps recipe whose build passes compiler flags or CUDA GPU targets"
             return {"gpu_arch": MPS, "platform": self._system("darwin", "aarch64")}, None
-        isa, why = self._proven_isa(name, proof, where, notes)
+        isa, why = self._proven_isa(name, values, where, notes)
         if why or isa is None:
             return {}, why
         hardware = {"cpu_isa": isa.name, "platform": self._system("linux", isa.platform)}
         if name["cuda"] is None:
             return hardware, None
-        why = self._cuda_disagreement(name, isa, proof, recipe, relation)
+        why = self._cuda_disagreement(name, isa, values, recipe, relation)
         return {**hardware, "gpu_arch": name["sm"], "cuda": name["cuda"].replace("_", ".")}, why
 
     def _proven_isa(
-        self, name: re.Match[str], proof: RecipeProof, where: str, notes: list[str]
+        self, name: re.Match[str], values: Declared, where: str, notes: list[str]
     ) -> tuple[CpuIsa | None, str | None]:
         """The instruction set the name says (an older spelling read as today's), if the recipe proves it."""
         spelled = name["cpu_isa"] or name["isa"]
@@ -144,10 +137,10 @@ class CompanionClassifier:
         isa = self.facts.isas.get(isa_name)
         if isa is None:
             return None, f"unknown CPU instruction set {spelled!r} (not in hardware.json cpu_isas)"
-        return isa, isa_disagreement(self.facts, proof, isa)
+        return isa, isa_disagreement(self.facts, values, isa)
 
     def _cuda_disagreement(
-        self, name: re.Match[str], isa: CpuIsa, proof: RecipeProof, recipe: NixText, relation: str
+        self, name: re.Match[str], isa: CpuIsa, values: Declared, recipe: NixText, relation: str
     ) -> str | None:
         """Why the GPU architecture and CUDA line of the name are not what the recipe proves, or None."""
         cuda, sm = name["cuda"].replace("_", "."), name["sm"]
@@ -156,7 +149,7 @@ class CompanionClassifier:
             return f"unknown GPU architecture {sm} (not in hardware.json gpu_archs)"
         if not arch.builds_with(cuda) or not arch.has_host(isa.platform):
             return f"{sm} is not built with CUDA {cuda} for {isa.platform} by any toolkit pickvariant knows"
-        why = _targets_disagree(proof, arch.sm_dotted, sm, relation)
+        why = _targets_disagree(values, arch.sm_dotted, sm, relation)
         if why:
             return why
         sets = set(names_matching(CUDA_SET, recipe))
@@ -238,24 +231,20 @@ class CompanionClassifier:
         return found.pop() if len(found) == 1 else None
 
 
-def _targets_disagree(proof: RecipeProof, dotted: str, sm: str, relation: str) -> str | None:
+def _targets_disagree(values: Declared, dotted: str, sm: str, relation: str) -> str | None:
     """Why the GPU targets the recipe sets are not the name's; a companion that imports its PyTorch recipe may set
     none of its own (that recipe's are proven with it)."""
-    if relation == "identical" and not proof.targets:
+    if relation == "identical" and not values.targets:
         return None
-    return targets_disagreement(proof, dotted, sm)
+    return targets_disagreement(values, dotted, sm)
 
 
 LIB_DIR = "lib/"  # build-vllm's shared files (cpu-isa.nix, custom-torch.nix), relative to .flox/pkgs/
 
 
-def is_patch(path: str) -> bool:
-    return path.endswith((".patch", ".diff"))
-
-
 def is_shared_file(path: str) -> bool:
-    """A file of .flox/pkgs/ a recipe may read besides itself: build-vllm's lib/*.nix, or a patch it applies."""
-    return (path.startswith(LIB_DIR) and path.endswith(".nix")) or is_patch(path)
+    """A file of .flox/pkgs/ a recipe may take declared values from besides itself: build-vllm's lib/*.nix."""
+    return path.startswith(LIB_DIR) and path.endswith(".nix")
 
 
 def read_shared(
@@ -274,6 +263,8 @@ def read_shared(
 
 
 BlobReader = Callable[[Sequence[str]], Iterator[tuple[str, bytes]]]
+# (branch, path, package, blob, text, the PyTorch packages its branch classified) -> the recipe read, or why not
+Judged = Callable[[str, str, str, str, str, Collection[str]], Reading | str]
 
 
 def read_companions(
@@ -283,9 +274,11 @@ def read_companions(
     lib_blobs: Mapping[str, Mapping[str, str]],
     pytorch_rows: Mapping[str, Mapping[str, Mapping[str, Any]]],
     classifier: CompanionClassifier,
+    judged: Judged,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]], list[str]]:
     """(rows, (branch, path, why) left out, notes) for companion recipes `wanted` (blob -> (branch, path, package)),
-    each branch's shared files (branch -> path -> blob) read first, one blob in memory at a time."""
+    each held against the upstream (`judged`) and classified; each branch's shared files (branch -> path -> blob)
+    read first, one blob in memory at a time."""
     lib_files = read_shared(read_blobs, lib_blobs)
     rows: list[dict[str, Any]] = []
     left_out: list[tuple[str, str, str]] = []
@@ -293,9 +286,12 @@ def read_companions(
     for blob, content in read_blobs(sorted(wanted)):
         text = content.decode("utf-8", "replace")
         for branch, path, package in wanted[blob]:
-            row, why, found = classifier.classify(
-                repo, branch, path, package, text, pytorch_rows.get(branch, {}), lib_files.get(branch, {})
-            )
+            own = pytorch_rows.get(branch, {})
+            reading = judged(branch, path, package, blob, text, own.keys())
+            if isinstance(reading, str):
+                left_out.append((branch, path, reading))
+                continue
+            row, why, found = classifier.classify(repo, branch, path, package, reading, own, lib_files.get(branch, {}))
             notes.extend(found)
             if row is None:
                 left_out.append((branch, path, why or "not classified"))

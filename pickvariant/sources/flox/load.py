@@ -151,7 +151,12 @@ def _build(data: Mapping[str, Any], path: str | os.PathLike[str]) -> Catalog:
     return Catalog(
         file=os.fspath(path),
         # A catalog written by an older sync may still hold credentials in its source: never shown.
-        source=Source(public_url(data["source"]["repo"]), data["source"]["commit"], data["source"]["date"]),
+        source=Source(
+            public_url(data["source"]["repo"]),
+            data["source"]["commit"],
+            data["source"]["date"],
+            bool(data["source"].get("trusted_by_user", False)),
+        ),
         platforms=hardware.platforms,
         build_hours=data["build"]["hours"],
         build_disk_gb=data["build"]["disk_gb"],

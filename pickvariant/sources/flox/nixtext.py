@@ -136,9 +136,10 @@ def parse_tree(text: str) -> Node:
     return tree.root_node
 
 
-def parse(text: str) -> NixText:
-    """The recipe's bindings, identifiers and strings; NotNix when Nix could not read it as it stands."""
-    root = parse_tree(text)
+def parse(text: str, root: Node | None = None) -> NixText:
+    """The recipe's bindings, identifiers and strings; NotNix when Nix could not read it as it stands. `root`: its
+    syntax tree where the caller parsed it already."""
+    root = parse_tree(text) if root is None else root
     bindings: list[tuple[str, object]] = []
     identifiers: set[str] = set()
     strings: list[str] = []

@@ -8,7 +8,7 @@ catalog they sit beside (the same hardware facts; an identical torch must be a v
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base.errors import BadInput
@@ -60,8 +60,13 @@ def load_stack(catalog: Catalog) -> Stack:
             f"companions {path} were synced with {data['catalog_source']['repo']} at {data['catalog_source']['commit'][:12]}, "
             f"the catalog beside them is at {catalog.source.commit[:12]}: sync both again"
         )
+    trusted = {
+        public_url(entry["repo"])
+        for entry in [data["catalog_source"], *data["companion_sources"]]
+        if entry.get("trusted_by_user")
+    }
     try:
-        rows = checked_rows(data["companions"], catalog)
+        rows = checked_rows(data["companions"], catalog, trusted)
     except SchemaError as error:
         raise BadInput(f"companions {path}: {error}") from None
     return Stack(
@@ -71,8 +76,11 @@ def load_stack(catalog: Catalog) -> Stack:
     )
 
 
-def checked_rows(rows: Sequence[Mapping[str, Any]], catalog: Catalog) -> tuple[Companion, ...]:
-    """The companion rows, each checked as a variant's hardware is, an identical one against the variant it imports."""
+def checked_rows(
+    rows: Sequence[Mapping[str, Any]], catalog: Catalog, trusted: Collection[str] = ()
+) -> tuple[Companion, ...]:
+    """The companion rows, each checked as a variant's hardware is, an identical one against the variant it imports;
+    those of a repository in `trusted` (the user trusted its recipes whole) say so."""
     checked: set[tuple[Any, ...]] = set()
     seen: set[tuple[str, str, str]] = set()
     variants = {(v.branch, v.package): v for v in catalog.variants}
@@ -99,4 +107,9 @@ def checked_rows(rows: Sequence[Mapping[str, Any]], catalog: Catalog) -> tuple[C
         elif row["torch_of"] is not None:
             raise SchemaError(f"{where}.torch_of", "only an identical torch names the variant it is")
     # A companions file written by hand (or by an older sync) may hold credentials in an address: never shown.
-    return tuple(Companion.from_row({**row, "repo": public_url(row["repo"])}) for row in rows)
+    return tuple(
+        Companion.from_row(
+            {**row, "repo": public_url(row["repo"]), "trusted_by_user": public_url(row["repo"]) in trusted}
+        )
+        for row in rows
+    )
