@@ -183,7 +183,7 @@ def test_the_upstream_spelling_of_pname_is_the_same_package(build_repo, cache, t
 @pytest.mark.parametrize(
     ("package", "field"),
     [
-        (WRONG_TARGET, "the name says sm89 (8.9), but the recipe sets GPU targets 9.0 (gpuArchSM)"),
+        (WRONG_TARGET, "the name says sm89 (8.9), but the recipe sets GPU targets 9.0 (gpuArchSM, gpuTargets)"),
         (
             WRONG_PNAME,
             "its pname is pytorch-python313-cuda13_1-sm86-avx512, the catalog's package pytorch-python313-cuda13_1-sm86-avx2",

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 from buildrepo import HASH_2101, PIN_291, as_upstream, commit_branch, git, template
-from conftest import TESTS, cli_runner, cpuinfo_path, require
+from conftest import TESTS, cli_runner, cpuinfo_path, generated, require
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pickvariant import api
 from pickvariant.cli.main import app
@@ -240,7 +242,7 @@ ATTACKS = {
     "gpuTargets joined with a nixpkgs list": Attack(
         SM90,
         _swap("gpuTargets = [ gpuArchSM ]", 'gpuTargets = [ gpuArchSM ] ++ nixpkgs_pinned.lib.optional true "10.0"'),
-        shows=None,
+        shows=lambda b: b.evaluated["overrideArgs"]["gpuTargets"] == ["9.0", "10.0"],
     ),
     "a default argument under Flox's call": Attack(
         AVX2,
@@ -531,3 +533,90 @@ def test_a_new_nixpkgs_is_read_only_where_the_package_sets_name_their_versions(t
     commit_branch(upstream, BRANCH, upstream_generic, parent=BRANCH)
     again = runner.invoke(app, ["catalog", "sync", str(fork), "-o", str(catalog), "--force", *as_upstream(upstream)])
     assert f"{AVX2}.nix: it pins nixpkgs {PIN_291[:12]}, which upstream does not use with this recipe" in again.stderr
+
+
+# --- the skeleton: values are holes, nothing else is
+
+
+def _recipe_with(position: str, literal: str) -> str:
+    """The upstream's sm90 recipe with `literal` written where `position` (a binding it has) holds its value."""
+    text = UPSTREAM[SM90]
+    found = re.search(rf"(\b{position} = )([^;]*);", text)
+    assert found, position
+    return text[: found.start(2)] + literal + text[found.end(2) :]
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_value_of_a_positions_grammar_leaves_the_skeleton_as_it_is_and_anything_else_changes_it(data) -> None:
+    """The whitelist's one promise: a value position's literal can be any value of its grammar without changing the
+    skeleton; text of another shape there (a quote, a `$`, an interpolation, a call) is code, and the skeleton
+    differs from the upstream's, or the recipe is not read at all."""
+    generated("skeleton: values of each position's grammar, and text of any other shape there")
+    from pickvariant.sources.flox.nixtext import NotNix
+    from pickvariant.sources.flox.skeleton import skeleton_of
+
+    upstream = skeleton_of(UPSTREAM[SM90])
+    position, pattern, quoted = data.draw(
+        st.sampled_from(
+            [("gpuArchSM", r"[0-9]{1,2}\.[0-9][a-z]?", '"{}"'), ("pname", r"[a-z][a-z0-9._+-]{0,40}", '"{}"'),
+             ("ninjaFlags", r"-j[0-9]{1,4}", '[ "{}" ]'), ("cpuFlags", r"-m[a-z0-9]{1,12}", '[ "{}" "-mfma" ]')]
+        )
+    )  # fmt: skip
+    value = data.draw(st.from_regex(pattern, fullmatch=True))
+    assert skeleton_of(_recipe_with(position, quoted.format(value))).tokens == upstream.tokens
+    other = data.draw(
+        st.sampled_from(['"a\\"b"', '"${x}"', "x", '("a" + "b")', '""+""', '[ "a" ] ++ [ ]', "[ x ]", "1"])
+    )
+    try:
+        changed = skeleton_of(_recipe_with(position, other)).tokens
+    except NotNix:
+        return
+    assert changed != upstream.tokens
+
+
+@given(st.data())
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_cut_or_repeat_of_a_recipe_is_judged_or_left_out_never_a_crash(data) -> None:
+    """Recipes cut or pasted at any byte: the judge answers with a match or one reason, never another exception,
+    and the same text gets the same answer."""
+    generated("judge: the upstream's recipes cut and repeated at any byte")
+    from pickvariant.sources.flox.trusted import TrustedRecipe, Upstream
+
+    name = data.draw(st.sampled_from(sorted(UPSTREAM)))
+    source = UPSTREAM[name]
+    start = data.draw(st.integers(0, len(source)))
+    end = data.draw(st.integers(start, len(source)))
+    text = source[:start] + source[end:] if data.draw(st.booleans()) else source[:end] + source[start:]
+    trusted = TrustedRecipe(
+        path=f".flox/pkgs/{name}.nix", package=name, blob="b", where="up", reader=0, size=len(source)
+    )
+    judge = Upstream([trusted], [lambda ids: iter([("b", source.encode())])])
+    verdict = judge.judge(name, text)
+    assert (verdict.matched is not None) == (text == source or verdict.why is None), verdict
+    assert verdict.why is None or (verdict.why.isprintable() and verdict.why == judge.judge(name, text).why)
+
+
+def test_a_recipe_far_larger_than_any_upstream_one_is_left_out_unread(tmp_path) -> None:
+    """A fork's recipe of 1 MiB (a build script of thousands of lines): left out by its size, which no comment,
+    space or longer value can make up, before it is parsed; the sync goes on with the rest."""
+    upstream = _upstream(tmp_path)
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", "--no-local", str(upstream), str(fork))
+    files = {f"{name}.nix": text for name, text in UPSTREAM.items()}
+    files[f"{AVX2}.nix"] = UPSTREAM[AVX2].replace(JOBS, JOBS + "      echo building\n" * 50_000, 1)
+    commit_branch(fork, BRANCH, files, parent=f"origin/{BRANCH}")
+    result = runner.invoke(app, ["catalog", "sync", str(fork), "-o", str(tmp_path / "c.json"), *as_upstream(upstream)])
+    assert result.exit_code == 0, result.output
+    assert re.search(rf"{AVX2}\.nix: it is \d{{7}} bytes, more than any upstream recipe it could be", result.stderr)
+
+
+def test_the_whole_sync_shares_one_deadline(tmp_path, monkeypatch) -> None:
+    """PICKVARIANT_NETWORK_TIMEOUT bounds the sync as a whole, every git call in it: past it, one line naming it."""
+    upstream = _upstream(tmp_path)
+    monkeypatch.setenv("PICKVARIANT_NETWORK_TIMEOUT", "0.001")
+    result = runner.invoke(
+        app, ["catalog", "sync", str(upstream), "-o", str(tmp_path / "c.json"), *as_upstream(upstream)]
+    )
+    assert result.exit_code == 1 and not (tmp_path / "c.json").exists()
+    assert "catalog sync took longer than 0.001 s in all (set PICKVARIANT_NETWORK_TIMEOUT" in result.stderr

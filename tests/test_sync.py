@@ -82,7 +82,7 @@ def test_sync_reads_every_branch_and_derives_each_row_from_the_recipe(build_repo
     ]
     assert (
         "pytorch-2.10-python313:.flox/pkgs/pytorch-python313-cuda13_1-sm90-avx2.nix: the name says sm90 (9.0), "
-        "but the recipe sets GPU targets 8.9 (gpuArchSM)" in err
+        "but the recipe sets GPU targets 8.9 (gpuArchSM, gpuTargets)" in err
     )
     assert (
         "pytorch-python313-cuda13_1-sm89-avx512.nix: its compiler flags need avx512_bf16, which the avx512 rule does not require"
@@ -286,7 +286,7 @@ def test_companion_repositories_are_read_beside_the_build_repository_with_each_t
     assert (vllm_row["torch"], vllm_row["version"], vllm_row["torch_relation"]) == ("2.9.1", "0.14.1", "separate")
     err = result.stderr
     assert (
-        "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90 (9.0), but the recipe sets GPU targets 8.9 (gpuArchSM)"
+        "torchvision-python313-cuda13_1-sm90-avx2.nix: the name says sm90 (9.0), but the recipe sets GPU targets 8.9 (gpuArchSM, gpuTargets)"
         in err
     )
     assert (

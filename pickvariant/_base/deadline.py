@@ -12,9 +12,10 @@ from pickvariant._base.errors import OperationFailed
 class Deadline:
     """`seconds` from now, for the operation `what` names in the error ("catalog sync", "fetching from URL")."""
 
-    def __init__(self, seconds: float, what: str) -> None:
+    def __init__(self, seconds: float, what: str, allow_more: str = f"set {settings.NETWORK_TIMEOUT}") -> None:
         self.seconds = seconds
         self.what = what
+        self.allow_more = allow_more  # how to allow more: the variable or option that set it
         self.end = time.monotonic() + seconds
 
     def left(self, at_most: float | None = None) -> float:
@@ -26,5 +27,5 @@ class Deadline:
 
     def expired(self) -> OperationFailed:
         return OperationFailed(
-            f"{self.what} took longer than {self.seconds:g} s in all (set {settings.NETWORK_TIMEOUT} to allow more)"
+            f"{self.what} took longer than {self.seconds:g} s in all ({self.allow_more} to allow more)"
         )

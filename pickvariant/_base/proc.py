@@ -144,8 +144,9 @@ def run(
             raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
         except TimeoutError:
             join(reader)
+            waited = round(timeout_s or 0.0, 1)  # only a time limit raises it
             raise OperationFailed(
-                f"`{shlex.join(command.argv)}` timed out after {timeout_s:g} s and was stopped; log: {log}\n{tail(log)}"
+                f"`{shlex.join(command.argv)}` timed out after {waited:g} s and was stopped; log: {log}\n{tail(log)}"
             ) from None
         join(reader)
     incomplete = f"the log {log} is incomplete: writing it failed ({broken[0]})" if broken else None

@@ -100,7 +100,11 @@ InstallAllowDowngrade = Annotated[
 
 InstallTimeout = Annotated[
     float | None,
-    typer.Option("--timeout", metavar="SECONDS", help="Stop a flox command that runs longer than this many seconds."),
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Stop the install when its commands together run longer than this many seconds (a build: 48 hours).",
+    ),
 ]
 
 

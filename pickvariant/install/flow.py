@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pickvariant._base import settings
+from pickvariant._base.deadline import Deadline
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, run, tail
@@ -33,6 +34,9 @@ from pickvariant.rules.decision import SetShape
 from pickvariant.sources.build import Catalog, Companion, Variant, checked_package
 
 ORG_ENV = settings.FLOX_ORG
+
+# A build's deadline, all its commands together, where --timeout gives none: a PyTorch build takes hours, not days.
+BUILD_DEADLINE_S = 48 * 3600.0
 
 
 def fit_problems(variant: Variant, facts: HostFacts, catalog: Catalog) -> list[str]:
@@ -197,6 +201,8 @@ def _execute(
 ) -> list[str]:
     created_here = plan.creates_environment and not (plan.directory / ".flox").exists()
     saved = linked_torch.save(plan.directory) if plan.torch_check and not created_here else None
+    limit = timeout_s if timeout_s is not None else BUILD_DEADLINE_S if plan.recipe_file is not None else None
+    deadline = None if limit is None else Deadline(limit, "the install", "give --timeout SECONDS")
     try:
         if plan.recipe_file is not None and plan.recipe_text is not None:
             assert plan.build_dir is not None
@@ -206,14 +212,14 @@ def _execute(
                 raise OperationFailed(
                     f"cannot create the build directory {plan.build_dir}: {error.strerror or error}; choose one with --build-dir"
                 ) from error
-            incomplete = _run(plan.commands[: plan.recipe_after], log, on_line, timeout_s)
+            incomplete = _run(plan.commands[: plan.recipe_after], log, on_line, deadline)
             # flox init may have made .flox/pkgs: it must still be inside the build directory.
             for path, content in ((plan.recipe_file, plan.recipe_text), *plan.companion_recipes):
                 if check_writable(path, content, force, root=plan.build_dir):
                     write_atomic(path, content)
-            incomplete += _run(plan.commands[plan.recipe_after :], log, on_line, timeout_s)
+            incomplete += _run(plan.commands[plan.recipe_after :], log, on_line, deadline)
         else:
-            incomplete = _run(plan.commands, log, on_line, timeout_s)
+            incomplete = _run(plan.commands, log, on_line, deadline)
             if plan.torch_check is not None:
                 try:
                     linked_torch.check(interpreter_for(plan), plan.torch_check, plan.companions, on_line)
@@ -231,8 +237,10 @@ def _execute(
     return list(dict.fromkeys(incomplete))
 
 
-def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None], timeout_s: float | None) -> list[str]:
-    """Run the commands; a failure whose output Flox's contract knows gets its remedy added.
+def _run(
+    commands: Sequence[Command], log: Path, on_line: Callable[[str], None], deadline: Deadline | None
+) -> list[str]:
+    """Run the commands, all within one deadline; a failure whose output Flox's contract knows gets its remedy added.
 
     A failed `flox auth status` is a login problem whatever it says (at flox/flox@6536dac every way it
     fails, not logged in, token unverifiable, expired or revoked, exits 1): its text only refines the advice."""
@@ -240,7 +248,7 @@ def _run(commands: Sequence[Command], log: Path, on_line: Callable[[str], None],
     for command in commands:
         on_line(f"» {command.description}")
         try:
-            problem = run(command, log, on_line, timeout_s)
+            problem = run(command, log, on_line, None if deadline is None else deadline.left())
         except OperationFailed as error:
             if str(error) == FLOX_INSTALL_HELP:
                 raise  # no flox at all: logging in to FloxHub would not help

@@ -22,6 +22,7 @@ let
     fix = f: let x = f x; in x;
     versionAtLeast = a: b: builtins.compareVersions a b >= 0;
     optionalString = cond: string: if cond then string else "";
+    optional = cond: item: if cond then [ item ] else [ ];
   };
 
   refuseFakeHash = fetched:

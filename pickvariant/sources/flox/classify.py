@@ -46,6 +46,11 @@ def _unread_name(package: str) -> str:
     return "the package name does not read as pytorch-pythonNNN-(cpu-ISA | cudaX_Y-smNN-ISA | darwin-mps)"
 
 
+def name_refusal(package: str) -> str | None:
+    """Why a PyTorch recipe's name alone leaves it out, or None."""
+    return None if _NAME.match(package) else _unread_name(package)
+
+
 class RecipeClassifier:
     """Reads one recipe's facts against the hardware facts (a synced catalog's, or hardware.json's for sync)."""
 
@@ -68,7 +73,7 @@ class RecipeClassifier:
         if name is None:
             return None, _unread_name(package), notes
         recipe = reading.nix
-        values = declared(recipe, reading.skeleton)
+        values = declared(recipe)
         if isinstance(values, str):
             return None, values, notes
         python = f"3.{name['py'][1:]}"
@@ -277,7 +282,13 @@ def target_capability(value: str) -> str | None:
 
 
 def _targets_shown(values: Declared) -> str:
-    return ", ".join(f"{target} ({setting})" for target, setting in dict.fromkeys(values.targets))
+    """Each target once, with the settings that give it: `8.9 (gpuArchSM, gpuTargets)`."""
+    settings: dict[str, list[str]] = {}
+    for target, setting in values.targets:
+        settings.setdefault(target, [])
+        if setting not in settings[target]:
+            settings[target].append(setting)
+    return ", ".join(f"{target} ({', '.join(names)})" for target, names in settings.items())
 
 
 def flags_beyond(facts: HardwareFacts, flags: Sequence[str], isa: CpuIsa, called: str) -> str | None:

@@ -45,6 +45,11 @@ _PROJECT_VERSION = re.compile(r"\b(?:vLLM|vllm|TorchVision|torchvision|TorchAudi
 ISA_SPELLINGS = {"armv8.2": "armv8_2"}
 
 
+def name_refusal(package: str) -> str | None:
+    """Why a companion recipe's name alone leaves it out, or None."""
+    return _name_refusal(_NAME.match(package))
+
+
 def project_of(package: str) -> str | None:
     """The companion project a package name belongs to, or None (a PyTorch variant or something else)."""
     head = package.split("-", 1)[0]
@@ -81,7 +86,7 @@ class CompanionClassifier:
         torch, pin, relation, torch_of, why = self._torch(recipe, branch, path, pytorch_rows)
         if why:
             return None, why, notes
-        values = declared(recipe, reading.skeleton, lib_files)
+        values = declared(recipe, lib_files)
         if isinstance(values, str):
             return None, values, notes
         row = {
@@ -186,7 +191,7 @@ class CompanionClassifier:
         pytorch_rows: Mapping[str, Mapping[str, Any]],
     ) -> tuple[str | None, str | None, str, str | None, str | None]:
         """(torch version, nixpkgs pin, relation, the PyTorch package it imports, why it is left out)."""
-        imported = sorted({match[1] for value in recipe.paths if (match := _IMPORTED_PYTORCH.match(value))})
+        imported = sorted({match[1] for value, _ in recipe.paths if (match := _IMPORTED_PYTORCH.match(value))})
         if len(imported) > 1:
             return None, None, "", None, f"imports several PyTorch recipes: {', '.join(imported)}"
         if imported:

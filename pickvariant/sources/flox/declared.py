@@ -1,10 +1,11 @@
-"""What a recipe declares it builds for: its compiler flags and GPU targets, read from its value positions.
+"""What a recipe declares it builds for: its compiler flags and GPU targets, read from the bindings that declare them.
 
-A recipe reaches this only once its trust is settled (trusted.py): it is the trusted upstream's own, its skeleton is
-one of the upstream's, or the user trusts its repository. So nothing here proves anything about the text: the
-values the skeleton's holes hold are taken for what the upstream recipe they match means by them (`cpuFlags` the
-compiler flags, `gpuArchSM`, `gpuTargets`, `cudaCapabilities`, `smCapability` the GPU targets), and build-vllm's
-shared table (`cpuISA = (import ./lib/cpu-isa.nix).avx2`) gives the flags of the entry the recipe names.
+A recipe reaches this only once its trust is settled (trusted.py): it is the trusted upstream's own, it is one of the
+upstream's in all but its values, or the user trusts its repository. So nothing here proves anything about the text:
+the values are taken for what the upstream means by them (`cpuFlags` the compiler flags; `gpuArchSM`, `gpuArchNum`,
+`smCapability`, `gpuTargets`, `cudaCapabilities` the GPU targets), and build-vllm's shared table
+(`cpuISA = (import ./lib/cpu-isa.nix).avx2`) gives the flags of the entry the recipe names. A binding of one of
+those names that is no literal (a list joined with `++`, a call) declares nothing: the recipe is left out, said.
 """
 
 from __future__ import annotations
@@ -12,24 +13,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pickvariant._base.records import keyword_record
-from pickvariant.sources.flox import skeleton as holes
 from pickvariant.sources.flox.nixtext import NixText, NotNix, parse, parse_tree
-from pickvariant.sources.flox.skeleton import Skeleton, skeleton_of
+from pickvariant.sources.flox.skeleton import Skeleton
+
+FLAG_LIST = "cpuFlags"
+TARGET_STRINGS = ("gpuArchSM", "gpuArchNum", "smCapability")
+TARGET_LISTS = ("gpuTargets", "cudaCapabilities")
 
 
 @keyword_record
 class Reading:
-    """A recipe read once: its declared bindings (nixtext) and its skeleton, from one syntax tree."""
+    """A recipe read once: its declared bindings (nixtext), and its skeleton where it was held against the
+    upstream's (trusted.py; None for a recipe of the upstream itself, or of a repository the user trusts)."""
 
     text: str
     nix: NixText
-    skeleton: Skeleton
+    skeleton: Skeleton | None = None
 
 
 def read(text: str, skeleton: Skeleton | None = None) -> Reading:
-    """The recipe read; NotNix when Nix could not read it as it stands. `skeleton`: where the caller has it already."""
-    root = parse_tree(text)
-    return Reading(text=text, nix=parse(text, root), skeleton=skeleton or skeleton_of(text, root))
+    """The recipe read; NotNix when Nix could not read it as it stands."""
+    return Reading(text=text, nix=parse(text, parse_tree(text)), skeleton=skeleton)
 
 
 @keyword_record
@@ -38,51 +42,43 @@ class Declared:
 
     flags: tuple[str, ...]
     targets: tuple[tuple[str, str], ...]
-    flag_lines: tuple[tuple[str, int], ...] = ()  # (flag, the line that declares it), the first for each
+    flag_line: int | None = None  # the line of the flag list
 
     def line_of(self, flag: str) -> int | None:
-        return next((line for found, line in self.flag_lines if found == flag), None)
+        return self.flag_line if flag in self.flags else None
 
 
-def declared(recipe: NixText, skeleton: Skeleton, lib_files: Mapping[str, str] = {}) -> Declared | str:
-    """The recipe's declared flags and targets, or why they cannot be read (a second flag list, a table not given)."""
-    unread = _unread(recipe, skeleton)
-    if unread:
-        return unread
-    flag_holes = skeleton.values(holes.FLAGS)
-    flags: list[tuple[str, int]] = [(flag, hole.line) for hole in flag_holes for flag in hole.value]
-    if len(flag_holes) > 1 and len({hole.value for hole in flag_holes}) > 1:
-        return f"it declares several cpuFlags lists (lines {', '.join(str(h.line) for h in flag_holes)})"
-    if not flag_holes:
+def declared(recipe: NixText, lib_files: Mapping[str, str] = {}) -> Declared | str:
+    """The recipe's declared flags and targets, or why they cannot be read (not a literal, a table not given)."""
+    bound = {name for name, _ in recipe.bindings}
+    flags: list[str] = []
+    if FLAG_LIST in bound:
+        lists = recipe.list_binding(FLAG_LIST)
+        if lists is None:
+            return f"{FLAG_LIST} is not a literal list of compiler flags, so what it holds is not declared"
+        if len({tuple(items) for items in lists}) > 1:
+            return f"it declares several {FLAG_LIST} lists"
+        flags = lists[0]
+    else:
         entries = recipe.binding_entries("cpuISA")
         if entries:
             table = _table_flags(entries, lib_files)
             if isinstance(table, str):
                 return table
-            flags = [(flag, 0) for flag in table]
-    targets = tuple((value, hole.name) for hole in skeleton.values(holes.TARGETS) for value in hole.value)
-    unique = dict.fromkeys(flag for flag, _ in flags)
-    return Declared(
-        flags=tuple(unique),
-        targets=targets,
-        flag_lines=tuple((flag, next(line for found, line in flags if found == flag)) for flag in unique),
-    )
-
-
-def _unread(recipe: NixText, skeleton: Skeleton) -> str | None:
-    """Why a value position the recipe binds is not one that can be read (a list joined with `++`, a computed
-    string): its values are then not declared, and nothing is guessed. A target list may name the bindings that
-    declare its targets (`gpuTargets = [ gpuArchSM ]`)."""
-    bound = {name for name, _ in recipe.bindings}
-    read = {hole.name for hole in skeleton.holes}
-    for position in holes.VALUES:
-        if position.name not in bound or position.name in read or position.kind not in (holes.FLAGS, holes.TARGETS):
-            continue
-        if position.shape == "list" and recipe.list_binding(position.name) is not None:
-            continue  # items that are names of declared targets: those are read where they are bound
-        shape = "list of " if position.shape == "list" else ""
-        return f"{position.name} is not a literal {shape}{position.kind}, so what it holds is not declared"
-    return None
+            flags = table
+    targets: list[tuple[str, str]] = []
+    for name in TARGET_STRINGS:
+        values = recipe.string_binding(name) if name in bound else []
+        if values is None:
+            return f"{name} is not a literal GPU target, so what it holds is not declared"
+        targets += [(value, name) for value in values]
+    for name in TARGET_LISTS:
+        lists = recipe.list_binding(name) if name in bound else []
+        if lists is None:
+            return f"{name} is not a literal list of GPU targets (or of the names that declare them)"
+        targets += [(value, name) for items in lists for value in items]
+    line = recipe.line_of(FLAG_LIST) if FLAG_LIST in bound else None
+    return Declared(flags=tuple(dict.fromkeys(flags)), targets=tuple(targets), flag_line=line)
 
 
 def _table_flags(entries: list[tuple[str, str]], lib_files: Mapping[str, str]) -> list[str] | str:

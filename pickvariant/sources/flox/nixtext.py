@@ -47,7 +47,9 @@ class NixText:
     identifiers: frozenset[str]  # every name the code uses (never one inside a string or comment)
     strings: tuple[str, ...]  # the literal text of every string, interpolations left out
     indented_strings: tuple[str, ...]  # the literal text of every ''...'' string (build scripts)
-    paths: tuple[str, ...] = ()  # every path literal (`./pytorch-x.nix`), as written
+    # Every path literal (`./pytorch-x.nix`, `${./tune}`, `~/x`) as written, with its line: the files it brings in.
+    paths: tuple[tuple[str, int], ...] = ()
+    binding_lines: tuple[int, ...] = ()  # the line of each of `bindings`, in turn
     # For each binding whose value is an attribute set: the literal lists that set binds, by name
     # (`avx2 = { flags = [ "-mavx2" ]; };` gives {"avx2": {"flags": ["-mavx2"]}}).
     nested_lists: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
@@ -65,6 +67,12 @@ class NixText:
         bound = [value for found, value in self.bindings if found == name and value is not INHERITED]
         entries = [(path, entry) for found, path, entry in self.imported_entries if found == name]
         return entries if len(entries) == len(bound) else None
+
+    def line_of(self, name: str) -> int | None:
+        """The line of the first binding of `name`."""
+        return next(
+            (line for (bound, _), line in zip(self.bindings, self.binding_lines, strict=False) if bound == name), None
+        )
 
     def version_of(self, owner: str) -> list[str] | None:
         """Every `version` bound inside a binding named `owner`; None when one of them is not a string literal."""
@@ -139,57 +147,100 @@ def parse_tree(text: str) -> Node:
 def parse(text: str, root: Node | None = None) -> NixText:
     """The recipe's bindings, identifiers and strings; NotNix when Nix could not read it as it stands. `root`: its
     syntax tree where the caller parsed it already."""
-    root = parse_tree(text) if root is None else root
-    bindings: list[tuple[str, object]] = []
-    identifiers: set[str] = set()
-    strings: list[str] = []
-    indented: list[str] = []
-    paths: list[str] = []
-    nested: list[tuple[str, str, tuple[str, ...]]] = []
-    versions: list[tuple[tuple[str, ...], object]] = []
-    entries: list[tuple[str, str, str]] = []
-    for node in _walk(root):
+    read = _Read()
+    cursor = (parse_tree(text) if root is None else root).walk()
+    while True:  # every node, depth first, without recursion (a deeply nested recipe must not exhaust the stack)
+        node = cursor.node
+        assert node is not None  # a cursor always stands on a node; the binding types it Optional
+        if node.type in _READ:
+            read.node(node)
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return read.text()
+
+
+# The node types `parse` reads something of (every other is walked through).
+_READ = frozenset(
+    (
+        "identifier",
+        "path_expression",
+        "hpath_expression",
+        "binding",
+        "inherit",
+        "inherit_from",
+        "string_expression",
+        "indented_string_expression",
+    )
+)
+
+
+class _Read:
+    """What `parse` gathers node by node."""
+
+    def __init__(self) -> None:
+        self.bindings: list[tuple[str, object]] = []
+        self.lines: list[int] = []
+        self.identifiers: set[str] = set()
+        self.strings: list[str] = []
+        self.indented: list[str] = []
+        self.paths: list[tuple[str, int]] = []
+        self.nested: list[tuple[str, str, tuple[str, ...]]] = []
+        self.versions: list[tuple[tuple[str, ...], object]] = []
+        self.entries: list[tuple[str, str, str]] = []
+
+    def node(self, node: Node) -> None:
         kind = node.type
-        if kind == "path_expression":
-            if node.named_child_count == 1 and node.named_children[0].type == "path_fragment":
-                paths.append(_text(node.named_children[0]))
+        if kind == "identifier":
+            self.identifiers.add(_text(node))
+        elif kind in ("path_expression", "hpath_expression"):
+            self.paths.append((_text(node), node.start_point[0] + 1))
         elif kind == "binding":
-            path = node.child_by_field_name("attrpath")
-            value = node.child_by_field_name("expression")
-            names = list(path.named_children) if path is not None else []
-            if names and names[-1].type == "identifier" and value is not None:
-                bindings.append((_text(names[-1]), _literal(value)))
-                if _text(names[-1]) == "version":
-                    versions.append((_enclosing_bindings(node), bindings[-1][1]))
-                if value.type in ("attrset_expression", "rec_attrset_expression"):
-                    nested.extend((_text(names[-1]), inner, items) for inner, items in _literal_lists(value))
-                entry = _imported_entry(value)
-                if entry is not None:
-                    entries.append((_text(names[-1]), *entry))
+            self._binding(node)
         elif kind in ("inherit", "inherit_from"):
             # `inherit (set) x;` binds x to something not written here: a fact bound so is not a literal.
             # `inherit x;` passes on the x in scope, the recipe's own binding if it has one (_values).
             attrs = node.child_by_field_name("attrs")
             for name in attrs.named_children if attrs is not None else ():
-                bindings.append((_text(name), INHERITED if kind == "inherit" else NOT_LITERAL))
-        elif kind == "identifier":
-            identifiers.add(_text(node))
+                self.bindings.append((_text(name), INHERITED if kind == "inherit" else NOT_LITERAL))
+                self.lines.append(node.start_point[0] + 1)
         elif kind == "string_expression":
-            strings.append(_string_text(node, indented=False, literal_only=False) or "")
+            self.strings.append(_string_text(node, indented=False, literal_only=False) or "")
         elif kind == "indented_string_expression":
             body = _string_text(node, indented=True, literal_only=False) or ""
-            strings.append(body)
-            indented.append(body)
-    return NixText(
-        bindings=tuple(bindings),
-        identifiers=frozenset(identifiers),
-        strings=tuple(strings),
-        indented_strings=tuple(indented),
-        paths=tuple(paths),
-        nested_lists=tuple(nested),
-        versions=tuple(versions),
-        imported_entries=tuple(entries),
-    )
+            self.strings.append(body)
+            self.indented.append(body)
+
+    def _binding(self, node: Node) -> None:
+        path = node.child_by_field_name("attrpath")
+        value = node.child_by_field_name("expression")
+        names = list(path.named_children) if path is not None else []
+        if not names or names[-1].type != "identifier" or value is None:
+            return
+        name = _text(names[-1])
+        self.bindings.append((name, _literal(value)))
+        self.lines.append(node.start_point[0] + 1)
+        if name == "version":
+            self.versions.append((_enclosing_bindings(node), self.bindings[-1][1]))
+        if value.type in ("attrset_expression", "rec_attrset_expression"):
+            self.nested.extend((name, inner, items) for inner, items in _literal_lists(value))
+        entry = _imported_entry(value)
+        if entry is not None:
+            self.entries.append((name, *entry))
+
+    def text(self) -> NixText:
+        return NixText(
+            bindings=tuple(self.bindings),
+            identifiers=frozenset(self.identifiers),
+            strings=tuple(self.strings),
+            indented_strings=tuple(self.indented),
+            paths=tuple(self.paths),
+            binding_lines=tuple(self.lines),
+            nested_lists=tuple(self.nested),
+            versions=tuple(self.versions),
+            imported_entries=tuple(self.entries),
+        )
 
 
 def _imported_entry(value: Node) -> tuple[str, str] | None:

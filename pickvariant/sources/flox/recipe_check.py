@@ -92,10 +92,12 @@ def check_recipe(
 def _held_against(reading: Reading, reference: FetchedRecipe, where: str) -> None:
     """OperationFailed unless the served recipe is the catalog's own in all but its values, bringing in no file."""
     try:
-        own = skeleton_of(reference.text)
+        own, served = skeleton_of(reference.text), skeleton_of(reading.text)
     except NotNix as error:
-        raise OperationFailed(f"the catalog's own recipe cannot be read as Nix reads it: {error}") from None
-    if reading.skeleton.tokens != own.tokens:
+        raise OperationFailed(
+            f"the recipe {where} or the catalog's own cannot be read as Nix reads it: {error}"
+        ) from None
+    if served.tokens != own.tokens:
         upstream = TrustedRecipe(
             path=reference.path,
             package=reference.path.rsplit("/", 1)[-1].removesuffix(".nix"),
@@ -103,11 +105,9 @@ def _held_against(reading: Reading, reference: FetchedRecipe, where: str) -> Non
             where=f"{reference.repo} {reference.branch} at {reference.commit[:12]}",
             reader=0,
         )
-        raise OperationFailed(
-            f"the recipe {where} does not match the catalog: {difference(reading.skeleton, own, upstream)}"
-        )
-    if reading.skeleton.paths:
-        literal, line = reading.skeleton.paths[0]
+        raise OperationFailed(f"the recipe {where} does not match the catalog: {difference(served, own, upstream)}")
+    if reading.nix.paths:
+        literal, line = reading.nix.paths[0]
         raise OperationFailed(
             f"the recipe {where} does not match the catalog: line {line} brings in {literal[:80]}, which a recipe "
             "fetched alone comes without, so it cannot be held against the upstream's"

@@ -155,12 +155,13 @@ def open_repository(repo: str, workdir: Path, deadline: Deadline | None = None) 
         raise BadInput(f"{repo!r:.200} is neither a URL nor an existing directory")
     if not path.is_dir():
         raise BadInput(f"{repo!r:.200} is not a directory (give a clone of the build repository)")
+    limit = GIT_TIMEOUT_S if deadline is None else deadline.left(GIT_TIMEOUT_S)
     try:
         run_git(
             ["clone", "--mirror", "--no-local", "--quiet", "--", str(path.resolve()), str(target)],
             repo,
             workdir,
-            timeout_s=GIT_TIMEOUT_S if deadline is None else deadline.left(GIT_TIMEOUT_S),
+            timeout_s=limit,
         )
     except GitTimeout:
         raise (

@@ -24,7 +24,7 @@ from pickvariant._base.records import keyword_record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.strictjson import load_file
 from pickvariant._base.urls import public_url
-from pickvariant.sources.build import SCHEMA_VERSION
+from pickvariant.sources.build import SCHEMA_VERSION, Catalog
 from pickvariant.sources.flox import companions
 from pickvariant.sources.flox.branches import Listing, Unclassified, group_branches, list_branches
 from pickvariant.sources.flox.classify import RecipeClassifier
@@ -164,7 +164,7 @@ def _sync(
     if 0 in trust.whole:
         document["source"]["trusted_by_user"] = True
     try:
-        parse_catalog(document, Path("(synced catalog)"))
+        parsed = parse_catalog(document, Path("(synced catalog)"))
     except BadInput as error:
         raise OperationFailed(f"the synced catalog does not validate: {error}") from error
     return SyncResult(
@@ -174,7 +174,7 @@ def _sync(
         unclassified=tuple(sorted(unclassified, key=lambda u: (u.branch, u.path))),
         notes=tuple(sorted(set(notes))),
         refused_branches=tuple(listing.refused),
-        companions=_companions_document(document, sources, companion_rows) if companion_rows else None,
+        companions=_companions_document(document, parsed, sources, companion_rows) if companion_rows else None,
     )
 
 
@@ -258,7 +258,7 @@ def _other_repository(
 
 
 def _companions_document(
-    document: dict[str, Any], sources: list[dict[str, Any]], companion_rows: list[dict[str, Any]]
+    document: dict[str, Any], parsed: Catalog, sources: list[dict[str, Any]], companion_rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """catalog.companions.json beside the catalog, validated with it."""
     stack = {
@@ -270,7 +270,7 @@ def _companions_document(
     }
     try:
         validate(stack, load_schema(STACK_SCHEMA))
-        checked_rows(companion_rows, parse_catalog(document, Path("(synced catalog)")))
+        checked_rows(companion_rows, parsed)
     except (SchemaError, BadInput) as error:
         raise OperationFailed(f"the synced companions do not validate: {error}") from error
     return stack

@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from pickvariant._base.records import keyword_record, record
-from pickvariant.sources.flox import skeleton as holes
+from pickvariant.sources.flox import positions as holes
 from pickvariant.sources.flox.nixtext import NotNix
-from pickvariant.sources.flox.skeleton import Skeleton, shown, skeleton_of
+from pickvariant.sources.flox.skeleton import Skeleton, Walk, shown, skeleton_of
 
 _NAME = re.compile(
     r"^(?P<project>pytorch|torchvision|torchaudio|vllm)-python(?P<py>3\d{1,2})-(?:"
@@ -30,6 +30,9 @@ _SPELLINGS = {"armv8.2": "armv8_2"}
 _EXPLICIT_CUDA = re.compile(r"cudaPackages_\d+_\d+")
 _CUDA = re.compile(r"-cuda\d+_\d+-")
 _MAX_SHOWN = 70
+# What a fork's recipe may add to the upstream's it could be, in bytes: comments, spaces, longer values. More, and it
+# is left out unread (the parse alone of a megabyte of tokens takes a second).
+SLACK_BYTES = 64 * 1024
 NO_UPSTREAM = (
     "there is no trusted upstream to hold it against: its repository shares no commit with the build repositories "
     "pickvariant ships facts for; name the one it comes from with --upstream REPO, or trust it as it is with "
@@ -57,6 +60,7 @@ class TrustedRecipe:
     blob: str
     where: str  # "https://github.com/barstoolbluz/build-pytorch main at 670c3104740b"
     reader: int  # which repository's blob reader holds it
+    size: int = 0  # bytes
 
 
 @keyword_record
@@ -94,45 +98,64 @@ class Upstream:
         return {recipe.blob: self._skeletons.get(recipe.blob) for recipe in recipes}
 
     def judge(self, package: str, text: str) -> Verdict:
-        """The recipe against the upstream recipes of its project, Python, CUDA line and instruction set."""
-        try:
-            fork = skeleton_of(text)
-        except NotNix as error:
-            return Verdict(skeleton=None, why=f"the recipe cannot be read as Nix reads it: {error}")
+        """The recipe against the upstream recipes of its project, Python, CUDA line and instruction set: walked only
+        as far as one of them goes with it (a recipe that differs early is not read to its end)."""
         if not self.everything:
-            return Verdict(skeleton=fork, why=NO_UPSTREAM)
+            return Verdict(skeleton=None, why=NO_UPSTREAM)
         named = name_key(package)
         if named is None:
-            return Verdict(skeleton=fork)  # its name alone leaves it out: the classifier says why
+            return Verdict(skeleton=None, why="its name is none the upstream's recipes are read by")
         key, sm = named
         candidates = self.by_key.get(key, [])
-        read = self.skeletons([recipe for recipe, _ in candidates])
-        same = [(recipe, arch) for recipe, arch in candidates if (read[recipe.blob] or _NONE).tokens == fork.tokens]
-        if not same:
-            return Verdict(skeleton=fork, why=self._nearest(fork, package, candidates, key))
-        why = _arch_refusal(same, sm) or _pin_refusal(fork, same, read, text)
-        return Verdict(skeleton=fork, matched=same[0][0], why=why)
-
-    def _nearest(
-        self, fork: Skeleton, package: str, candidates: list[tuple[TrustedRecipe, str]], key: tuple[str, ...]
-    ) -> str:
-        """The first place where the recipe differs from the nearest upstream recipe (the longest shared start)."""
         pool = candidates or _relaxed(self.everything, key)
-        read = self.skeletons([recipe for recipe, _ in pool])
-        best: tuple[tuple[int, bool], TrustedRecipe, Skeleton] | None = None
-        for recipe, _ in pool:
-            upstream = read[recipe.blob]
-            if upstream is not None:
-                rank = (_shared_start(fork.tokens, upstream.tokens), recipe.package == package)
-                if best is None or rank > best[0]:
-                    best = (rank, recipe, upstream)
-        if best is None:
-            return "no recipe of the trusted upstream could be read to compare it with"
+        largest = max((recipe.size for recipe, _ in pool), default=0) + SLACK_BYTES
+        if len(text) > largest:
+            return Verdict(skeleton=None, why=_too_large(len(text.encode("utf-8", "surrogatepass")), largest))
+        try:
+            walk = Walk(text)
+            read = self.skeletons([recipe for recipe, _ in pool])
+            same, nearest = _race(walk, package, [(recipe, arch, read[recipe.blob]) for recipe, arch in pool])
+            fork = walk.so_far()  # the whole recipe where it went with one to the end
+        except NotNix as error:
+            return Verdict(skeleton=None, why=f"the recipe cannot be read as Nix reads it: {error}")
+        if same and candidates:
+            why = _arch_refusal(same, sm) or _pin_refusal(fork, same, read, text)
+            return Verdict(skeleton=fork, matched=same[0][0], why=why)
         prefix = "" if candidates else _no_candidate(key)
-        return prefix + difference(fork, best[2], best[1])
+        if same:
+            return Verdict(skeleton=fork, why=f"{prefix}{same[0][0].package}, whose values alone it changes")
+        if nearest is None:
+            return Verdict(skeleton=fork, why="no recipe of the trusted upstream could be read to compare it with")
+        return Verdict(skeleton=fork, why=prefix + difference(fork, nearest[1], nearest[0]))
 
 
-_NONE = Skeleton(tokens=("\x1dnone",), lines=(0,), holes=(), paths=())
+def _race(
+    walk: Walk, package: str, pool: list[tuple[TrustedRecipe, str, Skeleton | None]]
+) -> tuple[list[tuple[TrustedRecipe, str]], tuple[TrustedRecipe, Skeleton] | None]:
+    """Walk the recipe while some upstream skeleton goes with it: (those it equals, the one that went furthest)."""
+    alive = [(recipe, arch, skeleton) for recipe, arch, skeleton in pool if skeleton is not None]
+    parted: list[tuple[int, TrustedRecipe, Skeleton]] = []
+    count = 0
+    for _ in walk.steps():
+        token = walk.tokens[count]
+        staying = []
+        for entry in alive:
+            if count < len(entry[2].tokens) and entry[2].tokens[count] == token:
+                staying.append(entry)
+            else:
+                parted.append((count, entry[0], entry[2]))
+        alive, count = staying, count + 1
+        if not alive:
+            break
+    same = [(recipe, arch) for recipe, arch, skeleton in alive if len(skeleton.tokens) == count]
+    parted += [(count, recipe, skeleton) for recipe, _, skeleton in alive if len(skeleton.tokens) != count]
+    if not parted:
+        return same, None
+    best = max(parted, key=lambda entry: (entry[0], entry[1].package == package))
+    return same, (best[1], best[2])
+
+
+_NONE = Skeleton(tokens=("\x1dnone",), offsets=(0,), line_starts=(0,), holes=())
 
 
 def difference(fork: Skeleton, upstream: Skeleton, recipe: TrustedRecipe) -> str:
@@ -142,14 +165,14 @@ def difference(fork: Skeleton, upstream: Skeleton, recipe: TrustedRecipe) -> str
     if at >= len(fork.tokens):
         return (
             f"the recipe ends where upstream's {name} ({recipe.where}) goes on with "
-            f"{_token(upstream.tokens, at)} at its line {upstream.lines[at]}"
+            f"{_token(upstream.tokens, at)} at its line {upstream.line(at)}"
         )
     found = _token(fork.tokens, at)
     if at >= len(upstream.tokens):
-        return f"line {fork.lines[at]}: {found} goes on past the end of upstream's {name} ({recipe.where})"
+        return f"line {fork.line(at)}: {found} goes on past the end of upstream's {name} ({recipe.where})"
     return (
-        f"line {fork.lines[at]}: {found} where upstream's {name} ({recipe.where}) has "
-        f"{_token(upstream.tokens, at)} (its line {upstream.lines[at]})"
+        f"line {fork.line(at)}: {found} where upstream's {name} ({recipe.where}) has "
+        f"{_token(upstream.tokens, at)} (its line {upstream.line(at)})"
     )
 
 
@@ -208,6 +231,13 @@ def _pin_refusal(
     return (
         f"it pins nixpkgs {sorted(pins - upstream)[0][:12]}, which upstream does not use with this recipe, and takes "
         f"{generic[0]} from it: which Python or CUDA release that is there is not known"
+    )
+
+
+def _too_large(size: int, largest: int) -> str:
+    return (
+        f"it is {size} bytes, more than any upstream recipe it could be with {SLACK_BYTES // 1024} KiB of comments, "
+        f"spaces and longer values ({largest} bytes): it is not read"
     )
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pickvariant._base.records import record
 from pickvariant._base.urls import public_url
+from pickvariant.sources.flox import companions
+from pickvariant.sources.flox.classify import name_refusal
 from pickvariant.sources.flox.declared import Reading, read
 from pickvariant.sources.flox.nixtext import NotNix
 from pickvariant.sources.flox.repository import RECIPE_DIR, GitRepository, is_url
@@ -98,12 +100,14 @@ def trusted_recipes(repository: GitRepository, commits: Mapping[str, str], reade
     """Every recipe (a .nix file named as a package) at each trusted commit; each blob once per path."""
     found: dict[tuple[str, str], TrustedRecipe] = {}
     for commit, shown in sorted(commits.items()):
-        for path, blob, _ in repository.recipe_blobs(commit):
+        for path, blob, size in repository.recipe_blobs(commit):
             package = _package(path)
             if package is None or name_key(package) is None or (path, blob) in found:
                 continue
             where = f"{shown} at {commit[:12]}"
-            found[(path, blob)] = TrustedRecipe(path=path, package=package, blob=blob, where=where, reader=reader)
+            found[(path, blob)] = TrustedRecipe(
+                path=path, package=package, blob=blob, where=where, reader=reader, size=size
+            )
     return list(found.values())
 
 
@@ -135,6 +139,9 @@ class Trust:
         def judged(
             branch: str, path: str, package: str, blob: str, text: str, siblings: Collection[str]
         ) -> Reading | str:
+            named = companions.name_refusal(package) if companions.project_of(package) else name_refusal(package)
+            if named:
+                return named
             try:
                 if reader in self.whole:
                     return read(text)
@@ -147,7 +154,7 @@ class Trust:
                     reading = read(text, verdict.skeleton)
             except NotNix as error:
                 return f"the recipe cannot be read as Nix reads it: {error}"
-            paths = reading.skeleton.paths
+            paths = reading.nix.paths
             why = self.foreign_files(reader, branches[branch], path, paths, siblings) if paths else None
             return why or reading
 
