@@ -47,7 +47,6 @@ SyncUpstream = Annotated[
     typer.Option(
         "--upstream",
         metavar="REPO",
-        callback=checked_paths,
         help="A repository whose every branch is the trusted upstream (path or URL); repeat it for several. A "
         "recipe of REPO or a COMPANION is read only where it is one of the upstream's (or of the build repositories "
         "pickvariant ships facts for) in all but its values.",
@@ -59,7 +58,6 @@ SyncTrustRecipes = Annotated[
     typer.Option(
         "--trust-recipes",
         metavar="REPO",
-        callback=checked_paths,
         help="Trust this REPO or COMPANION (as given) whole: its recipes are classified by their names and declared "
         "values, not held against the upstream, and every answer that uses one says so.",
     ),

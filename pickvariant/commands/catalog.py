@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
+from pickvariant._base.files import check_path_length
 from pickvariant._base.records import keyword_record
 from pickvariant._base.urls import public_url
 from pickvariant.sources.flox import sync as syncer
@@ -57,6 +58,10 @@ def synced(options: SyncOptions) -> Synced:
             f"--source-url is given {len(options.source_urls)} times for {len(options.repos)} repositories: give it at "
             "most once per REPO, in their order"
         )
+    for flag, named in (("--upstream", options.upstreams), ("--trust-recipes", options.trusted)):
+        for repo in named:
+            if "://" not in repo:
+                check_path_length(repo, flag)
     urls = options.source_urls
     result = syncer.sync(
         options.repos[0],
