@@ -1936,6 +1936,126 @@ def _(ctx: Ctx) -> int:
     return done.returncode
 
 
+@row("wheel-install-hangup")
+def _(ctx: Ctx) -> int:
+    """SIGHUP (the SSH session closed) once pip has removed the old torch: stopped and mended as for Ctrl-C, exit 129
+    (tests/test_install_whole.py stops it with SIGHUP at every moment)."""
+    import test_install_whole as whole
+    from wheel_mirror import build_mirror, served
+
+    python = fresh_venv(ctx.tmp / "venv")
+    detect = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", str(python), *whole.GTX_1080)
+    chosen = json.loads(detect.stdout)["recommendation"]
+    old = f"{chosen['release']}+cu130"
+    build_mirror(ctx.tmp / "mirror", {chosen["variant"]: [("torch", chosen["torch"])], "cu130": [("torch", old)]}, 2000)
+    with served(ctx.tmp / "mirror") as url:
+        whole._put_back(python, url, old, ctx.tmp)
+        done = whole._run_until(python, url, ctx.tmp, "old torch removed", signal.SIGHUP)
+    assert whole._assert_whole(python, old, chosen["torch"], done) in (old, chosen["torch"])
+    assert done.returncode == 0 or "hung up (SIGHUP" in done.stderr, done.stderr
+    return done.returncode
+
+
+@row("wheel-install-killed-before")
+def _(ctx: Ctx) -> int:
+    """What an install killed with SIGKILL left (its kept folder, the old torch half removed, its lock file): the next
+    install finds it, says so, puts the environment right and installs (tests/test_install_whole.py kills a real one
+    while pip waits, and sees pip end with it)."""
+    import test_install_whole as whole
+    from test_wheel_install import _env, _pickvariant
+    from wheel_mirror import build_mirror, served
+
+    from pickvariant.install import whole as kept
+
+    python = fresh_venv(ctx.tmp / "venv")
+    detect = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", str(python), *whole.GTX_1080)
+    chosen = json.loads(detect.stdout)["recommendation"]
+    old = f"{chosen['release']}+cu130"
+    build_mirror(ctx.tmp / "mirror", {chosen["variant"]: [("torch", chosen["torch"])], "cu130": [("torch", old)]}, 50)
+    with served(ctx.tmp / "mirror") as url:
+        whole._put_back(python, url, old, ctx.tmp)
+        site = whole._site(python)
+        kept.keep(site)  # as the killed install left it: never settled
+        (site / ".pickvariant-install.lock").touch()
+        shutil.rmtree(site / "torch" / "lib")  # pip had begun removing the old torch
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *whole.GTX_1080]
+        done = _pickvariant([*args, "--yes", "--no-verify"], _env(ctx.tmp), ctx.tmp)
+    said = done.stdout + done.stderr
+    assert "an earlier install into this environment was killed before it finished" in said, said
+    assert f"torch {old} is there as it was (put back)" in said and "taken over" in said, said
+    assert not [entry.name for entry in site.iterdir() if entry.name.startswith((".pickvariant-", "~"))]
+    return done.returncode
+
+
+@row("install-reads-what-pip-sees")
+def _(ctx: Ctx) -> int:
+    """The working directory holds `pip/__main__.py` (a checkout): the environment's real pip installs, the planted
+    module never runs (tests/test_install_environment.py: pyenv shims, an installer that installs elsewhere)."""
+    import test_install_whole as whole
+    from test_wheel_install import _env, _installed, _pickvariant
+    from wheel_mirror import build_mirror, served
+
+    python = fresh_venv(ctx.tmp / "venv")
+    detect = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", str(python), *whole.GTX_1080)
+    chosen = json.loads(detect.stdout)["recommendation"]
+    build_mirror(ctx.tmp / "mirror", {chosen["variant"]: [("torch", chosen["torch"])]})
+    checkout, marker = ctx.tmp / "checkout", ctx.tmp / "planted-ran"
+    (checkout / "pip").mkdir(parents=True)
+    (checkout / "pip" / "__init__.py").write_text("")
+    (checkout / "pip" / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    with served(ctx.tmp / "mirror") as url:
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *whole.GTX_1080]
+        done = _pickvariant([*args, "--yes", "--no-verify"], _env(ctx.tmp), checkout)
+    assert not marker.exists() and _installed(python, "torch") == chosen["torch"], done.stderr
+    return done.returncode
+
+
+@row("installer-installs-elsewhere")
+def _(ctx: Ctx) -> int:
+    """PIP_TARGET in the user's shell: pip installs into another folder and ends with exit 0; the environment, read
+    again, lacks the torch, which is said instead of "Done"."""
+    import test_install_whole as whole
+    from test_wheel_install import _env, _pickvariant
+    from wheel_mirror import build_mirror, served
+
+    python = fresh_venv(ctx.tmp / "venv")
+    detect = ctx.cli("detect", "--source", "wheels", "--format", "json", "--python", str(python), *whole.GTX_1080)
+    chosen = json.loads(detect.stdout)["recommendation"]
+    build_mirror(ctx.tmp / "mirror", {chosen["variant"]: [("torch", chosen["torch"])]})
+    with served(ctx.tmp / "mirror") as url:
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *whole.GTX_1080]
+        env = _env(ctx.tmp, PIP_TARGET=str(ctx.tmp / "elsewhere"))
+        done = _pickvariant([*args, "--yes", "--no-verify"], env, ctx.tmp)
+    assert "Done" not in done.stdout and "it was not installed there" in done.stderr.splitlines()[-1], done.stderr
+    return done.returncode
+
+
+@row("wheel-refresh-hostile")
+def _(ctx: Ctx) -> int:
+    """A PyPI page that answers with a bad status line: one line naming the URL (tests/test_wheel_refresh_hostile.py
+    sends each hostile answer, and drips a page past the refresh's deadline)."""
+    from test_wheel_refresh import _run
+    from test_wheel_refresh_hostile import HOSTILE, canned
+
+    with canned(HOSTILE["bad status line"]) as url:
+        done = _run(["catalog", "wheels", "--refresh", "--pypi", f"{url}/simple", "--wheel-index", url], ctx.tmp)
+    assert done.stderr.count("\n") == 1 and "127.0.0.1" in done.stderr, done.stderr
+    return done.returncode
+
+
+@row("wheel-refresh-partial")
+def _(ctx: Ctx) -> int:
+    """PyTorch's index unreachable, PyPI answering: 2.16.0 still judged from PyPI's own wheels."""
+    from test_wheel_refresh import H100, _run, build_indexes, range_server
+
+    build_indexes(ctx.tmp / "www")
+    with range_server(ctx.tmp / "www", {}) as url:
+        done = _run(["catalog", "wheels", "--refresh", "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/no"], ctx.tmp)
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], ctx.tmp).stdout)
+    assert h100["recommendation"]["release"] == "2.16.0", done.stderr
+    return done.returncode
+
+
 def _before_the_takeover(path: str, line: int) -> bool:
     """Is this traceback frame Python's own start, in effect: pickvariant/__init__.py before its first statement
     has taken Ctrl-C over (the interpreter acts on a pending signal at a function's first instruction, so a signal

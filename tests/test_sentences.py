@@ -177,7 +177,8 @@ def _promises_kept(args: list[str], driver: str) -> int:
     [
         (["--cpuinfo", SPR, "--gpu", "12.0"], "565.57.01", 1),  # an R570 driver
         (["--cpuinfo", SPR, "--gpu", "10.3"], "580.65.06", 1),  # a driver >= 580.82.07
-        (["--cpuinfo", GRACE, "--gpu", "12.1"], "570.124.06", 2),  # an R580 driver; from 580.65.06, another
+        # an R580 driver: every one is at least 580.65.06, R580's first release, which CUDA 13.1 needs
+        (["--cpuinfo", GRACE, "--gpu", "12.1"], "570.124.06", 1),
         (["--cpuinfo", SPR, "--gpu", "9.0", "--with", "torchvision"], "550.163.01", 1),  # the set's driver
     ],
 )

@@ -58,14 +58,21 @@ def test_what_is_no_driver_version_is_refused_naming_the_option(driver, capsys, 
         monkeypatch.delenv("PICKVARIANT_DRIVER", raising=False)
 
 
-def test_a_branch_alone_is_read_as_its_oldest_driver_and_said() -> None:
-    result = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", SPR, "--gpu", "9.0", "--driver", "R580"])
-    answer = json.loads(result.stdout)
-    (note,) = [note for note in answer["notes"] if note.startswith("--driver R580")]
-    assert "read as 580.00, the oldest driver of branch R580" in note and "CUDA 13.0 needs 580.65.06" in note
-    assert answer["recommendation"]["cuda"].startswith("12.")  # 580.00 is older than CUDA 13's minimum, as said
-    full = runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", SPR, "--gpu", "9.0", "--driver", "580.65.06"])
-    assert json.loads(full.stdout)["recommendation"]["cuda"].startswith("13.")
+@pytest.mark.parametrize("source", [[], ["--source", "wheels"]], ids=["recipes", "wheels"])
+def test_a_branch_alone_is_read_as_its_first_release_and_said(source) -> None:
+    """`--driver 580` (as users write a branch): every R580 driver is at least R580's first release, 580.65.06 (CUDA
+    13.0's GA driver and the CUDA 13 family's minimum, the facts say), so the answer is the one for 580.65.06 and a
+    note says how it was read. A branch whose first release the facts do not give (R570) is read as its .00, said."""
+    args = ["detect", "--format", "json", *source, "--cpuinfo", SPR, "--gpu", "9.0"]
+    answer = json.loads(runner.invoke(app, [*args, "--driver", "580"]).stdout)
+    (note,) = [note for note in answer["notes"] if note.startswith("--driver 580 ")]
+    assert "read as 580.65.06, the first release of branch R580" in note
+    full = json.loads(runner.invoke(app, [*args, "--driver", "580.65.06"]).stdout)
+    assert answer["recommendation"] == full["recommendation"] and full["recommendation"]["cuda"].startswith("13.")
+    older = json.loads(runner.invoke(app, [*args, "--driver", "R570"]).stdout)
+    (note,) = [note for note in older["notes"] if note.startswith("--driver R570")]
+    assert "read as 570.00, the oldest driver of branch R570" in note
+    assert older["recommendation"]["cuda"].startswith("12.")  # CUDA 13 needs R580
 
 
 def test_gpus_are_comma_separated_as_the_variable_and_with_take_them() -> None:

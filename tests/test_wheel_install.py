@@ -273,6 +273,23 @@ def test_a_newer_torch_there_is_never_downgraded_without_allow_downgrade(tmp_pat
         assert flox.returncode == 2 and "--allow-downgrade: only with --source wheels" in flox.stderr
 
 
+def test_a_newer_torch_that_does_not_run_here_is_replaced_with_yes_and_the_plan_says_why(tmp_path, chosen) -> None:
+    """torch 2.15.0+cu132 there: a newer release than the GTX 1080's choice, with no kernels for sm_61 (CUDA 13
+    builds none for Pascal, the hardware facts say). Keeping it keeps a torch that cannot run on the GPU: `--yes`
+    replaces it without --allow-downgrade, and the plan says it downgrades, and why."""
+    there = "2.15.0+cu132"
+    build_mirror(tmp_path / "mirror", {"cu132": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
+    python = fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        _pip_install(python, there, f"{url}/cu132", tmp_path)
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080, "--yes"]
+        done = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    why = f"downgrades torch {there} to {chosen['torch']}, because the torch there does not run here (torch {there}"
+    assert why in " ".join(done.stdout.split()), done.stdout
+    assert _installed(python, "torch") == chosen["torch"]
+
+
 @pytest.mark.parametrize(
     ("there", "newer"),
     [
@@ -366,6 +383,7 @@ def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(
         again = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
         assert again.returncode == 0 and "Nothing to do." in again.stdout, again.stderr
         assert again.stdout.splitlines()[0].endswith("is there already"), again.stdout
+        assert "$ " not in again.stdout  # nothing runs, so no command is shown as if it would
 
 
 def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_asked(tmp_path, chosen) -> None:

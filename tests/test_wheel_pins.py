@@ -82,6 +82,47 @@ def test_a_stated_python_3_14_gets_the_regular_build_not_the_free_threaded_one(t
         assert found is not None and found.name == f"torch-{local}-cp314-cp314-{platform}.whl"
 
 
+def test_a_stated_free_threaded_python_gets_the_free_threaded_build_pip_takes_for_it(tmp_path) -> None:
+    """`--python-version 3.14t` names the free-threaded interpreter (its wheels are cp314t, wheels.md §1): the answer
+    is for cp314t, its command runs `python3.14t` (python3 is the regular build beside it), and pip, resolving for a
+    cp314t interpreter, takes the cp314t wheel, never the regular one beside it. The recipes build no free-threaded
+    Python: asked of them, one line says so and names the source that has them."""
+    machine = ["--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4")), "--no-gpu"]
+    answer = _recommended(tmp_path, *machine, "--python-version", "3.14t")
+    assert answer["python_tag"] == "cp314t"
+    text = _pickvariant(
+        ["detect", "--source", "wheels", *machine, "--python-version", "3.14t"], _env(tmp_path), tmp_path
+    )
+    assert "install it: python3.14t -m pip install" in text.stdout, text.stdout
+    local, platform = answer["torch"], "manylinux_2_28_x86_64"
+    _index(
+        tmp_path / "mirror", "cpu", {"torch": [(local, f"cp314-cp314-{platform}"), (local, f"cp314-cp314t-{platform}")]}
+    )
+    with served(tmp_path / "mirror") as root:
+        (requirement,) = answer["requirements"]
+        found = _pip_download(tmp_path, f"{root}/cpu", requirement, platform, "3.14", "cp314t")
+        assert found is not None and found.name == f"torch-{local}-cp314-cp314t-{platform}.whl"
+    recipes = _pickvariant(["detect", *machine, "--python-version", "3.14t"], _env(tmp_path), tmp_path)
+    assert recipes.returncode == 2 and recipes.stderr.count("\n") == 1
+    assert "a free-threaded Python" in recipes.stderr and "--source wheels" in recipes.stderr
+
+
+def test_a_pin_that_leaves_no_wheel_names_what_runs_without_it_and_a_newer_one_names_refresh(tmp_path) -> None:
+    """A GTX 1080 (sm_61) with `--torch 2.15`: no 2.15 wheel has kernels for it (CUDA 13 builds none for Pascal, the
+    facts say). The hint names what dropping the pin gives, decided again: the answer without the pin. A release
+    newer than the catalog (`--torch 2.99`) is refused naming the refresh that would read it."""
+    gtx = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "6.1", "--driver", "580.95.05"]
+    free = _recommended(tmp_path, *gtx)
+    pinned = _pickvariant(
+        ["detect", "--source", "wheels", "--format", "json", *gtx, "--torch", "2.15"], _env(tmp_path), tmp_path
+    )
+    assert pinned.returncode == 3, pinned.stderr
+    hints = json.loads(pinned.stdout)["hints"]
+    assert f"without --torch 2.15, torch {free['torch']} runs here" in hints, hints
+    newer = _pickvariant(["detect", "--source", "wheels", *gtx, "--torch", "2.99"], _env(tmp_path), tmp_path)
+    assert newer.returncode == 2 and "catalog wheels --refresh" in newer.stderr, newer.stderr
+
+
 def test_every_companion_asked_for_is_pinned_and_comes_from_the_chosen_index(tmp_path) -> None:
     answer = _recommended(
         tmp_path, "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4")), "--gpu", "9.0", "--driver", "580.65.06",

@@ -118,12 +118,35 @@ def range_server(root: Path, sent: dict[str, int]) -> Iterator[str]:
         yield url
 
 
-def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], tmp_path: Path, cwd: Path | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}  # fmt: skip
+           "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO), **extra}  # fmt: skip
     return subprocess.run(
-        [sys.executable, "-m", "pickvariant", *args], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
-    )
+        [sys.executable, "-m", "pickvariant", *args], capture_output=True, text=True, env=env, timeout=300,
+        cwd=cwd or tmp_path,
+    )  # fmt: skip
+
+
+def test_the_index_pip_is_configured_with_is_read_by_the_real_pip_never_a_checkouts(tmp_path: Path) -> None:
+    """No --pypi: the index is the one pip's configuration names (here PIP_CONFIG_FILE's), read by pip itself. Run
+    from a checkout holding `pip/__main__.py`, which would name another index (`python -m pip` run there runs it),
+    the refresh still reads the configured one: the planted module never runs."""
+    build_indexes(tmp_path / "www")
+    checkout, marker = tmp_path / "checkout", tmp_path / "planted-pip-ran"
+    (checkout / "pip").mkdir(parents=True)
+    (checkout / "pip" / "__init__.py").write_text("")
+    with range_server(tmp_path / "www", {}) as url:
+        (checkout / "pip" / "__main__.py").write_text(
+            f"open({str(marker)!r}, 'w').close()\nprint({url + '/nowhere'!r})\n"
+        )
+        (tmp_path / "pip.conf").write_text(f"[global]\nindex-url = {url}/pypi\n")
+        done = _run(
+            ["catalog", "wheels", "--refresh", "--wheel-index", f"{url}/whl"], tmp_path, checkout,
+            PIP_CONFIG_FILE=str(tmp_path / "pip.conf"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert "new releases read: 2.16.0" in done.stderr
 
 
 def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(tmp_path: Path) -> None:

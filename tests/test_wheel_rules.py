@@ -422,10 +422,10 @@ def test_the_interpreter_script_reads_and_writes_as_re_and_json_would(name, head
     """The script an interpreter runs imports neither re nor json (they were most of its time): its name
     normalisation, its Version: reading and its JSON are held to PEP 503's re.sub, `^Version: *(\\S+)` (re.M) and
     json.dumps on any text, lone surrogates (a non-UTF-8 path) and control characters included."""
-    from pickvariant.machine.environment import _FIND, _WRITE
+    from pickvariant.machine.environment_script import FIND, WRITE
 
     script: dict = {}
-    exec(_FIND + _WRITE, script)
+    exec(FIND + WRITE, script)
     assert script["normal"](name) == re.sub(r"[-_.]+", "_", name).lower()
     expected = re.search(r"^Version: *(\S+)", head, re.M)
     assert script["version_in"](head) == (expected.group(1) if expected else None)
@@ -608,14 +608,17 @@ def test_the_driver_floor_said_is_the_machines_own(gpu: str, driver: str, floor:
     assert said in " ".join(prebuilt_text_lines(answer, 200, False))
 
 
-def test_a_driver_stated_as_a_branch_is_never_said_to_be_older_than_a_release_of_that_branch() -> None:
-    """Issue 53: `--driver 580` was judged as 580.0.0 and said to be "older than 580.65.06". Which R580 release it is
-    is not known: the CUDA 13 wheels are left out saying so and asking for the full version; a branch older than
-    the floor's is still older."""
+def test_a_driver_stated_as_a_branch_is_read_as_its_first_release_never_as_older_than_it() -> None:
+    """Issue 53: `--driver 580` was judged as 580.0.0 and said to be "older than 580.65.06". Issue 70: every R580
+    driver is at least R580's first release, 580.65.06 (the CUDA 13 family's minimum, the facts say), so the branch
+    is read as that release, said in a note, and the CUDA 13 wheels run; a branch older than the floor's is still
+    older."""
     zen4 = cpuinfo_path("linux-rocky8.5-zen4")
-    rejected = decide_prebuilt(Request(cpuinfo=zen4, gpus=("9.0",), driver="580"), env={})
-    text = " ".join(prebuilt_text_lines(rejected, 400, True))
-    assert "driver 580 names a branch only, and CUDA 13.2 needs 580.65.06 or newer of it" in text
+    branch = decide_prebuilt(Request(cpuinfo=zen4, gpus=("9.0",), driver="580"), env={})
+    full = decide_prebuilt(Request(cpuinfo=zen4, gpus=("9.0",), driver="580.65.06"), env={})
+    assert branch.decision.build == full.decision.build and branch.decision.build.cuda.startswith("13.")
+    text = " ".join(prebuilt_text_lines(branch, 400, True))
+    assert "580 is read as 580.65.06, the first release of branch R580" in text
     assert "driver 580 is older than" not in text
     older = decide_prebuilt(Request(cpuinfo=zen4, gpus=("9.0",), driver="575"), env={})
     assert "driver 575 is older than 580.65.06, the minimum for CUDA 13.2" in " ".join(

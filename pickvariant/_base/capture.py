@@ -20,7 +20,7 @@ from pickvariant._base.child import (
     stop_leftovers,
     wait_for,
 )
-from pickvariant._base.errors import Interrupted, Terminated
+from pickvariant._base.errors import Interrupted
 from pickvariant._base.records import record
 from pickvariant._base.text import size_text
 
@@ -93,8 +93,8 @@ class Capturing:
             wait_for(self.process, self.deadline, self.held, self.overflowed)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {self.what} was stopped") from None
-        except SigTerm:
-            raise Terminated(f"terminated (SIGTERM): {self.what} was stopped") from None
+        except SigTerm as signalled:
+            raise signalled.error(f"{self.what} was stopped") from None
         except TimeoutError:
             problem = f"{self.what} did not finish within {self.timeout_s:g} s and was stopped"
         except Overflow:

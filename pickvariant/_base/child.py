@@ -10,8 +10,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+
+from pickvariant._base.errors import HungUp, Terminated
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,14 +24,34 @@ if TYPE_CHECKING:
 # How long the output of a finished child is drained before pipes something else holds are given up.
 LEFTOVER_GRACE_S = 2.0
 STDERR_TAIL_BYTES = 64 * 1024
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_PARENT_GONE = 129  # the exit code of a child whose pickvariant ended before it could run
 
 
 class SigTerm(BaseException):
-    """Raised in the main thread by the SIGTERM handler, so that the child is stopped, not orphaned."""
+    """Raised in the main thread by the SIGTERM handler (SIGHUP's too: a closed SSH session), so that the child is
+    stopped, not orphaned."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    def error(self, what: str) -> Terminated:
+        """Terminated (exit 143), or HungUp (129) for SIGHUP, saying `what` was stopped."""
+        if self.signum == signal.SIGHUP:
+            return HungUp(f"hung up (SIGHUP: the terminal or SSH session closed): {what}")
+        return Terminated(f"terminated (SIGTERM): {what}")
 
 
 def raise_sigterm(signum: int, frame: object) -> None:
-    raise SigTerm()
+    raise SigTerm(signum)
+
+
+def stopping_signals() -> tuple[int, ...]:
+    """The signals that stop pickvariant's work rather than end it where it stands: Ctrl-C, SIGTERM, and SIGHUP where
+    it is not ignored (`nohup` ignores it, and what runs under nohup must go on when the session closes)."""
+    hangup = () if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else (signal.SIGHUP,)
+    return (signal.SIGINT, signal.SIGTERM, *hangup)
 
 
 class Overflow(Exception):
@@ -45,7 +68,7 @@ class Held:
         self.noted: list[int] = []
         self.previous: dict[int, object] = {}
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):  # one by one: a signal between the two finds SIGINT's put back
+            for sig in stopping_signals():  # one by one: a signal between two finds the first's put back
                 self.previous[sig] = signal.getsignal(sig)
                 try:
                     signal.signal(sig, self._note)
@@ -57,23 +80,47 @@ class Held:
         self.noted.append(signum)
 
     def resume(self, sigterm: Callable[[int, object], None] | None = None) -> None:
-        """The handlers as they were (SIGTERM's `sigterm` where given), then a noted signal acted on."""
+        """The handlers as they were (SIGTERM's and SIGHUP's `sigterm` where given), then a noted signal acted on."""
         for sig, handler in self.previous.items():
-            chosen = sigterm if sig == signal.SIGTERM and sigterm is not None else handler
+            chosen = sigterm if sig != signal.SIGINT and sigterm is not None else handler
             signal.signal(sig, signal.SIG_DFL if chosen is None else chosen)  # type: ignore[arg-type]
         if self.noted:
             signal.raise_signal(self.noted[0])  # its handler runs here: a KeyboardInterrupt is raised from this call
 
 
-def started(held: Held, argv: list[str], **options: Any) -> subprocess.Popen:
+def started(held: Held, argv: list[str], dies_with_us: bool = False, **options: Any) -> subprocess.Popen:
     """The child, in a session of its own with no stdin, started while `held` notes Ctrl-C and SIGTERM; where
     starting fails, the handlers are put back (and a noted signal acted on) before the error goes on: nothing was
-    started that needs stopping."""
+    started that needs stopping. `dies_with_us`: on Linux the kernel kills it (SIGKILL) when pickvariant ends in a
+    way no handler sees (SIGKILL, the OOM killer, a batch system's hard limit): an installer never outlives it."""
+    preexec = _parent_death_signal() if dies_with_us else None
     try:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, **options)
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec, **options)
     except BaseException:
         held.resume()
         raise
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """What the child runs before exec: prctl(PR_SET_PDEATHSIG, SIGKILL), then exit at once where this process has
+    already gone (its parent is then another: the signal would never come). None off Linux, or without libc's
+    prctl (the child then runs as any other, in its own session)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(_PARENT_GONE)
+
+    return preexec
 
 
 def wait_for(
@@ -108,9 +155,10 @@ def wait_for(
         stop(process)
         raise
     finally:
-        if signal.SIGTERM in held.previous:
-            previous = held.previous[signal.SIGTERM]
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # type: ignore[arg-type]
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if sig in held.previous:
+                previous = held.previous[sig]
+                signal.signal(sig, signal.SIG_DFL if previous is None else previous)  # type: ignore[arg-type]
 
 
 def stop_leftovers(process: subprocess.Popen) -> None:

@@ -42,3 +42,9 @@ class Terminated(PickVariantError):
     """pickvariant got SIGTERM (a job's time limit, `kill`) while a command ran (exit 143)."""
 
     exit_code = 143
+
+
+class HungUp(Terminated):
+    """The terminal or SSH session pickvariant ran in closed (SIGHUP) while a command ran (exit 129)."""
+
+    exit_code = 129

@@ -24,9 +24,10 @@ from pickvariant._base.child import (
     join,
     raise_sigterm,
     started,
+    stopping_signals,
     wait_for,
 )
-from pickvariant._base.errors import Interrupted, OperationFailed, Terminated
+from pickvariant._base.errors import Interrupted, OperationFailed
 from pickvariant._base.records import record
 
 FLOX_INSTALL_HELP = "flox is not on PATH: install Flox (https://flox.dev/docs/install-flox/) and run this again"
@@ -35,24 +36,28 @@ LOG_TAIL_LINES = 15
 
 @contextlib.contextmanager
 def terminable() -> Iterator[None]:
-    """A block in which SIGTERM raises (see `stopped`) rather than ending the process where it stands, SIGTERM's
-    default: what the block changed can be put right in its `except` and `finally` clauses."""
+    """A block in which SIGTERM and SIGHUP raise (see `stopped`) rather than end the process where it stands, their
+    default: what the block changed can be put right in its `except` and `finally` clauses. SIGHUP ignored (nohup)
+    stays ignored."""
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, raise_sigterm) if in_main_thread else None
+    previous = {}
+    if in_main_thread:
+        for sig in stopping_signals()[1:]:
+            previous[sig] = signal.signal(sig, raise_sigterm)
     try:
         yield
     finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def stopped(error: BaseException, what: str) -> BaseException:
-    """Ctrl-C or SIGTERM (raised inside `terminable`) as Interrupted or Terminated (exit 130, 143) saying `what`;
-    any other error as it is."""
+    """Ctrl-C, SIGTERM or SIGHUP (raised inside `terminable`) as Interrupted, Terminated or HungUp (exit 130, 143,
+    129) saying `what`; any other error as it is."""
     if isinstance(error, KeyboardInterrupt):
         return Interrupted(f"interrupted: {what}")
     if isinstance(error, SigTerm):
-        return Terminated(f"terminated (SIGTERM): {what}")
+        return error.error(what)
     return error
 
 
@@ -123,6 +128,7 @@ def run(
             process = started(
                 held,
                 [program, *command.argv[1:]],
+                dies_with_us=True,
                 cwd=command.cwd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -136,12 +142,9 @@ def run(
         name = command.argv[0]
         try:
             wait_for(process, None if timeout_s is None else time.monotonic() + timeout_s, held, readers=(reader,))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SigTerm) as signalled:
             join(reader)
-            raise Interrupted(f"interrupted: {name} was stopped; log: {log}") from None
-        except SigTerm:
-            join(reader)
-            raise Terminated(f"terminated (SIGTERM): {name} was stopped; log: {log}") from None
+            raise stopped(signalled, f"{name} was stopped; log: {log}") from None
         except TimeoutError:
             join(reader)
             waited = round(timeout_s or 0.0, 1)  # only a time limit raises it

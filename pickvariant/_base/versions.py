@@ -117,6 +117,11 @@ _EXAMPLES = {
 def release_matches(pin: str, release: str, flag: str) -> bool:
     """Does `--torch 2.10` (or `--cuda 13`) name `release` 2.10.0 (13.0)? Missing parts are free, extra zeros equal."""
     match = _RELEASE.match(pin)
+    if not match and _EXAMPLES.get(flag.rstrip("=")) == "3.12" and _RELEASE.match(pin.strip().removesuffix("t")):
+        raise BadInput(
+            f"{flag} {pin!r:.40}: a free-threaded Python, and no build of this source is for one: name "
+            f"{pin.strip().removesuffix('t')}, or ask the wheels (--source wheels), whose catalog has free-threaded builds"
+        )
     if not match:
         raise BadInput(
             f"{flag} {pin!r:.40}: not a version; write it as {_EXAMPLES.get(flag.rstrip('='), '2.10 or 2.10.0')}"

@@ -180,8 +180,6 @@ def _refresh(facts: Path | None, wheel_index: str | None, pypi: str | None) -> N
         typer.echo(visible(line), err=True)
     read = ", ".join(done.releases) if done.releases else "none"
     typer.echo(
-        visible(
-            f"new releases read: {read}; {done.builds} wheel builds, {done.left_out} left out; written to {done.path}"
-        ),
+        visible(f"new releases read: {read}; {done.builds} wheel builds, {done.left_out} left out; {done.outcome}"),
         err=True,
     )

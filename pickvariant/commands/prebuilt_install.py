@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from pickvariant._base import settings
-from pickvariant._base.errors import BadInput, PickVariantError
-from pickvariant._base.proc import Command, run, stoppable, stopped, terminable
+from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
 from pickvariant._base.text import visible
 from pickvariant.api import decide_prebuilt, no_prebuilt_error
 from pickvariant.commands.install import Carried
-from pickvariant.install import envlock, whole
+from pickvariant.commands.prebuilt_carry import carry_out, check_installed, verify_installed
+from pickvariant.commands.prebuilt_plan import PrebuiltInstallPlan
 from pickvariant.install.pip_command import (
     INSTALLERS,
     index_environment,
@@ -38,22 +35,6 @@ from pickvariant.sources.runs_on import Build
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pickvariant.verify.judge import VerifyResult
-
-
-@keyword_record
-class PrebuiltInstallPlan:
-    answer: PrebuiltAnswer
-    installer: str  # "pip" or "uv"
-    argv: tuple[str, ...]
-    interpreter: str
-    replaces: str | None  # the torch already there that this install replaces
-    already: bool  # the chosen torch (and companions) are already there: nothing to run
-    # The index with its credentials, given to the installer in its environment: never printed, logged or in JSON.
-    index_env: tuple[tuple[str, str], ...] = ()
-    assigned_by: str | None = None  # install --plan: "assigned to node n1 by plan plan.json"
-    downgrade: bool = False  # the torch there is a newer release than the chosen one (--allow-downgrade was given)
-    kept: str | None = None  # why the torch there is kept and nothing is installed: it already runs here (no --upgrade)
-    warning: str | None = None  # what a dry run found missing that the install itself would need (uv off PATH)
 
 
 def installer_of(stated: str | None, env: Mapping[str, str]) -> str:
@@ -146,7 +127,9 @@ def _against_there(
         judged = decision.installed_fits == "yes"
         kept = _kept(replaces, decision.build.label, companions, present, bool(decision.targets), judged)
         return replaces, already, downgrade, kept
-    if downgrade and not allow_downgrade:
+    # A torch that does not run here (no kernels for a GPU, a CUDA line the driver cannot run) is replaced with the
+    # consent --yes gives, older release or not: the plan says why. One that runs, or may, needs --allow-downgrade.
+    if downgrade and not allow_downgrade and decision.installed_fits != "no":
         raise BadInput(
             f"--allow-downgrade: torch {replaces} in {environment.interpreter}'s environment is a newer release than "
             f"{decision.build.label}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
@@ -281,12 +264,19 @@ def plan_lines(plan: PrebuiltInstallPlan) -> list[str]:
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
     if plan.kept is not None:
         lines.append(f"  kept: {plan.kept}")
+    elif plan.downgrade and decision.installed_fits == "no":
+        lines.append(
+            f"  downgrades torch {plan.replaces} to {decision.build.label}, because the torch there does not run "
+            f"here ({decision.installed_said})"
+        )
     elif plan.downgrade:
         lines.append(f"  downgrades torch {plan.replaces} to {decision.build.label} (--allow-downgrade)")
     elif plan.replaces is not None:
         lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
     shown = [f"{name}={decision.index_url}" for name, _ in plan.index_env]
     command = f"$ {shlex.join([*shown, *plan.argv])}"
+    if plan.already:  # nothing runs: no command is shown as if it would
+        return lines
     lines.append(f"  with --upgrade: {command}" if plan.kept is not None else f"  {command}")
     if plan.index_env:
         lines.append("  the index's credentials are given to the installer in its environment, never shown")
@@ -311,59 +301,6 @@ def plan_json(plan: PrebuiltInstallPlan) -> dict[str, object]:
         "kept": plan.kept,
         "warning": plan.warning,
     }
-
-
-def carry_out(plan: PrebuiltInstallPlan, on_line: Callable[[str], None], timeout_s: float | None = None) -> Path:
-    """Run the installer; its output goes to a log (returned) and, line by line, to `on_line`. The environment is
-    whole afterwards, also when the installer fails or is stopped (install/whole.py): the error then says what the
-    environment holds. One install at a time into one environment (install/envlock.py)."""
-    # A new file of its own (mkstemp: never one that was there, nor a link planted in its place).
-    handle, name = tempfile.mkstemp(prefix=f"pickvariant-wheels-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
-    os.close(handle)
-    log = Path(name)
-    command = Command(argv=plan.argv, cwd=Path.cwd(), description=f"{plan.installer} install", env=plan.index_env)
-    environment = plan.answer.environment
-    if environment is None or not environment.site or not Path(environment.site).is_dir():
-        run(command, log, on_line, timeout_s)
-    else:
-        _run_kept(plan, environment, command, log, on_line, timeout_s)
-    return log
-
-
-def _run_kept(
-    plan: PrebuiltInstallPlan,
-    environment: PythonEnvironment,
-    command: Command,
-    log: Path,
-    on_line: Callable[[str], None],
-    timeout_s: float | None,
-) -> None:
-    """The installer run with the environment's distributions kept, and mended after a run that did not finish."""
-    site = Path(environment.site)
-    projects = ("torch", *(pair.project for pair in plan.answer.decision.companions))
-    with envlock.locked(site, on_line), terminable():
-        there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
-        kept = None
-        try:
-            with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
-                kept = whole.keep(site)
-            run(command, log, on_line, timeout_s)
-        except BaseException as error:
-            said = "; ".join(whole.settle(kept, False, projects)) if kept is not None else ""
-            error = stopped(error, f"{plan.installer} was stopped")
-            if isinstance(error, PickVariantError) and said:
-                raise type(error)(f"{error}; the environment: {said}") from None
-            raise error from None
-        whole.settle(kept, True, projects)
-
-
-def verify_installed(plan: PrebuiltInstallPlan) -> VerifyResult:
-    """The environment's torch probed with the facts the decision was made for (nothing is detected again)."""
-    from pickvariant.verify.judge import verify
-
-    answer = plan.answer
-    projects = tuple(pair.project for pair in answer.decision.companions)
-    return verify([plan.interpreter], answer.hardware, None, quick=True, facts=answer.facts, companions=projects)
 
 
 @keyword_record
@@ -391,6 +328,7 @@ class PrebuiltInstallation:
 
     def carry_out(self, on_line: Callable[[str], None]) -> Carried:
         log = carry_out(self.plan, on_line, self.timeout_s)
+        check_installed(self.plan, log)
         build = self.plan.answer.decision.build
         installed = build.label if build else ""
         return Carried(done=(visible(f"Done: {installed} installed for {self.plan.interpreter}; log: {log}"),), log=log)

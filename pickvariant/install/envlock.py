@@ -53,13 +53,11 @@ def _release(lock: Path, descriptor: int) -> None:
 def _acquire(lock: Path, on_wait: Callable[[str], None]) -> int:
     told = False
     while True:
-        try:
-            descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        except OSError as error:
-            raise OperationFailed(f"cannot lock {lock.parent} for this install: {error.strerror or error}") from error
+        descriptor, left = _open(lock)
         try:
             fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            left = False
             if not told:
                 on_wait(f"» waiting for another pickvariant install into {lock.parent} to finish")
                 told = True
@@ -70,5 +68,23 @@ def _acquire(lock: Path, on_wait: Callable[[str], None]) -> int:
         except FileNotFoundError:
             same = False
         if same:
+            if left:  # there before, held by nobody, not removed since: its install was killed before it could
+                on_wait(f"» {lock.name} in {lock.parent} was left by an install that was killed: taken over")
             return descriptor
         os.close(descriptor)
+
+
+def _open(lock: Path) -> tuple[int, bool]:
+    """The lock file's descriptor, and whether it was there already (never a link planted in its place)."""
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        try:
+            return os.open(lock, flags | os.O_CREAT | os.O_EXCL, 0o644), False
+        except FileExistsError:
+            pass
+        try:
+            return os.open(lock, flags), True
+        except FileNotFoundError:  # removed between the two opens by the install that held it: made anew
+            return os.open(lock, flags | os.O_CREAT, 0o644), False
+    except OSError as error:
+        raise OperationFailed(f"cannot lock {lock.parent} for this install: {error.strerror or error}") from error

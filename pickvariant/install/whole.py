@@ -79,6 +79,35 @@ def keep(site: Path) -> Kept:
     return Kept(site=site, folder=folder, before=before, entries=frozenset(_entries(site)) - {folder.name})
 
 
+def recover(site: Path) -> list[str]:
+    """What an install that was killed before it settled (SIGKILL, the OOM killer, a power cut) left in `site`, put
+    right; called with the environment's lock held, so every kept folder there is such a one. Each distribution it
+    kept is judged as settle() judges one after a stopped install: one not whole now is put back from the folder, and
+    what stands in its place that no whole distribution owns (a half-written dist-info, pip's `~` stash) removed.
+    Returns what was found and done, a line each; the folder goes unless something could not be put back."""
+    said: list[str] = []
+    for folder in sorted(site.glob(f"{KEPT_PREFIX}*")):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        before = {dist.name: dist for dist in installed(folder)}
+        # Unsound now and of a kept project (what the killed installer was writing), or pip's stash: not kept as
+        # the environment's own entries, so that mending removes them.
+        loose = {
+            dist.dist_info
+            for dist in installed(site)
+            if dist.name in before and dist.dist_info != before[dist.name].dist_info and not _written(site, dist)
+        }
+        entries = frozenset(entry for entry in _entries(site) if entry not in loose and not entry.startswith("~"))
+        kept = Kept(site=site, folder=folder, before=before, entries=entries)
+        with _signals_held():
+            lines = _mend(kept, ())
+            if not any("could not be put back" in line for line in lines):
+                shutil.rmtree(folder, ignore_errors=True)
+        found = f"an earlier install into this environment was killed before it finished ({text.visible(folder.name)})"
+        said.append(f"{found}: {'; '.join(lines) if lines else 'every package it kept is there, whole'}")
+    return said
+
+
 def _kept_whole(site: Path, folder: Path, dist: Distribution) -> bool:
     """Is it still whole in `site`, and is each of its regular files in `folder` (a link `_link` leaves out is
     not)? Either failing means something changed it while it was being kept."""
@@ -140,8 +169,13 @@ def _sound(kept: Kept, dist: Distribution) -> bool:
     was = kept.before.get(dist.name)
     if was is not None and was.dist_info == dist.dist_info and was.files == dist.files:
         return whole(kept.site, dist)
+    return _written(kept.site, dist)
+
+
+def _written(site: Path, dist: Distribution) -> bool:
+    """Written out by its installer, whole: its RECORD names itself (the wheel's last row), and every file is there."""
     own = f"{dist.dist_info}/RECORD"
-    return any(path == own for path, _ in dist.files) and whole(kept.site, dist)
+    return any(path == own for path, _ in dist.files) and whole(site, dist)
 
 
 def _put_back(kept: Kept, was: Distribution, owned: set[str]) -> None:
@@ -234,11 +268,12 @@ def _unlike(site: Path, dist: Distribution) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored while the environment is mended (main thread only, where Python handles them)."""
+    """SIGINT, SIGTERM and SIGHUP ignored while the environment is mended (main thread only, where Python handles
+    them)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:

@@ -20,6 +20,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.files import joined
 from pickvariant._base.records import keyword_record
 from pickvariant._base.text import visible
+from pickvariant.machine.environment_script import FIND, READ, SCRIPT
 
 TYPE_CHECKING = False  # typing (3 ms), shutil and subprocess stay off detect's path: loaded where used
 if TYPE_CHECKING:
@@ -35,107 +36,6 @@ _VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}(\+[a-z0-9.]{1,32})?")
 _PYTHON = re.compile(r"3\.[0-9]{1,2}\.[0-9]{1,3}")
 _DIST_INFO = re.compile(r"[A-Za-z0-9_.]{1,64}-[A-Za-z0-9_.+!]{1,64}\.dist-info")
 
-# Each project's .dist-info in the folders given, in their order, and its version from at most 64 KiB of METADATA:
-# run inside the interpreter (the script below) and here alike, where a virtual environment's files say enough. Each
-# folder is listed once for every project (a conda or CUDA environment's site-packages holds hundreds of entries).
-_FIND = r"""
-import os
-def normal(name):
-    out = ""
-    for char in name.lower():
-        out += ("" if out.endswith("_") else "_") if char in "-_." else char
-    return out
-def version_in(head):
-    for line in head.split("\n"):
-        value = line[8:].lstrip(" ") if line.startswith("Version:") else ""
-        if value[:1] and not value[:1].isspace():
-            return value.split(None, 1)[0]
-    return None
-def found(names, sites):
-    wanted = {normal(name): name for name in names}
-    result = dict.fromkeys(names)
-    for place in sites:
-        try:
-            entries = sorted(os.listdir(place))
-        except OSError:
-            continue
-        for entry in entries:
-            if not entry.endswith(".dist-info"):
-                continue
-            name = wanted.get(normal(entry.split("-", 1)[0]))
-            if name is None or result[name] is not None:
-                continue
-            try:
-                with open(os.path.join(place, entry, "METADATA"), "rb") as stream:
-                    version = version_in(stream.read(65536).decode("utf-8", "replace"))
-            except OSError:
-                continue
-            if version:
-                result[name] = {"version": version, "site": place, "dist_info": entry}
-    return result
-"""
-# Run as `python -E -S -c SCRIPT torch torchvision torchaudio`: no PYTHON* variable read, and without `site`, so no
-# `.pth` file of the environment runs. It imports only the standard library and finds the folders `site` would put on
-# sys.path, in its order, without its side effects: a virtual environment's own (found as site.venv() finds it, from
-# the pyvenv.cfg beside or above the executable, read with the venv scheme: Debian's default scheme would name
-# local/.../dist-packages), with the system's where it includes them; else the user's site (where enabled) and the
-# system's (site.getsitepackages(), Debian's dist-packages included). Each distribution's .dist-info is looked for
-# there, and at most 64 KiB of its METADATA read for the version: a METADATA of hundreds of MB costs nothing.
-# Neither re nor json is imported (23 ms together, re's 16 of them, of a 45-50 ms run on a 2-core VM): names are normalised as PEP 503 says
-# and Version: read as `^Version: *(\S+)` (re.M) would, pyvenv.cfg's lines split as site.venv() splits them, and the
-# answer written with CPython's own JSON string encoder (_json's, as json.dumps(ensure_ascii=True) writes strings).
-_READ = (
-    """\
-import os, site, sys, sysconfig
-def read(projects):
-    here = os.path.dirname(os.path.abspath(sys.executable))
-    cfg = next((os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here))
-                if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
-    def own(prefix, scheme):
-        paths = sysconfig.get_paths(scheme=scheme, vars={"base": prefix, "platbase": prefix})
-        return [paths["purelib"], paths["platlib"]]
-    if cfg:
-        system = False
-        with open(cfg, encoding="utf-8", errors="replace") as stream:
-            for line in stream.read(65536).splitlines():
-                key, equals, value = line.partition("=")
-                if equals and key.strip().lower() == "include-system-site-packages":
-                    system = value.strip().lower() == "true"
-        schemes = sysconfig.get_scheme_names()
-        sites = own(os.path.dirname(cfg), "venv" if "venv" in schemes else "posix_prefix")
-        target = sites[0]
-        sites += site.getsitepackages() if system else []
-    else:
-        user = [site.getusersitepackages()] if site.check_enableusersite() else []
-        paths = sysconfig.get_paths()
-        sites = user + [paths["purelib"], paths["platlib"]] + site.getsitepackages()
-        # Where pip writes: the system's site-packages where this user may, else the user's own.
-        target = paths["purelib"] if os.access(paths["purelib"], os.W_OK) or not user else user[0]
-    sites = [s for s in dict.fromkeys(sites) if os.path.isdir(s)] or sites[:1]
-    return {
-        "implementation": sys.implementation.name,
-        "version": ".".join(str(part) for part in sys.version_info[:3]),
-        "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-        "installed": found(projects, sites),
-        "site": target,
-    }
-"""
-    + _FIND
-)
-# The answer as JSON, written with CPython's own string encoder (what json.dumps(ensure_ascii=True) writes strings with).
-_WRITE = """
-try:
-    from _json import encode_basestring_ascii as quoted
-except ImportError:
-    from json.encoder import encode_basestring_ascii as quoted
-def dumped(value):
-    if isinstance(value, dict):
-        return "{" + ", ".join(quoted(key) + ": " + dumped(item) for key, item in value.items()) + "}"
-    if isinstance(value, str):
-        return quoted(value)
-    return "null" if value is None else "true" if value else "false"
-"""
-_SCRIPT = _READ + _WRITE + "print(dumped(read(sys.argv[1:])))\n"
 # What `python -E -S` ignores and this process may not have: where one is set (or this process was started with -s or
 # -I), the interpreter's own answer can differ from this process's, and it is asked.
 _ENV_THAT_CHANGES_SITES = ("PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "PYTHONPLATLIBDIR")
@@ -186,7 +86,9 @@ def _on_path(name: str, path: str | None) -> str | None:
 
         return shutil.which(name, path=path)
     for folder in (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep):
-        candidate = os.path.join(folder or os.curdir, name)
+        if not os.path.isabs(folder):
+            continue  # an empty or relative entry means the working directory: never looked in
+        candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -240,7 +142,7 @@ def read_environment(interpreter: str, given_as: str, env: Mapping[str, str] | N
     """That interpreter's version and installed torch, or BadInput naming it (`given_as`) and what went wrong.
 
     A virtual environment whose files say enough (its pyvenv.cfg names the version, its own site-packages is there,
-    no system site-packages) is read from them, without starting its interpreter; any other is asked (_SCRIPT)."""
+    no system site-packages) is read from them, without starting its interpreter; any other is asked (SCRIPT)."""
     reading = Reading(interpreter, given_as, env)
     try:
         return reading.result()
@@ -265,11 +167,12 @@ class Reading:
         except BadInput as error:
             self._found = error
         if self._found is None:
-            # Run from the root directory (`-c` puts it first on sys.path), without PYTHON* variables or `site`.
+            # Without PYTHON* variables or `site`, from the working directory (where a shim picks its interpreter as
+            # the user's shell would), which the script takes off sys.path first (_SAFE_PATH).
             from pickvariant._base.capture import Capturing  # subprocess, threads: only where it runs
 
-            argv = [path, "-E", "-S", "-c", _SCRIPT, *PROJECTS]
-            self._child = Capturing(argv, READ_TIMEOUT_S, MAX_OUTPUT, self._named, cwd="/")
+            argv = [path, "-E", "-S", "-c", SCRIPT, *PROJECTS]
+            self._child = Capturing(argv, READ_TIMEOUT_S, MAX_OUTPUT, self._named, cwd=_working_directory())
 
     def result(self) -> PythonEnvironment:
         if self._child is not None:
@@ -290,6 +193,13 @@ class Reading:
             self._child = None
 
 
+def _working_directory() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed under it: a shim then resolves as it would anywhere
+        return "/"
+
+
 def _is_this_interpreter(path: str) -> bool:
     """`path` is the executable this process runs, started as `python -E -S` would see the same folders: none of the
     variables -E ignores that move them is set here, and this process was not started with -s or -I."""
@@ -299,9 +209,9 @@ def _is_this_interpreter(path: str) -> bool:
 
 
 def _read_here() -> Any:
-    """What _SCRIPT prints, computed in this process (the same code: pickvariant's own, exec'd as _from_files does)."""
+    """What SCRIPT prints, computed in this process (the same code: pickvariant's own, exec'd as _from_files does)."""
     reader: dict[str, Any] = {}
-    exec(_READ, reader)
+    exec(READ, reader)
     return reader["read"](PROJECTS)
 
 
@@ -336,7 +246,7 @@ def _from_files(path: str, given_as: str) -> PythonEnvironment | None:
         return None
     site, free_threaded = present[0]
     finder: dict[str, Any] = {}
-    exec(_FIND, finder)  # pickvariant's own finder, the same the interpreter runs (_SCRIPT)
+    exec(FIND, finder)  # pickvariant's own finder, the same the interpreter runs (SCRIPT)
     installed = finder["found"](PROJECTS, [site])
     document = {"implementation": "cpython", "version": version, "free_threaded": free_threaded}
     return _checked({**document, "installed": installed, "site": site}, path, given_as, given_as)
@@ -364,7 +274,7 @@ def _checked(data: Any, interpreter: str, given_as: str, named: str) -> PythonEn
         raise BadInput(f"{named}: not a CPython 3 interpreter (PyTorch's wheels are built for CPython)")
     kept = {name: found for name in PROJECTS if (found := _found(installed, name)) is not None}
     return PythonEnvironment(
-        interpreter=interpreter,
+        interpreter=_real(data.get("executable"), interpreter),
         version=version,
         free_threaded=free_threaded is True,
         installed={name: kept[name][0] if name in kept else None for name in PROJECTS},
@@ -372,6 +282,15 @@ def _checked(data: Any, interpreter: str, given_as: str, named: str) -> PythonEn
         locations={name: (site, dist_info) for name, (_, site, dist_info) in kept.items()},
         site=site if isinstance(site := data.get("site"), str) and os.path.isabs(site) else "",
     )
+
+
+def _real(executable: object, named: str) -> str:
+    """The executable the environment's interpreter says it is (`sys.executable`: a pyenv shim's real python), which
+    pip and uv are then run with, else the one named."""
+    stated = isinstance(executable, str) and os.path.isabs(executable) and executable.isprintable()
+    if stated and os.path.isfile(str(executable)) and os.access(str(executable), os.X_OK):
+        return str(executable)
+    return named
 
 
 def _found(installed: object, name: str) -> tuple[str, str, str] | None:

@@ -348,17 +348,22 @@ def stated_driver_version(catalog: Hardware, stated: tuple[str, str], notes: lis
             f"R{OLDEST_DRIVER_BRANCH} to R{newest}; write it as nvidia-smi prints it (e.g. 580.65.06)"
         )
     version = parse_driver_version(text.strip().lstrip("Rr"))
-    if len(version.parts) == 1:
-        later = sorted(
-            f"CUDA {release.cuda} needs {release.min_driver}"
-            for release in catalog.cuda_releases.values()
-            if release.min_driver.parts[0] == branch and len(release.min_driver.parts) > 1
-        )
+    if len(version.parts) > 1:
+        return version
+    # A branch alone: every driver of it is at least its first release, where the facts give it (Hardware.as_judged,
+    # the one reading of a branch); else the branch's .00, which no CUDA minimum of another branch depends on.
+    known = catalog.first_release(branch)
+    if known is not None:
+        first, cuda = known
         notes.append(
-            f"{flag} {text.strip()} is read as {branch}.00, the oldest driver of branch R{branch}"
-            + (f" ({'; '.join(later)})" if later else "")
-            + ": give the version nvidia-smi prints to be sure"
+            f"{flag} {text.strip()} is read as {first}, the first release of branch R{branch} (CUDA {cuda}'s minimum "
+            "driver, the facts say): give the version nvidia-smi prints to be sure"
         )
+        return first
+    notes.append(
+        f"{flag} {text.strip()} is read as {branch}.00, the oldest driver of branch R{branch}: give the version "
+        "nvidia-smi prints to be sure"
+    )
     return version
 
 

@@ -87,7 +87,11 @@ def install_words(answer: PrebuiltAnswer) -> list[str]:
     """The pip command that installs the answer, for copying: its words quoted for the shell."""
     decision = answer.decision
     assert decision.build is not None
-    interpreter = answer.environment.interpreter if answer.environment is not None else "python3"
+    # The environment's interpreter; else, for a free-threaded Python named, its own (`python3.13t`: `python3` is
+    # the GIL build beside it); else python3, for the Python the answer was made for.
+    free_threaded = decision.python is not None and decision.python.endswith("t")
+    default = f"python{decision.python}" if free_threaded else "python3"
+    interpreter = answer.environment.interpreter if answer.environment is not None else default
     argv = installer_argv(
         "pip", interpreter, decision.build, decision.companions, decision.index_url, from_pypi=decision.from_pypi
     )

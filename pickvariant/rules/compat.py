@@ -148,8 +148,9 @@ def driver_refusal(
             return wording.tegra_driver_older(driver.cuda, cuda)
         return None
     if driver.version is not None:
-        if driver.version < min_driver:
-            if driver.version.parts == min_driver.parts[:1]:  # "580" against 580.65.06: which 580 is not known
+        # A branch alone (a hint's "an R580 driver") is judged as its first release, as a stated one is read.
+        if catalog.as_judged(driver.version) < min_driver:
+            if driver.version.parts == min_driver.parts[:1]:  # "580" against 580.82.07: which 580 is not known
                 return wording.driver_branch_only(driver.version, min_driver, cuda)
             return wording.driver_below_minimum(driver.version, min_driver, cuda)
         return None

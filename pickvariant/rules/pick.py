@@ -26,14 +26,16 @@ from pickvariant.rules import compat, stages
 
 TYPE_CHECKING = False  # typing stays off detect's path
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, Protocol
 
     from pickvariant.rules.decision import Decision
     from pickvariant.rules.stages import Machine
     from pickvariant.sources.hardware import Hardware
 
-    Again = Callable[[HostFacts], Decision[Any, Any]]
+    class Again(Protocol):
+        """Decide again with changed facts, and (a pin dropped) changed options: the one pick, without hints."""
+
+        def __call__(self, changed: HostFacts, unpinned: Request | None = None) -> Decision[Any, Any]: ...
 
     class Walk(Protocol):
         """A catalog shape's part of each stage: its sentences, its builds judged and ranked, its explanations."""
@@ -81,8 +83,8 @@ def pick(facts: HostFacts, walk: Walk, options: Request, with_hints: bool = True
     walked = walk.walk(facts, options, seen, driver_said)
     build, found = walk.companions(facts, options, walked)
 
-    def again(changed: HostFacts) -> Decision[Any, Any]:
-        return pick(changed, walk, options, with_hints=False)
+    def again(changed: HostFacts, unpinned: Request | None = None) -> Decision[Any, Any]:
+        return pick(changed, walk, options if unpinned is None else unpinned, with_hints=False)
 
     hints = again if with_hints else None
     if build is None:

@@ -53,13 +53,17 @@ def _torch_pin_refused(pin: str, builds: Sequence[Build], every: Sequence[Build]
         return (
             f"--torch {pin}: no wheel of it for this platform is in the catalog (releases here: {', '.join(releases)})"
         )
-    if version_key(pin) < version_key(judged[0]):
+    newer = version_key(pin) > version_key(judged[-1])
+    if newer:
+        where = f"the newest release the wheel catalog judges is {judged[-1]}"
+    elif version_key(pin) < version_key(judged[0]):
         where = f"the wheel catalog starts at {judged[0]}"
     else:
-        where = f"the newest release the wheel catalog judges is {judged[-1]}"
+        where = "the wheel catalog holds no such release between those it judges"
+    refresh = "; `pickvariant catalog wheels --refresh` reads newer releases from their wheels" if newer else ""
     return (
         f"--torch {pin}: not judged: {where}, so whether its wheels run here is not known to pickvariant (releases "
-        f"judged here: {', '.join(releases)})"
+        f"judged here: {', '.join(releases)}){refresh}"
     )
 
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 # ROCm and XPU builds are kept in the catalog, not judged: named only to a machine with such a GPU (machine/othergpu.py),
 # where they tell what PyTorch publishes for it.
 _OTHER_VENDOR_PREFIXES = {vendor: prefix for vendor, (prefix, _) in OTHER_STACKS.items()}
-_PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}")
+_PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}t?")  # 3.13t: a free-threaded CPython (cp313t)
 # The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
 _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
 
@@ -148,9 +148,24 @@ class PrebuiltWalk:
             decided: PrebuiltDecision = again(replace(facts, driver=driver))
             return decided
 
+        def unpinned() -> tuple[str, PrebuiltDecision] | None:
+            """The pins --torch and --cuda named, and the decision without them; None where none was given."""
+            pins = [
+                f"{flag} {value}" for flag, value in (("--torch", options.torch), ("--cuda", options.cuda)) if value
+            ]
+            if again is None or not pins:
+                return None
+            decided: PrebuiltDecision = again(facts, replace(options, torch=None, cuda=None))
+            return " and ".join(pins), decided
+
         hardware, wheels, verdicts = self.hardware, self.wheels, walked.verdicts
         told = None if again is None else with_driver
-        return _nothing_fits(decision, facts, hardware, wheels, walked.reasons, verdicts, found[1], told)
+        decision = _nothing_fits(decision, facts, hardware, wheels, walked.reasons, verdicts, found[1], told)
+        dropped = unpinned()
+        if dropped is not None and dropped[1].build is not None:  # the pin is what left none: said first
+            hint = said.without_pins(dropped[0], dropped[1].build.label)
+            decision = replace(decision, hints=(hint, *decision.hints))
+        return decision
 
     def chosen(
         self, facts: HostFacts, options: Request, walked: Walked, build: Build, found: Paired, again: Again | None
@@ -200,7 +215,10 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
     else none (a stated machine, answered for any Python)."""
     if options.python:
         if not _PYTHON_PIN.fullmatch(options.python):
-            raise BadInput(f"{options.python_given_as} {options.python!r:.40}: not a Python version; write it as 3.12")
+            raise BadInput(
+                f"{options.python_given_as} {options.python!r:.40}: not a Python version; write it as 3.12, or 3.13t "
+                "for a free-threaded one"
+            )
         tag = "cp" + options.python.replace(".", "")
         return tag, options.python, (said.python_target(options.python, tag, f"named by {options.python_given_as}"),)
     if environment is not None:

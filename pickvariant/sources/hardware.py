@@ -186,6 +186,25 @@ class Hardware:
     def nix_system(self, os_name: str, arch: str) -> str | None:
         return self._systems.get((os_name, arch))
 
+    def first_release(self, branch: int) -> tuple[DriverVersion, str] | None:
+        """The first release of driver branch R`branch` where the facts give it, with the CUDA release that says so:
+        a CUDA family's minimum driver is the first release of its branch (580.65.06, CUDA 13.0's GA driver, is
+        R580's). None for a branch no minimum is of: every driver of a branch is at least its first release."""
+        floors = sorted(
+            (release.min_driver, release.cuda)
+            for release in self.cuda_releases.values()
+            if release.min_driver.parts[0] == branch and len(release.min_driver.parts) > 1
+        )
+        return floors[0] if floors else None
+
+    def as_judged(self, driver: DriverVersion) -> DriverVersion:
+        """A driver named by its branch alone (580) as its branch's first release (580.65.06), where the facts give
+        it: what every driver of that branch is at least. Any other as it is."""
+        if len(driver.parts) != 1:
+            return driver
+        first = self.first_release(driver.parts[0])
+        return first[0] if first is not None else driver
+
     @cached_property
     def _systems(self) -> Mapping[tuple[str, str], str]:
         # The first platform of an (os, arch) pair wins, as the facts list them.

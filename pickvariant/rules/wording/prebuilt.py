@@ -236,5 +236,9 @@ def other_python(local: str, tags: str) -> str:
     return f"torch {local} is built for {tags}: another Python (--python, --python-version) would get it"
 
 
+def without_pins(pins: str, label: str) -> str:
+    return f"without {pins}, torch {label} runs here"
+
+
 def without_companions() -> str:
     return "without --with, torch alone has a wheel here"

@@ -5,7 +5,10 @@ For each release newer than the newest the facts hold, PyPI's own Linux wheels s
 variant index under the index root (ROOT/cu132/torch/, ROOT/cpu/torch/) is then listed, and one Linux wheel per
 variant and architecture is read the same way. What is read becomes facts marked W (read from the wheel), each
 citing the wheel's URL and size; what cannot be read (no Range support, no table: a release before 2.13, a CUDA
-line its table lacks) is written with why and left out of the catalog. Windows wheels are not judged from the
+line its table lacks, a table claiming code for an architecture its CUDA line cannot build, by the hardware facts)
+is written with why and left out of the catalog. Where a variant index cannot be listed (a proxy that passes PyPI
+only), PyPI's own Linux wheels still give their builds. The whole refresh has one wall-clock deadline and a bound on
+its requests (remote.bounded). Windows wheels are not judged from the
 table: its rows are per host architecture, and Windows builds differ (cu126 keeps 6.1 there). Nothing else is
 guessed: companions are not paired for a release read this way (its companions' metadata is not read).
 """
@@ -19,8 +22,12 @@ from typing import Any
 
 from packaging.version import Version
 
+from pickvariant._base import settings
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
+from pickvariant._base.versions import version_key
+from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.wheels.remote import Spent, bounded
 from pickvariant.sources.wheels.simple import IndexedWheel, wheels_of
 from pickvariant.sources.wheels.wheelread import TABLE, WheelRead, read_wheel
 
@@ -36,31 +43,60 @@ _PYTHON = re.compile(r"cp3[0-9]{1,2}t?")
 NOTE = "read from the wheel by `pickvariant catalog wheels --refresh`"
 
 
-MAX_NEW_RELEASES = 4  # an index listing more (a release every two to three months) is read newest first, up to these
+MAX_NEW_RELEASES = 4  # an index listing more (a release every two to three months) is read oldest first, up to these
+MAX_VARIANTS = 12  # CUDA lines one release's table may name (2.15 names 3): more are left out, named
+MAX_REQUESTS = 400  # every request of one refresh: pages and Range reads (a real one makes about 60)
 
 
 def new_releases(facts: Mapping[str, Any], pypi_wheels: list[IndexedWheel]) -> list[Version]:
-    """The final releases PyPI lists that are newer than the newest the facts hold, oldest first (the newest
-    MAX_NEW_RELEASES of them: each costs a few requests per variant)."""
+    """The final releases PyPI lists that are newer than the newest the facts hold, oldest first: the first
+    MAX_NEW_RELEASES of them, the ones that follow what the facts hold (a listed 99.0 crowds none of them out)."""
     newest = max(Version(release["torch"]) for release in facts["releases"])
     found = {wheel.version for wheel in pypi_wheels if not (wheel.version.is_prerelease or wheel.version.local)}
-    return sorted(version for version in found if version > newest)[-MAX_NEW_RELEASES:]
+    return sorted(version for version in found if version > newest)[:MAX_NEW_RELEASES]
+
+
+class Told:
+    """What a refresh says as it goes, and what it could not read (a refresh with any is incomplete)."""
+
+    def __init__(self, said: Callable[[str], None]) -> None:
+        self.said = said
+        self.failed: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.said(line)
+
+    def failure(self, line: str) -> None:
+        self.failed.append(line)
+        self.said(line)
 
 
 def refresh(
-    facts: Mapping[str, Any], index_root: str, pypi: str, said: Callable[[str], None]
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The facts of every new release (as wheel-facts.json's releases), with the sources they cite."""
+    facts: Mapping[str, Any],
+    index_root: str,
+    pypi: str,
+    said: Callable[[str], None],
+    hardware: Hardware,
+    seconds: float = settings.DEFAULT_NETWORK_TIMEOUT_S,
+) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
+    """The facts of every new release (as wheel-facts.json's releases), the sources they cite, and what could not be
+    read (an incomplete refresh)."""
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     sources: dict[str, str] = {"PR": f"the simple index page of torch at {public_url(pypi)}, read {today}"}
-    pypi_wheels = wheels_of(pypi, "torch")
-    releases = []
-    for version in new_releases(facts, pypi_wheels):
-        said(f"torch {version}: new on {public_url(pypi)}; reading its wheels")
-        release = _release(facts, version, index_root, pypi_wheels, sources, said)
-        if release is not None:
-            releases.append(release)
-    return releases, sources
+    told = Told(said)
+    with bounded(seconds, MAX_REQUESTS, "catalog wheels --refresh", f"set {settings.NETWORK_TIMEOUT}"):
+        pypi_wheels = wheels_of(pypi, "torch")
+        releases = []
+        for version in new_releases(facts, pypi_wheels):
+            told(f"torch {version}: new on {public_url(pypi)}; reading its wheels")
+            try:
+                release = _release(facts, version, index_root, pypi_wheels, sources, told, hardware)
+            except Spent as error:  # the deadline or the request bound: this release and those after it
+                told.failure(f"  torch {version}: {error}; left out")
+                break
+            if release is not None:
+                releases.append(release)
+    return releases, sources, told.failed
 
 
 def _release(
@@ -69,28 +105,41 @@ def _release(
     index_root: str,
     pypi_wheels: list[IndexedWheel],
     sources: dict[str, str],
-    said: Callable[[str], None],
+    told: Told,
+    hardware: Hardware,
 ) -> dict[str, Any] | None:
     own = [wheel for wheel in pypi_wheels if wheel.version == version]
     python = sorted({tag.interpreter for wheel in own for tag in wheel.tags if _PYTHON.fullmatch(tag.interpreter)})
     if not python:
-        said(f"  torch {version}: no CPython wheel of it on PyPI; left out")
+        told(f"  torch {version}: no CPython wheel of it on PyPI; left out")
         return None
     pypi: dict[str, str | None] = dict.fromkeys(PLATFORMS)
     tables: list[dict[str, dict[str, tuple[int, ...]]]] = []
     rows: list[dict[str, Any]] = []
+    pypi_reads: dict[str, WheelRead] = {}
     for platform in PLATFORMS:
         wheel = _one(own, platform)
-        read = _read(wheel, said) if wheel is not None else "none on PyPI"
+        read = _read(wheel, told) if wheel is not None else "none on PyPI"
         if isinstance(read, WheelRead):
             pypi[platform] = _variant(read.cuda)
             tables += [read.table] if read.table else []
             if platform not in LINUX and read.cuda is None:  # PyPI's Windows and macOS torch: CPU builds
-                rows.append(_row("cpu", platform, "", read, sources))
-    lines = {line for table in tables for line in table}
+                rows.append(_row("cpu", platform, "", read, sources, hardware))
+            elif platform in LINUX:
+                pypi_reads[platform] = read
+    # PyPI's own CUDA lines first, then the rest in order: those read where the table names more than MAX_VARIANTS.
+    served = {read.cuda for read in pypi_reads.values() if read.cuda}
+    lines = sorted(
+        {line for table in tables for line in table}, key=lambda line: (line not in served, version_key(line))
+    )
+    if len(lines) > MAX_VARIANTS:
+        told.failure(f"  torch {version}: its table names {len(lines)} CUDA lines; the first {MAX_VARIANTS} are read")
+        lines = lines[:MAX_VARIANTS]
     shipped = {row["variant"] for release in facts["releases"][-1:] for row in release["builds"]}
     variants = sorted({"cpu", *(_variant(line) for line in lines), *shipped})
-    rows += [row for variant in variants for row in _variant_rows(index_root, variant, version, sources, said)]
+    for variant in variants:
+        rows += _variant_rows(index_root, variant, version, sources, told, hardware)
+    rows += _pypi_rows(pypi, pypi_reads, rows, sources, hardware)
     mac = sorted(tag.platform for wheel in own for tag in wheel.tags if tag.platform.startswith("macosx_"))
     return {
         "torch": str(version),
@@ -103,6 +152,27 @@ def _release(
         "not_chosen": [],
         "unknown": [],
     }
+
+
+def _pypi_rows(
+    pypi: Mapping[str, str | None],
+    reads: Mapping[str, WheelRead],
+    rows: list[dict[str, Any]],
+    sources: dict[str, str],
+    hardware: Hardware,
+) -> list[dict[str, Any]]:
+    """PyPI's own Linux builds, from its own wheels, where the variant index gave no judged row of them (it could not
+    be listed: a proxy that passes PyPI only). PyPI's wheel and the index's are the same build (wheels.md)."""
+    judged = {(row["variant"], row["platform"]) for row in rows if row["sass_confidence"] != "U"}
+    added = []
+    for platform, read in reads.items():
+        variant = pypi[platform]
+        if variant is not None and (variant, platform) not in judged:
+            rows_now = [row for row in rows if (row["variant"], row["platform"]) == (variant, platform)]
+            for row in rows_now:
+                rows.remove(row)
+            added.append(_row(variant, platform, LINUX[platform], read, sources, hardware))
+    return added
 
 
 def _variant(cuda: str | None) -> str:
@@ -121,38 +191,44 @@ def _one(wheels: list[IndexedWheel], platform: str) -> IndexedWheel | None:
     return min(regular or found, key=lambda wheel: wheel.filename, default=None)
 
 
-def _read(wheel: IndexedWheel, said: Callable[[str], None]) -> WheelRead | str:
+def _read(wheel: IndexedWheel, told: Told) -> WheelRead | str:
     try:
         read = read_wheel(wheel.url)
+    except Spent:
+        raise  # the whole refresh's deadline or request bound: nothing more is read
     except OperationFailed as error:
-        said(f"  {error}")
+        told.failure(f"  {error}")
         return str(error)
-    said(f"  {wheel.filename}: read {read.fetched} of its {read.size} bytes")
+    told(f"  {wheel.filename}: read {read.fetched} of its {read.size} bytes")
     return read
 
 
 def _variant_rows(
-    index_root: str, variant: str, version: Version, sources: dict[str, str], said: Callable[[str], None]
+    index_root: str, variant: str, version: Version, sources: dict[str, str], told: Told, hardware: Hardware
 ) -> list[dict[str, Any]]:
     try:
         listed = [
             wheel for wheel in wheels_of(f"{index_root}/{variant}", "torch") if wheel.version.public == str(version)
         ]
+    except Spent:
+        raise
     except OperationFailed as error:
-        said(f"  {variant}: {error}")
+        told.failure(f"  {variant}: {error}")
         return []
     rows = []
     for platform, host in LINUX.items():
         wheel = _one([w for w in listed if w.version.local == variant], platform)
         if wheel is not None:
-            rows.append(_row(variant, platform, host, _read(wheel, said), sources))
+            rows.append(_row(variant, platform, host, _read(wheel, told), sources, hardware))
     if variant != "cpu" and any(tag.platform == "win_amd64" for wheel in listed for tag in wheel.tags):
         why = "Windows wheels are not judged from the release table: its rows are per host architecture, and Windows builds differ (cu126 keeps 6.1 there)"
         rows.append(_unknown_row(variant, "windows-amd64", why))
     return rows
 
 
-def _row(variant: str, platform: str, host: str, read: WheelRead | str, sources: dict[str, str]) -> dict[str, Any]:
+def _row(
+    variant: str, platform: str, host: str, read: WheelRead | str, sources: dict[str, str], hardware: Hardware
+) -> dict[str, Any]:
     if isinstance(read, str):
         return _unknown_row(variant, platform, f"its wheel could not be read: {read}"[:400])
     source = f"WR{len(sources) + 1}"
@@ -178,8 +254,27 @@ def _row(variant: str, platform: str, host: str, read: WheelRead | str, sources:
         )
         return {**_unknown_row(variant, platform, missing), "cuda": read.cuda, "sources": [source]}
     sass = [f"{code // 10}.{code % 10}" for code in read.table[read.cuda][host]]
+    impossible = [cc for cc in sass if not _buildable(hardware, cc, read.cuda)]
+    if impossible:  # the table's word is believed only where the hardware facts allow it
+        why = (
+            f"its table claims code for {', '.join(impossible)}, which CUDA {read.cuda} cannot build (the hardware "
+            "facts): not believed"
+        )
+        return {**_unknown_row(variant, platform, why), "cuda": read.cuda, "sources": [source]}
     return {**_base(variant, platform, [source]), "sass": sass, "ptx": None, "cuda": read.cuda,
             "sass_confidence": "W", "ptx_confidence": "U"}  # fmt: skip
+
+
+def _buildable(hardware: Hardware, capability: str, cuda: str) -> bool:
+    """Can CUDA `cuda` build code for this compute capability, by the hardware facts? One they do not know is not."""
+    from pickvariant._base.errors import PickVariantError
+    from pickvariant._base.versions import parse_compute_capability
+
+    try:
+        arch = hardware.arch_of(parse_compute_capability(capability))
+    except PickVariantError:
+        return False
+    return arch is not None and arch.builds_with(cuda)
 
 
 def _base(variant: str, platform: str, cited: list[str]) -> dict[str, Any]:

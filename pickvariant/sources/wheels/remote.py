@@ -2,22 +2,30 @@
 
 A wheel is a zip; Python's own `zipfile` reads it through `RangeFile`, which fetches only the bytes zipfile asks
 for (the end of the archive, its central directory, the members named), never the 500 MB wheel. Every read is
-bounded in time (a timeout per request) and in bytes (a budget per page and per wheel); a server that ignores
-`Range` (a 200 with the whole file) is refused with why, never read whole. What a server sends is data: nothing of
-it is run, and a URL with credentials is shown without them (_base/urls.public_url).
+bounded in time (a timeout per request, each read of its body checked against the deadline of the page or wheel,
+and, within `bounded()`, against one deadline and a count of requests for the whole operation) and in bytes (a
+budget per page and per wheel); a server that ignores `Range` (a 200 with the whole file) is refused with why, never
+read whole. Redirects are followed only to http(s), never from https to http. Every error of the HTTP layer is one
+line naming the URL. What a server sends is data: nothing of it is run, and a URL with credentials is shown without
+them (_base/urls.public_url).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
+import http.client
 import io
 import re
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
+from pickvariant._base.deadline import Deadline
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
 
@@ -31,6 +39,77 @@ _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
 
 class NoRange(OperationFailed):
     """The server sent something other than the part asked for: the wheel cannot be read without downloading it."""
+
+
+class Spent(OperationFailed):
+    """The whole operation's deadline or request bound is spent (`bounded`): nothing more is read."""
+
+
+# What an HTTP exchange can raise on what a server sends: each becomes one line naming the URL.
+_EXCHANGE_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError, ValueError)
+
+
+class _Limits:
+    """One deadline and a count of requests for a whole operation (a refresh), shared by every read in it."""
+
+    def __init__(self, deadline: Deadline, max_requests: int) -> None:
+        self.deadline, self.left = deadline, max_requests
+        self.max_requests = max_requests
+
+    def request(self, url: str) -> float:
+        """Count one request; the timeout it may wait (what is left of the deadline, at most TIMEOUT_S)."""
+        if self.left <= 0:
+            raise Spent(f"{self.deadline.what}: more than {self.max_requests} requests; {public_url(url)} was not read")
+        self.left -= 1
+        return self.time_left(TIMEOUT_S)
+
+    def time_left(self, at_most: float | None = None) -> float:
+        try:
+            return self.deadline.left(at_most)
+        except OperationFailed as error:
+            raise Spent(str(error)) from None
+
+
+_LIMITS: contextvars.ContextVar[_Limits | None] = contextvars.ContextVar("limits", default=None)
+
+
+@contextlib.contextmanager
+def bounded(seconds: float, max_requests: int, what: str, allow_more: str) -> Iterator[None]:
+    """Every read inside shares one wall-clock deadline of `seconds` and at most `max_requests` requests."""
+    token = _LIMITS.set(_Limits(Deadline(seconds, what, allow_more), max_requests))
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+def _timeout(url: str) -> float:
+    limits = _LIMITS.get()
+    return TIMEOUT_S if limits is None else limits.request(url)
+
+
+def _past(deadline: float) -> bool:
+    limits = _LIMITS.get()
+    if limits is not None:
+        limits.time_left()  # raises Spent once the whole operation's time is spent
+    return time.monotonic() > deadline
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed only to http(s), and never from https to plain http (urllib's own follows ftp://)."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        old, new = urllib.parse.urlsplit(req.full_url).scheme, urllib.parse.urlsplit(newurl).scheme
+        if new not in ("http", "https") or (old == "https" and new != "https"):
+            raise urllib.error.URLError(f"a redirect to {public_url(newurl)!r:.200} is not followed ({old} to {new})")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_Redirects)
+
+
+def _open(request: urllib.request.Request, url: str) -> Any:
+    return _OPENER.open(request, timeout=_timeout(url))
 
 
 def _request(url: str, headers: dict[str, str]) -> urllib.request.Request:
@@ -55,14 +134,24 @@ def get(url: str, max_bytes: int, accept: str = "*/*") -> tuple[bytes, str]:
     """The body (at most `max_bytes`) and content type of `url`; OperationFailed naming the URL otherwise."""
     deadline = time.monotonic() + DEADLINE_S
     try:
-        with urllib.request.urlopen(_request(url, {"Accept": accept}), timeout=TIMEOUT_S) as response:
+        with _open(_request(url, {"Accept": accept}), url) as response:
             body = _read_until(response, max_bytes + 1, deadline, url)
             kind = response.headers.get_content_type()
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        raise OperationFailed(f"cannot read {public_url(url)}: {getattr(error, 'reason', error)}") from None
+            stated = response.headers.get("Content-Length")
+    except _EXCHANGE_ERRORS as error:
+        raise OperationFailed(f"cannot read {public_url(url)}: {_said(error)}") from None
     if len(body) > max_bytes:
         raise OperationFailed(f"{public_url(url)}: more than {max_bytes} bytes; not read")
+    if stated is not None and stated.strip().isdigit() and int(stated) != len(body):
+        raise OperationFailed(f"{public_url(url)}: {len(body)} bytes of the {int(stated)} it announced; not whole")
     return body, kind
+
+
+def _said(error: BaseException) -> str:
+    """An HTTP or socket error in a few words, on one line (a server's text is shown escaped, cut short)."""
+    reason = getattr(error, "reason", None) or error
+    text = f"{type(error).__name__}: {reason}" if isinstance(error, http.client.HTTPException) else str(reason)
+    return repr(text)[1:-1][:200]
 
 
 def _read_until(response: Any, size: int, deadline: float, url: str) -> bytes:
@@ -70,9 +159,11 @@ def _read_until(response: Any, size: int, deadline: float, url: str) -> bytes:
     parts: list[bytes] = []
     left = size
     while left > 0:
-        if time.monotonic() > deadline:
+        if _past(deadline):
             raise OperationFailed(f"{public_url(url)}: not read within {DEADLINE_S:g} s")
-        part = response.read(min(CHUNK, left))
+        # read1: what one receive brings (a server dripping bytes returns each at once, and the deadline is checked
+        # between them); read() would wait for CHUNK bytes, however slowly they come.
+        part = response.read1(min(CHUNK, left))
         if not part:
             break
         parts.append(part)
@@ -94,7 +185,7 @@ class RangeFile(io.RawIOBase):
 
     def _fetch(self, wanted: str) -> tuple[int, bytes, int]:
         try:
-            with urllib.request.urlopen(_request(self.url, {"Range": wanted}), timeout=TIMEOUT_S) as response:
+            with _open(_request(self.url, {"Range": wanted}), self.url) as response:
                 if response.status != 206:
                     raise NoRange(
                         f"{public_url(self.url)}: the server does not answer Range requests (HTTP {response.status})"
@@ -103,11 +194,13 @@ class RangeFile(io.RawIOBase):
                 if found is None:
                     raise NoRange(f"{public_url(self.url)}: a partial answer without a Content-Range")
                 first, last, size = (int(group) for group in found.groups())
-                if last < first or last - first + 1 > self.budget - self.fetched:
+                if last < first or last >= size:
+                    raise OperationFailed(f"{public_url(self.url)}: a Content-Range of bytes past the file's own size")
+                if last - first + 1 > self.budget - self.fetched:
                     raise OperationFailed(f"{public_url(self.url)}: past the {self.budget}-byte budget of one wheel")
                 data = _read_until(response, last - first + 2, self.deadline, self.url)
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            raise OperationFailed(f"cannot read {public_url(self.url)}: {getattr(error, 'reason', error)}") from None
+        except _EXCHANGE_ERRORS as error:
+            raise OperationFailed(f"cannot read {public_url(self.url)}: {_said(error)}") from None
         if len(data) != last - first + 1:
             raise OperationFailed(f"{public_url(self.url)}: {len(data)} bytes for a range of {last - first + 1}")
         self.fetched += len(data)

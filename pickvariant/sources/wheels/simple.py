@@ -60,12 +60,14 @@ def wheels_of(index: str, project: str) -> list[IndexedWheel]:
         text = body.decode("utf-8")
         if kind == "application/vnd.pypi.simple.v1+json":
             files = json.loads(text).get("files", [])
+            if not isinstance(files, list):
+                raise ValueError('"files" is not a list')
             links = [(str(entry["url"]), str(entry["filename"])) for entry in files if isinstance(entry, dict)]
         else:
             anchors = _Anchors()
             anchors.feed(text)
             links = anchors.links
-    except (UnicodeDecodeError, ValueError, KeyError, AttributeError, RecursionError) as error:
+    except (UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError, RecursionError) as error:
         raise OperationFailed(f"{public_url(page)}: not a simple index page ({error!s:.80})") from None
     return [wheel for href, name in links if (wheel := _wheel(page, href, name, project)) is not None]
 

@@ -10,7 +10,10 @@ a member that is not such a literal leaves the wheel unread, with why.
 from __future__ import annotations
 
 import ast
+import re
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 from pickvariant._base.errors import OperationFailed
@@ -24,6 +27,11 @@ MAX_WHEEL_BYTES = (
 )  # the end of the archive, its central directory (a CUDA torch's is ~1.5 MB), two members
 MAX_MEMBER_BYTES = 2 * 1024 * 1024
 TABLE = "PYTORCH_RELEASES_CODE_CC"
+_CUDA_LINE = re.compile(r"[1-9][0-9]?\.[0-9]{1,2}")
+_ZIP_ERRORS = (
+    zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, RuntimeError, NotImplementedError, KeyError,
+    OverflowError, struct.error, zlib.error, MemoryError,
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,8 +53,11 @@ def read_wheel(url: str) -> WheelRead:
         with zipfile.ZipFile(remote) as archive:
             version_text = _member(archive, VERSION_MEMBER, url)
             cuda_text = _member(archive, CUDA_MEMBER, url) if CUDA_MEMBER in archive.namelist() else None
-    except (zipfile.BadZipFile, EOFError, ValueError) as error:
-        raise OperationFailed(f"{public_url(url)}: not a readable wheel ({error})") from None
+    except _ZIP_ERRORS as error:
+        # zipfile's refusals: an encrypted member (RuntimeError), strong encryption or an unknown compression method
+        # (NotImplementedError), a damaged deflate stream (zlib.error), a damaged header (struct.error, KeyError).
+        said = repr(f"{type(error).__name__}: {error}")[1:-1][:200]
+        raise OperationFailed(f"{public_url(url)}: not a readable wheel ({said})") from None
     values = _literals(version_text, ("__version__", "cuda"), url, VERSION_MEMBER)
     version, cuda = values.get("__version__"), values.get("cuda")
     if not isinstance(version, str) or not (cuda is None or isinstance(cuda, str)):
@@ -115,6 +126,8 @@ def _table(value: object, url: str) -> dict[str, dict[str, tuple[int, ...]]] | N
         raise OperationFailed(f"{public_url(url)}: its {TABLE} is not a table of CUDA lines")
     table: dict[str, dict[str, tuple[int, ...]]] = {}
     for line, hosts in value.items():
+        if not _CUDA_LINE.fullmatch(line):  # it names a page to read (ROOT/cu134/): only a CUDA version may
+            raise OperationFailed(f"{public_url(url)}: its {TABLE} names {line!r:.40}, which is no CUDA version")
         for host, codes in hosts.items():
             if not isinstance(host, str) or not isinstance(codes, (set, frozenset, list, tuple)):
                 raise OperationFailed(f"{public_url(url)}: its {TABLE}[{line!r}] is not a set per host")
