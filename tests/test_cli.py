@@ -407,6 +407,27 @@ def test_list_fits_a_narrow_terminal_and_never_cuts_a_name(catalog, width) -> No
     assert all(row["package"] in shown for row in rows)
 
 
+def test_a_stated_machines_report_reads_its_interpreters_files_and_probes_nothing_here(tmp_path) -> None:
+    """`report --cpuinfo DUMP --python PATH` describes another machine: its interpreter's torch is what its files
+    name; torch is never imported (here: importing it would leave a mark) and nothing of this machine's probe (its
+    CPU capability, its GPUs' health) is in the report."""
+    from conftest import fresh_venv
+
+    python = fresh_venv(tmp_path / "venv", with_pip=False)
+    (site,) = (tmp_path / "venv").glob("lib/python*/site-packages")
+    marker = tmp_path / "imported"
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (site / "torch-2.14.1+cu126.dist-info").mkdir()
+    (site / "torch-2.14.1+cu126.dist-info" / "METADATA").write_text("Name: torch\nVersion: 2.14.1+cu126\n")
+    haswell = str(cpuinfo_path("linux-rhel7-haswell"))
+    for source in ([], ["--source", "wheels"]):
+        stated = runner.invoke(app, ["report", *source, "--cpuinfo", haswell, "--no-gpu", "--python", str(python)])
+        assert stated.exit_code == 0, stated.output
+        assert "Installed PyTorch: torch 2.14.1+cu126, read from the interpreter's files" in stated.stdout
+        assert "CPU capability" not in stated.stdout and not marker.exists()
+
+
 def test_report_describes_another_machine_with_nothing_of_this_one() -> None:
     import platform
 

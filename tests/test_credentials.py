@@ -51,6 +51,18 @@ def test_the_index_is_named_without_its_credentials(args, given) -> None:
     assert "https://wheels.example.invalid/whl/cu" in result.stdout
 
 
+@pytest.mark.parametrize("password", ["Pa55/w0rd", "Pa55@w0rd", "Pa55/w0@rd", "Pa55:w0rd"])
+@pytest.mark.parametrize("command", [["detect"], ["detect", "--format", "json"], ["report"]])
+def test_a_password_of_any_shape_is_never_shown(password, command) -> None:
+    """A password holding `/`, `@` or `:` unencoded (urllib then reads the host wrongly, and a display that cuts at
+    the first `/` showed it whole): accepted or refused, no output shows any part of it."""
+    root = f"https://deploy:{password}@wheels.example.invalid/whl"
+    result = runner.invoke(app, [*command, "--source", "wheels", "--wheel-index", root, *H100])
+    shown = result.stdout + result.stderr
+    assert "Traceback" not in shown and result.exit_code in (0, 2), shown
+    assert "Pa55" not in shown and "w0rd" not in shown and "w0@rd" not in shown, shown
+
+
 @pytest.mark.parametrize("fmt", ["requirements", "pyproject"])
 def test_the_outputs_that_need_the_url_carry_it_and_say_so(fmt) -> None:
     result = runner.invoke(app, ["detect", "--source", "wheels", "--format", fmt, "--wheel-index", ROOT, *H100])

@@ -1440,6 +1440,21 @@ def _(ctx: Ctx) -> int:
     plan = ctx.cli("plan", str(nodes))
     assert "\x1b" not in plan.output and "forged" not in plan.output.replace("n1\\nforged", "")
     codes.add(plan.exit_code)
+    # An interpreter whose path holds an escape sequence: every output of the wheel answer that names it.
+    python = fresh_venv(ctx.tmp / "a\x1b[31mred" / "venv", with_pip=False)
+    escaped: list[bool] = []
+    for args in (["detect"], ["detect", "--format", "markdown"], ["detect", "--explain"], ["report"],
+                 ["install", "--dry-run"]):  # fmt: skip
+        # A real process through a pipe: click's own echo (the test runner's) strips escapes a plain write does not.
+        done = subprocess.run(
+            [sys.executable, "-m", "pickvariant", *args, "--source", "wheels", "--python", str(python), "--no-gpu",
+             "--cpuinfo", str(HASWELL)],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=ctx.tmp,
+        )  # fmt: skip
+        assert "\x1b" not in done.stdout + done.stderr, (args, done.stdout)
+        escaped.append("\\e[31mred" in done.stdout)
+        codes.add(done.returncode)
+    assert all(escaped[:3]), escaped  # detect's answers name the interpreter: escaped
     (code,) = codes
     return code
 

@@ -145,3 +145,33 @@ def test_an_installer_that_ends_well_but_installs_elsewhere_is_said_not_done(tmp
     last = done.stderr.splitlines()[-1]  # above it, pip's own lines as it ran
     assert last.startswith(f"pickvariant: pip ended without an error, but {python}'s environment holds torch none")
     assert _installed(python, "torch") is None and any(target.glob("torch-*.dist-info"))
+
+
+def test_an_interpreters_answer_is_used_again_only_while_nothing_it_read_has_changed(tmp_path) -> None:
+    """detect --source wheels starts the environment's interpreter to read it (a venv that includes the system's
+    site-packages cannot be read from its files): its answer is kept, and the next reading starts nothing (no
+    process is created, seen through Python's own audit events) and answers the same; once a package is installed
+    there (its site-packages changes), the interpreter is asked again and the new torch is seen."""
+    import venv
+
+    from pickvariant.machine.environment import read_environment
+
+    venv.EnvBuilder(system_site_packages=True).create(tmp_path / "env")
+    python = str(tmp_path / "env" / "bin" / "python")
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": os.environ["PATH"]}
+    started: list[str] = []
+
+    def heard(event: str, args: tuple) -> None:
+        if event == "subprocess.Popen" and python in str(args[:2]):
+            started.append(python)
+
+    sys.addaudithook(heard)
+    first = read_environment(python, "--python", env)
+    assert len(started) == 1
+    again = read_environment(python, "--python", env)
+    assert len(started) == 1 and again == first  # kept: nothing started, the same answer
+    (site,) = (tmp_path / "env").glob("lib/python*/site-packages")
+    (site / "torch-2.99.0.dist-info").mkdir()
+    (site / "torch-2.99.0.dist-info" / "METADATA").write_text("Name: torch\nVersion: 2.99.0\n")
+    changed = read_environment(python, "--python", env)
+    assert len(started) == 2 and changed.torch == "2.99.0"

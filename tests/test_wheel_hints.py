@@ -92,3 +92,49 @@ def test_a_jetson_whose_driver_cuda_is_not_known_is_asked_for_it_as_the_recipe_a
     asked = [hint for hint in recipes["hints"] if "--driver-cuda X.Y" in hint]
     assert asked and asked[0] in wheels["hints"]
     assert not any("would run torch" in hint for hint in wheels["hints"])
+
+
+@pytest.mark.parametrize("gpu", ["6.1", "9.0"])
+def test_a_set_held_back_by_its_companion_says_so_and_names_torch_alone(gpu) -> None:
+    """`--with torchaudio` where torchaudio's last release pairs with an older torch than runs here alone (a GTX
+    1080's cu126 index): the answer never calls its torch "the newest torch with a wheel that runs here"; it says
+    the set was held back and names the torch the answer without --with gives, decided again."""
+    machine = [*HASWELL, "--gpu", gpu, "--driver", "580.95.05"]
+
+    def answer(*extra: str) -> dict:
+        result = runner.invoke(app, ["detect", "--source", "wheels", "--format", "json", *machine, *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    alone, with_audio = answer(), answer("--with", "torchaudio")
+    held = [reason for reason in with_audio["reasons"] if reason.startswith("held back by --with")]
+    if alone["recommendation"]["torch"] == with_audio["recommendation"]["torch"]:
+        assert held == []  # nothing held it back: nothing to say
+        return
+    (sentence,) = held
+    assert f"without --with torchaudio, torch {alone['recommendation']['torch']} is the answer" in sentence
+    assert not any("the newest torch with a wheel that runs here" in reason for reason in with_audio["reasons"])
+
+
+def test_windows_rows_are_judged_by_the_same_standard_of_evidence_as_linux_rows() -> None:
+    """Every Windows row the facts grade documented or verified (D, V) is judged, as a Linux row of that grade is:
+    a Windows GTX 1080 (sm_61, which only Windows' cu126 builds carry) gets the newest such release, never an older
+    one. Issue 70: 2.13 and 2.14's Windows cu126 rows cite the release matrix as 2.12's does, and were left out."""
+    from pickvariant.sources.wheels.facts import FACTS, read_facts
+
+    graded = [
+        release["torch"]
+        for release in read_facts(FACTS)["releases"]
+        for row in release["builds"]
+        if row["platform"] == "windows-amd64" and row["variant"] == "cu126" and row["sass_confidence"] in ("D", "V")
+        and "6.1" in (row["sass"] or [])
+    ]  # fmt: skip
+    from packaging.version import Version
+
+    newest = max(graded, key=Version)
+    result = runner.invoke(
+        app, ["detect", "--source", "wheels", "--format", "json", "--platform", "windows-amd64", "--gpu", "6.1",
+              "--driver", "580.88"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["recommendation"]["release"] == newest

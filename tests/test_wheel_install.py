@@ -386,6 +386,34 @@ def test_a_torch_that_already_runs_on_every_gpu_is_kept_unless_upgrade_is_asked(
         assert "$ " not in again.stdout  # nothing runs, so no command is shown as if it would
 
 
+@pytest.mark.parametrize(("beside", "kept"), [("cpu", False), ("cu126", True)])
+def test_a_companion_of_another_build_beside_a_kept_torch_is_not_counted_as_there(tmp_path, beside, kept) -> None:
+    """torch 2.14.1+cu126 runs on the H100, so it is kept; torchvision beside it is part of a working set only where
+    it is of the same build. A CPU torchvision (+cpu) beside it is not: `--with torchvision` is refused naming
+    --upgrade (exit 2); torchvision +cu126 beside it is the set, and nothing is installed."""
+    there, torchvision = "2.14.1+cu126", f"0.29.1+{beside}"
+    releases: dict[str, list[tuple[str, str]]] = {"cu126": [("torch", there)]}
+    releases.setdefault(beside, []).append(("torchvision", torchvision))
+    build_mirror(tmp_path / "mirror", releases)
+    python = fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        _pip_install(python, there, f"{url}/cu126", tmp_path)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--no-deps", f"torchvision=={torchvision}", "--index-url", f"{url}/{beside}"],
+            env=_env(tmp_path), check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *H100, "--yes"]
+        done = _pickvariant([*args, "--with", "torchvision", "--no-verify"], _env(tmp_path), tmp_path)
+    if kept:
+        assert done.returncode == 0 and "Nothing to do." in done.stdout, done.stdout + done.stderr
+    else:
+        assert done.returncode == 2 and done.stderr.startswith(f"pickvariant: --upgrade: torch {there} is kept"), (
+            done.stderr
+        )
+        assert "torchvision (missing, or of another build than it)" in done.stderr
+    assert _installed(python, "torch") == there and _installed(python, "torchvision") == torchvision
+
+
 def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_asked(tmp_path, chosen) -> None:
     """Issue 53: torch 2.7.1+cu118 (older than the catalog's first release, so whether it runs here is not known):
     `install --yes` names it and keeps it; --upgrade replaces it with the chosen build, with the real pip."""

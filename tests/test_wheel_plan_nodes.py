@@ -84,9 +84,16 @@ def test_a_node_that_is_not_the_planned_hardware_or_asks_for_more_installs_nothi
     assert chooser.returncode == 2 and chooser.stderr.startswith("pickvariant: --torch: --plan gives this node")
     unknown = _install(plan, "n99", python, tmp_path, hardware="cpu")
     assert unknown.returncode == 2 and "'n99': no node of that label" in unknown.stderr
+    # The plan names its source: without --source, it is the plan's (not the default, Flox), --python included.
+    plain = _pickvariant(
+        ["install", "--plan", str(plan), "--label", "cpu", "--python", str(python), *_stated("cpu"), "--dry-run"],
+        _env(tmp_path), tmp_path,
+    )  # fmt: skip
+    assert plain.returncode == 0 and "assigned to node cpu by plan" in plain.stdout, plain.stderr
     flox_way = _pickvariant(
-        ["install", "--plan", str(plan), "--label", "cpu", *_stated("cpu"), "--yes"], _env(tmp_path), tmp_path
-    )
+        ["install", "--source", "flox", "--plan", str(plan), "--label", "cpu", *_stated("cpu"), "--yes"],
+        _env(tmp_path), tmp_path,
+    )  # fmt: skip
     assert flox_way.returncode == 2 and "install it with --source wheels" in flox_way.stderr
     assert _installed(python, "torch") is None
 

@@ -40,12 +40,24 @@ def _parts(url: str) -> tuple[str, str, str] | None:
     """(what comes before the credentials, the credentials with their '@', the rest) of an address, or None."""
     scheme = _scheme_end(url)
     if scheme:
-        end = url.rfind("@", scheme, _cut(url, "/?#", scheme)) + 1 or scheme
-        return url[:scheme], url[scheme:end], url[end:]
+        end = url.rfind("@", scheme, _cut(url, "/?#", scheme)) + 1
+        if not end and _password_with_slash(url, scheme):
+            end = url.rfind("@", scheme, _cut(url, "?#", scheme)) + 1
+        return url[:scheme], url[scheme : end or scheme], url[end or scheme :]
     head, sign, tail = url.rpartition("@")
     if sign and re.match(_SCP_HOST, tail):
         return "", head + sign, tail
     return None
+
+
+def _password_with_slash(url: str, scheme: int) -> bool:
+    """`user:pa/ss@host`: an '@' past the first '/', and before that '/' a ':' not followed by a port (digits): a
+    password holding a '/' (unencoded). Everything up to that '@' is then taken for credentials: a display that
+    hides a path is wrong; one that shows a password is worse."""
+    first = url[scheme : _cut(url, "/?#", scheme)]
+    at = url.find("@", scheme + len(first), _cut(url, "?#", scheme))
+    _, colon, port = first.partition(":")
+    return at != -1 and bool(colon) and not port.isdigit()
 
 
 def public_url(url: str) -> str:

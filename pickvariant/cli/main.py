@@ -29,7 +29,7 @@ _arguments_show_their_metavariable()
 
 app = typer.Typer(
     name="pickvariant",
-    help="Pick, build and verify the right custom PyTorch variant for this machine.",
+    help="Pick, install and verify the right PyTorch for this machine: a custom Flox build, or PyTorch's own wheels.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -64,7 +64,7 @@ def root(
         bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    """Pick, build and verify the right custom PyTorch variant for this machine."""
+    """Pick, install and verify the right PyTorch for this machine: a custom Flox build, or PyTorch's own wheels."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -132,7 +132,7 @@ WITH = Option(
 TORCH = Option(
     flag="--torch",
     kind="text",
-    help="Only consider branches with this PyTorch version (e.g. 2.9.1, 2.10).",
+    help="Only builds of this PyTorch release (e.g. 2.9.1, 2.10): the recipes' branches, or the wheels' releases.",
     field="torch",
     metavar="VERSION",
 )
@@ -160,7 +160,8 @@ BRANCH = Option(
 PYTHON = Option(
     flag="--python-version",
     kind="text",
-    help="Only builds for this Python (3.11, 3.12, 3.13); default: the newest built.",
+    help="Only builds for this Python (e.g. 3.12; 3.13t, a free-threaded one, with --source wheels); default: the "
+    "newest built, or with --source wheels the environment's interpreter (none for a stated machine).",
     field="python",
     variable=settings.PYTHON,
     metavar="X.Y",
@@ -202,8 +203,9 @@ PYTHON_PATH = Option(
 REPORT_PYTHON = Option(
     flag="--python",
     kind="text",
-    help="The interpreter whose PyTorch to report (default: the last install's, else this one); with --source "
-    "wheels, its environment's files are read and torch is not imported.",
+    help="The interpreter whose PyTorch to report (default: the last install's, else this one): probed here; with "
+    "--source wheels its environment's files are read too; for a stated machine only its files are read (torch is "
+    "never imported, nothing of this machine is probed).",
     metavar="PATH",
     field="interpreter",
 )

@@ -56,7 +56,12 @@ def installation(ask: InstallAsk, catalog: Callable[[], Catalog]) -> Installatio
     only for them). BadInput for another source's option, or a choice beside --plan."""
     if ask.label is not None and ask.plan is None:
         raise BadInput("--label names this node in --plan's plan: give the plan too")
-    chosen = registry.chosen(ask.request.source, os.environ)
+    stated = ask.request.source
+    if ask.plan is not None and stated is None:  # the plan names the source it was planned from: that one installs it
+        from pickvariant.commands.plan_install import read_plan
+
+        stated = read_plan(ask.plan).source
+    chosen = registry.chosen(stated, os.environ)
     options = ask.recipes
     given: dict[str, object] = {"--package": options.package, "--org": options.org, "--build": options.build or None}
     given |= {"--token-file": options.token_file, "--installer": ask.installer, "--python": ask.request.interpreter}

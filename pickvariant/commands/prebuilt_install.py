@@ -156,7 +156,14 @@ def _kept(
 ) -> str:
     """Why the working torch there is kept; BadInput where companions were asked for that only the chosen set (which
     would replace it) brings."""
-    missing = [project for project in companions if present.get(project) is None]
+    # A companion there of another build than the torch there (torchvision +cpu beside a CUDA torch) is no part of
+    # a working set: it counts as missing, not as there.
+    torch_label = there.partition("+")[2]
+    missing = [
+        project
+        for project in companions
+        if (found := present.get(project)) is None or found.partition("+")[2] != torch_label
+    ]
     if _newer(chosen, there):
         upgrade = f"--upgrade installs {chosen}, a newer release"
     elif _newer(there, chosen):
@@ -165,7 +172,7 @@ def _kept(
         upgrade = f"--upgrade installs {chosen}, the same release for another CUDA line"
     if missing:
         raise BadInput(
-            f"--upgrade: torch {there} is kept; {', '.join(missing)} would come "
+            f"--upgrade: torch {there} is kept; {', '.join(missing)} (missing, or of another build than it) would come "
             f"with {chosen}, which replaces it: pass --upgrade to install that set, or install "
             f"{', '.join(missing)} for torch {there} yourself"
         )

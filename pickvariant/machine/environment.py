@@ -166,6 +166,9 @@ class Reading:
                 self._found = _checked(_read_here(), path, given_as, self._named)
         except BadInput as error:
             self._found = error
+        self._env = os.environ if env is None else env
+        if self._found is None:
+            self._found = _kept(self._path, given_as, self._named, self._env)
         if self._found is None:
             # Without PYTHON* variables or `site`, from the working directory (where a shim picks its interpreter as
             # the user's shell would), which the script takes off sys.path first (_SAFE_PATH).
@@ -181,7 +184,11 @@ class Reading:
                 said = captured.problem or f"exit code {captured.returncode}"
                 self._found = BadInput(f"{self._named}: could not read its version and packages ({said})")
             else:
-                self._found = _parsed(captured.stdout, self._path, self._given_as, self._named)
+                data = _json(captured.stdout)
+                self._found = _checked(data, self._path, self._given_as, self._named)
+                from pickvariant.machine import environment_cache
+
+                environment_cache.store(self._path, data, self._env)
         if isinstance(self._found, BadInput):
             raise self._found
         assert self._found is not None
@@ -256,12 +263,24 @@ def _is_file(folder: str, name: str) -> bool:
     return os.path.isfile(os.path.join(folder, name))
 
 
-def _parsed(text: str, interpreter: str, given_as: str, named: str) -> PythonEnvironment:
+def _json(text: str) -> Any:
     try:
-        data = strictjson.loads(text)
+        return strictjson.loads(text)
     except ValueError:
-        data = None
-    return _checked(data, interpreter, given_as, named)
+        return None
+
+
+def _kept(path: str, given_as: str, named: str, env: Mapping[str, str]) -> PythonEnvironment | None:
+    """The interpreter's answer as it gave it before, where nothing it depends on changed (environment_cache)."""
+    from pickvariant.machine import environment_cache
+
+    data = environment_cache.lookup(path, env)
+    if data is None:
+        return None
+    try:
+        return _checked(data, path, given_as, named)
+    except BadInput:
+        return None
 
 
 def _checked(data: Any, interpreter: str, given_as: str, named: str) -> PythonEnvironment:

@@ -83,10 +83,19 @@ def read(projects):
         sites = user + [paths["purelib"], paths["platlib"]] + site.getsitepackages()
         # Where pip writes: the system's site-packages where this user may, else the user's own.
         target = paths["purelib"] if os.access(paths["purelib"], os.W_OK) or not user else user[0]
+    # What this answer depends on, as it stands before the folders are read: each folder's (and pyvenv.cfg's) time
+    # of change, "" where it is not there. A cached answer holds only while each is the same (environment_cache).
+    watch = {}
+    for place in [os.path.join(d, "pyvenv.cfg") for d in (here, os.path.dirname(here))] + sites:
+        try:
+            watch[place] = str(os.stat(place).st_mtime_ns)
+        except OSError:
+            watch[place] = ""
     sites = [s for s in dict.fromkeys(sites) if os.path.isdir(s)] or sites[:1]
     return {
         "implementation": sys.implementation.name,
         "executable": sys.executable,
+        "watch": watch,
         "version": ".".join(str(part) for part in sys.version_info[:3]),
         "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         "installed": found(projects, sites),

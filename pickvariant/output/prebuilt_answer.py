@@ -97,7 +97,10 @@ def install_words(answer: PrebuiltAnswer) -> list[str]:
     )
     import shlex
 
-    return [shlex.quote(word) for word in argv]
+    from pickvariant._base.text import visible
+
+    # Each word as the shell takes it, and never a control character raw (a path may hold an escape sequence).
+    return [visible(shlex.quote(word)) for word in argv]
 
 
 def prebuilt_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: bool = False) -> list[str]:

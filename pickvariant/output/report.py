@@ -134,6 +134,9 @@ def _this_machine(
     data["gpu_health"], data["installed_torch"], data["mismatches"], data["last_install"] = [], None, [], None
     if described and not python:
         return None
+    if described:  # another machine's: its interpreter's files are read, nothing of this one is probed or imported
+        data["installed_torch"] = _read_from_files(python)
+        return None
     from pickvariant.machine.gpuwatch import GpuWatch
 
     with GpuWatch.for_facts(facts) as watch:  # a short look: clocks, power limits, other processes, MIG, ECC
@@ -151,6 +154,19 @@ def _this_machine(
         {key: record.get(key) for key in ("package", "branch", "torch", "method", "recipe")} if record else None
     )
     return probe
+
+
+def _read_from_files(python: list[str]) -> dict[str, Any]:
+    """A stated machine's interpreter: the torch its files name (machine/environment.py, torch never imported),
+    for the report; where it cannot be read, why."""
+    from pickvariant._base.errors import BadInput
+    from pickvariant.machine.environment import read_environment
+
+    try:
+        environment = read_environment(python[0], "--python")
+    except BadInput as error:
+        return {"error": str(error).replace(python[0], "python") if os.sep in python[0] else str(error)}
+    return {"files": environment.torch}
 
 
 def health_text(gpu: dict[str, Any]) -> str:
@@ -271,6 +287,9 @@ def _torch_line(torch: dict[str, Any] | None) -> str:
         return f"- Installed PyTorch: {NOT_STATED} (name an interpreter of that machine with --python to probe it)"
     if "error" in torch:
         return f"- Installed PyTorch: {md(torch['error'])}"
+    if "files" in torch:  # a stated machine's interpreter: read, not probed here (this machine's probe says nothing)
+        found = f"torch {md(torch['files'])}" if torch["files"] else "no torch"
+        return f"- Installed PyTorch: {found}, read from the interpreter's files (not probed: the machine is stated)"
     arch_list = md(", ".join(torch["arch_list"]) or "none")
     return (
         f"- Installed PyTorch: {md(torch['torch'])}, {md(runtime_said(torch))}, arch list {arch_list}, "

@@ -11,7 +11,7 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
@@ -24,6 +24,7 @@ from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.installed import installed_finding
 from pickvariant.rules.pick import pick
+from pickvariant.rules.prebuilt_companions import limited_by_companions, with_companions
 from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
@@ -133,7 +134,7 @@ class PrebuiltWalk:
         )
 
     def companions(self, facts: HostFacts, options: Request, walked: Walked) -> tuple[Build | None, Paired]:
-        chosen, pairs, passed_over = _with_companions(
+        chosen, pairs, passed_over = with_companions(
             walked.candidates, self.wheels, options.with_projects, self.pypi_first
         )
         return chosen, (pairs, passed_over)
@@ -172,7 +173,8 @@ class PrebuiltWalk:
     ) -> PrebuiltDecision:
         decision = self._decision(facts, walked, build, found[1])
         root = None if self.pypi_first and build.default_index else self.index_root  # None: PyPI's, from PyPI
-        return _chosen(decision, facts, self.hardware, self.wheels, options, walked.reasons, build, found[0], root)
+        decision = _chosen(decision, facts, self.hardware, self.wheels, options, walked.reasons, build, found[0], root)
+        return limited_by_companions(decision, build, found[1])
 
     def _decision(
         self, facts: HostFacts, walked: Walked, chosen: Build | None, passed_over: dict[Build, tuple[str, ...]]
@@ -225,25 +227,6 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
         where = f"of {environment.interpreter} ({environment.given_as})"
         return environment.tag, environment.minor, (said.python_target(environment.version, environment.tag, where),)
     return None, None, ()
-
-
-def _with_companions(
-    candidates: Sequence[Build], wheels: PrebuiltCatalog, projects: tuple[str, ...], from_pypi: bool
-) -> tuple[Build | None, tuple[PairedRelease, ...], dict[Build, tuple[str, ...]]]:
-    """The first candidate whose torch release has every companion asked for paired, and those passed over (with
-    the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI."""
-    passed_over: dict[Build, tuple[str, ...]] = {}
-    for build in candidates:
-        pairs = {project: wheels.companion(build.torch, project) for project in projects}
-        pairs = {
-            project: pair if pair is None or not pair.pypi_only or (from_pypi and build.default_index) else None
-            for project, pair in pairs.items()
-        }
-        missing = tuple(project for project, pair in pairs.items() if pair is None)
-        if not missing:
-            return build, tuple(pair for pair in pairs.values() if pair is not None), passed_over
-        passed_over[build] = missing
-    return None, (), passed_over
 
 
 def _with_installed(

@@ -61,15 +61,22 @@ def driver_floor(driver: object) -> str:
     return f"R{text}" if text.isdigit() else text
 
 
+NEWEST = "the newest torch with a wheel that"
+
+
+def newest_paired(projects: tuple[str, ...]) -> str:
+    return f"the newest torch with a release of {', '.join(projects)} paired and a wheel that"
+
+
 def chosen(local: str, index_url: str | None, cuda: str | None, needed: str | None, pinned: bool) -> str:
     order = "the pins leave" if pinned else "runs here"
     where = f"torch {local} from {index_url}" if index_url is not None else pypi_build_named(local)
     if cuda is None:
-        return f"{where}: the newest torch with a wheel that {order} (a CPU build)"
+        return f"{where}: {NEWEST} {order} (a CPU build)"
     line = f"CUDA {cuda} ({needed})"
     if index_url is None:
-        return f"{where}: the newest torch with a wheel that {order}, PyPI's own build first, {line}"
-    return f"{where}: the newest torch with a wheel that {order}, on its newest CUDA line, {line}"
+        return f"{where}: {NEWEST} {order}, PyPI's own build first, {line}"
+    return f"{where}: {NEWEST} {order}, on its newest CUDA line, {line}"
 
 
 def pypi_build_named(local: str) -> str:
@@ -234,6 +241,15 @@ def no_gpu_wheel() -> str:
 
 def other_python(local: str, tags: str) -> str:
     return f"torch {local} is built for {tags}: another Python (--python, --python-version) would get it"
+
+
+def held_back(newer: str, missing: tuple[str, ...], from_pypi: bool) -> str:
+    where = "on PyPI" if from_pypi else "on its index"
+    projects = ", ".join(missing)
+    return (
+        f"held back by --with: torch {newer}, a newer release, runs here too, but no {projects} release is paired "
+        f"with it {where}; without --with {projects}, torch {newer} is the answer"
+    )
 
 
 def without_pins(pins: str, label: str) -> str:

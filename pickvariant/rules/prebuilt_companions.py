@@ -1,0 +1,49 @@
+"""What the companions asked for (--with) do to the wheel answer: the first candidate whose torch release has each of
+them paired, and, where they held the set back, that said beside the sentence that chose it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pickvariant._base.records import replace
+from pickvariant.rules.decision import PrebuiltDecision
+from pickvariant.rules.wording import prebuilt as said
+from pickvariant.sources.prebuilt import PairedRelease, PrebuiltCatalog
+from pickvariant.sources.runs_on import Build
+
+
+def with_companions(
+    candidates: Sequence[Build], wheels: PrebuiltCatalog, projects: tuple[str, ...], from_pypi: bool
+) -> tuple[Build | None, tuple[PairedRelease, ...], dict[Build, tuple[str, ...]]]:
+    """The first candidate whose torch release has every companion asked for paired, and those passed over (with
+    the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI."""
+    passed_over: dict[Build, tuple[str, ...]] = {}
+    for build in candidates:
+        pairs = {project: wheels.companion(build.torch, project) for project in projects}
+        pairs = {
+            project: pair if pair is None or not pair.pypi_only or (from_pypi and build.default_index) else None
+            for project, pair in pairs.items()
+        }
+        missing = tuple(project for project, pair in pairs.items() if pair is None)
+        if not missing:
+            return build, tuple(pair for pair in pairs.values() if pair is not None), passed_over
+        passed_over[build] = missing
+    return None, (), passed_over
+
+
+def limited_by_companions(
+    decision: PrebuiltDecision, chosen: Build, passed_over: dict[Build, tuple[str, ...]]
+) -> PrebuiltDecision:
+    """Where the companions asked for held the set back (a newer torch runs here, and none of theirs is paired with
+    it), that is said beside the sentence that chose it, naming the torch alone would be: never "the newest torch
+    that runs here" unqualified."""
+    newer = next((build for build in passed_over if build.torch != chosen.torch), None)
+    if newer is None:
+        return decision
+    sentence = said.held_back(newer.label, passed_over[newer], decision.from_pypi)
+    reasons = list(decision.reasons)
+    at = next((n for n, reason in enumerate(reasons) if said.NEWEST in reason), None)
+    if at is None:
+        return replace(decision, reasons=(*reasons, sentence))
+    reasons[at] = reasons[at].replace(said.NEWEST, said.newest_paired(passed_over[newer]), 1)
+    return replace(decision, reasons=(*reasons[: at + 1], sentence, *reasons[at + 1 :]))
