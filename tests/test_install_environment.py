@@ -1,6 +1,7 @@
 """One environment, read and installed into (issue 70): the interpreter is resolved once, where pip will run it, to
 the real executable of its environment; pip runs from a folder that shadows nothing; and the environment is read
-again afterwards, so an installer that ended well but installed elsewhere is said. Real pip against a mirror on
+again afterwards, so an installer that ended well but installed elsewhere is said (those two: the faults rows
+`install-reads-what-pip-sees` and `installer-installs-elsewhere`, tests/test_faults.py). Real pip against a mirror on
 127.0.0.1 (tests/wheel_mirror.py), and pyenv's shims: the real pyenv's where it is on PATH, else a stand-in shim
 made as pyenv makes them (its version chosen as `pyenv version-file` chooses: PYENV_VERSION, else the first
 `.python-version` from the working directory up, else PYENV_ROOT/version)."""
@@ -110,41 +111,6 @@ def test_a_pyenv_shim_is_read_and_installed_into_where_the_project_names_it(tmp_
     assert into.parent.resolve() == project_python.parent.resolve() and into.parent != shims
     assert _installed(project_python, "torch") == chosen["torch"]
     assert _installed(global_python, "torch") is None
-
-
-def test_a_pip_package_in_the_working_directory_decides_nothing(tmp_path, newer) -> None:
-    """A checkout holding `pip/__main__.py` (which says it succeeded and installs nothing): `python -m pip` run from
-    there would run it. The install runs the environment's real pip, which installs the chosen torch."""
-    url, chosen, _ = newer
-    python = fresh_venv(tmp_path / "venv")
-    checkout = tmp_path / "checkout"
-    marker = tmp_path / "planted-pip-ran"
-    (checkout / "pip").mkdir(parents=True)
-    (checkout / "pip" / "__init__.py").write_text("")
-    (checkout / "pip" / "__main__.py").write_text(
-        f"open({str(marker)!r}, 'w').close()\nprint('Successfully installed torch')\n"
-    )
-    args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080]
-    done = _pickvariant([*args, "--yes", "--no-verify"], _env(tmp_path), checkout)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert not marker.exists()
-    assert _installed(python, "torch") == chosen["torch"]
-
-
-def test_an_installer_that_ends_well_but_installs_elsewhere_is_said_not_done(tmp_path, newer) -> None:
-    """PIP_TARGET set in the user's shell sends pip's install to another folder, and pip ends with exit 0: the
-    environment, read again, does not hold the chosen torch, so pickvariant says so (exit 1, one line naming the
-    environment and what it holds) instead of "Done"."""
-    url, _, _ = newer
-    python = fresh_venv(tmp_path / "venv")
-    target = tmp_path / "elsewhere"
-    args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *GTX_1080]
-    done = _pickvariant([*args, "--yes", "--no-verify"], _env(tmp_path, PIP_TARGET=str(target)), tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "Done" not in done.stdout
-    last = done.stderr.splitlines()[-1]  # above it, pip's own lines as it ran
-    assert last.startswith(f"pickvariant: pip ended without an error, but {python}'s environment holds torch none")
-    assert _installed(python, "torch") is None and any(target.glob("torch-*.dist-info"))
 
 
 def test_an_interpreters_answer_is_used_again_only_while_nothing_it_read_has_changed(tmp_path) -> None:

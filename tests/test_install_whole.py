@@ -138,9 +138,9 @@ def _assert_whole(python: Path, old: str, new: str, done: subprocess.CompletedPr
     return str(state["version"])
 
 
-@pytest.mark.parametrize(
-    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP (a closed SSH session)"]
-)
+# SIGHUP is stopped as SIGTERM is (the same handler): the faults row `wheel-install-hangup` sends it at the moment
+# that matters most, the old torch removed.
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_install_stopped_at_any_moment_leaves_the_old_torch_or_the_new_one_whole(stage, tmp_path, sig) -> None:
     python, url, old, new = stage
     _put_back(python, url, old, tmp_path)
