@@ -49,9 +49,11 @@ H100 = ["--gpu", "9.0", "--driver", "590.44.01", "--cpuinfo", str(cpuinfo_path("
 TURING = ["--gpu", "7.5", "--driver", "590.44.01", "--cpuinfo", str(cpuinfo_path("linux-rocky8.5-zen4"))]
 
 
-def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: str | None, table: str = TABLE) -> Path:
+def torch_wheel(
+    folder: Path, version: str, local: str | None, tag: str, cuda: str | None, table: str = TABLE, real: bool = False
+) -> Path:
     """A torch wheel as PyTorch builds one: its version.py and cuda/__init__.py in their real form, and a library's
-    worth of incompressible bytes stored after them."""
+    worth of incompressible bytes stored after them; `real`, with a directory of the real wheels' size and order."""
     shown = f"{version}+{local}" if local else version
     name = f"torch-{shown}-{tag}.whl"
     folder.mkdir(parents=True, exist_ok=True)
@@ -63,24 +65,34 @@ def torch_wheel(folder: Path, version: str, local: str | None, tag: str, cuda: s
     cuda_py = "import platform\n\n# the release table, as torch/cuda/__init__.py carries it since 2.13\n" + table
     padding = random.Random(name).randbytes(PADDING)
     with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_DEFLATED) as archive:
+        # The members in the order of PyPI's torch 2.9.1 wheels (Linux x86_64 and aarch64, Windows): 76 entries before
+        # torch/version.py, ~1,000 between it and torch/cuda/__init__.py, ~11,000 after (a ~1.2 MB directory).
+        _empty_members(archive, "functorch/_src/m", 75 if real else 0)
         archive.writestr("torch/__init__.py", "raise ImportError('a test wheel')\n")
         archive.writestr("torch/version.py", version_py)
+        _empty_members(archive, "torch/_inductor/kernel/m", 1010 if real else 0)
         archive.writestr("torch/cuda/__init__.py", cuda_py)
         archive.writestr("torch/lib/libtorch_cuda.so", padding, zipfile.ZIP_STORED)
+        _empty_members(archive, "torch/include/ATen/ops/grid_sampler_2d_backward_dispatch_", 11_000 if real else 0)
         archive.writestr(f"torch-{shown}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {shown}\n")
         archive.writestr(f"torch-{shown}.dist-info/RECORD", "")
     return folder / name
 
 
-def build_indexes(root: Path, table: str = TABLE) -> None:
+def _empty_members(archive: zipfile.ZipFile, prefix: str, count: int) -> None:
+    for number in range(count):
+        archive.writestr(zipfile.ZipInfo(f"{prefix}{number:05}.h", (2020, 1, 1, 0, 0, 0)), b"")
+
+
+def build_indexes(root: Path, table: str = TABLE, real: bool = False) -> None:
     pypi = root / "pypi" / "torch"
     for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
-        torch_wheel(pypi, "2.16.0", None, tag, "13.4", table)
+        torch_wheel(pypi, "2.16.0", None, tag, "13.4", table, real)
     torch_wheel(pypi, "2.16.0", None, "cp312-none-macosx_14_0_arm64", None)
     torch_wheel(pypi, "2.16.0", None, "cp312-cp312-win_amd64", None)
     for variant, cuda in (("cu134", "13.4"), ("cpu", None)):
         for tag in ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_28_aarch64"):
-            torch_wheel(root / "whl" / variant / "torch", "2.16.0", variant, tag, cuda, table)
+            torch_wheel(root / "whl" / variant / "torch", "2.16.0", variant, tag, cuda, table, real)
     write_pages(root.glob("**/torch"))
 
 
@@ -150,7 +162,7 @@ def test_the_index_pip_is_configured_with_is_read_by_the_real_pip_never_a_checko
 
 
 def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(tmp_path: Path) -> None:
-    build_indexes(tmp_path / "www")
+    build_indexes(tmp_path / "www", real=True)  # the Linux wheels shaped as PyPI's
     sent: dict[str, int] = {}
     with range_server(tmp_path / "www", sent) as url:
         done = _run(
@@ -161,7 +173,7 @@ def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(t
     wheels = {name: count for name, count in sent.items() if name.endswith(".whl")}
     assert "index.html" in sent  # the variant indexes' PEP 503 pages; PyPI's page was PEP 691 JSON
     assert len(wheels) == 8  # PyPI's four, and cu134 and cpu for both Linux architectures
-    assert all(count < 300 * 1024 for count in wheels.values()), wheels  # a few hundred KB of a 3 MB wheel
+    assert all(count <= 512 * 1024 for count in wheels.values()), wheels  # of a 3 MB wheel, its directory 1.2 MB
     catalog = json.loads((tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text())
     new = {(b["variant"], b["platform"]): b for b in catalog["builds"] if b["torch"] == "2.16.0"}
     assert new[("cu134", "linux-x86_64")]["sass"] == ["8.0", "8.6", "9.0", "10.0", "12.0"]  # the table's 13.4 row
@@ -187,6 +199,31 @@ def test_a_new_release_is_read_from_its_wheels_and_recommended_where_it_serves(t
     done = _run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["recommendation"]["release"] != "2.16.0"
+
+
+def test_a_wheel_whose_members_lie_past_512_kb_is_refused_having_read_no_more(tmp_path: Path) -> None:
+    """PyPI's x86_64 wheel rebuilt with its two members behind 13,000 entries (a 1.4 MB directory): the refresh
+    stops reading it at 512 KB, naming it, and the same build is still read from PyTorch's index's wheel."""
+    build_indexes(tmp_path / "www")
+    wheel = next((tmp_path / "www" / "pypi" / "torch").glob("*manylinux_2_28_x86_64.whl"))
+    members = {name: zipfile.ZipFile(wheel).read(name) for name in ("torch/version.py", "torch/cuda/__init__.py")}
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        _empty_members(archive, "torch/include/ATen/ops/grid_sampler_2d_backward_dispatch_", 13_000)
+        for name, data in members.items():
+            archive.writestr(name, data)
+    sent: dict[str, int] = {}
+    with range_server(tmp_path / "www", sent) as url:
+        done = _run(
+            ["catalog", "wheels", "--refresh", "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    assert sent[wheel.name] <= 512 * 1024 < wheel.stat().st_size, sent
+    assert any(wheel.name in line and "512" in line and "budget" in line for line in done.stderr.splitlines()), (
+        done.stderr
+    )
+    catalog = json.loads((tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").read_text())
+    read = {(b["variant"], b["platform"]) for b in catalog["builds"] if b["torch"] == "2.16.0"}
+    assert {("cu134", "linux-x86_64"), ("cu134", "linux-aarch64"), ("cpu", "linux-x86_64")} <= read, read
 
 
 def test_a_server_that_ignores_range_leaves_the_release_unjudged_and_said(tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
 """Bounded HTTP reads of a package index: a page, and a remote wheel as a seekable file read by Range requests.
 
 A wheel is a zip; Python's own `zipfile` reads it through `RangeFile`, which fetches only the bytes zipfile asks
-for (the end of the archive, its central directory, the members named), never the 500 MB wheel. Every read is
-bounded in time (a timeout per request, each read of its body checked against the deadline of the page or wheel,
-and, within `bounded()`, against one deadline and a count of requests for the whole operation) and in bytes (a
-budget per page and per wheel); a server that ignores `Range` (a 200 with the whole file) is refused with why, never
+for (the end of the archive, the start of its central directory, the members named: wheels/zipdirectory), never the
+500 MB wheel. Every read is bounded in time (a timeout per request, each read of its body checked against the
+deadline of the page or wheel, and, within `bounded()`, against one deadline and a count of requests for the whole
+operation) and in bytes (a budget per page and per wheel, never exceeded even by a read ahead); a server that ignores `Range` (a 200 with the whole file) is refused with why, never
 read whole. Redirects are followed only to http(s), never from https to http. Every error of the HTTP layer is one
 line naming the URL. What a server sends is data: nothing of it is run, and a URL with credentials is shown without
 them (_base/urls.public_url).
@@ -197,7 +197,9 @@ class RangeFile(io.RawIOBase):
                 if last < first or last >= size:
                     raise OperationFailed(f"{public_url(self.url)}: a Content-Range of bytes past the file's own size")
                 if last - first + 1 > self.budget - self.fetched:
-                    raise OperationFailed(f"{public_url(self.url)}: past the {self.budget}-byte budget of one wheel")
+                    raise OperationFailed(
+                        f"{public_url(self.url)}: past the {self.budget // 1024} KiB budget of one wheel (read no further)"
+                    )
                 data = _read_until(response, last - first + 2, self.deadline, self.url)
         except _EXCHANGE_ERRORS as error:
             raise OperationFailed(f"cannot read {public_url(self.url)}: {_said(error)}") from None
@@ -226,7 +228,12 @@ class RangeFile(io.RawIOBase):
             return 0
         data = self._cached(self.position, wanted)
         if data is None:
-            last = min(self.size, self.position + max(wanted, READ_AHEAD)) - 1
+            ahead = min(READ_AHEAD, self.budget - self.fetched)  # never past the budget, even reading ahead
+            if wanted > ahead and wanted > self.budget - self.fetched:
+                raise OperationFailed(
+                    f"{public_url(self.url)}: past the {self.budget // 1024} KiB budget of one wheel (read no further)"
+                )
+            last = min(self.size, self.position + max(wanted, ahead)) - 1
             start, block, _ = self._fetch(f"bytes={self.position}-{last}")
             self.blocks.append((start, block))
             data = block[self.position - start : self.position - start + wanted]

@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
 from pickvariant.sources.wheels.remote import RangeFile
+from pickvariant.sources.wheels.zipdirectory import Trimmed, entries_of
 
 VERSION_MEMBER = "torch/version.py"
 CUDA_MEMBER = "torch/cuda/__init__.py"
-MAX_WHEEL_BYTES = (
-    8 * 1024 * 1024
-)  # the end of the archive, its central directory (a CUDA torch's is ~1.5 MB), two members
+MAX_WHEEL_BYTES = 512 * 1024  # the end of the archive, the start of its central directory, two members
 MAX_MEMBER_BYTES = 2 * 1024 * 1024
 TABLE = "PYTORCH_RELEASES_CODE_CC"
 _CUDA_LINE = re.compile(r"[1-9][0-9]?\.[0-9]{1,2}")
@@ -50,7 +49,8 @@ def read_wheel(url: str) -> WheelRead:
     """The two members of the wheel at `url`, read by Range requests (remote.NoRange where the server refuses)."""
     remote = RangeFile(url, MAX_WHEEL_BYTES)
     try:
-        with zipfile.ZipFile(remote) as archive:
+        start, entries = entries_of(remote, remote.size, (VERSION_MEMBER, CUDA_MEMBER))
+        with zipfile.ZipFile(Trimmed(remote, start, tuple(entries.values()))) as archive:
             version_text = _member(archive, VERSION_MEMBER, url)
             cuda_text = _member(archive, CUDA_MEMBER, url) if CUDA_MEMBER in archive.namelist() else None
     except _ZIP_ERRORS as error:
