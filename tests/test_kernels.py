@@ -30,6 +30,7 @@ CATALOG = load_catalog(REPO / "catalog.json")
         ([CC(8, 0), CC(8, 6)], [], CC(8, 9), "12.8", ("sass", CC(8, 6))),  # the highest that runs is named
         ([CC(7, 5)], [CC(8, 0)], CC(8, 6), "12.6", ("ptx", CC(8, 0))),  # no SASS: PTX through the JIT
         ([CC(7, 5)], [CC(9, 0)], CC(8, 6), "12.6", None),  # PTX of a higher capability does not
+        ([], [CC(9, 0)], CC(9, 0), "12.6", ("ptx", CC(9, 0))),  # PTX of exactly the GPU's capability does
         ([CC(8, 0)], [], CC(8, 7), "13.0", None),  # Orin is a Tegra GPU: dGPU SASS before 13.2 does not run
         ([CC(8, 0)], [], CC(8, 7), "13.2", ("sass", CC(8, 0))),  # CUDA 13.2 unification
         ([CC(8, 6)], [], CC(8, 7), "13.2", ("sass", CC(8, 6))),
@@ -45,11 +46,11 @@ def test_the_one_kernel_rule_answers_as_the_facts_say(sass, ptx, gpu, cuda, expe
 
 
 def test_verify_judges_a_ptx_only_torch_by_the_same_rule() -> None:
-    """A probed torch whose arch list holds only compute_80 on an 8.6 GPU runs (through the JIT), said; on a 7.5 GPU
-    it has no kernels, as detect says of it."""
+    """A probed torch whose arch list holds only compute_80 on an 8.6 GPU, or on an 8.0 GPU (PTX of exactly its
+    capability), runs (through the JIT), said; on a 7.5 GPU it has no kernels, as detect says of it."""
     from pickvariant.verify.devices import judge_devices
 
-    for capability, runs in (((8, 6), True), ((7, 5), False)):
+    for capability, runs in (((8, 6), True), ((8, 0), True), ((7, 5), False)):
         probe = {
             "torch": "2.14.1+cu126",
             "cuda": "12.6",

@@ -138,3 +138,27 @@ def test_windows_rows_are_judged_by_the_same_standard_of_evidence_as_linux_rows(
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["recommendation"]["release"] == newest
+
+
+def test_a_sets_python_is_one_every_member_has_a_wheel_for() -> None:
+    """torch 2.15.0 has cp315 wheels; torchaudio 2.11.0, paired with it on PyPI, was built with torch 2.11.0 and has
+    only that release's Pythons (the facts' A2). With no Python stated, the set is shown for a Python both have;
+    with Python 3.15 stated, torchaudio has no wheel for it, so no cp315 set is answered, while torch alone is."""
+    from pickvariant.sources.wheels.facts import FACTS, read_facts
+
+    releases = {release["torch"]: release for release in read_facts(FACTS)["releases"]}
+    audio_pythons = set(releases["2.11.0"]["python"])
+    assert "cp315" in releases["2.15.0"]["python"] and "cp315" not in audio_pythons
+    machine = [*HASWELL, "--gpu", "9.0", "--driver", "580.95.05"]
+
+    def answer(*extra: str) -> tuple[int, dict]:
+        result = runner.invoke(app, ["detect", "--source", "wheels", "--format", "json", *machine, *extra])
+        assert result.exit_code in (0, 3), result.output
+        return result.exit_code, json.loads(result.stdout)
+
+    _, shown = answer("--with", "torchaudio")
+    assert shown["recommendation"]["release"] == "2.15.0" and shown["recommendation"]["python_tag"] in audio_pythons
+    alone_code, alone = answer("--python-version", "3.15")
+    assert alone_code == 0 and alone["recommendation"]["release"] == "2.15.0"
+    code, stated = answer("--python-version", "3.15", "--with", "torchaudio")
+    assert code == 3 or stated["recommendation"]["python_tag"] != "cp315"

@@ -13,15 +13,20 @@ from pickvariant.sources.runs_on import Build
 
 
 def with_companions(
-    candidates: Sequence[Build], wheels: PrebuiltCatalog, projects: tuple[str, ...], from_pypi: bool
+    candidates: Sequence[Build],
+    wheels: PrebuiltCatalog,
+    projects: tuple[str, ...],
+    from_pypi: bool,
+    python_tag: str | None = None,
 ) -> tuple[Build | None, tuple[PairedRelease, ...], dict[Build, tuple[str, ...]]]:
     """The first candidate whose torch release has every companion asked for paired, and those passed over (with
-    the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI."""
+    the projects each lacked). A pairing true of PyPI's builds only counts for PyPI's build installed from PyPI, and
+    a companion counts only where it has a wheel for the Python stated (and, none stated, for one torch has)."""
     passed_over: dict[Build, tuple[str, ...]] = {}
     for build in candidates:
         pairs = {project: wheels.companion(build.torch, project) for project in projects}
         pairs = {
-            project: pair if pair is None or not pair.pypi_only or (from_pypi and build.default_index) else None
+            project: pair if pair is None or _counts(pair, build, from_pypi, python_tag) else None
             for project, pair in pairs.items()
         }
         missing = tuple(project for project, pair in pairs.items() if pair is None)
@@ -29,6 +34,19 @@ def with_companions(
             return build, tuple(pair for pair in pairs.values() if pair is not None), passed_over
         passed_over[build] = missing
     return None, (), passed_over
+
+
+def _counts(pair: PairedRelease, build: Build, from_pypi: bool, python_tag: str | None) -> bool:
+    if pair.pypi_only and not (from_pypi and build.default_index):
+        return False
+    return pair.serves(python_tag) and (not pair.python or bool(set(pair.python) & set(build.python)))
+
+
+def set_python(build: Build, pairs: Sequence[PairedRelease]) -> str:
+    """The CPython tag a set is shown for where no Python is stated: the newest one torch and every companion have
+    wheels for, a free-threaded one only where no other is."""
+    tags = [tag for tag in build.python if all(pair.serves(tag) for pair in pairs)] or list(build.python)
+    return next((tag for tag in reversed(tags) if not tag.endswith("t")), tags[-1])
 
 
 def limited_by_companions(

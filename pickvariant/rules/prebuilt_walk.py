@@ -24,7 +24,7 @@ from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.installed import installed_finding
 from pickvariant.rules.pick import pick
-from pickvariant.rules.prebuilt_companions import limited_by_companions, with_companions
+from pickvariant.rules.prebuilt_companions import limited_by_companions, set_python, with_companions
 from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
@@ -135,7 +135,7 @@ class PrebuiltWalk:
 
     def companions(self, facts: HostFacts, options: Request, walked: Walked) -> tuple[Build | None, Paired]:
         chosen, pairs, passed_over = with_companions(
-            walked.candidates, self.wheels, options.with_projects, self.pypi_first
+            walked.candidates, self.wheels, options.with_projects, self.pypi_first, walked.python_tag
         )
         return chosen, (pairs, passed_over)
 
@@ -265,8 +265,8 @@ def _chosen(
     decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed)
     reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned)]
     if decision.python_tag is None:
-        newest = next((tag for tag in reversed(chosen.python) if not tag.endswith("t")), chosen.python[-1])
-        reasons.append(said.python_unstated(newest))
+        newest = set_python(chosen, pairs)
+        reasons.append(said.python_unstated(newest, tuple(f"{p.project} {p.version}" for p in pairs)))
         decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
     reasons += stages.unserved(chosen.label, chosen, facts, decision.targets, hardware)

@@ -93,13 +93,20 @@ class PairedRelease:
     """A companion's release paired with a torch release, and the torch it requires (None: it names none).
 
     `pypi_only`: a pairing its maintainers state for a later torch than the release was built with (torchaudio
-    2.11.0 beside torch >= 2.11), true only of PyPI's own builds, where the release is: `sources` say who said so."""
+    2.11.0 beside torch >= 2.11), true only of PyPI's own builds, where the release is: `sources` say who said so.
+    `python`: the CPython tags the companion has wheels for where they are not the torch release's own (torchaudio
+    2.11.0 beside torch 2.15.0 has no cp315); empty where they are."""
 
     project: str
     version: str
     requires: str | None
     pypi_only: bool = False
     sources: tuple[str, ...] = ()
+    python: tuple[str, ...] = ()
+
+    def serves(self, python_tag: str | None) -> bool:
+        """Whether the companion has a wheel for that Python (None: none stated, any will do)."""
+        return python_tag is None or not self.python or python_tag in self.python
 
 
 @keyword_record

@@ -31,10 +31,12 @@ def python_target(version: str, tag: str, given_as: str) -> str:
     return f"Python {version} ({tag}), {given_as}"
 
 
-def python_unstated(tag: str) -> str:
+def python_unstated(tag: str, companions: tuple[str, ...] = ()) -> str:
+    names = ("the chosen torch", *companions)
+    built = f"{', '.join(names[:-1])} and {names[-1]} are" if companions else f"{names[0]} is"
     return (
         f"Python: none named (no --python-version, and the machine is stated, so no interpreter here is read): "
-        f"shown for {tag}, the newest the chosen torch is built for"
+        f"shown for {tag}, the newest {built} built for"
     )
 
 

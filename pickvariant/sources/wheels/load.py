@@ -120,4 +120,5 @@ def _pair(project: str, pair: Sequence[Any]) -> PairedRelease:
         requires=pair[1],
         pypi_only=stated is not None,
         sources=tuple(stated["sources"]) if stated is not None else (),
+        python=tuple(stated.get("python", ())) if stated is not None else (),
     )
