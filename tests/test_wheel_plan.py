@@ -95,7 +95,8 @@ def test_companions_move_the_plan_to_a_release_that_pairs_them_and_mixed_platfor
     for build in plan["builds"]:
         audio = WHEELS.companion(build["release"], "torchaudio")
         assert audio is not None and build["companions"] == [{"project": "torchaudio", "version": audio.version}]
-        assert build["requirements"] == [f"torch=={build['torch']}", f"torchaudio=={audio.version}"]
+        pin = build["release"] if build["index_url"] is None else build["torch"]  # PyPI's own: no local label
+        assert build["requirements"] == [f"torch=={pin}", f"torchaudio=={audio.version}"]
 
 
 def test_a_wheel_option_without_the_wheels_source_is_bad_input(tmp_path) -> None:
@@ -139,3 +140,43 @@ def test_one_schema_reads_every_sources_plan_and_holds_each_to_its_own_shape(tmp
             assert f"({named}: required field is missing)" in str(error), str(error)
         else:
             raise AssertionError("a plan in another source's shape was read")
+
+
+def test_a_plan_gives_each_node_what_detect_gives_it_index_and_companions_included(tmp_path) -> None:
+    """With no index named, detect answers an H100 and a GH200 with PyPI's own build (no index URL), and with
+    --with torchvision,torchaudio it pairs torchaudio 2.11.0 only with PyPI's own builds: each node's plan entry is
+    that same build from that same place with those same companions, never the cu132 index's pairing detect
+    refuses."""
+    hosts = {"h100": (HASWELL, ["9.0"], "580.95.05"), "gh200": (GRACE, ["9.0"], "580.95.05")}
+    for companions in ([], ["--with", "torchvision,torchaudio"]):
+        plan = _plan(_cluster(tmp_path, hosts), *companions)
+        for label, (cpu, gpus, driver) in hosts.items():
+            args = [
+                "detect",
+                "--source",
+                "wheels",
+                "--format",
+                "json",
+                "--cpuinfo",
+                str(cpu),
+                "--driver",
+                driver,
+                *companions,
+            ]
+            detected = runner.invoke(app, [*args, *(word for gpu in gpus for word in ("--gpu", gpu))])
+            assert detected.exit_code == 0, detected.output
+            answer = json.loads(detected.stdout)["recommendation"]
+            node = next(node for node in plan["nodes"] if node["label"] == label)
+            build = next(b for b in plan["builds"] if b["torch"] == node["torch"] and b["platform"] == node["platform"])
+            assert (node["torch"], node["index_url"]) == (answer["torch"], answer["index_url"]), (label, companions)
+            assert build["requirements"] == answer["requirements"], (label, companions)
+
+
+def test_a_node_with_an_amd_gpu_is_never_planned_as_one_with_no_gpu(tmp_path) -> None:
+    """An MI300X node (gfx942, as its detect line says) beside an H100: the plan names its GPU in what each build
+    covers, never "no GPU", whichever build it gets."""
+    hosts = {"mi300x": (HASWELL, ["gfx942"], None), "h100": (HASWELL, ["9.0"], "580.95.05")}
+    result = runner.invoke(app, ["plan", str(_cluster(tmp_path, hosts)), "--source", "wheels"])
+    assert result.exit_code == 0, result.output
+    covers = [line for line in result.stdout.splitlines() if "covers" in line]
+    assert any("gfx942" in line for line in covers) and not any("no GPU" in line for line in covers), covers

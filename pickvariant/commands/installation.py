@@ -125,6 +125,7 @@ def _prebuilt_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | N
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
     assigned = plan_install.prebuilt_assignment(ask.plan, ask.label, source)
     request = plan_install.prebuilt_pins(assigned, request, registry.named(source).catalog())
-    if request.index is None and settings.setting(os.environ, settings.WHEEL_INDEX) is None:
+    named = request.index is not None or settings.setting(os.environ, settings.WHEEL_INDEX) is not None
+    if not named and not assigned.pypi_first:  # a plan made with no index named is installed as detect answers
         request = replace(request, index=assigned.index_root)
     return replace(request, source=source), assigned

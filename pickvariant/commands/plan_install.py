@@ -46,6 +46,7 @@ class Assignment:
     catalog: Mapping[str, str] | None = None
     profile: Mapping[str, Any] | None = None
     index_root: str = ""
+    pypi_first: bool = False  # made with no index named: PyPI's own build from PyPI, as detect answers
 
     @property
     def said(self) -> str:
@@ -147,6 +148,7 @@ def prebuilt_assignment(plan_path: str, label: str | None, source: str) -> Assig
         catalog=document.catalog,
         profile=node.profile,
         index_root=document.index_root or "",
+        pypi_first=document.pypi_first,
         companions=document.sets.get((node.branch, node.package), ()),
     )
 

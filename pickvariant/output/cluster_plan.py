@@ -273,7 +273,7 @@ def _build_json(plan: PrebuiltPlan, build: Build, count: int) -> dict[str, Any]:
         "python": _python_tags(plan, build),
         "nodes": count,
         "companions": [{"project": pair.project, "version": pair.version} for pair in companions],
-        "requirements": requirements(build, companions),
+        "requirements": requirements(build, companions, plan.index_url(build) is None),
     }
 
 
@@ -282,6 +282,7 @@ def _prebuilt_json(plan: PrebuiltPlan) -> dict[str, Any]:
         "schema_version": JSON_SCHEMA_VERSION,
         "source": plan.source,
         "index_root": plan.index_root,
+        "pypi_first": plan.pypi_first,
         "builds": [_build_json(plan, build, count) for build, count, _ in plan.builds],
         "nodes": [
             {
@@ -321,11 +322,13 @@ def _prebuilt_lines(plan: PrebuiltPlan, markdown: bool) -> list[str]:
     labels = _labels_by_build(plan)
     for build, count, summaries in plan.builds:
         companions = plan.companions.get(build, ())
-        pinned = " ".join(requirements(build, companions))
-        out.append(f"{item}{code(pinned)} from {code(plan.index_url(build))} ({build.platform}): {count} node(s)")
+        index_url = plan.index_url(build)
+        pinned = " ".join(requirements(build, companions, index_url is None))
+        where = code(index_url) if index_url is not None else "PyPI (the installer's default index: its own build)"
+        out.append(f"{item}{code(pinned)} from {where} ({build.platform}): {count} node(s)")
         out += [f"{sub_item}covers {t(summary)}" for summary in summaries[:6]]
         out.append(f"{sub_item}nodes: {t(label_list(labels[build]))}")
-        argv = installer_argv("pip", NODE_PYTHON, build, companions, plan.index_url(build))
+        argv = installer_argv("pip", NODE_PYTHON, build, companions, index_url, from_pypi=index_url is None)
         out.append(f"{sub_item}each of them runs: {code(shlex.join(argv))}")
     given = [(n.label, n.build.label if n.build else None, n.rank, n.why) for n in plan.nodes]
     out += assignment_lines(given, "wheel", style)

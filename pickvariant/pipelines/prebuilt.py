@@ -167,7 +167,10 @@ class _Prebuilt:
         wheels = source.catalog()
         # The plan travels to every node: its index carries no credential (each node's pip takes them from its netrc).
         root = public_url(settings.wheel_index(index, os.environ, wheels.index_root))
-        return make_prebuilt_plan(inputs, hardware_catalog(), wheels, request, max_variants, root, source.name)
+        named = index is not None or settings.setting(os.environ, settings.WHEEL_INDEX) is not None
+        return make_prebuilt_plan(
+            inputs, hardware_catalog(), wheels, request, max_variants, root, source.name, pypi_first=not named
+        )
 
 
 PIPELINE = _Prebuilt()

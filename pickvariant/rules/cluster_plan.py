@@ -114,15 +114,18 @@ class ClusterPlan(OfBuilds[B, C]):
     shapes: Mapping[tuple[str, str], SetShape] = MappingProxyType({})
     index_root: str | None = None  # a source of prebuilt builds': the root of the indexes its builds are on
     python: str | None = None  # a source of prebuilt builds': --python-version, where the plan is for one Python
+    # A source of prebuilt builds' with no index named: PyPI's own build of a release is installed from PyPI (no
+    # index URL), as detect answers it there.
+    pypi_first: bool = False
 
     @property
     def prebuilt(self) -> bool:
         """A plan of prebuilt builds (it names the root of their indexes), not of recipes."""
         return self.index_root is not None
 
-    def index_url(self, build: Build) -> str:
-        """A prebuilt build's index."""
-        return f"{self.index_root}/{build.index}"
+    def index_url(self, build: Build) -> str | None:
+        """A prebuilt build's index; None: PyPI's own build, from PyPI (the installer's default index)."""
+        return None if self.pypi_first and build.default_index else f"{self.index_root}/{build.index}"
 
 
 # The plan each kind of source makes: the recipes' and a prebuilt build's, one record.
@@ -213,23 +216,33 @@ def _sets(
 
 
 def _prebuilt_profiles(
-    inputs: Inputs, hardware: Hardware, wheels: PrebuiltCatalog, options: Request, index_root: str
+    inputs: Inputs, hardware: Hardware, wheels: PrebuiltCatalog, options: Request, index_root: str, pypi_first: bool
 ) -> list[Profile[Build]]:
     """Each profile decided by a prebuilt build's stages, as `detect --source NAME` decides it on that node with no
-    environment read; with --with, only the builds whose release pairs every companion."""
+    environment read; with --with, only the builds whose release pairs every companion as detect pairs them."""
     from pickvariant.rules.prebuilt_walk import pick_prebuilt
 
     def decided(facts: HostFacts) -> Profile[Build]:
-        decision = pick_prebuilt(facts, hardware, wheels, options, None, index_root)
+        decision = pick_prebuilt(facts, hardware, wheels, options, None, index_root, pypi_first=pypi_first)
         candidates = tuple(
-            build
-            for build in decision.candidates
-            if all(wheels.companion(build.torch, project) for project in options.with_projects)
+            build for build in decision.candidates if _paired(build, wheels, options, pypi_first) is not None
         )
         why = None if candidates else "; ".join((*decision.reasons[-1:], *decision.hints)) or "no wheel fits"
         return Profile(candidates, why, hardware_summary(facts), prebuilt_fingerprint(facts, hardware))
 
     return each_profile(inputs, hardware, decided)
+
+
+def _paired(
+    build: Build, wheels: PrebuiltCatalog, options: Request, pypi_first: bool
+) -> tuple[PairedRelease, ...] | None:
+    """The companions asked for, paired with `build` as detect pairs them (rules/prebuilt_companions.py); None where
+    one is not."""
+    from pickvariant.rules.prebuilt_companions import with_companions
+
+    tag = "cp" + options.python.replace(".", "") if options.python else None  # checked by the walk before this
+    found, pairs, _ = with_companions((build,), wheels, options.with_projects, pypi_first, tag)
+    return pairs if found is not None else None
 
 
 def wheels_identity(wheels: PrebuiltCatalog) -> dict[str, str]:
@@ -257,23 +270,22 @@ def make_prebuilt_plan(
     max_variants: int | None,
     index_root: str,
     source: str = PREBUILT,
+    pypi_first: bool = False,
 ) -> PrebuiltPlan:
-    """The cluster's plan among a source's prebuilt builds: every profile decided, the fewest builds solved for."""
+    """The cluster's plan among a source's prebuilt builds: every profile decided, the fewest builds solved for;
+    `pypi_first` (no index named), PyPI's own build of a release first and installed from PyPI, as detect does."""
     check_inputs(inputs, max_variants)
-    profiles = _prebuilt_profiles(inputs, hardware, wheels, options, index_root)
+    profiles = _prebuilt_profiles(inputs, hardware, wheels, options, index_root, pypi_first)
     id_of = {build: i for i, build in enumerate(wheels.builds)}
     ids = [tuple(id_of[build] for build in profile.candidates) for profile in profiles]
     solved = fewest(
         inputs, profiles, ids, wheels.builds, prebuilt_cost_of, max_variants, "wheel build",
         lambda b: (b.platform, b.label),
     )  # fmt: skip
-    companions = {
-        build: tuple(pair for p in options.with_projects if (pair := wheels.companion(build.torch, p)))
-        for build, _, _ in solved[2]
-    }
+    companions = {build: _paired(build, wheels, options, pypi_first) or () for build, _, _ in solved[2]}
     return _planned(
         inputs, profiles, solved, source=source, companions=companions, index_root=index_root, python=options.python,
-        catalog=wheels_identity(wheels),
+        catalog=wheels_identity(wheels), pypi_first=pypi_first,
     )  # fmt: skip
 
 

@@ -195,10 +195,21 @@ def unreadable(error: PickVariantError) -> Profile[Any]:
     return Profile((), f"its facts are unusable: {error}", "unreadable facts")
 
 
+_VENDORS = {"amd": "AMD", "intel": "Intel"}
+
+
 def hardware_summary(facts: HostFacts) -> str:
-    gpus = Counter(str(gpu.compute_capability) for gpu in facts.gpus)
+    gpus = Counter(f"GPU {gpu.compute_capability}" for gpu in facts.gpus)
+    # AMD and Intel GPUs by what names them (no build is chosen for them yet: they are named, never hidden).
+    others = Counter(
+        f"{_VENDORS.get(gpu.vendor, gpu.vendor)} GPU {gpu.target_id or gpu.device_id or 'of unknown model'}"
+        for gpu in facts.other_gpus
+    )
     # U+00D7, the multiplication sign, is what people read in a count of GPUs.
-    gpu_text = ", ".join(f"{count}× GPU {cc}" for cc, count in sorted(gpus.items())) or "no GPU"  # noqa: RUF001
+    gpu_text = (
+        ", ".join(f"{count}× {gpu}" for gpu, count in (*sorted(gpus.items()), *sorted(others.items())))  # noqa: RUF001
+        or "no GPU"
+    )
     driver = f", driver {facts.driver.version}" if facts.driver and facts.driver.version else ""
     return f"{facts.cpu.model or facts.arch} ({facts.os}/{facts.arch}); {gpu_text}{driver}"
 

@@ -47,6 +47,7 @@ class PlanDocument:
     sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
     source: str = RECIPES  # the source it was planned from: flox, wheels, or one registered (sources/registry.py)
     index_root: str | None = None  # a wheel plan's: the root of the indexes its wheels come from
+    pypi_first: bool = False  # a wheel plan's made with no index named: PyPI's own builds are installed from PyPI
 
     @property
     def prebuilt(self) -> bool:
@@ -84,6 +85,7 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         sets=MappingProxyType(_sets(document, wheels)),
         source=document.get("source", RECIPES),
         index_root=document.get("index_root") if wheels else None,
+        pypi_first=bool(document.get("pypi_first")) if wheels else False,
     )
 
 
