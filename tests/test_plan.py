@@ -145,6 +145,20 @@ def test_bad_lines_are_counted_and_named_and_only_fatal_when_nothing_is_valid(tm
     assert refused.exit_code == 2 and "no node in the input" in refused.stderr and f"{only_bad}:1" in refused.stderr
 
 
+@pytest.mark.parametrize("extra", [-1, 0, 1], ids=["1 MiB less a byte", "exactly 1 MiB", "1 MiB and a byte"])
+def test_the_node_after_a_line_at_the_length_bound_is_read(tmp_path, extra) -> None:
+    """A junk line within a byte of the 1 MiB bound, its newline included or not, is one bad line: the node after
+    it is planned, never swallowed with it."""
+    first, after = detect_line("before", HASWELL, [], None), detect_line("after", HASWELL, [], None)
+    cluster = tmp_path / "c.jsonl"
+    cluster.write_text(first + "x" * (cluster_input.MAX_LINE_BYTES + extra - 1) + "\n" + after)
+    result = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert {node["label"] for node in data["nodes"]} == {"before", "after"}
+    assert data["input"]["bad_lines"] == 1 and data["input"]["bad"][0]["where"] == f"{cluster}:2"
+
+
 def test_directories_of_json_files_and_stdin_are_read_the_same(tmp_path) -> None:
     lines = [detect_line(f"n{i}", CASCADE_LAKE, ["8.0"], "580.95.05") for i in range(2)]
     folder = tmp_path / "facts"
@@ -589,6 +603,30 @@ def test_plan_with_a_companion_covers_the_cluster_with_the_fewest_sets(tmp_path)
     assert f"pickvariant recipe {first['package']} --branch {first['branch']} --with torchaudio -o .flox/pkgs" in text
 
 
+def test_every_companion_asked_for_is_in_each_set_the_plan_names(tmp_path) -> None:
+    """--with torchvision,torchaudio: each set the plan chooses carries both, none dropped, and a node's set is the
+    one detect answers there with the same --with."""
+    sapphire = cpuinfo_path("linux-unknown-sapphirerapids")
+    machines = {"h100": (sapphire, ["9.0"], "580.95.05"), "cpu-1": (HASWELL, [], None)}
+    lines = [detect_line(label, *facts) for label, facts in machines.items()]
+    data = run_plan(tmp_path, lines, "--with", "torchvision,torchaudio")
+    assert data["variants"]
+    for row in data["variants"]:
+        projects = sorted(companion["package"].split("-", 1)[0] for companion in row["companions"])
+        assert projects == ["torchaudio", "torchvision"], row
+    for node in data["nodes"]:
+        cpuinfo, gpus, driver = machines[node["label"]]
+        args = ["detect", "--format", "json", "--cpuinfo", str(cpuinfo), "--with", "torchvision,torchaudio"]
+        args += [part for cc in gpus for part in ("--gpu", cc)] or ["--no-gpu"]
+        args += ["--driver", driver] if driver else []
+        detected = json.loads(runner.invoke(app, args).stdout)
+        row = next(row for row in data["variants"] if row["package"] == node["package"])
+        assert row["package"] == detected["recommendation"]["package"], node["label"]
+        assert sorted(c["package"] for c in row["companions"]) == sorted(
+            package for package in detected["set"]["installed"] if package != row["package"]
+        ), node["label"]
+
+
 def test_an_empty_input_says_it_holds_no_line_and_what_to_give(tmp_path) -> None:
     empty = tmp_path / "nodes"
     empty.mkdir()
@@ -610,3 +648,14 @@ def test_a_tie_between_covers_goes_to_fewer_builds_then_to_better_ranks() -> Non
     assert one.objective == (rank_total + 1) * 1 + 1 + 1  # one build chosen, then each node's rank
     two = planner.solve(groups, 2)
     assert sorted(two.chosen) == [0, 1] and two.assignment == (0, 1)
+
+
+@pytest.mark.parametrize("source", ["flox", "wheels"])
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_a_limit_of_no_builds_is_refused_never_an_empty_plan(tmp_path, source, limit) -> None:
+    """--max-variants 0 would serve no node: one line naming the flag, exit 2, and no plan written."""
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text(detect_line("cpu-1", HASWELL, [], None))
+    result = runner.invoke(app, ["plan", str(cluster), "--source", source, "--max-variants", limit])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "--max-variants" in result.stderr

@@ -124,6 +124,8 @@ def test_a_node_the_plan_leaves_unserved_exits_3_with_the_plans_why(tmp_path, fa
     ("edit", "said"),
     [
         (lambda p: {**p, "catalog": {**p["catalog"], "commit": "0" * 40}}, "was made from another catalog"),
+        # The same repository and commit, synced with other variants (another --upstream, --trust-recipes): refused.
+        (lambda p: {**p, "catalog": {**p["catalog"], "variants_sha256": "0" * 32}}, "was made from another catalog"),
         (lambda p: {**p, "catalog": {**p["catalog"], "repo": "https://ci:s3cret@git.example/x"}}, "another catalog"),
         (lambda p: {**p, "nodes": [{**p["nodes"][0], "package": "$(reboot)"}]}, "not a plan"),
         (lambda p: {**p, "nodes": [{**p["nodes"][0], "label": "a\nb"}]}, "not a plan"),

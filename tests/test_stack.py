@@ -370,3 +370,19 @@ def test_one_companion_built_on_the_variant_and_one_with_its_own_torch_are_two_t
     assert isinstance(mixed, str) and own.package in mixed and separate.package in mixed
     elsewhere = companion("torchvision", "identical", branch="pytorch-2.10-python313")
     assert not builds_on(elsewhere, variant)  # same package and torch release, another branch: not identical
+
+
+@pytest.mark.parametrize("projects", ["vllm", "torchvision,vllm"])
+def test_a_set_that_exists_nowhere_here_names_pytorch_alone_as_what_would_help(projects) -> None:
+    """A CPU-only machine asked for vLLM: no variant that runs here has a vLLM recipe, so exit 3, and what would help
+    names the variant detect gives without --with (the answer a user can still have), in every format."""
+    machine = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--no-gpu"]
+    runner = cli_runner()
+    alone = json.loads(runner.invoke(app, ["detect", "--format", "json", *machine]).stdout)["recommendation"]
+    refused = runner.invoke(app, ["detect", "--format", "json", *machine, "--with", projects])
+    assert refused.exit_code == 3, refused.output
+    hints = json.loads(refused.stdout)["hints"]
+    assert any(h.startswith("without --with, PyTorch alone is ") and alone["package"] in h for h in hints), hints
+    text = runner.invoke(app, ["detect", *machine, "--with", projects]).stdout
+    help_part = text.split("What would help", 1)[1]
+    assert f"without --with, PyTorch alone is {alone['package']}" in help_part
