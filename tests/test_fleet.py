@@ -222,3 +222,53 @@ def test_a_slow_node_alone_decides_the_exit_code(plan, tmp_path) -> None:
     result = _fleet(plan_path, lines, tmp_path, "--format", "json")
     assert [n["status"] for n in json.loads(result.stdout)["nodes"]].count("slow") == 1
     assert result.exit_code == 1
+
+
+def test_a_line_in_another_dotted_nodes_file_proves_nothing(tmp_path) -> None:
+    """Labels that are dotted host names (gpu01.rack3.example, as `hostname -f` gives them): gpu02's file holding a
+    passing line labelled gpu01.rack3.example is a bad line, and gpu01's own failed verify stands."""
+    cluster = tmp_path / "cluster.jsonl"
+    labels = [f"gpu{n:02d}.rack3.example" for n in (1, 2)]
+    cluster.write_text("".join(detect_line(label, SAPPHIRE_RAPIDS, ["9.0"], "580.95.05") for label in labels))
+    made = runner.invoke(app, ["plan", str(cluster), "--format", "json"])
+    (tmp_path / "plan.json").write_text(made.stdout)
+    node = json.loads(made.stdout)["nodes"][0]
+    results = tmp_path / "results"
+    results.mkdir()
+    first, second = labels
+    (results / f"{first}.json").write_text(_line(first, node, passed=False, reasons=["a kernel failed"]) + "\n")
+    (results / f"{second}.json").write_text(_line(second, node) + "\n" + _line(first, node) + "\n")
+    result = runner.invoke(app, ["fleet", str(tmp_path / "plan.json"), str(results), "--format", "json"])
+    assert result.exit_code == 1
+    found = json.loads(result.stdout)
+    by_label = {n["label"]: n for n in found["nodes"]}
+    assert by_label[first]["status"] == "failed" and by_label[second]["status"] == "proven"
+    assert found["input"]["bad_lines"] == 1
+
+
+def test_a_node_whose_agreeing_lines_include_a_slow_figure_is_slow(plan, tmp_path) -> None:
+    """Two passing lines for gpu05, one at full speed and one at half: its slowest figure stands for it, so it is
+    slow among alike nodes, never proven by its better run."""
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    lines.append(_line("gpu05", node, bf16=H100_LINE_BF16 * 0.5))
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    assert next(n for n in json.loads(result.stdout)["nodes"] if n["label"] == "gpu05")["status"] == "slow"
+    assert result.exit_code == 1
+
+
+def test_a_quick_lines_untimed_figure_never_makes_its_node_slow(plan, tmp_path) -> None:
+    """verify --quick times samples too short to measure and marks them (`throughput_note`): such a figure is launch
+    latency, so gpu04's quick line at 5 % of the others is proven, not slow, and its figure is not counted."""
+    plan_path, document = plan
+    node = next(n for n in document["nodes"] if n["package"])
+    lines = [_line(label, node) for label in NODES]
+    quick = json.loads(_line("gpu04", node, bf16=H100_LINE_BF16 * 0.05))
+    for check in quick["checks"]:
+        if check["name"] == "matmul bf16" and check["device"] == "cuda:0":
+            check["throughput_note"] = "3 us per timed sample: too short to time, no speed shown"
+    lines[3] = json.dumps(quick)
+    result = _fleet(plan_path, lines, tmp_path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert next(n for n in json.loads(result.stdout)["nodes"] if n["label"] == "gpu04")["status"] == "proven"
