@@ -200,7 +200,9 @@ def test_a_refresh_that_reads_nothing_new_writes_nothing(tmp_path) -> None:
         done = _run([*REFRESH, "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "nothing new read: nothing written" in done.stderr
-    assert not (tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json").exists()
+    cached = tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json"
+    catalog = json.loads(cached.read_text()) if cached.exists() else {"builds": []}
+    assert not [b for b in catalog["builds"] if b["torch"] == "2.16.0"], done.stderr
     h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
     assert not any(reason.startswith("wheel facts read from the index") for reason in h100["reasons"])
 
@@ -218,3 +220,47 @@ def test_releases_listed_far_past_the_facts_never_crowd_out_the_next_one(tmp_pat
     assert done.returncode == 0, done.stderr
     h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
     assert h100["recommendation"]["release"] == "2.16.0"
+
+
+def test_a_server_sending_more_than_its_content_range_is_not_believed(tmp_path) -> None:
+    """Every range answered with 64 bytes more than its Content-Range names: what was read is not the wheel's own
+    bytes, so no wheel is believed (each named), no build of 2.16.0 is kept, and an H100 is not answered 2.16.0."""
+    build_indexes(tmp_path / "www")
+    with range_server(tmp_path / "www", {}, excess=64) as url:
+        done = _run([*REFRESH, "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path)
+    assert "Traceback" not in done.stderr
+    assert re.search(r"torch-2\.16\.0[^ ]*\.whl: \d+ bytes for a range of \d+", done.stderr), done.stderr
+    cached = tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json"
+    catalog = json.loads(cached.read_text()) if cached.exists() else {"builds": []}
+    assert not [b for b in catalog["builds"] if b["torch"] == "2.16.0"], done.stderr
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] != "2.16.0"
+
+
+def test_a_release_candidate_on_the_index_is_not_read_and_fails_nothing(tmp_path) -> None:
+    """PyPI's page also lists 2.17.0rc1 (as PyPI lists pre-releases): it is no release, so it is not read as one,
+    and 2.16.0 is read and recommended as without it."""
+    from test_wheel_refresh import torch_wheel
+    from wheel_mirror import write_pages
+
+    build_indexes(tmp_path / "www")
+    torch_wheel(tmp_path / "www" / "pypi" / "torch", "2.17.0rc1", None, "cp312-cp312-manylinux_2_28_x86_64", "13.4")
+    write_pages([tmp_path / "www" / "pypi" / "torch"])
+    with range_server(tmp_path / "www", {}) as url:
+        done = _run([*REFRESH, "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "new releases read: 2.16.0;" in done.stderr and "2.17.0rc1" not in done.stderr
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] == "2.16.0"
+
+
+def test_a_table_assigned_twice_is_read_as_python_would_run_it_the_last_one(tmp_path) -> None:
+    """torch/cuda/__init__.py assigning the release table twice (an empty one, then the real one): Python would
+    leave the last, so the refresh reads the last, and the release is judged by it, not left out."""
+    build_indexes(tmp_path / "www", "PYTORCH_RELEASES_CODE_CC = {}\n" + TABLE)
+    with range_server(tmp_path / "www", {}) as url:
+        done = _run([*REFRESH, "--pypi", f"{url}/pypi", "--wheel-index", f"{url}/whl"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] == "2.16.0"
+    assert h100["recommendation"]["sass"] == ["8.0", "8.6", "9.0", "10.0", "12.0"]  # the last table's 13.4 row
