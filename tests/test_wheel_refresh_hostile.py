@@ -264,3 +264,18 @@ def test_a_table_assigned_twice_is_read_as_python_would_run_it_the_last_one(tmp_
     h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
     assert h100["recommendation"]["release"] == "2.16.0"
     assert h100["recommendation"]["sass"] == ["8.0", "8.6", "9.0", "10.0", "12.0"]  # the last table's 13.4 row
+
+
+def test_the_credentials_of_an_index_never_travel_to_where_it_redirects(tmp_path) -> None:
+    """PyPI's index named with deploy:SECRET@ on one server that redirects to another host: the refresh follows the
+    redirect and reads the release there, and that host never receives the Authorization header."""
+    build_indexes(tmp_path / "www")
+    sent: dict[str, int] = {}
+    with range_server(tmp_path / "www", sent) as target:
+        moved = f"HTTP/1.1 302 Found\r\nLocation: {target}/pypi/torch/\r\nContent-Length: 0\r\n\r\n".encode()
+        with canned(moved) as url:
+            index = url.replace("http://", "http://deploy:S3cretPw@")
+            done = _run([*REFRESH, "--pypi", f"{index}/simple", "--wheel-index", f"{target}/whl"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "new releases read: 2.16.0" in done.stderr and "S3cretPw" not in done.stderr
+    assert not [key for key in sent if key.startswith("as ")], sent

@@ -41,7 +41,7 @@ def _parts(url: str) -> tuple[str, str, str] | None:
     scheme = _scheme_end(url)
     if scheme:
         end = url.rfind("@", scheme, _cut(url, "/?#", scheme)) + 1
-        if not end and _password_with_slash(url, scheme):
+        if _password_with_slash(url, scheme):
             end = url.rfind("@", scheme, _cut(url, "?#", scheme)) + 1
         return url[:scheme], url[scheme : end or scheme], url[end or scheme :]
     head, sign, tail = url.rpartition("@")
@@ -51,9 +51,9 @@ def _parts(url: str) -> tuple[str, str, str] | None:
 
 
 def _password_with_slash(url: str, scheme: int) -> bool:
-    """`user:pa/ss@host`: an '@' past the first '/', and before that '/' a ':' not followed by a port (digits): a
-    password holding a '/' (unencoded). Everything up to that '@' is then taken for credentials: a display that
-    hides a path is wrong; one that shows a password is worse."""
+    """`user:pa/ss@host` (or `user:p@ss/x@host`): an '@' past the first '/', and before that '/' a ':' not followed
+    by a port (digits): a password holding a '/' (unencoded, and maybe an '@' too). Everything up to the last '@' is
+    then taken for credentials: a display that hides a path is wrong; one that shows a password is worse."""
     first = url[scheme : _cut(url, "/?#", scheme)]
     at = url.find("@", scheme + len(first), _cut(url, "?#", scheme))
     _, colon, port = first.partition(":")
