@@ -485,3 +485,40 @@ def test_sync_onto_a_disk_that_fills_replaces_neither_file_of_the_pair(tmp_path)
     assert "cannot write" in done.stderr and "Traceback" not in done.stderr
     assert [path.read_bytes() for path in pair] == edited
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+
+
+@pytest.mark.parametrize("fails", ["first", "second"])
+def test_a_pair_written_together_is_both_or_neither_whichever_file_the_disk_refuses(tmp_path, fails) -> None:
+    """The writer of every pair (_base/files.write_together) under a file-size limit that only the first, or only
+    the second, of two new files exceeds: both old files stay as they were (a writer that replaced the first before
+    staging the second would leave a mismatched pair), and no staged file is left behind."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    pair = [tmp_path / "catalog.json", tmp_path / "catalog.companions.json"]
+    for path in pair:
+        path.write_text("old\n")
+    small, large = "s" * 1000, "l" * 5000
+    new = (large, small) if fails == "first" else (small, large)
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as ENOSPC would
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+    code = (
+        "import sys; from pathlib import Path; from pickvariant._base.files import write_together\n"
+        "from pickvariant._base.errors import OperationFailed\n"
+        "try:\n write_together([(Path(sys.argv[1]), sys.argv[3]), (Path(sys.argv[2]), sys.argv[4])])\n"
+        "except OperationFailed as error:\n print(error, file=sys.stderr); sys.exit(1)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, pair), *new], env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, preexec_fn=limited, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "cannot write" in done.stderr, done.stderr
+    assert [path.read_text() for path in pair] == ["old\n", "old\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in pair)
