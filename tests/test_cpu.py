@@ -136,3 +136,25 @@ def test_a_power7_dump_is_big_endian_and_a_power8_one_says_its_byte_order_is_unk
 def test_py_cpuinfo_on_power_keeps_the_byte_order_uname_gave() -> None:
     for raw in ("ppc64le", "ppc64"):
         assert from_py_cpuinfo({"arch": "PPC_64", "arch_string_raw": raw, "flags": []}, "aix").arch == raw
+
+
+def test_a_windows_cpu_dump_is_refused_naming_how_a_windows_machine_is_stated(tmp_path) -> None:
+    """A CPU dump from Windows (Sysinternals Coreinfo's layout: a banner, the model, the family line, one feature a
+    line) is no /proc/cpuinfo: one line naming the file and `--platform windows-amd64`, exit 2; and that advice,
+    followed, answers the machine."""
+    from conftest import cli_runner
+
+    from pickvariant.cli.main import app
+
+    dump = tmp_path / "coreinfo.txt"
+    dump.write_text(
+        "Coreinfo v3.6 - Dump information on system CPU and memory topology\r\n\r\n"
+        "Intel(R) Core(TM) i9-13900K\r\nIntel64 Family 6 Model 183 Stepping 1, GenuineIntel\r\n"
+        "AVX2            *       Supports AVX2 instruction extensions\r\n"
+    )
+    runner = cli_runner()
+    refused = runner.invoke(app, ["detect", "--source", "wheels", "--cpuinfo", str(dump), "--gpu", "8.6"])
+    assert refused.exit_code == 2 and refused.stdout == "" and refused.stderr.count("\n") == 1
+    assert str(dump) in refused.stderr and "--platform windows-amd64" in refused.stderr
+    stated = ["detect", "--source", "wheels", "--platform", "windows-amd64", "--gpu", "8.6", "--driver", "580.88"]
+    assert runner.invoke(app, stated).exit_code == 0

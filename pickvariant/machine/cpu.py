@@ -81,7 +81,10 @@ def parse_cpuinfo(text: str, source: str = "/proc/cpuinfo") -> CpuFacts:
     if "\nhw.optional." in key_lines or "\nmachdep.cpu." in key_lines:
         return parse_sysctl(text, source)
     if not keys & {"processor", "flags", "features"}:
-        raise BadInput(f"{source} is not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' line)")
+        raise BadInput(
+            f"{source} is not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' line); a Windows machine "
+            "(Coreinfo, CPU-Z, wmic) is stated as `--source wheels --platform windows-amd64`, which needs no CPU dump"
+        )
     flag_key = "flags" if "flags" in keys else "features" if "features" in keys else None
     flags: frozenset[str] = frozenset()
     if flag_key:
