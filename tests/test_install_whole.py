@@ -104,6 +104,30 @@ def _run_until(python: Path, url: str, tmp_path: Path, moment: str, sig: int) ->
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
+def _run_stopped_twice(python: Path, url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The install stopped by Ctrl-C once pip has removed the old torch, then sent SIGTERM every 2 ms until it ends:
+    the second signal lands while the stopped install is put right (or just before), as a batch system's would."""
+    site = _site(python)
+    old_dist_info = next(site.glob("torch-*.dist-info"))
+    argv = [sys.executable, "-m", "pickvariant", "install", "--source", "wheels", "--python", str(python)]
+    argv += ["--wheel-index", url, *GTX_1080, "--yes", "--no-verify"]
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while process.poll() is None and old_dist_info.exists() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    sent = 0
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        while process.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+                sent += 1
+            time.sleep(0.002)
+    stdout, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, f"{stderr}\n(SIGTERM sent {sent} times)")
+
+
 def _installers_running(python: Path) -> list[str]:
     """The processes still running this environment's pip: none may outlive the pickvariant that started it."""
     found = []
@@ -398,3 +422,16 @@ def _until(condition, limit_s: float = 240.0) -> None:
     end = time.monotonic() + limit_s
     while not condition() and time.monotonic() < end:
         time.sleep(0.02)
+
+
+def test_a_second_signal_while_a_stopped_install_is_put_right_never_stops_that(stage, tmp_path) -> None:
+    """Ctrl-C once pip removed the old torch, then SIGTERM again and again: the environment is put right all the
+    same, whole, with no kept copy or lock left in site-packages, and the line says which torch is there. (Once
+    that is done and said, a SIGTERM still arriving may end the exiting process: exit 130, or killed by SIGTERM.)"""
+    python, url, old, new = stage
+    _put_back(python, url, old, tmp_path)
+    done = _run_stopped_twice(python, url, tmp_path)
+    if done.returncode != 0:
+        assert done.returncode in (128 + signal.SIGINT, -signal.SIGTERM, 128 + signal.SIGTERM), done.stderr
+        assert _no_traceback_of_ours(done.stderr), done.stderr
+    assert _assert_whole(python, old, new, done) == old  # stopped before pip had written the new torch

@@ -37,13 +37,24 @@ LOG_TAIL_LINES = 15
 @contextlib.contextmanager
 def terminable() -> Iterator[None]:
     """A block in which SIGTERM and SIGHUP raise (see `stopped`) rather than end the process where it stands, their
-    default: what the block changed can be put right in its `except` and `finally` clauses. SIGHUP ignored (nohup)
-    stays ignored."""
+    default: what the block changed can be put right in its `except` and `finally` clauses. The first of Ctrl-C,
+    SIGTERM and SIGHUP raises; those that follow it are ignored until the block ends, so that a second signal (a
+    Ctrl-C pressed twice, a batch system's SIGTERM after its SIGINT) never stops that putting right half-way.
+    SIGHUP ignored (nohup) stays ignored."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = {}
     if in_main_thread:
-        for sig in stopping_signals()[1:]:
-            previous[sig] = signal.signal(sig, raise_sigterm)
+        signals = stopping_signals()
+
+        def first_only(signum: int, frame: object) -> None:
+            for sig in signals:
+                signal.signal(sig, signal.SIG_IGN)
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise_sigterm(signum, frame)
+
+        for sig in signals:
+            previous[sig] = signal.signal(sig, first_only)
     try:
         yield
     finally:

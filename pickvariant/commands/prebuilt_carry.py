@@ -82,18 +82,21 @@ def _run_kept(
         for line in whole.recover(site):  # what a killed install left: mended before anything else is kept
             on_line(f"» {line}")
         there = f" (torch {environment.torch} is there as it was)" if environment.torch else ""
-        kept = None
+        kept, finished = None, False
         try:
             with stoppable(f"before {plan.installer} ran: nothing was changed{there}"):
                 kept = whole.keep(site)
             run(command, log, on_line, timeout_s)
+            finished = True
+            whole.settle(kept, True, projects)
         except BaseException as error:
-            said = "; ".join(whole.settle(kept, False, projects)) if kept is not None else ""
-            error = stopped(error, f"{plan.installer} was stopped")
+            # Also a Ctrl-C or SIGTERM that lands outside the installer's own wait (before it starts, after it
+            # ends, before settle holds them off): the environment is settled all the same, its kept copy removed.
+            said = "; ".join(whole.settle(kept, finished, projects)) if kept is not None else ""
+            error = stopped(error, f"{plan.installer} {'had finished' if finished else 'was stopped'}")
             if isinstance(error, PickVariantError) and said:
                 raise type(error)(f"{error}; the environment: {said}") from None
             raise error from None
-        whole.settle(kept, True, projects)
 
 
 def verify_installed(plan: PrebuiltInstallPlan) -> VerifyResult:
