@@ -298,3 +298,80 @@ def test_a_table_that_is_not_a_literal_is_never_run_and_credentials_never_shown(
     catalog = json.loads(written)
     assert not [b for b in catalog["builds"] if b["torch"] == "2.16.0" and b["variant"] == "cu134"]
     assert any(row["torch"] == "2.16.0" and "literal" in row["why"] for row in catalog["left_out"])
+
+
+def _shipped_as_served(root: Path, release: dict, table: str) -> None:
+    """The wheels of one release of the shipped facts as PyPI and PyTorch's indexes serve them: on PyPI each
+    Python's wheel for Linux (PyPI's CUDA line), Windows and macOS; on each variant index its Linux wheels. The
+    wheel the refresh reads (the first by name) is a real one; the other Pythons' are listed, not read."""
+    version, tags = release["torch"], release["python"]
+    cuda_of = {row["variant"]: row["cuda"] for row in release["builds"]}
+    platforms = {"linux-x86_64": "manylinux_2_28_x86_64", "linux-aarch64": "manylinux_2_28_aarch64",
+                 "windows-amd64": "win_amd64", "macos-arm64": f"{release['macos_tag']}_arm64"}  # fmt: skip
+    first = min(tag for tag in tags if not tag.endswith("t"))
+    served = [("pypi", None, platform, release["pypi"][platform]) for platform in platforms]
+    served += [
+        ("whl", row["variant"], row["platform"], row["variant"])
+        for row in release["builds"]
+        if row["platform"].startswith("linux-") and row["sass_confidence"] in ("V", "D")
+    ]
+    for where, local, platform, variant in served:
+        folder = root / "pypi" / "torch" if where == "pypi" else root / "whl" / str(local) / "torch"
+        for tag in tags:
+            abi = "none" if platform == "macos-arm64" else tag
+            wheel_tag = f"{tag}-{abi}-{platforms[platform]}"
+            if tag == first:
+                torch_wheel(folder, version, local, wheel_tag, cuda_of.get(variant), table)
+            else:
+                shown = f"{version}+{local}" if local else version
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"torch-{shown}-{wheel_tag}.whl").write_bytes(b"listed, not read")
+    write_pages(root.glob("**/torch"))
+
+
+def test_the_shipped_facts_newest_release_read_from_its_wheels_reproduces_the_shipped_catalog(tmp_path) -> None:
+    """The newest release of the shipped wheel facts (2.15.0) served on 127.0.0.1 as its facts say PyPI and
+    PyTorch's indexes serve it (its release table the facts' SASS lists), under the next version number (a refresh
+    reads only releases past the facts): the refresh derives the shipped catalog's builds of it, field for field.
+    With PyTorch's index unreachable, PyPI's own wheels still give its CUDA builds, and an H100 is answered it."""
+    from pickvariant.sources.wheels.facts import FACTS, read_facts
+
+    newest = read_facts(FACTS)["releases"][-1]
+    later = "2.16.0"
+    rows = [row for row in newest["builds"] if row["cuda"] and row["sass_confidence"] in ("V", "D")]
+    lines: dict[str, dict[str, set[int]]] = {}
+    for row in rows:
+        host = row["platform"].removeprefix("linux-")
+        lines.setdefault(row["cuda"], {})[host] = {int(cc.replace(".", "")) for cc in row["sass"]}
+    _shipped_as_served(tmp_path / "www", {**newest, "torch": later}, f"PYTORCH_RELEASES_CODE_CC = {lines!r}\n")
+    # Not ptx_known: a wheel's release table names SASS only, so a build read from it has its PTX unknown (never
+    # claimed), where the shipped facts verified "none" from the real wheel (W1): the refresh invents no PTX.
+    fields = ("variant", "platform", "sass", "ptx", "cuda", "min_driver", "pypi", "local", "index_url")
+
+    def builds_of(catalog: dict, release: str) -> list[dict]:
+        found = [
+            {key: str(b[key]).replace(release, "RELEASE") if key == "local" else b[key] for key in fields}
+            for b in catalog["builds"]
+            if b["torch"] == release
+        ]
+        return sorted(found, key=lambda b: (b["variant"], b["platform"]))
+
+    shipped = json.loads((REPO / "pickvariant" / "sources" / "wheels" / "data" / "wheels.json").read_text())
+    expected = builds_of(shipped, newest["torch"])
+    refreshed = tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json"
+    with range_server(tmp_path / "www", {}) as url:
+        refresh = ["catalog", "wheels", "--refresh", "--pypi", f"{url}/pypi"]
+        done = _run([*refresh, "--wheel-index", f"{url}/whl"], tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert f"new releases read: {later};" in done.stderr, done.stderr
+        catalog = json.loads(refreshed.read_text())
+        assert builds_of(catalog, later) == expected
+        assert {tuple(b["python"]) for b in catalog["builds"] if b["torch"] == later} == {tuple(newest["python"])}
+        assert not [b for b in catalog["builds"] if b["torch"] == later and b["ptx_known"] and b["cuda"]]
+        refreshed.unlink()
+        unreachable = _run([*refresh, "--wheel-index", f"{url}/blocked"], tmp_path)
+    assert unreachable.returncode == 0, unreachable.stderr
+    cuda_builds = [b for b in builds_of(json.loads(refreshed.read_text()), later) if b["cuda"]]
+    assert cuda_builds == [b for b in expected if b["cuda"]]
+    h100 = json.loads(_run(["detect", "--source", "wheels", "--format", "json", *H100], tmp_path).stdout)
+    assert h100["recommendation"]["release"] == later and h100["recommendation"]["from_pypi"]

@@ -109,7 +109,9 @@ def _release(
     hardware: Hardware,
 ) -> dict[str, Any] | None:
     own = [wheel for wheel in pypi_wheels if wheel.version == version]
-    python = sorted({tag.interpreter for wheel in own for tag in wheel.tags if _PYTHON.fullmatch(tag.interpreter)})
+    found = {tag.interpreter for wheel in own for tag in wheel.tags if _PYTHON.fullmatch(tag.interpreter)}
+    # As the facts order them: the regular builds by version, then the free-threaded ones (cp314t) by version.
+    python = sorted(found, key=lambda tag: (tag.endswith("t"), int(tag[2:].rstrip("t"))))
     if not python:
         told(f"  torch {version}: no CPython wheel of it on PyPI; left out")
         return None
