@@ -152,3 +152,26 @@ def test_a_plan_whose_index_is_no_plain_url_is_refused_naming_the_plan(cluster, 
     done = _install(plan, "cpu", fresh_venv(tmp_path / "venv", with_pip=False), tmp_path)
     assert done.returncode == 2 and done.stderr.startswith(f"pickvariant: plan {plan}: not a plan"), done.stderr
     assert "secret" not in done.stderr and "\x1b" not in done.stderr
+
+
+def test_a_plan_made_with_no_index_named_installs_pypis_own_build_from_the_installers_index(tmp_path) -> None:
+    """No --wheel-index: detect answers an H100 with PyPI's own build, so the plan does too (no index URL), and the
+    node's install gets it from the index its pip is set to (PIP_INDEX_URL, a mirror standing for PyPI), pinned by
+    its release as PyPI's versions carry no local label."""
+    (tmp_path / "cluster.jsonl").write_text(detect_line("h100", *NODES["h100"]))
+    made = _pickvariant(["plan", str(tmp_path / "cluster.jsonl"), "--source", "wheels", "--format", "json"],
+                        _env(tmp_path), tmp_path)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    document = json.loads(made.stdout)
+    (build,) = document["builds"]
+    assert document["pypi_first"] and build["index_url"] is None and document["nodes"][0]["index_url"] is None
+    assert build["requirements"] == [f"torch=={build['release']}"]
+    (tmp_path / "plan.json").write_text(made.stdout)
+    build_mirror(tmp_path / "mirror", {"pypi": [("torch", build["release"])]})
+    python = fresh_venv(tmp_path / "venv")
+    with served(tmp_path / "mirror") as url:
+        args = ["install", "--source", "wheels", "--plan", str(tmp_path / "plan.json"), "--label", "h100"]
+        env = _env(tmp_path, PIP_INDEX_URL=f"{url}/pypi")
+        done = _pickvariant([*args, "--python", str(python), *_stated("h100"), "--yes", "--no-verify"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "--index-url" not in done.stdout and _installed(python, "torch") == build["release"]
