@@ -162,3 +162,5 @@ def test_a_sets_python_is_one_every_member_has_a_wheel_for() -> None:
     assert alone_code == 0 and alone["recommendation"]["release"] == "2.15.0"
     code, stated = answer("--python-version", "3.15", "--with", "torchaudio")
     assert code == 3 or stated["recommendation"]["python_tag"] != "cp315"
+    # Said as what it is: torchaudio is paired with torch 2.15.0, and has no wheel for that Python.
+    assert any("torchaudio 2.11.0, paired with torch 2.15.0, has no wheel for cp315" in r for r in stated["reasons"])

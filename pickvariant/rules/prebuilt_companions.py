@@ -65,3 +65,19 @@ def limited_by_companions(
         return replace(decision, reasons=(*reasons, sentence))
     reasons[at] = reasons[at].replace(said.NEWEST, said.newest_paired(passed_over[newer]), 1)
     return replace(decision, reasons=(*reasons[: at + 1], sentence, *reasons[at + 1 :]))
+
+
+def lacking_python(
+    passed_over: dict[Build, tuple[str, ...]], wheels: PrebuiltCatalog, python_tag: str | None
+) -> tuple[str, ...]:
+    """Of the companions that held the set back, those paired with the newest torch passed over but with no wheel for
+    the Python stated, each said with the Pythons it has: the pairing exists, the Python is what it lacks."""
+    newest = next(iter(passed_over), None)
+    if newest is None or python_tag is None:
+        return ()
+    pairs = [wheels.companion(newest.torch, project) for project in passed_over[newest]]
+    return tuple(
+        said.companion_lacks_python(pair.project, pair.version, newest.torch, python_tag, pair.python)
+        for pair in pairs
+        if pair is not None and not pair.serves(python_tag)
+    )

@@ -24,7 +24,7 @@ from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.installed import installed_finding
 from pickvariant.rules.pick import pick
-from pickvariant.rules.prebuilt_companions import limited_by_companions, set_python, with_companions
+from pickvariant.rules.prebuilt_companions import lacking_python, limited_by_companions, set_python, with_companions
 from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
@@ -162,6 +162,8 @@ class PrebuiltWalk:
         hardware, wheels, verdicts = self.hardware, self.wheels, walked.verdicts
         told = None if again is None else with_driver
         decision = _nothing_fits(decision, facts, hardware, wheels, walked.reasons, verdicts, found[1], told)
+        lacking = lacking_python(found[1], wheels, walked.python_tag)
+        decision = replace(decision, reasons=(*decision.reasons, *lacking))
         dropped = unpinned()
         if dropped is not None and dropped[1].build is not None:  # the pin is what left none: said first
             hint = said.without_pins(dropped[0], dropped[1].build.label)
@@ -174,7 +176,9 @@ class PrebuiltWalk:
         decision = self._decision(facts, walked, build, found[1])
         root = None if self.pypi_first and build.default_index else self.index_root  # None: PyPI's, from PyPI
         decision = _chosen(decision, facts, self.hardware, self.wheels, options, walked.reasons, build, found[0], root)
-        return limited_by_companions(decision, build, found[1])
+        decision = limited_by_companions(decision, build, found[1])
+        lacking = lacking_python(found[1], self.wheels, walked.python_tag)
+        return replace(decision, reasons=(*decision.reasons, *lacking))
 
     def _decision(
         self, facts: HostFacts, walked: Walked, chosen: Build | None, passed_over: dict[Build, tuple[str, ...]]

@@ -260,3 +260,10 @@ def without_pins(pins: str, label: str) -> str:
 
 def without_companions() -> str:
     return "without --with, torch alone has a wheel here"
+
+
+def companion_lacks_python(project: str, version: str, torch: str, tag: str, has: tuple[str, ...]) -> str:
+    return (
+        f"{project} {version}, paired with torch {torch}, has no wheel for {tag} (it has {', '.join(has)}): "
+        f"another Python (--python, --python-version) would get the set"
+    )
