@@ -20,13 +20,13 @@ _DIGITS = frozenset("0123456789")
 def plain_source(values: Mapping[str, Any], env: Mapping[str, str]) -> Source | None:
     """The source a plain detect line asks (--source, else PICKVARIANT_SOURCE, else flox), which entry's fast path
     answers as the typer CLI would; None where the typer CLI should say what is wrong (no source of that name, another
-    source's option)."""
-    from pickvariant._base.errors import BadInput
+    source's option, a plug-in that fails to load)."""
+    from pickvariant._base.errors import PickVariantError
     from pickvariant.cli.options import detect_source
 
     try:
         return detect_source(values, env, str(values["format"]))
-    except BadInput:
+    except PickVariantError:
         return None
 
 

@@ -8,9 +8,14 @@ A Source says which stages walk its builds and where its catalog comes from:
   architectures as SASS and PTX, no CPU instruction set, an index to install from), walked by rules/prebuilt_walk.py
   (the stages every such source shares: no module outside sources/ is named after one). `builds` loads it.
 
-The two built in (flox, wheels) are named here by module, as a plug-in is: this module imports neither, so the
-rules, the commands and the command line reach a source only through the Source chosen. A program that imports
-pickvariant adds its own with `register()`; every command then answers `--source NAME` with it.
+Every source is a plug-in of the entry-point group `pickvariant.sources` (pyproject.toml): `NAME = module:SOURCE`.
+The two built in (flox, wheels) are declared there as a third party's are, and loaded the same way, from the same
+`module:attribute` text (held here too, so that a checkout run without being installed still has them, and so that
+detect, which names a built-in source, scans no installed distribution); a name that is not built in is looked up
+among the installed distributions' entry points. A plug-in that fails to load is named in one line where it is asked
+for, and left out of the names every other command lists. A program that imports pickvariant may also `register()`
+one in its own process. This module imports no source: the rules, the commands and the command line reach a source
+only through the Source chosen.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ import importlib
 import re
 
 from pickvariant._base import settings
-from pickvariant._base.errors import BadInput
+from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.records import keyword_record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from importlib.metadata import EntryPoint
     from typing import Literal
 
     from pickvariant.sources.build import Catalog
@@ -38,8 +44,10 @@ if TYPE_CHECKING:
 RECIPES = "flox"
 PREBUILT = "wheels"
 DEFAULT = RECIPES
-# Built-in sources: name -> the module whose SOURCE it is (imported when that source is asked for).
-_BUILT_IN = {RECIPES: "pickvariant.sources.flox.plugin", PREBUILT: "pickvariant.sources.wheels.plugin"}
+GROUP = "pickvariant.sources"
+# Built-in sources: name -> their entry point's `module:attribute`, as pyproject.toml declares them (a test holds the
+# two equal); loaded when that source is asked for.
+_BUILT_IN = {RECIPES: "pickvariant.sources.flox.plugin:SOURCE", PREBUILT: "pickvariant.sources.wheels.plugin:SOURCE"}
 _REGISTERED: dict[str, Source] = {}
 # What each pipeline takes beyond what every source takes (Source.options): its installer's options, --platform.
 _ADDED: dict[str, tuple[str, ...]] = {
@@ -117,19 +125,61 @@ def unregister(name: str) -> None:
     _REGISTERED.pop(name, None)
 
 
+def _installed() -> dict[str, EntryPoint]:
+    """The entry points of the group that installed distributions declare, by name (the built-in names excepted:
+    a distribution cannot take those over)."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, EntryPoint] = {}
+    for point in entry_points(group=GROUP):
+        if point.name not in _BUILT_IN and re.fullmatch(_NAME, point.name) and point.name not in found:
+            found[point.name] = point
+    return found
+
+
 def names() -> tuple[str, ...]:
-    """Every source a command may name: the built-in ones first, then those registered, in order."""
-    return (*_BUILT_IN, *_REGISTERED)
+    """Every source a command may name: the built-in ones first, then the installed plug-ins' (those that load),
+    then those registered, in order."""
+    plugins = []
+    for name in _installed():
+        try:
+            named(name)
+        except OperationFailed:
+            continue  # named where it is asked for; every other command answers without it
+        plugins.append(name)
+    return (*_BUILT_IN, *plugins, *(name for name in _REGISTERED if name not in plugins))
 
 
 def named(name: str, given: str = "--source") -> Source:
-    """The source called `name`, or BadInput naming `given` (the flag, variable or file that said it)."""
+    """The source called `name`, or BadInput naming `given` (the flag, variable or file that said it); a plug-in
+    that fails to load, OperationFailed naming it and why."""
     if name in _REGISTERED:
         return _REGISTERED[name]
-    if name not in _BUILT_IN:
+    if name in _BUILT_IN:
+        module, _, attribute = _BUILT_IN[name].partition(":")
+        source: Source = getattr(importlib.import_module(module), attribute)
+        return source
+    point = _installed().get(name)
+    if point is None:
         raise BadInput(f"{given} {name!r:.40}", hint=f"choose one of {', '.join(names())}")
-    source: Source = importlib.import_module(_BUILT_IN[name]).SOURCE
-    return source
+    return _loaded(name, point)
+
+
+def _loaded(name: str, point: EntryPoint) -> Source:
+    """An installed plug-in's Source: whatever its code raises while it loads, or a value that is no Source, is one
+    line naming it and where it comes from (a plug-in is someone else's code: its failure ends nothing else)."""
+    from pickvariant._base.text import visible  # only here: detect's path imports no more than it needs
+
+    value = visible(point.value[:200])
+    try:
+        loaded = point.load()
+    except Exception as error:  # any error of a third party's import is that plug-in's failure
+        raise OperationFailed(
+            f"source plug-in {name!r} ({value}) failed to load: {type(error).__name__}: {visible(str(error)[:200])}"
+        ) from None
+    if not isinstance(loaded, Source) or loaded.name != name:
+        raise OperationFailed(f"source plug-in {name!r} ({value}) is not a pickvariant Source named {name!r}")
+    return loaded
 
 
 def chosen(stated: str | None, env: Mapping[str, str], flag: str = "--source") -> Source:
@@ -145,6 +195,8 @@ def refuse_others(source: Source, given: Mapping[str, object]) -> None:
     for flag, value in given.items():
         if value is None or value is False or flag in source.options:
             continue
+        if not any(flag in added for added in _ADDED.values()):
+            continue  # an option every source takes (detect's --format json): no source need be looked for
         takers = [other.flag for other in map(named, names()) if flag in other.options]
         if takers:
             raise BadInput(f"{flag}: only with {' or '.join(takers)}", hint=f"{source.flag} {source.installs}")

@@ -1,0 +1,81 @@
+"""Issue 71, first part: a source is a plug-in of the entry-point group `pickvariant.sources`, the two built in
+declared there as a third party's are. A third party's distribution, installed (a real `.dist-info` with its
+`entry_points.txt` on the interpreter's path), answers `--source NAME` in a fresh process with no registration; one
+whose code fails to load, or whose entry point names no Source, is named in one line where it is asked for, and every
+other source still answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from conftest import REPO, cpuinfo_path
+
+from pickvariant.sources import registry
+
+PLUGIN = """
+from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant.sources.prebuilt import PrebuiltCatalog, published
+from pickvariant.sources.registry import Source
+
+def _catalog():
+    build = published(
+        source="acme", torch="2.14.1", index="acme128", platform="linux-x86_64", python=("cp311", "cp312", "cp313"),
+        sass=(parse_compute_capability("8.0"), parse_compute_capability("9.0")), ptx=(), cuda="12.8",
+        cuda_min_driver=parse_driver_version("525.60.13"), sources=("acme build log 2026-11",),
+    )
+    return PrebuiltCatalog(builds=(build,), left_out=(), companions={}, index_root="https://wheels.acme.example/torch",
+                           facts_compiled="2026-11-20", sources={})
+
+SOURCE = Source(name="acme", pipeline="builds", builds=_catalog, publisher="Acme")
+NOT_A_SOURCE = "a string"
+"""
+MACHINE = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "9.0", "--driver", "570.86.10"]
+
+
+def _installed_plugins(site: Path) -> Path:
+    """A distribution installed as pip installs one: its module, and a .dist-info naming its entry points."""
+    site.mkdir()
+    (site / "acme_wheels.py").write_text(PLUGIN)
+    info = site / "acme_wheels-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-wheels\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[pickvariant.sources]\nacme = acme_wheels:SOURCE\nbroken = acme_wheels_gone:SOURCE\n"
+        "notone = acme_wheels:NOT_A_SOURCE\nwheels = acme_wheels:SOURCE\n"
+    )
+    return site
+
+
+def _pickvariant(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)]), "HOME": str(site.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "pickvariant", *args], env=env, cwd=site.parent, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_the_built_in_sources_are_declared_as_entry_points_as_a_third_partys_are() -> None:
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][registry.GROUP]
+    assert declared == registry._BUILT_IN
+
+
+def test_an_installed_plugin_answers_and_a_broken_one_is_named_while_the_others_answer(tmp_path) -> None:
+    site = _installed_plugins(tmp_path / "site")
+    acme = _pickvariant(site, "detect", "--source", "acme", "--format", "json", *MACHINE)
+    assert acme.returncode == 0, acme.stderr
+    assert json.loads(acme.stdout)["recommendation"]["torch"].startswith("2.14.1")
+    for name in ("broken", "notone"):
+        failed = _pickvariant(site, "detect", "--source", name, *MACHINE)
+        assert failed.returncode == 1 and failed.stdout == "" and failed.stderr.count("\n") == 1, failed.stderr
+        assert f"source plug-in '{name}'" in failed.stderr and "Traceback" not in failed.stderr
+    # A distribution cannot take a built-in name over: --source wheels is still PyTorch's wheels.
+    wheels = _pickvariant(site, "detect", "--source", "wheels", "--format", "json", *MACHINE)
+    assert wheels.returncode == 0 and json.loads(wheels.stdout)["source"] == "wheels"
+    assert "acme" not in json.loads(wheels.stdout)["recommendation"]["torch"]
+    unknown = _pickvariant(site, "detect", "--source", "nosuch", *MACHINE)
+    assert unknown.returncode == 2 and "acme" in unknown.stderr and "broken" not in unknown.stderr, unknown.stderr
