@@ -179,3 +179,54 @@ def test_every_sources_decision_goes_through_the_one_pick() -> None:
     assert {(name, call) for name, call in calls if call in shared} == {("pick.py", c) for c in shared}
     entries = {"pick_prebuilt", "decide"}
     assert {name for name, call in calls if call in entries} <= {"cluster_plan.py"}
+
+
+# Every place outside the sources that reads which kind a source is (issue 71): each file and how many reads it
+# makes. A new read fails this test; a read removed is removed here too. The aim is fewer: a kind's own behaviour
+# belongs in its source's plug-in.
+KIND_READS = {
+    "api.py": 1,
+    "commands/installation.py": 2,
+    "commands/plan_install.py": 2,
+    "output/cluster_plan.py": 2,
+    "output/present.py": 1,
+    "output/report.py": 1,
+    "pipelines/__init__.py": 4,
+    "pipelines/recipes.py": 1,
+    "rules/cluster_plan.py": 3,
+    "rules/fleet.py": 1,
+    "rules/plan_document.py": 5,
+}
+_KIND_ATTRIBUTES = {"pipeline", "prebuilt"}
+_KIND_CONSTANTS = {"RECIPES", "PREBUILT"}
+_KIND_TYPES = {"PrebuiltDecision", "RecipeDecision", "PrebuiltCatalog", "Catalog", "PrebuiltPlan", "RecipePlan"}
+
+
+def _reads_of_a_kind(node: ast.AST) -> bool:
+    """An attribute naming a kind (`.pipeline`, `.prebuilt`), the kind constants, an isinstance on a kind's record,
+    or a comparison with a kind's name ("recipes", "builds")."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        return node.attr in _KIND_ATTRIBUTES
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        return node.id in _KIND_CONSTANTS
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance" and len(node.args) == 2:
+        kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+        return any(getattr(kind, "id", getattr(kind, "attr", "")) in _KIND_TYPES for kind in kinds)
+    if isinstance(node, ast.Compare):
+        return any(
+            isinstance(c, ast.Constant) and c.value in ("recipes", "builds") for c in [node.left, *node.comparators]
+        )
+    return False
+
+
+def test_every_read_of_a_sources_kind_outside_the_sources_is_counted() -> None:
+    package = REPO / "pickvariant"
+    found: dict[str, int] = {}
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package).as_posix()
+        if name.startswith("sources/"):
+            continue  # a source's own package, and the registry that names the kinds
+        reads = sum(1 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if _reads_of_a_kind(node))
+        if reads:
+            found[name] = reads
+    assert found == KIND_READS
