@@ -143,6 +143,16 @@ def test_only_intel_display_devices_are_read_and_hostile_files_are_skipped(tmp_p
     ]
 
 
+def test_an_intel_gpu_of_display_class_0x0380_is_read_as_the_vga_class_ones_are(tmp_path: Path) -> None:
+    """PCI class 0x03 is every display controller: 0x0300 VGA (an Arc card), 0x0380 "other" (the Data Center GPU
+    Max 1550, device 0x0bd5 in the kernel's i915/xe id lists). Both are read; a class past the display ones is not."""
+    _card(tmp_path, "card0", "0x8086", "0xe20b", "0x030000")
+    _card(tmp_path, "card1", "0x8086", "0x0bd5", "0x038000")
+    _card(tmp_path, "card2", "0x8086", "0x0bd6", "0x040000")  # a multimedia controller: no GPU
+    found = read_other_gpus(str(tmp_path))
+    assert [(gpu.vendor, gpu.device_id) for gpu in found] == [("intel", "0xe20b"), ("intel", "0x0bd5")]
+
+
 def test_a_machine_without_them_reads_none_and_answers_as_before(tmp_path: Path) -> None:
     assert read_other_gpus(str(tmp_path / "no-such-sysfs")) == ()
     _, before = _detect("flox", "--cpuinfo", HASWELL, "--gpu", "8.9", "--driver", "580.95.05")

@@ -85,6 +85,10 @@ def test_a_feature_the_code_object_names_must_be_the_gpus_and_one_it_leaves_unna
     assert not refused.passed and "has no code object for" in refused.reasons[0]
     unnamed = _gpu("gfx90a:sramecc-:xnack-", "AMD Instinct MI250X", [9, 0])
     assert judge(_rocm(unnamed, arch_list=["gfx90a"]), catalog, machine, None).passed
+    # A code object that needs XNACK on, on a GPU whose target ID does not say XNACK is on: not known to load there.
+    unstated = _gpu("gfx90a", "AMD Instinct MI250X", [9, 0], ran=False, error="invalid device function")
+    needs_xnack = judge(_rocm(unstated, arch_list=["gfx90a:xnack+"]), catalog, machine, None)
+    assert not needs_xnack.passed and "has no code object for" in needs_xnack.reasons[0]
 
 
 def test_an_override_of_the_reported_target_is_said_and_a_kernel_that_failed_still_fails(catalog) -> None:
