@@ -36,3 +36,15 @@ def test_the_docs_are_in_the_four_shapes_and_every_relative_link_resolves() -> N
     assert broken == []
     linked = {(REPO / target).resolve() for target in _links(REPO / "README.md")}
     assert {page.resolve() for page in docs.rglob("*.md") if page.name != "index.md"} <= linked
+
+
+def test_every_row_of_the_trust_model_names_tests_that_exist() -> None:
+    """docs/reference/trust.md: each input pickvariant reads names the tests that hold what its row promises."""
+    rows = [
+        line for line in (REPO / "docs" / "reference" / "trust.md").read_text().splitlines() if line.startswith("| ")
+    ]
+    inputs = rows[1:]  # the header row first; the |---| row does not start with "| "
+    assert len(inputs) >= 10
+    for row in inputs:
+        named = re.findall(r"`(tests/[a-z_]+\.py)`", row)
+        assert named and all((REPO / name).is_file() for name in named), row[:120]
