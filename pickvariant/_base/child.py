@@ -82,7 +82,8 @@ class Held:
     def resume(self, sigterm: Callable[[int, object], None] | None = None) -> None:
         """The handlers as they were (SIGTERM's and SIGHUP's `sigterm` where given), then a noted signal acted on."""
         for sig, handler in self.previous.items():
-            chosen = sigterm if sig != signal.SIGINT and sigterm is not None else handler
+            # A Python handler already there (terminable's: the first signal raises, later ones wait) is kept.
+            chosen = sigterm if sig != signal.SIGINT and sigterm is not None and not callable(handler) else handler
             signal.signal(sig, signal.SIG_DFL if chosen is None else chosen)  # type: ignore[arg-type]
         if self.noted:
             signal.raise_signal(self.noted[0])  # its handler runs here: a KeyboardInterrupt is raised from this call
@@ -156,7 +157,9 @@ def wait_for(
         raise
     finally:
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            if sig in held.previous:
+            # Ignored now: a first signal was taken (terminable), and those after it wait until what it stopped is
+            # put right; the block that took it puts the handlers back.
+            if sig in held.previous and signal.getsignal(sig) != signal.SIG_IGN:
                 previous = held.previous[sig]
                 signal.signal(sig, signal.SIG_DFL if previous is None else previous)  # type: ignore[arg-type]
 

@@ -38,15 +38,18 @@ LOG_TAIL_LINES = 15
 def terminable() -> Iterator[None]:
     """A block in which SIGTERM and SIGHUP raise (see `stopped`) rather than end the process where it stands, their
     default: what the block changed can be put right in its `except` and `finally` clauses. The first of Ctrl-C,
-    SIGTERM and SIGHUP raises; those that follow it are ignored until the block ends, so that a second signal (a
-    Ctrl-C pressed twice, a batch system's SIGTERM after its SIGINT) never stops that putting right half-way.
-    SIGHUP ignored (nohup) stays ignored."""
+    SIGTERM and SIGHUP raises; those that follow it are ignored from then on, so that a second signal (a Ctrl-C
+    pressed twice, a batch system's SIGTERM after its SIGINT) never stops that putting right half-way, nor the line
+    that says what became of it: the first one decides how the command ends (130, 143 or 129). Where none came, the
+    handlers are put back as they were. SIGHUP ignored (nohup) stays ignored."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = {}
+    taken: list[int] = []
     if in_main_thread:
         signals = stopping_signals()
 
         def first_only(signum: int, frame: object) -> None:
+            taken.append(signum)
             for sig in signals:
                 signal.signal(sig, signal.SIG_IGN)
             if signum == signal.SIGINT:
@@ -58,7 +61,7 @@ def terminable() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in previous.items():
+        for sig, handler in previous.items() if not taken else ():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
