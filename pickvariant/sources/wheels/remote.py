@@ -171,42 +171,12 @@ def _read_until(response: Any, size: int, deadline: float, url: str) -> bytes:
     return b"".join(parts)
 
 
-class RangeFile(io.RawIOBase):
-    """A remote file read by HTTP Range requests, within a budget of `max_bytes` fetched in all."""
+class Seekable(io.RawIOBase):
+    """A read-only file of `size` bytes that zipfile reads by seek and read: a subclass gives the bytes at a position
+    (`_bytes`), this the rest of the file interface."""
 
-    def __init__(self, url: str, max_bytes: int) -> None:
-        super().__init__()
-        self.url, self.budget, self.fetched = url, max_bytes, 0
-        self.deadline = time.monotonic() + DEADLINE_S
-        self.position = 0
-        self.blocks: list[tuple[int, bytes]] = []
-        start, data, self.size = self._fetch(f"bytes=-{TAIL}")
-        self.blocks.append((start, data))
-
-    def _fetch(self, wanted: str) -> tuple[int, bytes, int]:
-        try:
-            with _open(_request(self.url, {"Range": wanted}), self.url) as response:
-                if response.status != 206:
-                    raise NoRange(
-                        f"{public_url(self.url)}: the server does not answer Range requests (HTTP {response.status})"
-                    )
-                found = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
-                if found is None:
-                    raise NoRange(f"{public_url(self.url)}: a partial answer without a Content-Range")
-                first, last, size = (int(group) for group in found.groups())
-                if last < first or last >= size:
-                    raise OperationFailed(f"{public_url(self.url)}: a Content-Range of bytes past the file's own size")
-                if last - first + 1 > self.budget - self.fetched:
-                    raise OperationFailed(
-                        f"{public_url(self.url)}: past the {self.budget // 1024} KiB budget of one wheel (read no further)"
-                    )
-                data = _read_until(response, last - first + 2, self.deadline, self.url)
-        except _EXCHANGE_ERRORS as error:
-            raise OperationFailed(f"cannot read {public_url(self.url)}: {_said(error)}") from None
-        if len(data) != last - first + 1:
-            raise OperationFailed(f"{public_url(self.url)}: {len(data)} bytes for a range of {last - first + 1}")
-        self.fetched += len(data)
-        return first, data, size
+    size = 0
+    position = 0
 
     def readable(self) -> bool:
         return True
@@ -226,23 +196,64 @@ class RangeFile(io.RawIOBase):
         wanted = min(len(buffer), self.size - self.position)
         if wanted <= 0:
             return 0
-        data = self._cached(self.position, wanted)
-        if data is None:
-            ahead = min(READ_AHEAD, self.budget - self.fetched)  # never past the budget, even reading ahead
-            if wanted > ahead and wanted > self.budget - self.fetched:
-                raise OperationFailed(
-                    f"{public_url(self.url)}: past the {self.budget // 1024} KiB budget of one wheel (read no further)"
-                )
-            last = min(self.size, self.position + max(wanted, ahead)) - 1
-            start, block, _ = self._fetch(f"bytes={self.position}-{last}")
-            self.blocks.append((start, block))
-            data = block[self.position - start : self.position - start + wanted]
+        data = self._bytes(self.position, wanted)
         buffer[: len(data)] = data
         self.position += len(data)
         return len(data)
 
-    def _cached(self, position: int, size: int) -> bytes | None:
+    def _bytes(self, position: int, wanted: int) -> bytes:
+        raise NotImplementedError
+
+
+class RangeFile(Seekable):
+    """A remote file read by HTTP Range requests, within a budget of `max_bytes` fetched in all."""
+
+    def __init__(self, url: str, max_bytes: int) -> None:
+        super().__init__()
+        self.url, self.budget, self.fetched = url, max_bytes, 0
+        self.deadline = time.monotonic() + DEADLINE_S
+        self.blocks: list[tuple[int, bytes]] = []
+        start, data, self.size = self._fetch(f"bytes=-{TAIL}")
+        self.blocks.append((start, data))
+
+    def _past_budget(self) -> OperationFailed:
+        return OperationFailed(
+            f"{public_url(self.url)}: past the {self.budget // 1024} KiB budget of one wheel (read no further)"
+        )
+
+    def _fetch(self, wanted: str) -> tuple[int, bytes, int]:
+        try:
+            with _open(_request(self.url, {"Range": wanted}), self.url) as response:
+                if response.status != 206:
+                    raise NoRange(
+                        f"{public_url(self.url)}: the server does not answer Range requests (HTTP {response.status})"
+                    )
+                found = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+                if found is None:
+                    raise NoRange(f"{public_url(self.url)}: a partial answer without a Content-Range")
+                first, last, size = (int(group) for group in found.groups())
+                if last < first or last >= size:
+                    raise OperationFailed(f"{public_url(self.url)}: a Content-Range of bytes past the file's own size")
+                if last - first + 1 > self.budget - self.fetched:
+                    raise self._past_budget()
+                data = _read_until(response, last - first + 2, self.deadline, self.url)
+        except _EXCHANGE_ERRORS as error:
+            raise OperationFailed(f"cannot read {public_url(self.url)}: {_said(error)}") from None
+        if len(data) != last - first + 1:
+            raise OperationFailed(f"{public_url(self.url)}: {len(data)} bytes for a range of {last - first + 1}")
+        self.fetched += len(data)
+        return first, data, size
+
+    def _bytes(self, position: int, wanted: int) -> bytes:
+        """From a block already fetched, else a new one from `position`, reading ahead within the budget (a range
+        the budget cannot hold is not asked for: nothing past it is sent)."""
         for start, block in self.blocks:
-            if start <= position and position + size <= start + len(block):
-                return block[position - start : position - start + size]
-        return None
+            if start <= position and position + wanted <= start + len(block):
+                return block[position - start : position - start + wanted]
+        left = self.budget - self.fetched
+        if wanted > left:
+            raise self._past_budget()
+        last = min(self.size, position + max(wanted, min(READ_AHEAD, left))) - 1
+        start, block, _ = self._fetch(f"bytes={position}-{last}")
+        self.blocks.append((start, block))
+        return block[position - start : position - start + wanted]

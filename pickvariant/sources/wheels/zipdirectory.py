@@ -15,6 +15,8 @@ import struct
 import zipfile
 from collections.abc import Iterable
 
+from pickvariant.sources.wheels.remote import Seekable
+
 _END = struct.Struct("<4s4H2LH")  # the end-of-central-directory record (22 bytes, then its comment)
 _END64_LOCATOR = struct.Struct("<4sLQL")  # the ZIP64 end record's locator, just before the end record
 _END64 = struct.Struct("<4sQ2H2L4Q")  # the ZIP64 end record
@@ -72,7 +74,7 @@ def entries_of(stream: io.RawIOBase, size: int, names: Iterable[str]) -> tuple[i
     return start, found
 
 
-class Trimmed(io.RawIOBase):
+class Trimmed(Seekable):
     """The archive as zipfile reads it: the remote bytes before the central directory, then a directory of the
     `entries` given and an end record for it."""
 
@@ -82,33 +84,12 @@ class Trimmed(io.RawIOBase):
             raise zipfile.BadZipFile("a central directory past 4 GiB")
         directory = b"".join(entries)
         end = _END.pack(b"PK\x05\x06", 0, 0, len(entries), len(entries), len(directory), directory_start, 0)
-        self.remote, self.start, self.position = remote, directory_start, 0
+        self.remote, self.start = remote, directory_start
         self.tail = directory + end
         self.size = directory_start + len(self.tail)
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
-        self.position = max(0, base + offset)
-        return self.position
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        wanted = min(len(buffer), self.size - self.position)
-        if wanted <= 0:
-            return 0
-        if self.position >= self.start:
-            data = self.tail[self.position - self.start : self.position - self.start + wanted]
-        else:
-            self.remote.seek(self.position)
-            data = self.remote.read(min(wanted, self.start - self.position))
-        buffer[: len(data)] = data
-        self.position += len(data)
-        return len(data)
+    def _bytes(self, position: int, wanted: int) -> bytes:
+        if position >= self.start:
+            return self.tail[position - self.start : position - self.start + wanted]
+        self.remote.seek(position)
+        return self.remote.read(min(wanted, self.start - position)) or b""
