@@ -99,6 +99,11 @@ def decode_cuda_driver_version(value: int) -> str:
 _RELEASE = re.compile(r"^\s*(\d{1,4}(?:\.\d{1,4}){0,3})\s*$")
 
 
+def cpython_tag(version: str) -> str:
+    """A CPython version as wheel tags name it: "3.12" is cp312, "3.13t" (free-threaded) cp313t."""
+    return "cp" + version.replace(".", "")
+
+
 @lru_cache(maxsize=1024)  # a few dozen releases, compared thousands of times by decide and plan
 def version_key(text: str) -> tuple[int, ...]:
     """'12.9' -> (12, 9), '2.10.0' -> (2, 10, 0): CUDA and PyTorch releases ordered as numbers."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
+from pickvariant._base.versions import cpython_tag
 from pickvariant.install.pip_command import installer_argv, requirements
 from pickvariant.rules.cluster_input import BadLine
 from pickvariant.rules.cluster_plan import (
@@ -257,7 +258,7 @@ def _joined(steps: list[list[str]]) -> str:
 
 
 def _python_tags(plan: PrebuiltPlan, build: Build) -> list[str]:
-    return list(build.python) if plan.python is None else [f"cp{plan.python.replace('.', '')}"]
+    return list(build.python) if plan.python is None else [cpython_tag(plan.python)]
 
 
 def _build_json(plan: PrebuiltPlan, build: Build, count: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from pickvariant._base.errors import PickVariantError
 from pickvariant._base.records import B, C, OfBuilds, keyword_record
 from pickvariant._base.request import Request
+from pickvariant._base.versions import cpython_tag
 from pickvariant.machine.facts_json import facts_from_json
 from pickvariant.rules import pairing
 from pickvariant.rules.cluster_input import BadLine, Inputs
@@ -240,7 +241,7 @@ def _paired(
     one is not."""
     from pickvariant.rules.prebuilt_companions import with_companions
 
-    tag = "cp" + options.python.replace(".", "") if options.python else None  # checked by the walk before this
+    tag = cpython_tag(options.python) if options.python else None  # checked by the walk before this
     found, pairs, _ = with_companions((build,), wheels, options.with_projects, pypi_first, tag)
     return pairs if found is not None else None
 

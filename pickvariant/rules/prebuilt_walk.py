@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
-from pickvariant._base.versions import version_key
+from pickvariant._base.versions import cpython_tag, version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
@@ -225,7 +225,7 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
                 f"{options.python_given_as} {options.python!r:.40}: not a Python version; write it as 3.12, or 3.13t "
                 "for a free-threaded one"
             )
-        tag = "cp" + options.python.replace(".", "")
+        tag = cpython_tag(options.python)
         return tag, options.python, (said.python_target(options.python, tag, f"named by {options.python_given_as}"),)
     if environment is not None:
         where = f"of {environment.interpreter} ({environment.given_as})"

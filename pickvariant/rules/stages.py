@@ -15,7 +15,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.memo import per_object
 from pickvariant._base.records import keyword_record, record
 from pickvariant._base.request import Request
-from pickvariant._base.versions import release_matches, version_key
+from pickvariant._base.versions import cpython_tag, release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
 from pickvariant.rules import ranking, wording
@@ -322,7 +322,7 @@ def variants(
 def _order(catalog: Catalog, workload: str) -> ranking.Order:
     """What the one ranking (rules/ranking.py) prefers for this catalog and workload: its Pythons, the workload's
     instruction sets."""
-    pythons = tuple("cp" + python.replace(".", "") for python in catalog.python_preference)
+    pythons = tuple(cpython_tag(python) for python in catalog.python_preference)
     isas = {name: rank for rank, name in enumerate(catalog.workloads[workload].isa_preference)}
     return ranking.Order(pythons=pythons, isas=isas)
 

@@ -13,7 +13,7 @@ published build adds: its index, whether an installer gets it with no index name
 from __future__ import annotations
 
 from pickvariant._base.records import keyword_record
-from pickvariant._base.versions import ComputeCapability, DriverVersion
+from pickvariant._base.versions import ComputeCapability, DriverVersion, cpython_tag
 
 TYPE_CHECKING = False  # typing stays off detect's path
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def of_variant(variant: Variant, catalog: Catalog, source: str) -> Build:
         os=platform.os,
         arch=platform.arch,
         platform=variant.platform,
-        python=("cp" + variant.python.replace(".", ""),),
+        python=(cpython_tag(variant.python),),
         cpu_isa=variant.cpu_isa,
         sass=tuple(catalog.gpu_archs[name].compute_capability for name in variant.sass_archs),
         ptx=tuple(catalog.gpu_archs[name].compute_capability for name in variant.ptx_archs),
