@@ -164,3 +164,6 @@ def test_a_sets_python_is_one_every_member_has_a_wheel_for() -> None:
     assert code == 3 or stated["recommendation"]["python_tag"] != "cp315"
     # Said as what it is: torchaudio is paired with torch 2.15.0, and has no wheel for that Python.
     assert any("torchaudio 2.11.0, paired with torch 2.15.0, has no wheel for cp315" in r for r in stated["reasons"])
+    # Nowhere (the nearest wheel, each index and release refused) said as a pairing that was never published.
+    said = json.dumps([stated["reasons"], stated["rejected"]])
+    assert "published no release paired" not in said and "paired with torch 2.15.0 has no wheel for cp315" in said

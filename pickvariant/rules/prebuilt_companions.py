@@ -81,3 +81,18 @@ def lacking_python(
         for pair in pairs
         if pair is not None and not pair.serves(python_tag)
     )
+
+
+def short_of_python(
+    passed_over: dict[Build, tuple[str, ...]], wheels: PrebuiltCatalog, python_tag: str | None
+) -> dict[Build, str]:
+    """The builds passed over only for the Python stated: every companion they lacked is paired with their torch but
+    has no wheel for that Python. Their refusal names the Python, not a missing pairing."""
+    if python_tag is None:
+        return {}
+    short: dict[Build, str] = {}
+    for build, missing in passed_over.items():
+        pairs = [wheels.companion(build.torch, project) for project in missing]
+        if pairs and all(pair is not None and not pair.serves(python_tag) for pair in pairs):
+            short[build] = python_tag
+    return short

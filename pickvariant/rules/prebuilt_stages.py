@@ -140,16 +140,19 @@ def alternatives(
     candidates: Sequence[Build],
     chosen: Build | None,
     passed_over: Mapping[Build, tuple[str, ...]],
+    short_of_python: Mapping[Build, str] | None = None,
 ) -> tuple[Rejection, ...]:
-    """Why each other index variant and each other torch release lost (to `chosen`, or to nothing fitting)."""
+    """Why each other index variant and each other torch release lost (to `chosen`, or to nothing fitting);
+    `short_of_python`: the builds passed over only because a companion has no wheel for the Python stated."""
+    short = short_of_python or {}
     ordered = newest_first(builds)
     rejected = [
-        _variant_lost(variant, ordered, verdicts, candidates, chosen, passed_over)
+        _variant_lost(variant, ordered, verdicts, candidates, chosen, passed_over, short)
         for variant in dict.fromkeys(build.index for build in ordered)
         if chosen is None or variant != chosen.index
     ]
     rejected += [
-        _release_lost(release, ordered, verdicts, candidates, passed_over)
+        _release_lost(release, ordered, verdicts, candidates, passed_over, short)
         for release in dict.fromkeys(build.torch for build in ordered)
         if chosen is None or release != chosen.torch
     ]
@@ -163,10 +166,11 @@ def _variant_lost(
     candidates: Sequence[Build],
     chosen: Build | None,
     passed_over: Mapping[Build, tuple[str, ...]],
+    short: Mapping[Build, str],
 ) -> Rejection:
     best = next((build for build in candidates if build.index == variant), None)
     if best is not None and (best in passed_over or chosen is None):
-        return _no_set(("wheel_variant", variant), best, passed_over.get(best, ()))
+        return _no_set(("wheel_variant", variant), best, passed_over.get(best, ()), short.get(best))
     if best is not None and chosen is not None:
         if best.torch != chosen.torch:
             return rejection(
@@ -195,10 +199,11 @@ def _release_lost(
     verdicts: Mapping[Build, Rejection | None],
     candidates: Sequence[Build],
     passed_over: Mapping[Build, tuple[str, ...]],
+    short: Mapping[Build, str],
 ) -> Rejection:
     best = next((build for build in candidates if build.torch == release), None)
     if best is not None and best in passed_over:
-        return _no_set(("torch_release", release), best, passed_over[best])
+        return _no_set(("torch_release", release), best, passed_over[best], short.get(best))
     if best is not None:
         return rejection(
             Kind.RANKED_LOWER, "torch_release", release, cause="wheel_torch", example=best.label, torch=release
@@ -207,7 +212,20 @@ def _release_lost(
     return rejection(Kind.NOT_BUILT, "torch_release", release, cause="release", refusals=refusals)
 
 
-def _no_set(subject: tuple[str, str], best: Build, missing: tuple[str, ...]) -> Rejection:
+def _no_set(subject: tuple[str, str], best: Build, missing: tuple[str, ...], python_tag: str | None) -> Rejection:
+    """The set refused on the build torch alone would get: no pairing published, or (`python_tag`) the pairing has
+    no wheel for the Python stated."""
+    if python_tag is not None:
+        return rejection(
+            Kind.NO_SET,
+            subject[0],
+            subject[1],
+            cause="wheel_python",
+            example=best.label,
+            projects=missing,
+            torch=best.torch,
+            tag=python_tag,
+        )
     return rejection(
         Kind.NO_SET, subject[0], subject[1], cause="wheel", example=best.label, projects=missing, torch=best.torch
     )

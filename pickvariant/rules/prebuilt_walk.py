@@ -24,7 +24,13 @@ from pickvariant.rules import compat, stages, wording
 from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.installed import installed_finding
 from pickvariant.rules.pick import pick
-from pickvariant.rules.prebuilt_companions import lacking_python, limited_by_companions, set_python, with_companions
+from pickvariant.rules.prebuilt_companions import (
+    lacking_python,
+    limited_by_companions,
+    set_python,
+    short_of_python,
+    with_companions,
+)
 from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
@@ -193,7 +199,14 @@ class PrebuiltWalk:
             targets=walked.gpus,
             candidates=candidates,
             dispatch=compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None,
-            rejected=alternatives(walked.builds, walked.verdicts, candidates, chosen, passed_over),
+            rejected=alternatives(
+                walked.builds,
+                walked.verdicts,
+                candidates,
+                chosen,
+                passed_over,
+                short_of_python(passed_over, self.wheels, walked.python_tag),
+            ),
         )
         return _with_installed(decision, self.environment, walked.builds, hardware, chosen, facts)
 

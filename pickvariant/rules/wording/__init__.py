@@ -143,6 +143,9 @@ _WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
         Kind.NO_SET,
         "wheel",
     ): "fits ({example}) for torch alone, but {projects} published no release paired with torch {torch}",
+    (Kind.NO_SET, "wheel_python"): (
+        "fits ({example}) for torch alone, but {projects} paired with torch {torch} has no wheel for {tag}"
+    ),
 }
 
 
