@@ -434,3 +434,36 @@ def test_a_second_signal_while_a_stopped_install_is_put_right_never_stops_that(s
     assert done.returncode == 128 + signal.SIGINT, done.stderr
     assert _no_traceback_of_ours(done.stderr), done.stderr
     assert _assert_whole(python, old, new, done) == old  # stopped before pip had written the new torch
+
+
+# The install run as `python -m pickvariant` does, with a real SIGINT sent to itself at the one moment no wait of
+# the installer's covers: pip has ended with the new torch written, and nothing is settled yet (settle's entry).
+_SIGINT_AS_SETTLE_STARTS = """\
+import os, runpy, signal, sys
+from pickvariant.install import whole
+real = whole.settle
+def settle(kept, finished, projects=("torch",)):
+    if finished and not getattr(settle, "sent", False):
+        settle.sent = True
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(kept, finished, projects)
+whole.settle = settle
+sys.argv = ["pickvariant", *sys.argv[1:]]
+runpy.run_module("pickvariant", run_name="__main__")
+"""
+
+
+def test_a_ctrl_c_after_pip_ended_and_before_it_settled_still_settles_the_environment(stage, tmp_path) -> None:
+    """Ctrl-C after pip ended and before the environment is settled: the new torch stays, whole, the kept copy of
+    the old one and the lock are removed, the exit is 130 and the line says pip had finished and which torch is
+    there. Deterministic: the signal is sent at settle's first line, not raced."""
+    python, url, old, new = stage
+    _put_back(python, url, old, tmp_path)
+    argv = [sys.executable, "-c", _SIGINT_AS_SETTLE_STARTS, "install", "--source", "wheels", "--python", str(python)]
+    argv += ["--wheel-index", url, *GTX_1080, "--yes", "--no-verify"]
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 128 + signal.SIGINT, done.stderr
+    assert _no_traceback_of_ours(done.stderr), done.stderr
+    assert "pip had finished" in done.stderr, done.stderr
+    assert _assert_whole(python, old, new, done) == new

@@ -129,13 +129,23 @@ def _link(source: Path, target: Path) -> None:
 
 
 def settle(kept: Kept, finished: bool, projects: tuple[str, ...] = ("torch",)) -> list[str]:
-    """After the installer: nothing to say where it finished; else what the environment holds of each distribution
-    it changed and of `projects`, each one put back or found whole, judged again once mended."""
+    """After the installer: where it finished, what the environment holds of `projects` (said only where a stop
+    came after it ended); else what it holds of each distribution it changed and of `projects`, each one put back
+    or found whole, judged again once mended."""
     with _signals_held():
-        said = [] if finished else _mend(kept, projects)
+        said = _finished(kept, projects) if finished else _mend(kept, projects)
         if not any("could not be put back" in line for line in said):
             shutil.rmtree(kept.folder, ignore_errors=True)
         return said
+
+
+def _finished(kept: Kept, projects: tuple[str, ...]) -> list[str]:
+    now = {dist.name: dist for dist in installed(kept.site) if dist.name in projects}
+    return [
+        line
+        for name in sorted(now)
+        if (line := _state(name, kept.before.get(name), now[name], False, True, kept)) is not None
+    ]
 
 
 def _mend(kept: Kept, projects: tuple[str, ...]) -> list[str]:
