@@ -52,41 +52,43 @@ def test_a_version_no_target_can_be_is_no_gpu(version: int) -> None:
     assert gfx_target(version) is None
 
 
-def _newest_rocm(platform: str) -> tuple[str, str]:
-    """The newest ROCm builds the shipped wheel catalog's file names for `platform` (left out, not judged), and the
-    index the newest of them is installed from."""
+def _newest_rocm_for(target: str, platform: str = "linux-x86_64") -> dict:
+    """The shipped wheel catalog's ROCm build a GPU of `target` should get: of the newest torch release one of whose
+    ROCm builds lists it, the build on the newest ROCm release that does."""
     catalog = json.loads(WHEELS_JSON.read_text())
-    rocm = [row for row in catalog["left_out"] if row["variant"].startswith("rocm") and row["platform"] == platform]
-    newest = max((row["torch"] for row in rocm), key=Version)
-    variants = list(dict.fromkeys(r["variant"] for r in rocm if r["torch"] == newest))
-    index = max(variants, key=lambda variant: Version(variant.removeprefix("rocm")))
-    return f"torch {newest} " + " and ".join(variants), f"{catalog['index_root']}/{index}"
+    rocm = [
+        b
+        for b in catalog["builds"]
+        if b["platform"] == platform
+        and b.get("gpu_code", {}).get("family") == "rocm"
+        and target in b["gpu_code"]["targets"]
+    ]
+    return max(rocm, key=lambda b: (Version(b["torch"]), Version(b["variant"].removeprefix("rocm"))))
 
 
-def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_told_what_the_answer_does_with_it() -> None:
-    """The real node (tests/fixtures/sysfs/radeon-rx7900xtx/SOURCE.md): gfx1100, device 0x744c; every source answers
-    with a CPU build, says "no NVIDIA GPU" (never "no GPU") and why the AMD GPU is unused: the recipes have no ROCm
-    build (no variant of the catalog is built for a gfx target) and name the wheels' answer; the wheels name the
-    newest ROCm builds their catalog holds for the platform, not judged."""
+def test_a_radeon_7900_xtx_is_read_from_its_kfd_node_and_gets_the_newest_rocm_wheel_with_its_target() -> None:
+    """The real node (tests/fixtures/sysfs/radeon-rx7900xtx/SOURCE.md): gfx1100, device 0x744c. The recipes have no
+    ROCm build: a CPU build, "no NVIDIA GPU" (never "no GPU") and why the AMD GPU is unused, naming the wheels' answer.
+    The wheels judge their ROCm builds on it: the newest one whose gfx list has gfx1100, saying which code objects
+    load there."""
     machine = SYSFS / "radeon-rx7900xtx"
     (found,) = read_other_gpus(str(machine))
     assert (found.vendor, found.target, found.device_id) == ("amd", "gfx1100", "0x744c")
-    said = {}
-    for source in ("flox", "wheels"):
-        code, document = _detect(source, "--cpuinfo", HASWELL, sysfs=machine)
-        assert code == 0 and document["build"]["cuda"] is None  # a CPU build: nothing chosen for the AMD GPU
-        assert document["hardware"]["other_gpus"] == [found.as_json()]
-        said[source] = [r for r in document["reasons"] if "gfx1100" in r or r.startswith("no ")]
-    assert said["flox"][0] == said["wheels"][0] == "no NVIDIA GPU: choosing among CPU-only builds"
+    code, flox = _detect("flox", "--cpuinfo", HASWELL, sysfs=machine)
+    assert code == 0 and flox["build"]["cuda"] is None and "gpu_code" not in flox["build"]
+    assert flox["hardware"]["other_gpus"] == [found.as_json()]
+    said = [r for r in flox["reasons"] if "gfx1100" in r or r.startswith("no ")]
+    assert said[0] == "no NVIDIA GPU: choosing among CPU-only builds"
     variants = json.loads((REPO / "catalog.json").read_text())["variants"]
     assert not any(str(v["gpu_arch"]).startswith("gfx") for v in variants)
-    assert said["flox"][1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: no recipe of the catalog")
-    assert "`pickvariant detect --source wheels`" in said["flox"][1]
-    assert said["wheels"][1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: the wheel catalog names")
-    published, index_url = _newest_rocm("linux-x86_64")
-    assert f"(the newest: {published};" in said["wheels"][1]
-    # What would help: the build installed from its index, then judged on this GPU by verify (tests/test_verify_rocm.py).
-    assert f"one installed from {index_url} is judged on this GPU by `pickvariant verify`" in said["wheels"][1]
+    assert said[1].startswith("AMD gfx1100 (device 0x744c): unused by this answer: no recipe of the catalog")
+    assert "`pickvariant detect --source wheels`" in said[1]
+    code, wheels = _detect("wheels", "--cpuinfo", HASWELL, sysfs=machine)
+    expected = _newest_rocm_for("gfx1100")
+    assert code == 0 and wheels["recommendation"]["torch"] == expected["local"]
+    assert wheels["build"]["gpu_code"]["targets"] == expected["gpu_code"]["targets"]
+    assert "AMD gfx1100 (device 0x744c): code objects for gfx1100" in wheels["reasons"]
+    assert not any(r.startswith("no NVIDIA GPU") for r in wheels["reasons"])
     text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL], env={"PICKVARIANT_SYSFS": str(machine)})
     assert "AMD gfx1100 (device 0x744c)" in text.stdout
 
@@ -101,16 +103,15 @@ def test_a_platform_whose_wheel_catalog_names_no_rocm_build_says_so() -> None:
     assert amd == "AMD gfx1100: unused by this answer: the wheel catalog names no ROCm build for this platform"
 
 
-def test_an_intel_arc_is_read_from_its_drm_card_and_its_connector_is_not_a_card() -> None:
+def test_an_intel_arc_is_read_from_its_drm_card_and_gets_the_xpu_wheel_with_its_aot_code() -> None:
+    """The Arc B580 (device 0xe20b, BMG: tests/fixtures/sysfs/arc-b580/SOURCE.md): the xpu wheel, whose AOT targets
+    name bmg; its connector is not a card."""
     (found,) = read_other_gpus(str(SYSFS / "arc-b580"))
     assert (found.vendor, found.device_id, found.driver, found.source) == ("intel", "0xe20b", "xe", "DRM card1")
-    _, document = _detect("wheels", "--cpuinfo", HASWELL, sysfs=SYSFS / "arc-b580")
-    assert any(r.startswith("Intel GPU (device 0xe20b, driver xe): unused") for r in document["reasons"])
-    # What would help, as for an AMD GPU: the xpu index the catalog names, whose build verify judges on the GPU
-    # (tests/test_verify_xpu.py).
-    index_url = f"{json.loads(WHEELS_JSON.read_text())['index_root']}/xpu"
-    intel = next(r for r in document["reasons"] if r.startswith("Intel GPU (device 0xe20b"))
-    assert f"one installed from {index_url} is judged on this GPU by `pickvariant verify`" in intel
+    code, document = _detect("wheels", "--cpuinfo", HASWELL, sysfs=SYSFS / "arc-b580")
+    assert code == 0 and document["recommendation"]["variant"] == "xpu"
+    assert "bmg" in document["build"]["gpu_code"]["aot"]
+    assert "Intel GPU (device 0xe20b, driver xe): AOT code for bmg" in document["reasons"]
 
 
 def _card(root: Path, name: str, vendor: str, device: str, pci_class: str) -> None:
@@ -210,17 +211,18 @@ def test_a_plan_reads_them_back_from_each_nodes_detect_line_and_keeps_such_a_nod
     assert refused.exit_code == 2 and "other_gpus" in refused.stderr, refused.stderr
 
 
-def test_the_rocm_builds_pytorch_publishes_are_named_not_judged_only_where_an_amd_gpu_is() -> None:
-    """The wheel catalog keeps PyTorch's ROCm builds as not judged (their gfx lists are not in the facts): a machine
-    with an AMD GPU hears of them, with that reason, and never that pickvariant cannot detect its GPU; one without
-    hears nothing of them."""
-    args = ("--cpuinfo", HASWELL, "--torch", "2.14.1")
+def test_rocm_builds_are_judged_only_where_an_amd_gpu_is_and_a_release_whose_lists_are_unknown_is_named() -> None:
+    """A machine with an AMD GPU has the ROCm builds judged on it, and hears of 2.15.0's, whose ROCm indexes and
+    lists are not known, as not judged; a machine without hears nothing of ROCm."""
+    args = ("--cpuinfo", HASWELL)
     _, amd = _detect("wheels", *args, sysfs=SYSFS / "radeon-rx7900xtx")
     _, plain = _detect("wheels", *args)
-    rocm = [row for row in amd["left_out"] if " rocm" in row]
-    assert rocm and all("gfx targets this build carries is not in pickvariant's facts" in row for row in rocm)
+    assert [row for row in amd["left_out"] if " rocm" in row] == [
+        "torch 2.15.0 rocm: ROCm: its targets are not known (nothing read names 2.15's ROCm indexes or their gfx lists)"
+    ]
+    assert any("rocm" in json.dumps(r) for r in amd["rejected"])
     assert not any(" rocm" in row for row in plain["left_out"])
-    assert not any("does not detect" in row for row in amd["left_out"])
+    assert not any("rocm" in json.dumps(r) for r in plain["rejected"])
 
 
 def test_an_amd_gpu_stated_for_a_mac_is_said_to_change_nothing_there() -> None:
@@ -318,19 +320,20 @@ def test_a_plan_reads_a_target_id_back_and_refuses_features_no_target_id_has(tmp
         assert node["package"] is None and "hardware.other_gpus[0].features" in node["why"], node
 
 
-def test_both_sources_text_answers_say_why_the_amd_gpu_is_unused_and_the_wheels_name_its_index() -> None:
-    """The short text answer, not only the JSON: what the answer does with the machine's GPUs ("no NVIDIA GPU", an
-    AMD GPU unused and why) is said by both sources, as issue 52 asks of sentences about the hardware; the wheels'
-    names the ROCm index a build for it is installed from."""
+def test_both_sources_text_answers_say_what_they_do_with_the_amd_gpu() -> None:
+    """The short text answer, not only the JSON (issue 52 asks it of sentences about the hardware): the recipes say
+    "no NVIDIA GPU" and why the AMD GPU is unused; the wheels recommend a ROCm wheel, on its ROCm release, with the
+    index it is installed from."""
     machine = SYSFS / "radeon-rx7900xtx"
     env = {"PICKVARIANT_SYSFS": str(machine)}
     texts = {
         source: runner.invoke(app, ["detect", "--source", source, "--cpuinfo", HASWELL], env=env).stdout
         for source in ("flox", "wheels")
     }
-    _, index_url = _newest_rocm("linux-x86_64")
-    for source, text in texts.items():
-        why = text.split("\nWhy", 1)[1]
-        assert "  - no NVIDIA GPU: choosing among CPU-only builds\n" in why, (source, text)
-        assert "  - AMD gfx1100 (device 0x744c): unused by this answer: " in why, (source, text)
-    assert index_url in " ".join(texts["wheels"].split()).replace("/ ", "/"), texts["wheels"]
+    why = texts["flox"].split("\nWhy", 1)[1]
+    assert "  - no NVIDIA GPU: choosing among CPU-only builds\n" in why, texts["flox"]
+    assert "  - AMD gfx1100 (device 0x744c): unused by this answer: " in why, texts["flox"]
+    expected = _newest_rocm_for("gfx1100")
+    head = texts["wheels"].split("\nThis machine", 1)[0]
+    assert f"Recommendation: torch {expected['local']}" in head and f"ROCm {expected['variant'][4:]}" in head
+    assert expected["index_url"] in " ".join(head.split()).replace("\\ ", ""), head

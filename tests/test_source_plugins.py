@@ -79,3 +79,69 @@ def test_an_installed_plugin_answers_and_a_broken_one_is_named_while_the_others_
     assert "acme" not in json.loads(wheels.stdout)["recommendation"]["torch"]
     unknown = _pickvariant(site, "detect", "--source", "nosuch", *MACHINE)
     assert unknown.returncode == 2 and "acme" in unknown.stderr and "broken" not in unknown.stderr, unknown.stderr
+
+
+ROCM_PLUGIN = """
+from pickvariant._base.records import keyword_record
+from pickvariant.sources.accelerator import Rocm
+from pickvariant.sources.prebuilt import PrebuiltCatalog, published
+from pickvariant.sources.registry import Source
+
+@keyword_record
+class Photonic:  # GPU code of a family no rule judges
+    targets: tuple[str, ...]
+    family = "photonic"
+
+def _build(index, gpu_code):
+    return published(
+        source="redrock", torch="2.14.1", index=index, platform="linux-x86_64", python=("cp311", "cp312", "cp313"),
+        sass=(), ptx=(), cuda=None, cuda_min_driver=None, gpu_code=gpu_code,
+    )
+
+def _catalog():
+    builds = (
+        _build("rocm7.2", Rocm(stack="7.2", targets=("gfx942", "gfx1100"))),
+        _build("photon1", Photonic(targets=("p1",))),
+        _build("cpu", None),
+    )
+    return PrebuiltCatalog(builds=builds, left_out=(), companions={}, index_root="https://wheels.redrock.example",
+                           facts_compiled="2026-11-20", sources={})
+
+SOURCE = Source(name="redrock", pipeline="builds", builds=_catalog, publisher="Red Rock")
+"""
+
+
+def test_a_rocm_source_plugin_is_judged_by_gfx_target_and_an_unjudged_family_is_left_out_named(tmp_path) -> None:
+    """Issue 71: a stand-in ROCm source, installed: its ROCm build serves an MI300X (gfx942), is never the answer on
+    a machine without an AMD GPU (the CPU build is) nor on one whose target it lacks (gfx1010: exit 3, naming it);
+    its build of a family no rule judges is never chosen, not even as a CPU build, and is named as left out."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "redrock_wheels.py").write_text(ROCM_PLUGIN)
+    info = site / "redrock_wheels-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: redrock-wheels\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pickvariant.sources]\nredrock = redrock_wheels:SOURCE\n")
+    cpu = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--python-version", "3.12"]
+
+    def detect(*gpu: str) -> tuple[int, dict, str]:
+        done = _pickvariant(site, "detect", "--source", "redrock", "--format", "json", *cpu, *gpu)
+        assert done.returncode in (0, 3), done.stderr
+        return done.returncode, json.loads(done.stdout), done.stderr
+
+    code, mi300x, _ = detect("--gpu", "gfx942")
+    assert code == 0 and mi300x["recommendation"]["variant"] == "rocm7.2"
+    code, none, _ = detect("--no-gpu")
+    assert code == 0 and none["recommendation"]["variant"] == "cpu"
+    assert any("photon1" in row and "no rule to judge" in row for row in none["left_out"])
+    code, navi, stderr = detect("--gpu", "gfx1010")
+    assert code == 3 and "gfx1010" in stderr
+    for document in (mi300x, none, navi):
+        assert "photon1" not in json.dumps([document["recommendation"], document["rejected"]])
+
+
+def test_every_family_a_build_may_name_has_one_check() -> None:
+    from pickvariant.rules import families
+    from pickvariant.sources import accelerator
+
+    assert set(families.CHECKS) | {accelerator.CUDA, accelerator.MPS, accelerator.CPU} == accelerator.JUDGED

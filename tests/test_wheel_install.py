@@ -432,11 +432,11 @@ def test_a_torch_the_catalog_cannot_judge_is_named_and_kept_unless_upgrade_is_as
         assert _installed(python, "torch") == chosen["torch"]
 
 
-def test_a_rocm_torch_there_is_named_as_one_and_never_replaced_by_the_cpu_wheel(tmp_path) -> None:
-    """Issue 54: a Radeon RX 7900 XTX (gfx1100, stated) whose environment holds torch 2.12.0+rocm7.1, put there by
-    the real pip. pickvariant chooses no ROCm wheel yet, so its answer is the CPU wheel: detect says the torch there is
-    a ROCm build it does not judge, `install --yes` keeps it, and `--upgrade` is refused, since the CPU-only torch
-    would leave the GPU unused; the torch there is untouched throughout."""
+def test_a_rocm_torch_that_runs_is_kept_and_a_cuda_torch_on_an_amd_gpu_is_replaced_by_the_rocm_wheel(tmp_path) -> None:
+    """Issue 72: a Radeon RX 7900 XTX (gfx1100, stated). Its environment holds torch 2.12.0+rocm7.1, put there by the
+    real pip, whose gfx list has gfx1100: detect says it runs on the GPU, `install --yes` keeps it and `--upgrade`
+    installs the chosen ROCm wheel. A CUDA torch there instead has no code for the GPU: `install --yes` replaces it
+    with the ROCm wheel, no --upgrade needed."""
     amd = ["--gpu", "gfx1100", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
     python_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     detect = _pickvariant(
@@ -444,21 +444,29 @@ def test_a_rocm_torch_there_is_named_as_one_and_never_replaced_by_the_cpu_wheel(
         _env(tmp_path), tmp_path,
     )  # fmt: skip
     chosen = json.loads(detect.stdout)["recommendation"]
-    assert chosen["cuda"] is None  # a CPU build: no ROCm wheel is chosen yet
-    there = "2.12.0+rocm7.1"
-    build_mirror(tmp_path / "mirror", {"rocm7.1": [("torch", there)], chosen["variant"]: [("torch", chosen["torch"])]})
+    assert chosen["variant"].startswith("rocm") and chosen["torch"].endswith(f"+{chosen['variant']}")
+    there, cuda = "2.12.0+rocm7.1", f"{chosen['release']}+cu126"
+    indexes = {
+        "rocm7.1": [("torch", there)],
+        "cu126": [("torch", cuda)],
+        chosen["variant"]: [("torch", chosen["torch"])],
+    }
+    build_mirror(tmp_path / "mirror", indexes)
     python = fresh_venv(tmp_path / "venv")
     with served(tmp_path / "mirror") as url:
         _pip_install(python, there, f"{url}/rocm7.1", tmp_path)
         said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *amd], _env(tmp_path), tmp_path)
         sentence = " ".join(said.stdout.split())
-        assert f"torch {there} in this environment is a ROCm build, which pickvariant does not judge yet" in sentence
+        assert f"torch {there} in this environment runs on every GPU here (AMD gfx1100)" in sentence, said.stdout
         args = ["install", "--source", "wheels", "--python", str(python), "--wheel-index", url, *amd, "--yes"]
         kept = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
-        assert kept.returncode == 0, kept.stderr
-        assert f"kept: torch {there} here is a ROCm build, which pickvariant does not judge yet" in kept.stdout
-        refused = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
-        assert refused.returncode == 2, refused.stderr
-        assert refused.stderr.startswith(f"pickvariant: --upgrade: torch {there} here is a ROCm build")
-        assert "would leave the GPU unused" in refused.stderr and len(refused.stderr.splitlines()) == 1
-        assert _installed(python, "torch") == there
+        assert kept.returncode == 0 and _installed(python, "torch") == there, kept.stderr
+        upgraded = _pickvariant([*args, "--no-verify", "--upgrade"], _env(tmp_path), tmp_path)
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert _installed(python, "torch") == chosen["torch"]
+        _pip_install(python, cuda, f"{url}/cu126", tmp_path)
+        said = _pickvariant(["detect", "--source", "wheels", "--python", str(python), *amd], _env(tmp_path), tmp_path)
+        assert f"torch {cuda} in this environment does not run on this machine's GPUs" in " ".join(said.stdout.split())
+        replaced = _pickvariant([*args, "--no-verify"], _env(tmp_path), tmp_path)
+        assert replaced.returncode == 0, replaced.stderr
+        assert _installed(python, "torch") == chosen["torch"]

@@ -139,14 +139,14 @@ def _against_there(
 
 
 def _not_for_a_cpu_wheel(there: str | None, chosen: Build, already: bool, upgrade: bool) -> None:
-    """A ROCm or XPU torch there is never replaced by a CPU-only wheel, --upgrade or not: its GPU would be left unused,
-    and pickvariant does not choose that stack's wheels yet (issue 54). BadInput, saying how to do it by hand."""
+    """A ROCm or XPU torch there is never replaced by a CPU-only wheel, --upgrade or not: its GPU would be left unused
+    (no build of that stack in the catalog serves a GPU here). BadInput, saying how to do it by hand."""
     stack = other_stack(there) if there is not None else None
-    if stack is None or chosen.cuda is not None or already or not upgrade:
+    if stack is None or chosen.family != "cpu" or already or not upgrade:
         return
     raise BadInput(
         f"--upgrade: torch {there} here is a {stack} build, and the wheel chosen here, {chosen.label}, is CPU-only "
-        f"(pickvariant does not choose {stack} wheels yet): installing it would leave the GPU unused, so it is not "
+        f"(no {stack} wheel of the catalog serves a GPU here): installing it would leave the GPU unused, so it is not "
         f"done; keep torch {there}, or install {chosen.label} yourself if a CPU-only torch is what you want"
     )
 
@@ -179,8 +179,8 @@ def _kept(
     where = "on every GPU here" if gpus else "here"
     if not judged and (stack := other_stack(there)) is not None:
         return (
-            f"torch {there} here is a {stack} build, which pickvariant does not judge yet (`pickvariant verify` probes "
-            "it): kept, nothing to install"
+            f"torch {there} here is a {stack} build the wheel catalog does not hold (`pickvariant verify` probes it): "
+            "kept, nothing to install"
         )
     if not judged:
         return (

@@ -135,6 +135,7 @@ def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
     where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher}'s {visible(build.index)} index"
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
     cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
+    cuda = f", {build.gpu_code.said}" if build.gpu_code is not None else cuda
     lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
     lines += command_lines("  install it: ", install_words(answer), width)
     lines += wrapped(f"or: pickvariant install {answer.source.flag} (plans, asks, installs, verifies)", width, "  ")

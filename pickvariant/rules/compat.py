@@ -23,8 +23,10 @@ from pickvariant._base.records import record, replace
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_driver_version, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules import kernels
+from pickvariant.machine.othergpu import OtherGpu
+from pickvariant.rules import families, kernels
 from pickvariant.rules.wording import compat as wording
+from pickvariant.sources import accelerator
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CpuIsa, CudaLine, GpuArch, Hardware
 from pickvariant.sources.runs_on import Build, of_variant
@@ -227,6 +229,7 @@ GPUS_UNUSED = "gpus_unused"
 NO_GPU = "no_gpu"
 KERNELS = "kernels"
 DRIVER = "driver"
+UNJUDGED = "unjudged"  # GPU code of a family no check is registered for (rules/families.py): never run as a CPU build
 
 
 @record
@@ -238,19 +241,27 @@ class Refusal:
     what: str
     gpu: GpuFacts | None = None
     detail: tuple[str, ...] = ()
+    other: OtherGpu | None = None  # the AMD or Intel GPU its code does not run on (KERNELS)
 
 
-def refusals(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts]) -> tuple[Refusal, ...]:
-    """Every reason `build` does not run on `facts` and `gpus` (the GPUs it must serve); empty where it runs."""
-    return tuple(_found(build, facts, hardware, gpus))
+def refusals(
+    build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts], others: Sequence[OtherGpu] = ()
+) -> tuple[Refusal, ...]:
+    """Every reason `build` does not run on `facts` and `gpus` (the NVIDIA GPUs it must serve; `others`, the AMD and
+    Intel GPUs the source has builds for: rules/families.py); empty where it runs."""
+    return tuple(_found(build, facts, hardware, gpus, others))
 
 
-def first_refusal(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts]) -> Refusal | None:
+def first_refusal(
+    build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts], others: Sequence[OtherGpu] = ()
+) -> Refusal | None:
     """The first reason `build` does not run here, None where it runs: the rest are not looked for."""
-    return next(_found(build, facts, hardware, gpus), None)
+    return next(_found(build, facts, hardware, gpus, others), None)
 
 
-def _found(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts]) -> Iterator[Refusal]:
+def _found(
+    build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[GpuFacts], others: Sequence[OtherGpu]
+) -> Iterator[Refusal]:
     wrong_platform = (build.os, build.arch) != (facts.os, facts.arch)
     if wrong_platform:
         yield Refusal(what=PLATFORM)
@@ -258,11 +269,15 @@ def _found(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[Gp
         missing = missing_flags(hardware.isas[build.cpu_isa].requires, facts.cpu.flags)
         if missing:
             yield Refusal(what=CPU_FLAGS, detail=tuple(missing))
-    if build.os == "darwin":
+    family = build.family
+    if family == accelerator.MPS:
         return
-    if build.cuda is None:
-        if gpus:
+    if family == accelerator.CPU:
+        if gpus or others:
             yield Refusal(what=GPUS_UNUSED)
+        return
+    if family != accelerator.CUDA:
+        yield from _other_family(build, others)
         return
     if not gpus:
         yield Refusal(what=NO_GPU)
@@ -271,10 +286,26 @@ def _found(build: Build, facts: HostFacts, hardware: Hardware, gpus: Sequence[Gp
         why = _kernels_verdict(hardware, build.sass, build.ptx, gpu.compute_capability, build.cuda)
         if why is not None:
             yield Refusal(what=KERNELS, gpu=gpu, detail=why)
-    if build.cuda_min_driver is not None:
+    if build.cuda is not None and build.cuda_min_driver is not None:
         why_driver = driver_refusal(facts.driver, build.cuda, build.cuda_min_driver, gpus, hardware)
         if why_driver is not None:
             yield Refusal(what=DRIVER, detail=(why_driver,))
+
+
+def _other_family(build: Build, others: Sequence[OtherGpu]) -> Iterator[Refusal]:
+    """A ROCm or XPU build (rules/families.py): on each of its vendor's GPUs to serve, its code runs or not."""
+    code = build.gpu_code
+    if code is None or not families.judged(code.family):
+        yield Refusal(what=UNJUDGED)
+        return
+    mine = [gpu for gpu in others if gpu.vendor == accelerator.VENDOR[code.family]]
+    if not mine:
+        yield Refusal(what=NO_GPU)
+        return
+    for gpu in mine:
+        why, _ = families.runs(code, gpu)
+        if why is not None:
+            yield Refusal(what=KERNELS, other=gpu, detail=(why,))
 
 
 def kernels_run(

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import compat
+from pickvariant.rules.wording import families as families_said
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.prebuilt import other_stack
@@ -32,6 +34,7 @@ def installed_finding(
     hardware: Hardware,
     chosen: Build | None,
     facts: HostFacts,
+    others: Sequence[OtherGpu] = (),
 ) -> tuple[str | None, str, str]:
     """(the installed torch's version, whether it runs on every GPU here: yes, no, unknown or none, the sentence).
     It runs where its kernels run on every GPU and the driver runs its CUDA line: the rules every wheel is held to."""
@@ -46,15 +49,19 @@ def installed_finding(
     shown = local if build.label == local else said.pypi_build(local, build.label)
     if chosen is not None and build == chosen:
         return local, "yes", said.installed_is_chosen(shown)
-    if not gpus:
+    if not gpus and not others:
         return local, "yes", said.installed_no_gpus(shown)
-    found = compat.first_refusal(build, facts, hardware, gpus)
+    found = compat.first_refusal(build, facts, hardware, gpus, others)
     if found is not None and found.what == compat.GPUS_UNUSED:
         return local, "no", said.installed_cpu_only(shown)
+    if (found is not None and found.what in (compat.NO_GPU, compat.UNJUDGED)) or (found and found.other is not None):
+        return local, "no", families_said.installed_misses(shown, found.detail)
     if found is not None and found.what == compat.KERNELS:
         assert found.gpu is not None
         return local, "no", said.installed_lacks(shown, found.gpu.index, found.gpu.compute_capability)
     if found is not None:
         return local, "no", said.installed_undriven(shown, found.detail[0])
-    served = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus)
+    served = ", ".join(
+        [*(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in gpus), *(gpu.described for gpu in others)]
+    )
     return local, "yes", said.installed_covers(shown, served)

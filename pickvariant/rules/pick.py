@@ -28,6 +28,7 @@ TYPE_CHECKING = False  # typing stays off detect's path
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
+    from pickvariant.machine.othergpu import OtherGpu
     from pickvariant.rules.decision import Decision
     from pickvariant.rules.stages import Machine
     from pickvariant.sources.hardware import Hardware
@@ -47,8 +48,11 @@ if TYPE_CHECKING:
         def platform(self, facts: HostFacts, options: Request) -> Decision[Any, Any] | tuple[str, str]:
             """Its sentences for the platform it has builds for and for Apple's MPS, or the answer where it has none."""
 
-        def other_gpu(self, described: str, vendor: str) -> str:
+        def other_gpu(self, gpu: OtherGpu) -> str:
             """What the answer says of an AMD or Intel GPU (the machine stage's words are every source's)."""
+
+        def serves(self, gpu: OtherGpu) -> bool:
+            """Whether its builds are judged on that AMD or Intel GPU (rules/families.py): one must serve it."""
 
         def stopped(self, seen: Machine) -> Decision[Any, Any]:
             """The answer where NVML could not say whether there are GPUs: what the machine stage found, its hint."""
@@ -77,7 +81,7 @@ def pick(facts: HostFacts, walk: Walk, options: Request, with_hints: bool = True
     platform = walk.platform(facts, options)
     if not isinstance(platform, tuple):
         return platform
-    seen = stages.machine(facts, options, walk.hardware, platform, walk.other_gpu)
+    seen = stages.machine(facts, options, walk.hardware, platform, walk.other_gpu, walk.serves)
     if seen.hints:  # NVML could not say whether there are GPUs: no build can be chosen
         return walk.stopped(seen)
     walked = walk.walk(facts, options, seen, driver_said)

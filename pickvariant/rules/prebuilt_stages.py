@@ -16,6 +16,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import compat, ranking, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.sources.hardware import Hardware
@@ -74,6 +75,7 @@ def judge(
     options: Request,
     gpus: tuple[GpuFacts, ...],
     python_tag: str | None,
+    others: tuple[OtherGpu, ...] = (),
 ) -> Rejection | None:
     """The first reason `build` cannot be the answer here, typed; None where it runs. Past the pins and the Python
     tag, what runs here is the one predicate's (rules/compat.py) finding."""
@@ -98,16 +100,23 @@ def judge(
         return rejection(
             Kind.NOT_BUILT, "wheel_variant", subject, cause="python_tag", example=example, tag=python_tag, tags=tags
         )
-    found = compat.first_refusal(build, facts, hardware, gpus)
-    return None if found is None else _refused(build, found)
+    found = compat.first_refusal(build, facts, hardware, gpus, others)
+    return None if found is None else _refused(build, found, others)
 
 
-def _refused(build: Build, found: compat.Refusal) -> Rejection:
+def _refused(build: Build, found: compat.Refusal, others: tuple[OtherGpu, ...]) -> Rejection:
     subject, example = build.index, build.label
     if found.what == compat.NO_GPU:
-        return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="no_gpu", example=example)
+        cause = f"no_gpu_{build.family}" if build.family != "cuda" else "no_gpu_served" if others else "no_gpu"
+        return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause=cause, example=example)
     if found.what == compat.GPUS_UNUSED:
         return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="gpus_unused", example=example)
+    if found.what == compat.UNJUDGED:
+        return rejection(Kind.NOT_BUILT, "wheel_variant", subject, cause="unjudged", example=example)
+    if found.what == compat.KERNELS and found.other is not None:
+        return rejection(
+            Kind.NO_KERNELS, "wheel_variant", subject, cause="wheel_other", example=example, refusal=found.detail[0]
+        )
     if found.what == compat.KERNELS:
         assert found.gpu is not None
         return rejection(
@@ -175,6 +184,16 @@ def _variant_lost(
         if best.torch != chosen.torch:
             return rejection(
                 Kind.RANKED_LOWER, "wheel_variant", variant, cause="wheel_torch", example=best.label, torch=best.torch
+            )
+        if best.gpu_code is not None and chosen.gpu_code is not None:
+            return rejection(
+                Kind.RANKED_LOWER,
+                "wheel_variant",
+                variant,
+                cause="wheel_stack",
+                example=best.label,
+                stack=best.gpu_code.said,
+                preferred=chosen.gpu_code.said,
             )
         return rejection(
             Kind.RANKED_LOWER,

@@ -11,7 +11,7 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
@@ -20,8 +20,9 @@ from pickvariant._base.versions import cpython_tag, version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules import compat, stages, wording
-from pickvariant.rules.decision import Decision, Kind, PrebuiltDecision, Rejection
+from pickvariant.machine.othergpu import OtherGpu
+from pickvariant.rules import compat, families, stages, wording
+from pickvariant.rules.decision import Decision, PrebuiltDecision, Rejection
 from pickvariant.rules.installed import installed_finding
 from pickvariant.rules.pick import pick
 from pickvariant.rules.prebuilt_companions import (
@@ -31,7 +32,9 @@ from pickvariant.rules.prebuilt_companions import (
     short_of_python,
     with_companions,
 )
+from pickvariant.rules.prebuilt_nearest import nearest_refused, older_than_the_catalog
 from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
+from pickvariant.rules.wording import families as families_said
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.prebuilt import OTHER_STACKS, PLATFORMS, PairedRelease, PrebuiltCatalog
@@ -47,7 +50,6 @@ if TYPE_CHECKING:
 _OTHER_VENDOR_PREFIXES = {vendor: prefix for vendor, (prefix, _) in OTHER_STACKS.items()}
 _PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}t?")  # 3.13t: a free-threaded CPython (cp313t)
 # The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
-_NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
 
 
 @keyword_record
@@ -64,6 +66,7 @@ class Walked:
     verdicts: dict[Build, Rejection | None]
     candidates: tuple[Build, ...]
     reasons: tuple[str, ...]
+    others: tuple[OtherGpu, ...] = ()  # the AMD and Intel GPUs to serve (rules/families.py)
 
 
 # The companion stage's finding: the releases paired with the build chosen, and the builds passed over for lack of a
@@ -100,9 +103,18 @@ class PrebuiltWalk:
         assert platform is not None
         return said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), said.mps_wheel()
 
-    def other_gpu(self, described: str, vendor: str) -> str:
-        """An AMD or Intel GPU: the newest builds of its stack this platform's catalog names (left out, not judged),
-        where it names any, and the index the newest is installed from."""
+    def serves(self, gpu: OtherGpu) -> bool:
+        return families.serves(gpu, {build.family for build in self.builds})
+
+    def other_gpu(self, gpu: OtherGpu) -> str:
+        """An AMD or Intel GPU: judged against this platform's builds of its stack where there are any (one it cannot
+        serve is said so), else the newest builds of its stack the catalog names (left out, not judged), and the
+        index the newest is installed from."""
+        described, vendor = gpu.described, gpu.vendor
+        if self.serves(gpu):
+            return families_said.judged_on(described, OTHER_STACKS[vendor][1])
+        if vendor == "intel" and self._has("xpu"):  # XPU builds here, but not for that device
+            return families_said.not_named(described)
         platform = self.platform_name or ""
         prefix = _OTHER_VENDOR_PREFIXES[vendor]
         rows = [row for row in self.wheels.left_out_for(platform) if row.variant.startswith(prefix)]
@@ -115,16 +127,19 @@ class PrebuiltWalk:
         published = f"torch {newest} " + " and ".join(variants)
         return wording.other_gpu(described, vendor, published, f"{self.index_root}/{index}")
 
+    def _has(self, family: str) -> bool:
+        return any(build.family == family for build in self.builds)
+
     def stopped(self, seen: Machine) -> PrebuiltDecision:
         return Decision(platform=self.platform_name, reasons=seen.reasons, hints=seen.hints)
 
     def walk(self, facts: HostFacts, options: Request, seen: Machine, driver_said: tuple[str, ...]) -> Walked:
-        platform, builds = self.platform_name, self.builds
+        platform, builds = self.platform_name, families.for_machine(self.builds, seen.others)
         assert platform is not None
         check_pins(options, builds, self.wheels)
         gpus = seen.gpus
         tag, version, python_said = _python(options, self.environment)
-        verdicts = {build: judge(build, facts, self.hardware, options, gpus, tag) for build in builds}
+        verdicts = {build: judge(build, facts, self.hardware, options, gpus, tag, seen.others) for build in builds}
         candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), self.pypi_first)
         assumed = (wording.DRIVER_ASSUMED,) if gpus and facts.driver_assumed else ()
         reasons = (*seen.reasons, *assumed, *driver_said, *python_said, *said.refreshed(self.wheels.refreshed))
@@ -137,6 +152,7 @@ class PrebuiltWalk:
             verdicts=verdicts,
             candidates=tuple(candidates),
             reasons=reasons,
+            others=seen.others,
         )
 
     def companions(self, facts: HostFacts, options: Request, walked: Walked) -> tuple[Build | None, Paired]:
@@ -169,7 +185,8 @@ class PrebuiltWalk:
         told = None if again is None else with_driver
         decision = _nothing_fits(decision, facts, hardware, wheels, walked.reasons, verdicts, found[1], told)
         lacking = lacking_python(found[1], wheels, walked.python_tag)
-        decision = replace(decision, reasons=(*decision.reasons, *lacking))
+        without = families.without_code(walked.builds, walked.others)
+        decision = replace(decision, reasons=(*decision.reasons, *lacking, *without))
         dropped = unpinned()
         if dropped is not None and dropped[1].build is not None:  # the pin is what left none: said first
             hint = said.without_pins(dropped[0], dropped[1].build.label)
@@ -181,10 +198,18 @@ class PrebuiltWalk:
     ) -> PrebuiltDecision:
         decision = self._decision(facts, walked, build, found[1])
         root = None if self.pypi_first and build.default_index else self.index_root  # None: PyPI's, from PyPI
-        decision = _chosen(decision, facts, self.hardware, self.wheels, options, walked.reasons, build, found[0], root)
+        found_so_far = (*walked.reasons, *families.chosen_reasons(build, walked.others))
+        decision = _chosen(decision, facts, self.hardware, self.wheels, options, found_so_far, build, found[0], root)
         decision = limited_by_companions(decision, build, found[1])
         lacking = lacking_python(found[1], self.wheels, walked.python_tag)
-        return replace(decision, reasons=(*decision.reasons, *lacking))
+        return replace(
+            decision,
+            reasons=(
+                *decision.reasons,
+                *lacking,
+                *families.per_vendor(facts, walked.gpus, walked.others, build, again),
+            ),
+        )
 
     def _decision(
         self, facts: HostFacts, walked: Walked, chosen: Build | None, passed_over: dict[Build, tuple[str, ...]]
@@ -208,7 +233,7 @@ class PrebuiltWalk:
                 short_of_python(passed_over, self.wheels, walked.python_tag),
             ),
         )
-        return _with_installed(decision, self.environment, walked.builds, hardware, chosen, facts)
+        return _with_installed(decision, self.environment, (self.builds, walked.others), hardware, chosen, facts)
 
 
 def pick_prebuilt(
@@ -249,14 +274,15 @@ def _python(options: Request, environment: PythonEnvironment | None) -> tuple[st
 def _with_installed(
     decision: PrebuiltDecision,
     environment: PythonEnvironment | None,
-    builds: tuple[Build, ...],
+    judged_by: tuple[tuple[Build, ...], tuple[OtherGpu, ...]],
     hardware: Hardware,
     chosen: Build | None,
     facts: HostFacts,
 ) -> PrebuiltDecision:
     if environment is None:
         return decision
-    version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen, facts)
+    builds, others = judged_by  # every build of the platform (a ROCm torch is one on any machine), the GPUs to serve
+    version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen, facts, others)
     return replace(decision, installed=version, installed_fits=fits, installed_said=sentence)
 
 
@@ -280,7 +306,8 @@ def _chosen(
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
     needed = said.driver_needed(floor, chosen.cuda, tegra) if chosen.cuda else None
     decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed)
-    reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned)]
+    stack = None if chosen.gpu_code is None else chosen.gpu_code.said
+    reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned, stack)]
     if decision.python_tag is None:
         newest = set_python(chosen, pairs)
         reasons.append(said.python_unstated(newest, tuple(f"{p.project} {p.version}" for p in pairs)))
@@ -308,6 +335,8 @@ def _chosen(
 
 
 def _coverage_reasons(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
+    if build.family != "cuda":
+        return []  # a ROCm or XPU build's are rules/families.py's; the NVIDIA GPUs it leaves, _per_vendor's
     found = []
     for gpu in dict.fromkeys(gpus):
         how = compat.kernels_run(build, gpu.compute_capability, hardware)  # the one kernel rule
@@ -353,38 +382,12 @@ def _nothing_fits(
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
     left_out = _left_out_newer(wheels, decision.platform or "", None, facts)
     reasons += [said.left_out_newer(left_out)] if left_out else []
-    reasons += _older_than_the_catalog(facts, verdicts)
+    reasons += older_than_the_catalog(facts, verdicts)
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         reasons.append(decision.installed_said)
     hints = () if again is None else hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver, again)
-    nearest = _nearest(decision.rejected, verdicts)
+    nearest = nearest_refused(decision.rejected, verdicts)
     if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
         reasons.append(said.nothing_fits(wording.choice(nearest), wording.why(nearest)))
     return replace(decision, reasons=tuple(dict.fromkeys(reasons)), hints=hints)
-
-
-def _older_than_the_catalog(facts: HostFacts, verdicts: dict[Build, Rejection | None]) -> list[str]:
-    """Where the driver is older than every CUDA line the catalog holds: the releases before its first (built for
-    older CUDA lines) are outside it, not judged, and this is said rather than left unsaid."""
-    floors = [build.cuda_min_driver for build in verdicts if build.cuda_min_driver is not None]
-    driver = facts.driver.version if facts.driver is not None else None
-    if driver is None or not floors or not driver < min(floors):
-        return []
-    first = min((build.torch for build in verdicts), key=version_key)
-    return [said.older_than_the_catalog(str(driver), first, str(min(floors)))]
-
-
-def _nearest(rejected: Iterable[Rejection], verdicts: dict[Build, Rejection | None]) -> Rejection | None:
-    """The index a person is nearest to: by the kind of what refused it (_NEAREST_KINDS), and among those a driver
-    refused, the one needing the oldest driver (the smallest update; issue 53), newest first among equals."""
-    floors = {
-        id(r): b.cuda_min_driver.parts for b, r in verdicts.items() if r is not None and b.cuda_min_driver is not None
-    }
-    for kind in _NEAREST_KINDS:
-        found = [r for r in rejected if r.kind == kind and r.subject[0] == "wheel_variant"]
-        if found and kind == Kind.DRIVER:
-            return min(found, key=lambda r: floors.get(id(r), (10**9,)))
-        if found:
-            return found[0]
-    return None

@@ -4,7 +4,8 @@
 2. where a source of prebuilt builds is asked with no index named, the build an installer gets with no index
    named (PyPI's own torch) before the release's other builds: the simplest command that serves;
 3. the newest CUDA line (a build without CUDA after every CUDA build: the candidates are never both, since a GPU to
-   serve refuses a CPU build and no GPU refuses a CUDA one);
+   serve refuses a CPU build and no GPU refuses a CUDA one); then ROCm builds on the newest ROCm release, XPU builds,
+   and builds with no GPU code last;
 4. the preferred Python, for a build of one Python (a prebuilt build carries many tags, one of which is chosen apart);
 5. the highest GPU architecture it carries machine code (SASS) for;
 6. the CPU instruction set the workload ranks first (a build that requires none: ATen dispatches at run time);
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping
 
 from pickvariant._base.records import keyword_record
 from pickvariant._base.versions import version_key
+from pickvariant.sources.accelerator import Rocm
 from pickvariant.sources.runs_on import Build
 
 
@@ -47,12 +49,23 @@ def key(build: Build, order: Order) -> tuple[object, ...]:
     return (
         _newest_first(build.torch),
         order.default_index_first and not build.default_index,
-        (0, _newest_first(build.cuda)) if build.cuda else (1, ()),
+        _line(build),
         python if len(build.python) == 1 else 0,
         (-highest.major, -highest.minor) if highest is not None else (0, 0),
         (order.isas or {}).get(build.cpu_isa or "", 0),
         build.label,
     )
+
+
+def _line(build: Build) -> tuple[int, tuple[int, ...]]:
+    """CUDA builds first, on the newest line; then ROCm builds on the newest ROCm release, XPU builds, and builds
+    with no GPU code last (candidates of two families meet only on a machine with GPUs of two vendors)."""
+    if build.cuda:
+        return 0, _newest_first(build.cuda)
+    code = build.gpu_code
+    if code is not None:
+        return (1, _newest_first(code.stack)) if isinstance(code, Rocm) else (2, ())
+    return 3, ()
 
 
 def ranked(builds: Iterable[Build], order: Order) -> list[Build]:

@@ -23,6 +23,7 @@ from pickvariant._base.records import replace
 from pickvariant._base.request import Request
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
+from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import alternatives, compat, stages, wording
 from pickvariant.rules.decision import Decision, RecipeDecision, SetRefusal, dedupe
 from pickvariant.rules.wording import recipes as recipe_wording
@@ -52,8 +53,11 @@ class RecipeWalk:
             return Decision(reasons=(wording.unsupported_platform(facts.os, facts.arch, catalog.built_for),))
         return wording.platform_has_builds(facts.os, facts.arch, system), wording.APPLE_MPS
 
-    def other_gpu(self, described: str, vendor: str) -> str:
-        return recipe_wording.other_gpu_no_recipe(described, vendor)
+    def other_gpu(self, gpu: OtherGpu) -> str:
+        return recipe_wording.other_gpu_no_recipe(gpu.described, gpu.vendor)
+
+    def serves(self, gpu: OtherGpu) -> bool:
+        return False  # no recipe is built for an AMD or Intel GPU
 
     def stopped(self, seen: Machine) -> RecipeDecision:
         return Decision(reasons=seen.reasons, hints=seen.hints)

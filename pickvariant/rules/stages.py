@@ -18,6 +18,7 @@ from pickvariant._base.request import Request
 from pickvariant._base.versions import cpython_tag, release_matches, version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts, cuda_visible_count
+from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import ranking, wording
 from pickvariant.rules.compat import (
     TEGRA_DRIVER_RULE,
@@ -58,6 +59,8 @@ class Machine:
     gpus: tuple[GpuFacts, ...]
     reasons: tuple[str, ...]
     hints: tuple[str, ...] = ()
+    # The AMD and Intel GPUs a build must serve: those the source has builds for (rules/families.py).
+    others: tuple[OtherGpu, ...] = ()
 
 
 def machine(
@@ -65,7 +68,8 @@ def machine(
     options: Request,
     hardware: Hardware,
     said: tuple[str, str],
-    other_gpu: Callable[[str, str], str],
+    other_gpu: Callable[[OtherGpu], str],
+    serves: Callable[[OtherGpu], bool] = lambda gpu: False,
 ) -> Machine:
     """The platform and GPU stage of every source, in one order: the platform, Apple's MPS or the GPUs to serve
     (every one, or the one --gpu-index names), what every answer says of them. `said`: the source's own sentences for
@@ -76,19 +80,22 @@ def machine(
     if facts.gpu_inconclusive:
         return Machine(gpus=(), reasons=(platform, wording.GPU_INCONCLUSIVE), hints=(wording.GPU_INCONCLUSIVE_HINT,))
     gpus = targets(facts, options)
-    return Machine(gpus=gpus, reasons=(platform, *hardware_reasons(facts, hardware, gpus, other_gpu)))
+    others = tuple(gpu for gpu in facts.other_gpus if serves(gpu))
+    reasons = (platform, *hardware_reasons(facts, hardware, gpus, other_gpu, bool(others)))
+    return Machine(gpus=gpus, reasons=reasons, others=others)
 
 
 def hardware_reasons(
     facts: HostFacts,
     hardware: Hardware,
     gpus: tuple[GpuFacts, ...],
-    other_gpu: Callable[[str, str], str],
+    other_gpu: Callable[[OtherGpu], str],
+    others_served: bool = False,
 ) -> tuple[str, ...]:
     """What every source says of this machine's GPUs, in the same words: each GPU to be served, none, the GPUs
-    CUDA_VISIBLE_DEVICES hides; on macOS, that stated NVIDIA GPUs change nothing. An AMD or Intel GPU is unused by
-    every answer; why is the source's to say (`other_gpu`: a catalog of recipes has no build for one, a source of
-    prebuilt builds has builds pickvariant does not judge yet)."""
+    CUDA_VISIBLE_DEVICES hides; on macOS, that stated NVIDIA GPUs change nothing. What an AMD or Intel GPU gets is the
+    source's to say (`other_gpu`: a catalog of recipes has no build for one; a source of prebuilt builds judges its
+    ROCm or XPU builds on it, or has none); `others_served`: a build must serve one."""
     if facts.os == "darwin":
         return (
             *((wording.NVIDIA_ON_MACOS,) if facts.gpus else ()),
@@ -98,9 +105,9 @@ def hardware_reasons(
         wording.gpu_reason(gpu.index, gpu.name, gpu.compute_capability, hardware.is_tegra(gpu.compute_capability))
         for gpu in gpus
     ]
-    if not gpus:
+    if not gpus and not others_served:
         found.append(wording.NO_NVIDIA_GPU if facts.other_gpus else wording.NO_GPU)
-    found += [other_gpu(gpu.described, gpu.vendor) for gpu in facts.other_gpus]
+    found += [other_gpu(gpu) for gpu in facts.other_gpus]
     # A build that covers every GPU stays right when a job is given other GPUs later,
     # so the variable is explained, not obeyed.
     value = facts.cuda_visible_devices

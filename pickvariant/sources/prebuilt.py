@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from pickvariant._base.records import keyword_record
 from pickvariant._base.versions import ComputeCapability, DriverVersion
+from pickvariant.sources.accelerator import JUDGED, GpuCode
 from pickvariant.sources.runs_on import Build
 
 # The platforms a prebuilt catalog names, by the (os, arch) pickvariant's machine facts report.
@@ -45,6 +46,7 @@ def published(
     default_index: bool = False,
     sources: tuple[str, ...] = (),
     note: str = "",
+    gpu_code: GpuCode | None = None,
 ) -> Build:
     """A build published on `index` for `platform` (one of PLATFORMS' values; ValueError for another), labelled as
     `torch.__version__` says it: "2.14.1+cu126" ("2.14.1" on macOS). A prebuilt build requires no instruction set:
@@ -70,6 +72,7 @@ def published(
         ptx_known=ptx_known,
         sources=sources,
         note=note,
+        gpu_code=gpu_code,
     )
 
 
@@ -131,3 +134,31 @@ class PrebuiltCatalog:
 
     def companion(self, torch: str, project: str) -> PairedRelease | None:
         return self.companions.get(torch, {}).get(project)
+
+
+def judged_only(catalog: PrebuiltCatalog) -> PrebuiltCatalog:
+    """The catalog with each build whose GPU code is of a family the rules cannot judge (sources/accelerator.py)
+    moved to its rows left out, named: such a build is never answered, least of all as a CPU build."""
+    unjudged = [build for build in catalog.builds if _family(build) not in JUDGED]
+    if not unjudged:
+        return catalog
+    from pickvariant._base.records import replace
+
+    rows = tuple(
+        LeftOut(
+            torch=build.torch,
+            variant=build.index,
+            platform=build.platform,
+            why=f"its GPU code is of the family {_family(build)!r}, which pickvariant has no rule to judge",
+        )
+        for build in unjudged
+    )
+    kept = tuple(build for build in catalog.builds if build not in unjudged)
+    return replace(catalog, builds=kept, left_out=(*catalog.left_out, *rows))
+
+
+def _family(build: Build) -> str:
+    try:
+        return str(build.family)
+    except AttributeError:  # a plug-in's record that names no family
+        return "unnamed"

@@ -104,8 +104,9 @@ class Source:
         if self.builds is None:
             raise BadInput(f"{self.flag}: a source of recipes has no catalog of prebuilt builds")
         from pickvariant._base.records import replace
+        from pickvariant.sources.prebuilt import judged_only
 
-        return replace(self.builds(), publisher=self.publisher)
+        return judged_only(replace(self.builds(), publisher=self.publisher))
 
 
 def register(source: Source) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pickvariant._base.records import keyword_record
 from pickvariant._base.versions import ComputeCapability, DriverVersion, cpython_tag
+from pickvariant.sources import accelerator
+from pickvariant.sources.accelerator import GpuCode
 
 TYPE_CHECKING = False  # typing stays off detect's path
 if TYPE_CHECKING:
@@ -48,6 +50,17 @@ class Build:
     ptx_known: bool = True
     sources: tuple[str, ...] = ()
     note: str = ""
+    # Code for a GPU of another family than NVIDIA's (sources/accelerator.py): AMD's gfx targets, Intel's devices.
+    gpu_code: GpuCode | None = None
+
+    @property
+    def family(self) -> str:
+        """The family of GPU its code is for (sources/accelerator.py): "cuda", "rocm", "xpu", "mps" or "cpu"."""
+        if self.cuda is not None:
+            return accelerator.CUDA
+        if self.gpu_code is not None:
+            return self.gpu_code.family
+        return accelerator.MPS if self.os == "darwin" else accelerator.CPU
 
     def as_json(self) -> dict[str, Any]:
         """The same keys for every source (detect's `build`)."""
@@ -63,6 +76,7 @@ class Build:
             "ptx": [str(capability) for capability in self.ptx],
             "cuda": self.cuda,
             "cuda_min_driver": None if self.cuda_min_driver is None else str(self.cuda_min_driver),
+            **({"gpu_code": self.gpu_code.as_json()} if self.gpu_code is not None else {}),
         }
 
 

@@ -127,6 +127,8 @@ _WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
     # A source of prebuilt builds' (rules/prebuilt_stages.py)
     (Kind.NO_KERNELS, "wheel"): _wheel_no_kernels,
     (Kind.DRIVER, "wheel"): "{example}: {refusal}",
+    (Kind.NO_KERNELS, "wheel_other"): "{example} has {refusal}",
+    (Kind.NOT_BUILT, "unjudged"): "{example} carries GPU code of a kind pickvariant cannot judge, so it is not chosen",
     (Kind.PINNED_OUT, "wheel_torch"): "{example}: not the pinned --torch {pin}",
     (Kind.PINNED_OUT, "wheel_cuda"): "{example}: {shipped}, not the pinned --cuda {pin}",
     (Kind.NOT_BUILT, "python_tag"): "{example} has no wheel for {tag} (it has {tags})",
@@ -134,10 +136,14 @@ _WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
         Kind.NOT_BUILT,
         "no_gpu",
     ): "{example} is a CUDA build and this machine has no NVIDIA GPU (the cpu wheel serves it)",
+    (Kind.NOT_BUILT, "no_gpu_served"): "{example} is a CUDA build and this machine has no NVIDIA GPU",
+    (Kind.NOT_BUILT, "no_gpu_rocm"): "{example} is a ROCm build and this machine has no AMD GPU",
+    (Kind.NOT_BUILT, "no_gpu_xpu"): "{example} is an XPU build and this machine has no Intel GPU the XPU builds serve",
     (Kind.NOT_BUILT, "gpus_unused"): "{example} is CPU-only and would leave this machine's GPUs unused",
     (Kind.NOT_BUILT, "release"): "none of its wheels fits here: {refusals}",
     (Kind.RANKED_LOWER, "wheel_torch"): "fits ({example}), but ships the older PyTorch {torch}",
     (Kind.RANKED_LOWER, "wheel_cuda"): "fits ({example}), but CUDA {cuda} is older than the chosen CUDA {preferred}",
+    (Kind.RANKED_LOWER, "wheel_stack"): "fits ({example}), but {stack} is older than the chosen {preferred}",
     (Kind.RANKED_LOWER, "wheel_pypi"): "fits ({example}), the same torch and CUDA line on another index",
     (
         Kind.NO_SET,
@@ -193,8 +199,8 @@ def other_gpu(described: str, vendor: str, published: str | None, index_url: str
     what = "which gfx targets those builds carry" if vendor == "amd" else "which Intel GPUs those builds run on"
     said = (
         f"{described}: unused by this answer: the wheel catalog names {stack} builds for this platform (the newest: "
-        f"{published}; every one under --explain and in the JSON's left_out), but pickvariant does not yet judge "
-        f"{what}, so it chooses none of them"
+        f"{published}; every one under --explain and in the JSON's left_out), but {what} is not known, so it "
+        f"chooses none of them"
     )
     if index_url is None:
         return said

@@ -70,9 +70,14 @@ def newest_paired(projects: tuple[str, ...]) -> str:
     return f"the newest torch with a release of {', '.join(projects)} paired and a wheel that"
 
 
-def chosen(local: str, index_url: str | None, cuda: str | None, needed: str | None, pinned: bool) -> str:
+def chosen(
+    local: str, index_url: str | None, cuda: str | None, needed: str | None, pinned: bool, stack: str | None = None
+) -> str:
+    """`stack`: the ROCm or XPU stack a build for an AMD or Intel GPU is on ("ROCm 7.2")."""
     order = "the pins leave" if pinned else "runs here"
     where = f"torch {local} from {index_url}" if index_url is not None else pypi_build_named(local)
+    if stack is not None:
+        return f"{where}: {NEWEST} {order}, {stack}"
     if cuda is None:
         return f"{where}: {NEWEST} {order} (a CPU build)"
     line = f"CUDA {cuda} ({needed})"
@@ -206,7 +211,7 @@ def installed_unknown(local: str) -> str:
 
 def installed_other_stack(local: str, stack: str) -> str:
     return (
-        f"torch {local} in this environment is a {stack} build, which pickvariant does not judge yet: whether its "
+        f"torch {local} in this environment is a {stack} build the wheel catalog does not hold: whether its "
         f"kernels run on this GPU is not known here (`pickvariant verify` probes it)"
     )
 

@@ -16,6 +16,7 @@ from pickvariant._base import strictjson
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant.sources.accelerator import GpuCode, Rocm, Xpu
 from pickvariant.sources.prebuilt import LeftOut, PairedRelease, PrebuiltCatalog, published
 from pickvariant.sources.runs_on import Build
 from pickvariant.sources.wheels.facts import (
@@ -101,7 +102,21 @@ def _build(row: Mapping[str, Any]) -> Build:
         default_index=bool(row["pypi"]),
         sources=tuple(row["sources"]),
         note=str(row["note"]),
+        gpu_code=_gpu_code(row.get("gpu_code"), row["variant"]),
     )
+
+
+def _gpu_code(code: Mapping[str, Any] | None, variant: str) -> GpuCode | None:
+    """A ROCm or XPU build's targets; ValueError for a family the rules have no check for (never read as a CPU
+    build)."""
+    if code is None:
+        return None
+    targets, inferred = tuple(str(target) for target in code["targets"]), str(code["inferred"])
+    if code["family"] == "rocm" and variant.startswith("rocm"):
+        return Rocm(stack=variant.removeprefix("rocm"), targets=targets, inferred=inferred)
+    if code["family"] == "xpu" and variant == "xpu":
+        return Xpu(aot=targets, inferred=inferred)
+    raise ValueError(f"build {variant}: GPU code of family {code['family']!r}, which no rule judges")
 
 
 def _paired(projects: Mapping[str, Any]) -> Mapping[str, PairedRelease | None]:
