@@ -175,13 +175,16 @@ def test_the_tests_read_no_sysfs_but_their_own() -> None:
     assert os.environ["PICKVARIANT_SYSFS"] and read_other_gpus(os.environ["PICKVARIANT_SYSFS"]) == ()
 
 
-def test_report_carries_them_for_a_support_ticket() -> None:
-    result = runner.invoke(
-        app,
-        ["report", "--format", "markdown", "--python", "/nonexistent/python"],
-        env={"PICKVARIANT_SYSFS": str(SYSFS / "radeon-rx7900xtx")},
-    )
-    assert "- GPU (AMD): gfx1100, device 0x744c [KFD topology node 1]: no build is chosen for it" in result.stdout
+def test_report_carries_them_for_a_support_ticket_with_whether_the_answer_is_for_them() -> None:
+    """The recipes have no ROCm build: the report says the answer is not for the AMD GPU; the wheels' is a ROCm
+    build: it says the answer is for it."""
+    env = {"PICKVARIANT_SYSFS": str(SYSFS / "radeon-rx7900xtx")}
+    line = "- GPU (AMD): gfx1100, device 0x744c [KFD topology node 1]: the recommended build is "
+    flox = runner.invoke(app, ["report", "--format", "markdown", "--python", "/nonexistent/python"], env=env)
+    assert f"{line}not for it" in flox.stdout, flox.stdout
+    args = ["report", "--source", "wheels", "--format", "markdown", "--cpuinfo", HASWELL, "--gpu", "gfx1100"]
+    wheels = runner.invoke(app, [*args, "--python-version", "3.12"])
+    assert "- GPU (AMD): gfx1100 [--gpu]: the recommended build is for it (see the reasons)" in wheels.stdout
 
 
 def test_a_plan_reads_them_back_from_each_nodes_detect_line_and_keeps_such_a_node_apart(tmp_path: Path) -> None:

@@ -169,3 +169,21 @@ def test_a_stated_amd_gpu_is_answered_as_a_detected_one_and_installs_from_its_ro
     assert dry.exit_code == 0, dry.output
     flat = " ".join(dry.stdout.split()).replace("\\ ", "")
     assert f"+{chosen['variant']}" in flat and f"{CATALOG['index_root']}/{chosen['variant']}" in flat
+
+
+def test_a_wheel_plan_gives_each_node_the_build_detect_gives_it(tmp_path: Path) -> None:
+    """`plan --source wheels` over detect lines of an MI300X (a tree from its capture), an Arc B580 and a machine with
+    no GPU: each node is assigned the wheel detect answers for it, from its own index."""
+    machines = {"amd-0": _machine("mi300x", tmp_path), "arc-0": SYSFS / "arc-b580", "cpu-0": tmp_path / "none"}
+    lines, expected = [], {}
+    for label, sysfs in machines.items():
+        args = ["detect", "--format", "json", "--compact", "--cpuinfo", HASWELL]
+        lines.append(runner.invoke(app, args, env={"PICKVARIANT_LABEL": label, "PICKVARIANT_SYSFS": str(sysfs)}).stdout)
+        expected[label] = _detect(sysfs)[1]["recommendation"]["torch"]
+    cluster = tmp_path / "cluster.jsonl"
+    cluster.write_text("".join(lines))
+    done = runner.invoke(app, ["plan", str(cluster), "--source", "wheels", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    plan = json.loads(done.stdout)
+    assigned = {node["label"]: node["torch"] for node in plan["nodes"]}
+    assert assigned == expected and "rocm" in assigned["amd-0"] and assigned["arc-0"].endswith("+xpu")

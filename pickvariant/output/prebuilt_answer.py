@@ -199,6 +199,8 @@ def requirements_text(answer: PrebuiltAnswer) -> str:
     assert decision.build is not None
     build = decision.build
     gpus = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in decision.targets) or "no GPU"
+    if build.gpu_code is not None:  # a ROCm or XPU build: the AMD or Intel GPUs it was chosen for
+        gpus = f"{'AMD' if build.gpu_code.family == 'rocm' else 'Intel'} GPUs ({build.gpu_code.said})"
     header = [
         f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.python}; {gpus}"
     ]

@@ -213,7 +213,9 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     if hw["cuda_visible_devices"] is not None:
         lines.append(f"- CUDA_VISIBLE_DEVICES: {md(repr(hw['cuda_visible_devices']))}")
-    lines += [_other_gpu_line(gpu) for gpu in hw.get("other_gpus", ())]
+    code = (data.get("build") or {}).get("gpu_code") or {}
+    served = {"rocm": "amd", "xpu": "intel"}.get(code.get("family", ""))
+    lines += [_other_gpu_line(gpu, gpu["vendor"] == served) for gpu in hw.get("other_gpus", ())]
     if data.get("environment"):
         lines.append(_environment_line(data["environment"]))
     lines.append(_torch_line(data["installed_torch"]))
@@ -243,8 +245,9 @@ def _source(data: dict[str, Any], fact: str) -> str:
     return f" (source: {markdown_text(given)})" if given and given != NOT_STATED else ""
 
 
-def _other_gpu_line(gpu: dict[str, Any]) -> str:
-    """An AMD or Intel GPU, as detect's JSON holds it (machine/othergpu.py): no build is chosen for it yet."""
+def _other_gpu_line(gpu: dict[str, Any], served: bool) -> str:
+    """An AMD or Intel GPU, as detect's JSON holds it (machine/othergpu.py), and whether the build chosen is for it
+    (a ROCm or XPU build: the reasons say how its code runs there)."""
     facts = [
         gpu["target"] and target_id(gpu["target"], gpu.get("features", [])),
         gpu["device_id"] and f"device {gpu['device_id']}",
@@ -252,7 +255,8 @@ def _other_gpu_line(gpu: dict[str, Any]) -> str:
     ]
     shown = markdown_text(", ".join(fact for fact in facts if fact) or "stated")
     vendor, source = markdown_text(gpu["vendor"].upper()), markdown_text(gpu["source"])
-    return f"- GPU ({vendor}): {shown} [{source}]: no build is chosen for it"
+    said = "the recommended build is for it (see the reasons)" if served else "the recommended build is not for it"
+    return f"- GPU ({vendor}): {shown} [{source}]: {said}"
 
 
 def _gpu_lines(data: dict[str, Any], missing: str) -> list[str]:

@@ -77,7 +77,7 @@ def _compact(hardware: Mapping[str, Any]) -> dict[str, Any]:
             for gpu in hardware["gpus"]
         ],
         "driver": hardware.get("driver"),
-        # An AMD or Intel GPU changes what the answer says of the node (no build is chosen for it yet).
+        # An AMD or Intel GPU changes the node's answer (a ROCm or XPU build, or what it says of the GPU).
         "other_gpus": [
             {
                 "vendor": gpu["vendor"],

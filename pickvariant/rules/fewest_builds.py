@@ -200,7 +200,7 @@ _VENDORS = {"amd": "AMD", "intel": "Intel"}
 
 def hardware_summary(facts: HostFacts) -> str:
     gpus = Counter(f"GPU {gpu.compute_capability}" for gpu in facts.gpus)
-    # AMD and Intel GPUs by what names them (no build is chosen for them yet: they are named, never hidden).
+    # AMD and Intel GPUs by what names them: named, never hidden.
     others = Counter(
         f"{_VENDORS.get(gpu.vendor, gpu.vendor)} GPU {gpu.target_id or gpu.device_id or 'of unknown model'}"
         for gpu in facts.other_gpus
