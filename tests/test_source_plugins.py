@@ -145,3 +145,37 @@ def test_every_family_a_build_may_name_has_one_check() -> None:
     from pickvariant.sources import accelerator
 
     assert set(families.CHECKS) | {accelerator.CUDA, accelerator.MPS, accelerator.CPU} == accelerator.JUDGED
+
+
+OWN_INSTALLER = """
+from pickvariant._base.errors import BadInput
+from redrock_wheels import SOURCE as ROCM
+
+def install(ask, source, catalog):
+    raise BadInput(f"--source {source}: installs with Red Rock's own tool (its installation part ran)")
+
+from pickvariant._base.records import replace
+SOURCE = replace(ROCM, name="redrock-own", parts=(("installation", "redrock_own:install"),))
+"""
+
+
+def test_a_plugin_brings_its_own_installation_and_the_stages_ask_it_never_the_kind(tmp_path) -> None:
+    """Issue 71: what `install` runs is the source's part: a plug-in that names its own installation has it run (its
+    one line here), while its answer still comes from the prebuilt pipeline it names none of."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "redrock_wheels.py").write_text(ROCM_PLUGIN)
+    (site / "redrock_own.py").write_text(OWN_INSTALLER)
+    info = site / "redrock_own-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: redrock-own\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pickvariant.sources]\nredrock-own = redrock_own:SOURCE\n")
+    machine = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "gfx942", "--python-version", "3.12"]
+    detect = _pickvariant(site, "detect", "--source", "redrock-own", "--format", "json", *machine)
+    assert detect.returncode == 0 and json.loads(detect.stdout)["recommendation"]["variant"] == "rocm7.2"
+    install = _pickvariant(site, "install", "--source", "redrock-own", "--dry-run", *machine)
+    assert install.returncode == 2 and install.stdout == "", install.stderr
+    assert (
+        install.stderr
+        == "pickvariant: --source redrock-own: installs with Red Rock's own tool (its installation part ran)\n"
+    )

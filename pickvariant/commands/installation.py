@@ -67,9 +67,14 @@ def installation(ask: InstallAsk, catalog: Callable[[], Catalog]) -> Installatio
     given |= {"--token-file": options.token_file, "--installer": ask.installer, "--python": ask.request.interpreter}
     given |= {"--wheel-index": ask.request.index, "--allow-downgrade": ask.allow_downgrade, "--upgrade": ask.upgrade}
     registry.refuse_others(chosen, given)
-    if chosen.pipeline == "builds":
-        return _prebuilt_installation(ask, chosen.name)
-    request = ask.request
+    made: Installation = chosen.part("installation")(ask, chosen.name, catalog)
+    return made
+
+
+def flox_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> Installation:
+    """The Flox source's installation part (sources/registry.py): its variant installed or built into the Flox
+    environment, with --plan the node's assignment and nothing beside it."""
+    request, options = ask.request, ask.recipes
     if ask.plan is not None:
         request, options = _assigned(ask.plan, ask.label, request, options, catalog)
     prepared = flox_install.prepare(request, options, catalog())
@@ -94,8 +99,8 @@ def _assigned(
     return flox_install.from_plan(plan, label, request, options, catalog())
 
 
-def _prebuilt_installation(ask: InstallAsk, source: str) -> Installation:
-    """A prebuilt build's installation: its plan made (consent asked later, by run), its assignment checked first
+def prebuilt_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> Installation:
+    """A source of prebuilt builds' installation part (sources/registry.py): its plan made (consent asked later, by run), its assignment checked first
     where --plan gave one. A plan's assignment is asked for by name: it replaces a torch that runs here as --upgrade
     does."""
     from pickvariant.commands import plan_install, prebuilt_install

@@ -85,11 +85,7 @@ if TYPE_CHECKING:
 
 
 def of(source: Source) -> Pipeline:
-    """The pipeline that answers for `source`: each is imported only when its source is asked for."""
-    if source.pipeline == "builds":
-        from pickvariant.pipelines.prebuilt import PIPELINE as PREBUILT
-
-        return PREBUILT
-    from pickvariant.pipelines.recipes import PIPELINE as RECIPES
-
-    return RECIPES
+    """The pipeline that answers for `source`, its plug-in's part (sources/registry.py): each is imported only when
+    its source is asked for."""
+    found: Pipeline = source.part("pipeline")
+    return found

@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from importlib.metadata import EntryPoint
-    from typing import Literal
+    from typing import Any, Literal
 
     from pickvariant.sources.build import Catalog
     from pickvariant.sources.prebuilt import PrebuiltCatalog
@@ -63,6 +63,20 @@ _ADDED: dict[str, tuple[str, ...]] = {
         "--format pyproject",
     ),
 }
+# The parts every source has beside its catalog, each a `module:attribute` loaded when first asked for (as an entry
+# point is): its pipeline (pipelines/__init__.py's Pipeline: its answer, document, plan, report) and its
+# installation (commands/installation.py's: what `install` runs). A source that names none of a part gets its kind's,
+# so a third party's source of prebuilt builds answers and installs through the built-in ones.
+_PARTS_OF_KIND: dict[str, dict[str, str]] = {
+    "recipes": {
+        "pipeline": "pickvariant.pipelines.recipes:PIPELINE",
+        "installation": "pickvariant.commands.installation:flox_installation",
+    },
+    "builds": {
+        "pipeline": "pickvariant.pipelines.prebuilt:PIPELINE",
+        "installation": "pickvariant.commands.installation:prebuilt_installation",
+    },
+}
 # A name is printed in commands people paste and written into plans: letters, digits and dashes only.
 _NAME = r"[a-z][a-z0-9-]{0,31}"
 
@@ -79,6 +93,14 @@ class Source:
     # Who publishes its builds, as its sentences name them ("PyTorch's cu126 index", "for which PyTorch publishes
     # linux-x86_64 wheels"): said only here; its catalog carries it to the rules (catalog()).
     publisher: str = "PyTorch"
+    # Its own parts (role, `module:attribute`), where not its kind's (_PARTS_OF_KIND).
+    parts: tuple[tuple[str, str], ...] = ()
+
+    def part(self, role: str) -> Any:
+        """Its part of that role ("pipeline", "installation"), imported when first asked for."""
+        spec = dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role]
+        module, _, attribute = spec.partition(":")
+        return getattr(importlib.import_module(module), attribute)
 
     @property
     def flag(self) -> str:

@@ -23,4 +23,9 @@ def _load(path: str) -> Catalog:
     return load_catalog(path)
 
 
-SOURCE = Source(name="flox", pipeline="recipes", catalog_path=_path, load_recipes=_load)
+# Its parts, as a third party names its own (the recipes' pipeline and the Flox installation).
+PARTS = (
+    ("pipeline", "pickvariant.pipelines.recipes:PIPELINE"),
+    ("installation", "pickvariant.commands.installation:flox_installation"),
+)
+SOURCE = Source(name="flox", pipeline="recipes", catalog_path=_path, load_recipes=_load, parts=PARTS)

@@ -15,4 +15,9 @@ def _catalog() -> PrebuiltCatalog:
     return load_wheel_catalog()
 
 
-SOURCE = Source(name="wheels", pipeline="builds", builds=_catalog)
+# Its parts, as a third party names its own (a prebuilt source's pipeline, installed with pip or uv).
+PARTS = (
+    ("pipeline", "pickvariant.pipelines.prebuilt:PIPELINE"),
+    ("installation", "pickvariant.commands.installation:prebuilt_installation"),
+)
+SOURCE = Source(name="wheels", pipeline="builds", builds=_catalog, parts=PARTS)
