@@ -48,3 +48,25 @@ def test_every_row_of_the_trust_model_names_tests_that_exist() -> None:
     for row in inputs:
         named = re.findall(r"`(tests/[a-z_]+\.py)`", row)
         assert named and all((REPO / name).is_file() for name in named), row[:120]
+
+
+_NAMED_PATH = re.compile(r"`([A-Za-z_./-]+/[A-Za-z_.-]+\.(?:py|json|toml|md))`")
+
+
+def _missing_paths(text: str) -> list[str]:
+    """Each file a map names (`rules/compat.py`, `sources/data/hardware.json`) that is in neither the package nor
+    the checkout."""
+    named = set(_NAMED_PATH.findall(text))
+    return sorted(p for p in named if not (REPO / "pickvariant" / p).exists() and not (REPO / p).exists())
+
+
+def test_the_architecture_is_a_one_screen_map_and_names_only_files_that_exist() -> None:
+    """Issue 71: ARCHITECTURE.md fits a screen (lines of 120 characters at most); it, and the rule table in
+    rules/__init__.py's docstring, name only files that exist."""
+    import pickvariant.rules
+
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 60 and max(len(line) for line in text.splitlines()) <= 120
+    table = pickvariant.rules.__doc__ or ""
+    assert table.count("\n- ") >= 40  # every rule has its line
+    assert _missing_paths(text) == [] and _missing_paths(table) == []
