@@ -226,6 +226,7 @@ def test_flox_build_refuses_an_untracked_recipe_and_an_offline_base_catalog(tmp_
     assert subcommand.returncode == 1 and "no longer supported" in subcommand.stderr
 
 
+@pytest.mark.slow
 def test_the_installed_torch_is_probed_through_the_environment(tmp_path, fake_flox) -> None:
     require(torch_site_packages() is not None, "torch is not installed (pip install torch==2.13.0): the probe needs it")
     build, target = tmp_path / "build", tmp_path / "project"
@@ -251,6 +252,7 @@ def test_the_installed_torch_is_probed_through_the_environment(tmp_path, fake_fl
     assert json.loads(again.stdout)["probe"]["torch"] == installed_version("torch")
 
 
+@pytest.mark.slow
 def test_verify_package_probes_a_published_variant_in_a_throwaway_environment(tmp_path, fake_flox) -> None:
     require(torch_site_packages() is not None, "torch is not installed (pip install torch==2.13.0): the probe needs it")
     result = runner.invoke(

@@ -27,6 +27,8 @@ from conftest import REPO, fresh_venv
 from test_wheel_install import GTX_1080, _env, _pickvariant
 from wheel_mirror import build_mirror, served
 
+pytestmark = pytest.mark.slow  # real pip and uv into fresh environments
+
 PADDING = 2500
 _WHOLE = """\
 import importlib.metadata as m, json, os

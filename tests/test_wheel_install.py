@@ -15,6 +15,8 @@ import pytest
 from conftest import REPO, cpuinfo_path, fresh_venv, require
 from wheel_mirror import build_mirror, served
 
+pytestmark = pytest.mark.slow  # real pip and uv into fresh environments
+
 GTX_1080 = ["--gpu", "6.1", "--driver", "580.95.05", "--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell"))]
 
 
