@@ -81,6 +81,22 @@ CASES: dict[str, list[str]] = {
     "wheels-cpu-markdown": ["detect", *WHEELS, *CPU_ONLY, "--format", "markdown"],
     "wheels-report": ["report", *WHEELS, *H100],
     "wheels-plan": ["plan", "cluster.jsonl", *WHEELS],
+    # AMD and Intel GPUs (issue 72): ROCm and XPU wheels by gfx target and device, said as their marks allow.
+    "wheels-mi300x": ["detect", *WHEELS, *HASWELL, "--gpu", "gfx942", "--python-version", "3.12"],
+    "wheels-gfx906-json": [
+        "detect",
+        *WHEELS,
+        *HASWELL,
+        "--gpu",
+        "gfx906",
+        "--python-version",
+        "3.12",
+        "--format",
+        "json",
+    ],
+    "wheels-gfx1010": ["detect", *WHEELS, *HASWELL, "--gpu", "gfx1010", "--python-version", "3.12"],
+    "wheels-arc-b580-markdown": ["detect", *WHEELS, *HASWELL, "--gpu", "xpu:0xe20b", "--format", "markdown"],
+    "wheels-h100-mi300x": ["detect", *WHEELS, *HASWELL, "--gpu", "9.0", "--gpu", "gfx942", "--driver", "580.95.05"],
 }
 
 # The cluster `plan` reads: detect lines of stated machines, written once by --write from the cases above.

@@ -1965,10 +1965,38 @@ def _(ctx: Ctx) -> int:
     build_mirror(ctx.tmp / "mirror", {chosen["variant"]: [("torch", chosen["torch"])], "cu130": [("torch", old)]}, 2000)
     with served(ctx.tmp / "mirror") as url:
         whole._put_back(python, url, old, ctx.tmp)
-        done = whole._run_until(python, url, ctx.tmp, "old torch removed", signal.SIGHUP)
-    assert whole._assert_whole(python, old, chosen["torch"], done) in (old, chosen["torch"])
-    assert done.returncode == 0 or "hung up (SIGHUP" in done.stderr, done.stderr
+        site = whole._site(python)
+        (site / "_pv_hangup.py").write_text(_HANG_UP_ONCE_THE_OLD_TORCH_IS_GONE)
+        (site / "_pv_hangup.pth").write_text("import _pv_hangup\n")
+        done = whole._install(python, url, ctx.tmp)
+    assert whole._assert_whole(python, old, chosen["torch"], done) == old, done.stderr
+    assert "hung up (SIGHUP" in done.stderr, done.stderr
     return done.returncode
+
+
+# In the environment's own Python, so in pip: the moment pip first writes into torch/ with the old torch's dist-info
+# gone (uninstalled, the new one not yet written), the session hangs up on pickvariant (SIGHUP to pip's parent) and
+# pip waits there, as a pip whose terminal closed would be caught. A moment pip itself reaches, not a race with it.
+_HANG_UP_ONCE_THE_OLD_TORCH_IS_GONE = """\
+import glob, os, signal, sys, time
+_SITE = os.path.dirname(os.path.abspath(__file__))
+_OLD = glob.glob(os.path.join(_SITE, "torch-*.dist-info"))
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+
+
+def _hook(event, args):
+    if event != "open" or not _OLD or not isinstance(args[0], str):
+        return
+    mode, flags = args[1], args[2]
+    writes = any(c in mode for c in "wax+") if isinstance(mode, str) else bool((flags or 0) & _WRITES)
+    if writes and args[0].startswith(os.path.join(_SITE, "torch", "")) and not os.path.exists(_OLD[0]):
+        _OLD.clear()
+        os.kill(os.getppid(), signal.SIGHUP)
+        time.sleep(120)
+
+
+sys.addaudithook(_hook)
+"""
 
 
 @row("wheel-install-killed-before")

@@ -80,6 +80,14 @@ def _put_back(python: Path, url: str, old: str, tmp_path: Path) -> None:
     )  # fmt: skip
 
 
+def _install(python: Path, url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The install run to its end, stopped by nothing but what the environment itself does."""
+    argv = [sys.executable, "-m", "pickvariant", "install", "--source", "wheels", "--python", str(python)]
+    argv += ["--wheel-index", url, *GTX_1080, "--yes", "--no-verify"]
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
 def _run_until(python: Path, url: str, tmp_path: Path, moment: str, sig: int) -> subprocess.CompletedProcess[str]:
     """The install, signalled once `moment` shows in the environment's site-packages."""
     site, old_dist_info = _site(python), None

@@ -49,7 +49,7 @@ def hints_for_nothing(
         hints.append(said.other_python(by_python[0].label, ", ".join(by_python[0].python)))
     # The cpu wheel, refused only for leaving the GPUs unused, runs here: said whether the GPUs lack kernels or the
     # driver is too old for every CUDA line (a T4 on R470, issue 53), after what would let them be used.
-    if decision.targets and refused.get(f"{Kind.NOT_BUILT}/gpus_unused"):
+    if refused.get(f"{Kind.NOT_BUILT}/gpus_unused"):  # refused only where there are GPUs to serve, of any vendor
         hints.append(said.no_gpu_wheel())
     return tuple(hints)
 
