@@ -21,6 +21,7 @@ NODES = {
     "h100": (ZEN4, ["9.0"], "580.95.05"),
     "gtx1080": (ZEN4, ["6.1"], "580.95.05"),
     "cpu": (ZEN4, [], None),
+    "mi300x": (ZEN4, ["gfx942"], None),  # an AMD GPU (issue 72): its ROCm wheel, from its rocmX.Y index
 }
 H100_LINE = json.loads((Path(__file__).parent / "data" / "verify-h100.json").read_text())
 
@@ -28,7 +29,7 @@ H100_LINE = json.loads((Path(__file__).parent / "data" / "verify-h100.json").rea
 def _stated(label: str) -> list[str]:
     cpuinfo, gpus, driver = NODES[label]
     args = ["--cpuinfo", str(cpuinfo), *[part for cc in gpus for part in ("--gpu", cc)]]
-    return args + (["--driver", driver] if driver else ["--no-gpu"])
+    return args + (["--driver", driver] if driver else [] if gpus else ["--no-gpu"])
 
 
 @pytest.fixture
@@ -61,7 +62,8 @@ def _install(
 def test_each_node_installs_its_own_wheel_from_the_plan(cluster, tmp_path) -> None:
     plan, document = cluster
     planned = {node["label"]: node["torch"] for node in document["nodes"]}
-    assert len(set(planned.values())) == 2  # the fewest builds: the 1080 and the H100 share cu126, the CPU node not
+    # The fewest builds: the 1080 and the H100 share cu126; the CPU node and the MI300X have their own.
+    assert len(set(planned.values())) == 3 and "+rocm" in planned["mi300x"]
     python = fresh_venv(tmp_path / "venv")  # one environment, taken by each node in turn
     for label, torch in planned.items():
         done = _install(plan, label, python, tmp_path)
@@ -136,6 +138,7 @@ def test_fleet_proves_each_wheel_node_by_the_torch_its_probe_names(cluster, tmp_
         "h100": "other-build",
         "gtx1080": "failed",
         "cpu": "missing",
+        "mi300x": "missing",
     }
     assert f"it probed torch {planned['cpu']}; the plan gives torch {planned['h100']}" in by_label["h100"]["why"]
 
