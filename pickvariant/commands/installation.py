@@ -100,9 +100,9 @@ def _assigned(
 
 
 def prebuilt_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> Installation:
-    """A source of prebuilt builds' installation part (sources/registry.py): its plan made (consent asked later, by run), its assignment checked first
-    where --plan gave one. A plan's assignment is asked for by name: it replaces a torch that runs here as --upgrade
-    does."""
+    """A source of prebuilt builds' installation part (sources/registry.py): its plan made (consent asked later, by
+    run), its assignment checked first where --plan gave one. A plan's assignment is asked for by name: it replaces a
+    torch that runs here as --upgrade does."""
     from pickvariant.commands import plan_install, prebuilt_install
 
     prebuilt_ask, assigned = _prebuilt_ask(ask, source)

@@ -336,7 +336,7 @@ def _chosen(
 
 def _coverage_reasons(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
     if build.family != "cuda":
-        return []  # a ROCm or XPU build's are rules/families.py's; the NVIDIA GPUs it leaves, _per_vendor's
+        return []  # a ROCm or XPU build's are rules/families.py's; the NVIDIA GPUs it leaves, families.per_vendor's
     found = []
     for gpu in dict.fromkeys(gpus):
         how = compat.kernels_run(build, gpu.compute_capability, hardware)  # the one kernel rule

@@ -48,9 +48,8 @@ class Xpu:
     aot: tuple[str, ...]  # the device targets it carries AOT code for: "bmg", "pvc", "lnl-m"
     jit: bool = True  # it carries SPIR-V (spir64), compiled by the driver for any other Intel GPU at first use
     inferred: str = ""
-    family = XPU  # a class attribute, not a field
-
-    said = "XPU"  # a class attribute, not a field
+    family = XPU  # class attributes, not fields
+    said = "XPU"
 
     def as_json(self) -> dict[str, object]:
         return {"family": self.family, "aot": list(self.aot), "jit": self.jit, "inferred": self.inferred}

@@ -3,9 +3,9 @@
 "Nothing guessed": a row becomes a build only where its SASS list is verified (V) or documented by PyTorch's
 maintainers (D). An inferred (I) or unknown (U) list and a variant whose lists could not be read are left out, each
 with why. A ROCm or XPU build (`gpu_builds`: gfx targets, AOT device targets) becomes one where its list is verified,
-documented, or inferred (said as inferred, from what, wherever it is chosen); an unknown one is left out. A PTX list that is not known is written
-as none: a build judged by its SASS alone can only be refused where it would have run, never chosen where it
-would not.
+documented, or inferred (said as inferred, from what, wherever it is chosen); an unknown one is left out. A PTX
+list that is not known is written as none: a build judged by its SASS alone can only be refused where it would have
+run, never chosen where it would not.
 """
 
 from __future__ import annotations
