@@ -187,3 +187,12 @@ def test_a_wheel_plan_gives_each_node_the_build_detect_gives_it(tmp_path: Path) 
     plan = json.loads(done.stdout)
     assigned = {node["label"]: node["torch"] for node in plan["nodes"]}
     assert assigned == expected and "rocm" in assigned["amd-0"] and assigned["arc-0"].endswith("+xpu")
+
+
+def test_companions_paired_with_a_rocm_wheel_are_said_as_inferred_for_its_index(tmp_path: Path) -> None:
+    """The pairing of torchvision with a torch release is read from PyPI's builds; that the ROCm index holds its ROCm
+    build is not in the facts: the answer pins it and says so."""
+    _, document, _ = _detect(_machine("mi300x", tmp_path), "--with", "torchvision")
+    variant = document["recommendation"]["variant"]
+    assert variant.startswith("rocm") and document["recommendation"]["companions"]
+    assert any(r.startswith("torchvision ") and f"on the {variant} index: inferred" in r for r in document["reasons"])

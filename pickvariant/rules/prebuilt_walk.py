@@ -201,6 +201,11 @@ class PrebuiltWalk:
         found_so_far = (*walked.reasons, *families.chosen_reasons(build, walked.others))
         decision = _chosen(decision, facts, self.hardware, self.wheels, options, found_so_far, build, found[0], root)
         decision = limited_by_companions(decision, build, found[1])
+        if build.gpu_code is not None and found[0]:  # the pairing is PyPI's; the ROCm or XPU index's own unread
+            names = tuple(f"{pair.project} {pair.version}" for pair in found[0])
+            decision = replace(
+                decision, reasons=(*decision.reasons, families_said.companions_inferred(names, build.index))
+            )
         lacking = lacking_python(found[1], self.wheels, walked.python_tag)
         return replace(
             decision,

@@ -82,3 +82,12 @@ def alone(described: Sequence[str], label: str | None) -> str:
         f"{gpus}: unused by this answer (one environment holds one torch); for it alone, in an environment of its "
         f"own: torch {label}"
     )
+
+
+def companions_inferred(names: Sequence[str], index: str) -> str:
+    """Companions paired with a ROCm or XPU build: the pairing is the release's, read from PyPI's builds; that its
+    index holds their builds of that stack is inferred."""
+    return (
+        f"{', '.join(names)} on the {index} index: inferred from the release's pairing (read from PyPI's builds); "
+        f"the {index} index's own companion wheels are not in the facts, so pip says if one is missing"
+    )
