@@ -131,7 +131,7 @@ def test_an_rx_5700_xt_gets_exit_3_naming_gfx1010_and_no_override(tmp_path: Path
 
 def test_an_arc_b580_gets_the_xpu_wheel_and_an_unnamed_intel_gpu_the_cpu_wheel(tmp_path: Path) -> None:
     """The Arc B580's real DRM card (device 0xe20b, BMG) gets the xpu wheel with AOT code for bmg; a Data Center GPU
-    Flex (0x56c0, no validated device) gets the CPU wheel, with why."""
+    Flex (0x56c0, no validated device) and an old iGPU get the CPU wheel, with why."""
     code, arc, _ = _detect(SYSFS / "arc-b580")
     assert code == 0 and arc["recommendation"]["variant"] == "xpu" and "bmg" in arc["build"]["gpu_code"]["aot"]
     Draft202012Validator(SCHEMA).validate(arc)
@@ -142,6 +142,9 @@ def test_an_arc_b580_gets_the_xpu_wheel_and_an_unnamed_intel_gpu_the_cpu_wheel(t
     code, cpu, _ = _detect(tmp_path / "flex")
     assert code == 0 and cpu["recommendation"]["variant"] == "cpu"
     assert any("not a device PyTorch's XPU builds are built or validated for" in r for r in cpu["reasons"])
+    # An old iGPU (UHD Graphics 630, 0x3e92), stated: no XPU wheel either (uv and torchruntime choose xpu for it).
+    code, igpu, _ = _detect(tmp_path / "none", "--gpu", "xpu:0x3e92")
+    assert code == 0 and igpu["recommendation"]["variant"] == "cpu"
 
 
 def test_a_machine_with_an_nvidia_and_an_amd_gpu_is_answered_per_gpu(tmp_path: Path) -> None:
