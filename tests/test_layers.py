@@ -204,7 +204,7 @@ def _reads_of_a_kind(node: ast.AST) -> bool:
     """An attribute naming a kind (`.pipeline`, `.prebuilt`), the kind constants, an isinstance on a kind's record,
     or a comparison with a kind's name ("recipes", "builds")."""
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-        return node.attr in _KIND_ATTRIBUTES
+        return node.attr in _KIND_ATTRIBUTES or node.attr in _KIND_CONSTANTS  # `.pipeline`, `registry.RECIPES`
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
         return node.id in _KIND_CONSTANTS
     if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance" and len(node.args) == 2:

@@ -68,7 +68,7 @@ def _decide(asked: Request, environment_vars: Mapping[str, str], reading: Readin
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.
     pending = None if asked.described else pending_reading(asked, environment_vars)
-    source = registry.named(asked.source or registry.PREBUILT)
+    source = registry.of_prebuilt(asked.source)
     hardware = hardware_catalog()
     wheels = source.catalog()
     given_root = settings.wheel_index(asked.index, environment_vars, wheels.index_root)

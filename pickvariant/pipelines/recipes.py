@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def _recipes() -> tuple[Callable[[], str], Callable[[str], Catalog]]:
     """Where the source of recipes keeps its catalog now, and how it is read (sources/registry.py's Source)."""
-    source = registry.named(registry.RECIPES)
+    source = registry.of_recipes()
     assert source.catalog_path is not None and source.load_recipes is not None  # the one source of recipes has both
     return source.catalog_path, source.load_recipes
 
@@ -62,6 +62,7 @@ def decide(
     catalog: Catalog | None = None,
     env: Mapping[str, str] | None = None,
     detect_unstated: bool = True,
+    source: Source | None = None,
 ) -> RecipeAnswer:
     """The recipes' answer for a request: the machine it states (the rest detected unless detect_unstated is False
     or the request describes a machine, or `facts` as given) and its pins, with PICKVARIANT_PYTHON where it pins no
@@ -83,8 +84,8 @@ def decide(
             facts = gather_facts(catalog, request, environment, detect_unstated=detect_unstated)
     catalog = catalog or default_catalog()
     decision = decide_variant(facts, catalog, request.with_environment(environment))
-    flox = registry.named(registry.RECIPES)
-    return Answer(facts=facts, decision=decision, hardware=catalog, workload=request.workload, source=flox)
+    answered_by = source or registry.of_recipes()  # the library's call names none: the one source of recipes
+    return Answer(facts=facts, decision=decision, hardware=catalog, workload=request.workload, source=answered_by)
 
 
 def no_variant_error(decision: RecipeDecision) -> NoVariant:
@@ -106,7 +107,7 @@ class _Recipes:
         facts: HostFacts | None = None,
         env: Mapping[str, str] | None = None,
     ) -> RecipeAnswer:
-        return decide(request, facts=facts, catalog=None if catalog is None else catalog(), env=env)
+        return decide(request, facts=facts, catalog=None if catalog is None else catalog(), env=env, source=source)
 
     def document(self, answer: RecipeAnswer) -> dict[str, Any]:
         from pickvariant.output.present import decision_json

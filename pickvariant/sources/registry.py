@@ -173,6 +173,17 @@ def names() -> tuple[str, ...]:
     return (*_BUILT_IN, *plugins, *(name for name in _REGISTERED if name not in plugins))
 
 
+def of_recipes() -> Source:
+    """The one source of recipes (register() refuses a second): the one whose catalog the recipes' pipeline reads."""
+    return named(RECIPES)
+
+
+def of_prebuilt(name: str | None) -> Source:
+    """The source of prebuilt builds `name` names, else the built-in one: what a library call for prebuilt builds
+    that names no source answers from."""
+    return named(name or PREBUILT)
+
+
 def named(name: str, given: str = "--source") -> Source:
     """The source called `name`, or BadInput naming `given` (the flag, variable or file that said it); a plug-in
     that fails to load, OperationFailed naming it and why."""
