@@ -57,12 +57,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # A pytest-xdist worker keeps the folder its controller gave it (inside the controller's root, removed with it).
     if getattr(config, "workerinput", None) is None and config.option.basetemp is None:
         config.option.basetemp = os.path.join(root, "pytest")
-    # A run started in the background of a script (`cmd &`) inherits SIGINT ignored, and every process it starts would
-    # too: Ctrl-C could then never reach the pickvariant the tests stop. The tests stand where a shell starts a command.
+    # A run started in the background of a script (`cmd &`) inherits SIGINT ignored, and one started under nohup
+    # SIGHUP, and every process it starts would too: Ctrl-C or a hang-up could then never reach the pickvariant the
+    # tests stop (it rightly keeps a signal its caller ignored). The tests stand where a shell starts a command.
     import signal
 
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    # What the user's shell states for pickvariant (a machine, a source, a catalog) is no test's input: each test
+    # states what it means to (the sysfs above, the strict switch excepted).
+    for name in [name for name in os.environ if name.startswith("PICKVARIANT_")]:
+        if name not in (STRICT_ENV, "PICKVARIANT_SYSFS"):
+            del os.environ[name]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -80,17 +80,9 @@ def _put_back(python: Path, url: str, old: str, tmp_path: Path) -> None:
     )  # fmt: skip
 
 
-# pickvariant as a terminal session runs it: SIGHUP at its default. A test run started under nohup ignores SIGHUP,
-# which every child inherits, and pickvariant rightly keeps a signal its caller ignored.
-_IN_A_SESSION = (
-    "import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
-    "os.execv(sys.executable, [sys.executable, '-m', 'pickvariant', *sys.argv[1:]])"
-)
-
-
 def _install(python: Path, url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """The install run to its end, stopped by nothing but what the environment itself does (a hang-up included)."""
-    argv = [sys.executable, "-c", _IN_A_SESSION, "install", "--source", "wheels", "--python", str(python)]
+    argv = [sys.executable, "-m", "pickvariant", "install", "--source", "wheels", "--python", str(python)]
     argv += ["--wheel-index", url, *GTX_1080, "--yes", "--no-verify"]
     env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
