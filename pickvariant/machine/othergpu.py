@@ -37,6 +37,7 @@ KFD_NODES = "class/kfd/kfd/topology/nodes"
 DRM_CLASS = "class/drm"
 AMDGPU_VERSION = "module/amdgpu/version"
 AMD_VENDOR_ID = 4098  # 0x1002
+VENDOR_NAMES = {"amd": "AMD", "intel": "Intel"}  # an OtherGpu's vendor as sentences name it
 INTEL_VENDOR = "0x8086"
 MAX_NODES = 64
 MAX_READ = 16 * 1024

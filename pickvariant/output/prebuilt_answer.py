@@ -10,9 +10,11 @@ from pickvariant import __version__
 from pickvariant._base.records import replace
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.pip_command import index_url_for_installer, installer_argv, requirements
+from pickvariant.machine.othergpu import VENDOR_NAMES
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, PrebuiltAnswer, PrebuiltDecision
+from pickvariant.sources.accelerator import VENDOR
 
 # The text answer's wrapping (output/answer.py, textwrap, shlex) loads only where a text or Markdown answer is made:
 # the JSON line needs none of it.
@@ -200,7 +202,7 @@ def requirements_text(answer: PrebuiltAnswer) -> str:
     build = decision.build
     gpus = ", ".join(f"GPU {gpu.index} ({gpu.compute_capability})" for gpu in decision.targets) or "no GPU"
     if build.gpu_code is not None:  # a ROCm or XPU build: the AMD or Intel GPUs it was chosen for
-        gpus = f"{'AMD' if build.gpu_code.family == 'rocm' else 'Intel'} GPUs ({build.gpu_code.said})"
+        gpus = f"{VENDOR_NAMES[VENDOR[build.gpu_code.family]]} GPUs ({build.gpu_code.said})"
     header = [
         f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.python}; {gpus}"
     ]

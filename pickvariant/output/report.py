@@ -18,6 +18,7 @@ from pickvariant.machine.othergpu import target_id
 from pickvariant.output.prebuilt_answer import prebuilt_json
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
+from pickvariant.sources.accelerator import VENDOR
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.registry import RECIPES
@@ -214,7 +215,7 @@ def markdown(data: dict[str, Any]) -> str:
     if hw["cuda_visible_devices"] is not None:
         lines.append(f"- CUDA_VISIBLE_DEVICES: {md(repr(hw['cuda_visible_devices']))}")
     code = (data.get("build") or {}).get("gpu_code") or {}
-    served = {"rocm": "amd", "xpu": "intel"}.get(code.get("family", ""))
+    served = VENDOR.get(code.get("family", ""))  # the vendor whose GPUs the recommended build's code is for
     lines += [_other_gpu_line(gpu, gpu["vendor"] == served) for gpu in hw.get("other_gpus", ())]
     if data.get("environment"):
         lines.append(_environment_line(data["environment"]))

@@ -18,6 +18,7 @@ from pickvariant._base.errors import BadInput, PickVariantError
 from pickvariant._base.native import stdout_silenced
 from pickvariant._base.records import record
 from pickvariant.machine.facts import HostFacts
+from pickvariant.machine.othergpu import VENDOR_NAMES
 from pickvariant.rules.cluster_input import Inputs
 
 B = TypeVar("B")
@@ -195,14 +196,11 @@ def unreadable(error: PickVariantError) -> Profile[Any]:
     return Profile((), f"its facts are unusable: {error}", "unreadable facts")
 
 
-_VENDORS = {"amd": "AMD", "intel": "Intel"}
-
-
 def hardware_summary(facts: HostFacts) -> str:
     gpus = Counter(f"GPU {gpu.compute_capability}" for gpu in facts.gpus)
     # AMD and Intel GPUs by what names them: named, never hidden.
     others = Counter(
-        f"{_VENDORS.get(gpu.vendor, gpu.vendor)} GPU {gpu.target_id or gpu.device_id or 'of unknown model'}"
+        f"{VENDOR_NAMES.get(gpu.vendor, gpu.vendor)} GPU {gpu.target_id or gpu.device_id or 'of unknown model'}"
         for gpu in facts.other_gpus
     )
     # U+00D7, the multiplication sign, is what people read in a count of GPUs.

@@ -10,6 +10,7 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -103,8 +104,12 @@ class PrebuiltWalk:
         assert platform is not None
         return said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), said.mps_wheel()
 
+    @functools.cached_property  # the families of GPU code its builds carry: read where an AMD or Intel GPU asks
+    def _families(self) -> frozenset[str]:
+        return frozenset(build.family for build in self.builds)
+
     def serves(self, gpu: OtherGpu) -> bool:
-        return families.serves(gpu, {build.family for build in self.builds})
+        return families.serves(gpu, self._families)
 
     def other_gpu(self, gpu: OtherGpu) -> str:
         """An AMD or Intel GPU: judged against this platform's builds of its stack where there are any (one it cannot
@@ -113,7 +118,7 @@ class PrebuiltWalk:
         described, vendor = gpu.described, gpu.vendor
         if self.serves(gpu):
             return families_said.judged_on(described, OTHER_STACKS[vendor][1])
-        if vendor == "intel" and self._has("xpu"):  # XPU builds here, but not for that device
+        if vendor == "intel" and "xpu" in self._families:  # XPU builds here, but not for that device
             return families_said.not_named(described)
         platform = self.platform_name or ""
         prefix = _OTHER_VENDOR_PREFIXES[vendor]
@@ -126,9 +131,6 @@ class PrebuiltWalk:
         index = max(variants, key=lambda variant: version_key(variant.removeprefix(prefix) or "0"))
         published = f"torch {newest} " + " and ".join(variants)
         return wording.other_gpu(described, vendor, published, f"{self.index_root}/{index}")
-
-    def _has(self, family: str) -> bool:
-        return any(build.family == family for build in self.builds)
 
     def stopped(self, seen: Machine) -> PrebuiltDecision:
         return Decision(platform=self.platform_name, reasons=seen.reasons, hints=seen.hints)

@@ -112,7 +112,7 @@ def _gpu_code(code: Mapping[str, Any] | None, variant: str) -> GpuCode | None:
     if code is None:
         return None
     targets, inferred = tuple(str(target) for target in code["targets"]), str(code["inferred"])
-    if code["family"] == "rocm" and variant.startswith("rocm"):
+    if code["family"] == "rocm" and variant.startswith("rocm") and variant != "rocm":  # a ROCm release named
         return Rocm(stack=variant.removeprefix("rocm"), targets=targets, inferred=inferred)
     if code["family"] == "xpu" and variant == "xpu":
         return Xpu(aot=targets, inferred=inferred)
