@@ -1,6 +1,6 @@
 """AMD and Intel GPUs answered (issue 72): ROCm wheels chosen by gfx target, XPU wheels by device, from the facts.
 
-Each AMD machine is a KFD topology tree made in the test from a real public capture (../shared/fixtures/gpu-captures/,
+Each AMD machine is a KFD topology tree made in the test from a real public capture (tests/fixtures/gpu-captures/,
 each naming its URL): its gfx target and PCI device id are read from the capture's own text, and the tree holds only
 what the capture says, written as the kernel writes it (`gfx_target_version` is the kernel's number for the target:
 major * 10000 + minor * 100 + stepping, kfd_device.c) and a SOURCE.md naming the capture. Nothing else is invented.
@@ -21,7 +21,7 @@ from packaging.version import Version
 from pickvariant.cli.main import app
 
 runner = cli_runner()
-CAPTURES = REPO.parent / "shared" / "fixtures" / "gpu-captures"
+CAPTURES = Path(__file__).parent / "fixtures" / "gpu-captures"
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
 SCHEMA = json.loads((REPO / "pickvariant" / "output" / "detect.schema.json").read_text())
@@ -48,8 +48,6 @@ def _kfd_version(target: str) -> int:
 def _machine(name: str, tmp_path: Path) -> Path:
     capture_name, target, device = MACHINES[name]
     capture = CAPTURES / capture_name
-    if not capture.is_file():
-        pytest.skip(f"{capture} is missing: the GPU captures are ../shared/fixtures/gpu-captures/")
     text = capture.read_text()
     url = re.search(r"^# source: (\S+)", text, re.M)
     assert url is not None and target in text, capture_name  # the values below are the capture's
