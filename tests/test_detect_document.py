@@ -3,7 +3,7 @@ by the real jsonschema library, and its `build` record held to the facts of the 
 
 The machines are every real CPU dump of ../shared/fixtures/cpuinfo with GPUs and drivers from the hardware facts
 (a GTX 1080, a V100, an H100 on R550 and R580, an RTX 5090, a GH200's Grace with an H100, none); the sources are the
-two built in and a registered one (tests/test_third_source.py's acme). What `build` says is judged by the facts, not
+two built in and a registered one (tests/test_registered_source.py's acme). What `build` says is judged by the facts, not
 by the code that wrote it: its os and arch are the machine's, its kernels run on every GPU by CUDA binary
 compatibility (SASS of the same major, a minor at most the card's; PTX of a capability at most the card's), the
 machine's driver is at least its floor, and it requires no CPU flag the CPU lacks.
@@ -93,11 +93,14 @@ def test_the_flox_build_says_the_recipe_it_names_and_the_wheel_build_the_wheel()
 def test_a_report_and_a_registered_sources_answer_are_the_same_document() -> None:
     """report --format json adds its own keys to the detect document; a source registered at run time (acme) writes
     the same document."""
-    from test_third_source import ACME
+    from test_registered_source import ACME
 
     from pickvariant.sources import registry
+    from pickvariant.sources.nouns import WHEELS
 
-    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme"))
+    registry.register(
+        registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme", nouns=WHEELS)
+    )
     try:
         code, document = _detect("acme", "linux-rhel7-haswell", ("9.0",), "570.86.10", "--python-version", "3.12")
     finally:

@@ -20,6 +20,7 @@ from pickvariant.sources import registry
 PLUGIN = """
 from pickvariant._base.versions import parse_compute_capability, parse_driver_version
 from pickvariant.sources.prebuilt import PrebuiltCatalog, published
+from pickvariant.sources.nouns import WHEELS
 from pickvariant.sources.registry import Source
 
 def _catalog():
@@ -31,7 +32,7 @@ def _catalog():
     return PrebuiltCatalog(builds=(build,), left_out=(), companions={}, index_root="https://wheels.acme.example/torch",
                            facts_compiled="2026-11-20", sources={})
 
-SOURCE = Source(name="acme", pipeline="builds", builds=_catalog, publisher="Acme")
+SOURCE = Source(name="acme", pipeline="builds", builds=_catalog, publisher="Acme", nouns=WHEELS)
 NOT_A_SOURCE = "a string"
 """
 MACHINE = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "9.0", "--driver", "570.86.10"]
@@ -85,6 +86,7 @@ ROCM_PLUGIN = """
 from pickvariant._base.records import keyword_record
 from pickvariant.sources.accelerator import Rocm
 from pickvariant.sources.prebuilt import PrebuiltCatalog, published
+from pickvariant.sources.nouns import WHEELS
 from pickvariant.sources.registry import Source
 
 @keyword_record
@@ -107,7 +109,7 @@ def _catalog():
     return PrebuiltCatalog(builds=builds, left_out=(), companions={}, index_root="https://wheels.redrock.example",
                            facts_compiled="2026-11-20", sources={})
 
-SOURCE = Source(name="redrock", pipeline="builds", builds=_catalog, publisher="Red Rock")
+SOURCE = Source(name="redrock", pipeline="builds", builds=_catalog, publisher="Red Rock", nouns=WHEELS)
 """
 
 

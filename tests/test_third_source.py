@@ -1,196 +1,168 @@
-"""Issue 52: a third source of builds plugs in with no edit to rules/, commands/, output/ or cli/.
+"""Issue 71: a third source of another kind than pip's enters with zero edits outside its own folder.
 
-The source below (an organisation's own wheel builds on its own index, as a site that builds torch itself publishes
-them) is registered at run time, as a program that imports pickvariant would; detect, install --dry-run, plan and
-report then answer `--source acme` through the same stages, words and documents as the built-in sources. The
-expected answers come from the source's own rows and the hardware facts: sm90 runs its SASS for 9.0, sm61 has none
-(and no PTX at or below 6.1), a driver older than the CUDA line's floor refuses it.
+Forge (tests/fixtures/plugins/forge) is its own distribution: conda packages of torch on a conda channel, told apart
+by build string, for conda's platforms (`linux-64`), with no local version label, installed into a conda prefix by
+py-rattler. The test installs it with pip into a folder of its own, writes a real conda channel (packages indexed by
+py-rattler's own indexer, served over HTTP on 127.0.0.1) and asks pickvariant `--source forge`: pickvariant finds it through the entry-point group
+alone. The expected answers come from the channel's packages and the source's own table of GPU code: an H100 (9.0)
+gets the cuda126 build, a GPU with no kernels there (3.5) none, a machine without a GPU the cpu build.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from conftest import cli_runner, cpuinfo_path
+from conda_channel import forge_channel, served
+from conftest import REPO, cpuinfo_path
 from test_plan import detect_line
 
-from pickvariant._base.versions import parse_compute_capability, parse_driver_version
-from pickvariant.cli.main import app
-from pickvariant.sources import registry
-from pickvariant.sources.prebuilt import PrebuiltCatalog, published
-from pickvariant.sources.runs_on import Build
+pytest.importorskip("rattler", reason="py-rattler (the test extras) installs Forge's packages")
 
-runner = cli_runner()
-HASWELL = cpuinfo_path("linux-rhel7-haswell")
-ROOT = "https://wheels.acme.example/torch"
-H100 = ["--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "570.86.10"]
-GTX_1080 = ["--cpuinfo", str(HASWELL), "--gpu", "6.1", "--driver", "570.86.10"]
+FIXTURE = REPO / "tests" / "fixtures" / "plugins" / "forge"
+HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
+H100 = ["--cpuinfo", HASWELL, "--gpu", "9.0", "--driver", "570.86.10", "--python-version", "3.12"]
+OLD_GPU = ["--cpuinfo", HASWELL, "--gpu", "3.5", "--driver", "570.86.10", "--python-version", "3.12"]
+# What pip's words would be: none of them is Forge's.
+PIPS = ("pip", "wheel", "--index-url", "+cuda")
 
 
-def _build(variant: str, sass: tuple[str, ...], cuda: str | None, driver: str | None) -> Build:
-    return published(
-        source="acme",
-        torch="2.14.1",
-        index=variant,
-        platform="linux-x86_64",
-        python=("cp311", "cp312", "cp313"),
-        sass=tuple(parse_compute_capability(cc) for cc in sass),
-        ptx=(),
-        cuda=cuda,
-        cuda_min_driver=parse_driver_version(driver) if driver else None,
-        sources=("acme build log 2026-11",),
-    )
+@pytest.fixture(scope="module")
+def forge(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """Forge installed by pip as a distribution (its .dist-info names its entry point), and its channel."""
+    root = tmp_path_factory.mktemp("forge")
+    site = root / "site"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+    env = {**os.environ, "HOME": str(root), "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    subprocess.run([*pip, "--target", str(site), str(FIXTURE)], env=env, cwd=root, check=True, timeout=300)
+    forge_channel(root / "served" / "channel")
+    with served(root / "served") as url:
+        yield {"site": str(site), "channel": url, "home": str(root)}
 
 
-ACME = PrebuiltCatalog(
-    builds=(_build("acme128", ("8.0", "9.0"), "12.8", "525.60.13"), _build("cpu", (), None, None)),
-    left_out=(),
-    companions={},
-    index_root=ROOT,
-    facts_compiled="2026-11-20",
-    sources={},
-)
+def _run(forge: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), forge["site"]]),
+        "HOME": forge["home"],
+        "FORGE_CHANNEL": forge["channel"],
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pickvariant", *args], env=env, cwd=cwd or forge["home"], capture_output=True,
+        text=True, timeout=300, check=False,
+    )  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def acme():
-    registry.register(registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme"))
-    yield
-    registry.unregister("acme")
+def _detect(forge: dict[str, str], *args: str) -> tuple[int, dict]:
+    done = _run(forge, "detect", "--source", "forge", "--format", "json", *args)
+    assert done.returncode in (0, 3), done.stderr
+    return done.returncode, json.loads(done.stdout)
 
 
-def _detect(*args: str) -> tuple[int, dict]:
-    result = runner.invoke(app, ["detect", "--source", "acme", "--format", "json", "--python-version", "3.12", *args])
-    return result.exit_code, json.loads(result.stdout)
+def test_no_module_of_pickvariant_names_it() -> None:
+    # Its name as code or a sentence would name it (the verb "to forge" is not its name).
+    name = re.compile(r"pickvariant_forge|FORGE_CHANNEL|\bForge\b|[\"'`]forge\b|--source forge")
+    named = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "pickvariant").rglob("*")
+        if path.suffix in (".py", ".json", ".toml") and name.search(path.read_text(errors="replace"))
+    ]
+    assert named == [], "pickvariant names the third source: it must enter through its own folder alone"
 
 
-def test_detect_answers_from_the_registered_source_and_its_words_name_it() -> None:
-    code, answer = _detect(*H100)
-    assert code == 0 and answer["source"] == "acme"
-    assert answer["recommendation"]["torch"] == "2.14.1+acme128"
-    assert answer["recommendation"]["index_url"] == f"{ROOT}/acme128"
-    text = runner.invoke(app, ["detect", "--source", "acme", "--python-version", "3.12", *H100]).stdout
-    assert "(Acme's acme128 index)" in text and "pickvariant install --source acme" in text
-    # A GPU none of its builds has kernels for: no answer, exit 3, and the CPU build named as what would help.
-    code, answer = _detect(*GTX_1080)
-    assert code == 3 and answer["recommendation"] is None
-    assert any("6.1" in reason for reason in answer["reasons"])
-    # A driver below the CUDA line's floor refuses the CUDA build.
-    code, answer = _detect("--cpuinfo", str(HASWELL), "--gpu", "9.0", "--driver", "470.256.02")
-    assert code == 3 and any("525.60.13" in reason for reason in answer["reasons"])
+def test_detect_answers_in_its_own_platform_pins_nouns_and_channel_in_every_format(forge) -> None:
+    code, answer = _detect(forge, *H100, "--with", "torchvision")
+    assert code == 0 and answer["source"] == "forge"
+    chosen = answer["recommendation"]
+    assert (chosen["variant"], chosen["platform"], chosen["cuda"]) == ("cuda126", "linux-64", "12.6")
+    assert chosen["index_url"] == forge["channel"]  # one channel for every variant: no /cuda126 below it
+    assert chosen["requirements"] == ["pytorch==2.5.1[build=cuda126_py312_*]", "torchvision==0.20.1[build=py312_*]"]
+    assert "+" not in chosen["torch"] and "+" not in json.dumps(chosen["requirements"])
+    assert "platform: linux/x86_64, for which Forge publishes linux-64 packages" in answer["reasons"]
+    text = _run(forge, "detect", "--source", "forge", *H100, "--with", "torchvision", "--explain").stdout
+    markdown = _run(forge, "detect", "--source", "forge", *H100, "--format", "markdown").stdout
+    assert "(Forge's cuda126 channel)" in text and "conda install --override-channels --channel" in text
+    assert "pickvariant install --source forge" in text and "# pickvariant: PyTorch package for" in markdown
+    prose = [*answer["reasons"], *answer["hints"], *(f"{r['choice']}: {r['why']}" for r in answer["rejected"])]
+    for said in (text, markdown, "\n".join(prose)):
+        assert not [word for word in PIPS if word in said], said
+    # A format only pip's sources have is refused, naming what Forge installs.
+    refused = _run(forge, "detect", "--source", "forge", "--format", "requirements", *H100)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "installs Forge's packages with py-rattler" in refused.stderr
 
 
-def test_its_sentences_name_its_publisher_never_pytorch() -> None:
-    """Issue 52: a registered source's builds are its publisher's. Acme publishes linux-x86_64 builds only: the
-    platform it has and a platform it lacks are both said as Acme's, never as what PyTorch publishes."""
-    code, answer = _detect(*H100)
-    assert code == 0
-    assert "platform: linux/x86_64, for which Acme publishes linux-x86_64 wheels" in answer["reasons"]
-    assert not any("PyTorch publishes" in reason for reason in answer["reasons"])
-    code, answer = _detect("--platform", "windows-amd64", "--gpu", "9.0", "--driver", "570.86")
-    assert code == 3 and answer["recommendation"] is None
-    assert answer["reasons"][-1].startswith("Acme publishes no wheel for windows/x86_64"), answer["reasons"]
-    # The wheels source's own sentence still names PyTorch (its catalog's publisher).
-    wheels = runner.invoke(app, ["detect", "--source", "wheels", "--format", "json", "--python-version", "3.12", *H100])
-    assert (
-        "platform: linux/x86_64, for which PyTorch publishes linux-x86_64 wheels"
-        in json.loads(wheels.stdout)["reasons"]
-    )
+def test_its_builds_are_judged_by_the_gpus_and_a_variant_it_cannot_judge_is_left_out(forge) -> None:
+    code, old = _detect(forge, *OLD_GPU)
+    assert code == 3 and old["recommendation"] is None
+    assert any("GPU 0 (3.5) has none" in row["why"] for row in old["rejected"])
+    assert old["hints"] == ["--no-gpu: the cpu package runs here, without the GPUs"]
+    code, cpu = _detect(forge, "--cpuinfo", HASWELL, "--no-gpu", "--python-version", "3.11")
+    assert code == 0 and cpu["recommendation"]["variant"] == "cpu"
+    assert cpu["recommendation"]["requirements"] == ["pytorch==2.5.1[build=cpu_py311_*]"]
+    text = _run(forge, "detect", "--source", "forge", "--cpuinfo", HASWELL, "--no-gpu", "--explain").stdout
+    assert "cuda130_py312_0" in text and "no variant Forge's table of GPU code holds" in text
+    assert "cuda130" not in json.dumps([cpu["recommendation"], cpu["rejected"]])
 
 
-def test_a_pin_it_cannot_take_is_refused_in_its_publishers_words_and_by_what_it_pairs() -> None:
-    """A pin the stages of prebuilt builds refuse is refused for this source as its own: Acme pairs no companion with
-    torch (its catalog pairs none), where PyTorch's indexes pair torchvision and torchaudio (the wheels' catalog)."""
-    for option in (["--with", "torchvision"], ["--branch", "pytorch-2.10-python313"]):
-        result = runner.invoke(app, ["detect", "--source", "acme", *option, *H100])
-        assert result.exit_code == 2 and "Acme's" in result.stderr and "PyTorch" not in result.stderr, result.stderr
-    acme = runner.invoke(app, ["detect", "--source", "acme", "--with", "torchvision", *H100])
-    assert acme.stderr.strip().endswith("--with torchvision: Acme's indexes pair no companion with torch")
-    wheels = runner.invoke(app, ["detect", "--source", "wheels", "--with", "vllm", *H100])
-    assert wheels.exit_code == 2
-    assert "--with vllm: PyTorch's indexes pair torchvision and torchaudio with torch, not vllm" in wheels.stderr
+def test_install_plans_then_installs_the_chosen_packages_into_the_prefix_with_rattler(forge, tmp_path) -> None:
+    prefix = tmp_path / "env"
+    dry = _run(forge, "install", "--source", "forge", "--dir", str(prefix), "--dry-run", *H100, "--with", "torchvision")
+    assert dry.returncode == 0, dry.stderr
+    assert "pytorch==2.5.1[build=cuda126_py312_*]" in dry.stdout and "py-rattler" in dry.stdout
+    assert not prefix.exists()  # a dry run runs nothing
+    prefix.mkdir()  # a prefix with a file of the user's already in it
+    kept = prefix / "notes.txt"
+    kept.write_text("mine\n")
+    real = _run(
+        forge, "install", "--source", "forge", "--dir", str(prefix), "--yes", "--no-verify", *H100, "--with",
+        "torchvision",
+    )  # fmt: skip
+    assert real.returncode == 0, real.stderr
+    installed = sorted(path.name for path in (prefix / "conda-meta").glob("*.json"))
+    assert installed == ["pytorch-2.5.1-cuda126_py312_0.json", "torchvision-0.20.1-py312_0.json"]
+    assert kept.read_text() == "mine\n"
+    assert (prefix / "share" / "pytorch" / "cuda126_py312_0.txt").read_text() == "pytorch 2.5.1 cuda126_py312_0\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["env"]  # its work beside the prefix is gone
+    # Verified, it says plainly that it could not probe this prefix (no Python in it): exit 1, never a pass.
+    verify = _run(forge, "install", "--source", "forge", "--dir", str(prefix), "--yes", *H100)
+    assert verify.returncode == 1 and "Verify: FAIL" in verify.stdout and "no Python in" in verify.stdout
 
 
-def test_an_unknown_source_is_one_line_naming_every_registered_one(monkeypatch) -> None:
-    monkeypatch.setenv("PICKVARIANT_SOURCE", "nosuch")
-    result = runner.invoke(app, ["detect", "--format", "json", *H100])
-    assert result.exit_code == 2
-    assert "PICKVARIANT_SOURCE 'nosuch': choose one of flox, wheels, acme" in result.stderr
-
-
-def test_a_source_that_brings_no_builds_is_not_registered() -> None:
-    """Only prebuilt builds plug in: the recipes' stages read the Flox catalog, so a second source of recipes would
-    answer as flox under another name (every document would name the wrong source)."""
-    for source in (
-        registry.Source(name="myflox", pipeline="recipes"),
-        registry.Source(name="nobuilds", pipeline="builds"),
-        registry.Source(name="Bad Name", pipeline="builds", builds=lambda: ACME),
-    ):
-        with pytest.raises(ValueError, match=repr(source.name)):
-            registry.register(source)
-    assert "myflox" not in registry.names() and "nobuilds" not in registry.names()
-
-
-def test_install_dry_run_plans_the_sources_wheel_from_its_index(tmp_path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True)
-    python = str(tmp_path / "env" / "bin" / "python")
-    args = ["install", "--source", "acme", "--python", python, "--dry-run", "--format", "json", *H100]
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.stdout)
-    assert plan["source"] == "acme" and plan["torch"] == "2.14.1+acme128"
-    assert "torch==2.14.1+acme128" in plan["argv"] and f"{ROOT}/acme128" in plan["argv"]
-
-
-def test_plan_and_install_plan_and_report_carry_the_source(tmp_path) -> None:
+def test_plan_install_plan_report_and_the_library_answer_for_it(forge, tmp_path, monkeypatch) -> None:
     cluster = tmp_path / "cluster.jsonl"
-    cluster.write_text(detect_line("h100", HASWELL, ["9.0"], "570.86.10") + detect_line("cpu", HASWELL, [], None))
-    result = runner.invoke(
-        app, ["plan", str(cluster), "--source", "acme", "--format", "json", "--python-version", "3.12"]
+    cluster.write_text(
+        detect_line("h100", Path(HASWELL), ["9.0"], "570.86.10") + detect_line("cpu", Path(HASWELL), [], None)
     )
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.stdout)
-    assert plan["source"] == "acme"
-    assert {node["label"]: node["torch"] for node in plan["nodes"]} == {"h100": "2.14.1+acme128", "cpu": "2.14.1+cpu"}
-    (tmp_path / "plan.json").write_text(result.stdout)
-    # The plan names its source: the wheels source refuses it, naming the one that made it.
-    other = runner.invoke(app, ["install", "--source", "wheels", "--plan", str(tmp_path / "plan.json"), "--dry-run"])
-    assert other.exit_code == 2 and "install it with --source acme" in other.stderr
-    report = runner.invoke(app, ["report", "--source", "acme", "--format", "json", "--python-version", "3.12", *H100])
-    assert report.exit_code == 0, report.output
-    data = json.loads(report.stdout)
-    assert data["source"] == "acme" and data["recommendation"]["torch"] == "2.14.1+acme128"
-    assert data["described"] is True
+    made = _run(forge, "plan", str(cluster), "--source", "forge", "--format", "json", "--python-version", "3.12")
+    assert made.returncode == 0, made.stderr
+    plan = json.loads(made.stdout)
+    assert plan["source"] == "forge" and plan["index_root"] == forge["channel"]
+    assert {node["label"]: node["variant"] for node in plan["nodes"]} == {"h100": "cuda126", "cpu": "cpu"}
+    pins = {build["variant"]: build["requirements"] for build in plan["builds"]}
+    assert pins == {"cuda126": ["pytorch==2.5.1[build=cuda126_py312_*]"], "cpu": ["pytorch==2.5.1[build=cpu_py312_*]"]}
+    assert {node["index_url"] for node in plan["nodes"]} == {forge["channel"]}
+    text = _run(forge, "plan", str(cluster), "--source", "forge", "--python-version", "3.12").stdout
+    assert "2 package build(s) for 2 node(s)" in text and "conda install" in text and "pip" not in text
+    (tmp_path / "plan.json").write_text(made.stdout)
+    prefix = tmp_path / "node-env"
+    args = ["install", "--plan", str(tmp_path / "plan.json"), "--label", "h100", "--dir", str(prefix), "--yes"]
+    node = _run(forge, *args, "--no-verify", *H100[:-2])
+    assert node.returncode == 0, node.stderr
+    assert (prefix / "conda-meta" / "pytorch-2.5.1-cuda126_py312_0.json").is_file()
+    report = _run(forge, "report", "--source", "forge", "--format", "json", *H100)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["recommendation"]["requirements"] == ["pytorch==2.5.1[build=cuda126_py312_*]"]
+    # The library, in this process: the distribution on the path, found through the entry-point group.
+    monkeypatch.syspath_prepend(forge["site"])
+    monkeypatch.setenv("FORGE_CHANNEL", forge["channel"])
+    from pickvariant import api
 
-
-def test_each_source_refuses_the_options_another_adds_naming_every_source_that_takes_them(tmp_path) -> None:
-    """The options a source adds are the source's (its installer's): a source that does not take one refuses it in
-    one line naming the sources that do, and what it installs itself; the registered source is among them."""
-    python = ["--python", sys.executable]
-    detect = runner.invoke(app, ["detect", "--source", "flox", "--format", "json", *python, *H100])
-    assert detect.exit_code == 2 and detect.stdout == ""
-    assert detect.stderr == (
-        "pickvariant: --python: only with --source wheels or --source acme: --source flox installs into a Flox "
-        "environment\n"
-    )
-    install = runner.invoke(app, ["install", "--source", "acme", "--package", "pytorch", "--dry-run", *H100])
-    assert install.exit_code == 2
-    assert "--package: only with --source flox: --source acme installs Acme's wheels with pip or uv" in install.stderr
-    cluster = tmp_path / "cluster.jsonl"
-    cluster.write_text(detect_line("h100", HASWELL, ["9.0"], "570.86.10"))
-    plan = runner.invoke(app, ["plan", str(cluster), "--source", "flox", "--wheel-index", ROOT])
-    assert plan.exit_code == 2 and "--wheel-index: only with --source wheels or --source acme" in plan.stderr
-    platform = runner.invoke(app, ["detect", "--platform", "windows-amd64", "--gpu", "6.1"])
-    assert platform.exit_code == 2 and "--platform windows-amd64: only with --source wheels or --source acme" in (
-        platform.stderr
-    )
-    requirements = runner.invoke(app, ["detect", "--format", "requirements", *H100])
-    assert requirements.exit_code == 2 and "--format requirements: only with --source wheels" in requirements.stderr
-    # The same options are the wheels' and the registered source's own: taken, never refused.
-    taken = runner.invoke(
-        app, ["detect", "--source", "acme", "--format", "requirements", "--python-version", "3.12", *H100]
-    )
-    assert taken.exit_code == 0 and "torch==2.14.1+acme128" in taken.stdout
+    found = api.recommend(HASWELL, ["9.0"], "570.86.10", source="forge", python_version="3.12")
+    assert found.to_json()["recommendation"]["requirements"] == ["pytorch==2.5.1[build=cuda126_py312_*]"]

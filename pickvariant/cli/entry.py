@@ -81,7 +81,7 @@ def _main(argv: list[str] | None) -> int:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         # --python and --wheel-index, where given, are in it (a source that does not take them refused them)
         request = commandline.request_from({**values, "source": source.name})
-        if pipeline.reads_environment:  # its interpreter runs while the rest of the program loads and decides
+        if pipeline.reads_environment and "--python" in source.options:  # its interpreter runs meanwhile
             _start_environment(request, os.environ)
         if as_text:
             return _text(request, bool(values["explain"]))

@@ -63,4 +63,27 @@ def index_url_for_installer(answer: PrebuiltAnswer) -> str | None:
     if decision.build is None or decision.index_url is None:
         return None
     root = answer.index_root_with_credentials
-    return f"{root}/{decision.build.index}" if root else decision.index_url
+    return answer.catalog_of_builds().url(root, decision.build.index) if root else decision.index_url
+
+
+class PipPackaging:
+    """A source of wheels' packaging part (sources/registry.py, role "packaging"): how detect, a plan and a report pin
+    its builds and the command a person copies that installs them: pip's requirements and command line. `python`:
+    the CPython tag the set is for, where one was named (pip takes the interpreter's: a wheel's pin needs none)."""
+
+    def pins(self, build: Build, companions: Sequence[PairedRelease], from_pypi: bool, python: str | None) -> list[str]:
+        return requirements(build, companions, from_pypi)
+
+    def command(
+        self,
+        interpreter: str,
+        build: Build,
+        companions: Sequence[PairedRelease],
+        url: str | None,
+        from_pypi: bool,
+        python: str | None,
+    ) -> list[str]:
+        return installer_argv("pip", interpreter, build, companions, url, from_pypi=from_pypi)
+
+
+PACKAGING = PipPackaging()

@@ -12,7 +12,6 @@ from typing import Any
 
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant._base.versions import cpython_tag
-from pickvariant.install.pip_command import installer_argv, requirements
 from pickvariant.rules.cluster_input import BadLine
 from pickvariant.rules.cluster_plan import (
     JSON_SCHEMA_VERSION,
@@ -25,6 +24,7 @@ from pickvariant.rules.cluster_plan import (
 )
 from pickvariant.rules.fewest_builds import Solution
 from pickvariant.rules.sets import relation
+from pickvariant.sources import registry
 from pickvariant.sources.build import GENERATED_BY, Variant
 
 TYPE_CHECKING = False
@@ -261,6 +261,15 @@ def _python_tags(plan: PrebuiltPlan, build: Build) -> list[str]:
     return list(build.python) if plan.python is None else [cpython_tag(plan.python)]
 
 
+def _pins(plan: PrebuiltPlan, build: Build) -> list[str]:
+    """The build and its companions pinned as its source pins them (its packaging part: pip's for wheels)."""
+    python = None if plan.python is None else cpython_tag(plan.python)
+    companions = plan.companions.get(build, ())
+    packaging = registry.named(plan.source).part("packaging")
+    pins: list[str] = packaging.pins(build, companions, plan.index_url(build) is None, python)
+    return pins
+
+
 def _build_json(plan: PrebuiltPlan, build: Build, count: int) -> dict[str, Any]:
     companions = plan.companions.get(build, ())
     return {
@@ -274,7 +283,7 @@ def _build_json(plan: PrebuiltPlan, build: Build, count: int) -> dict[str, Any]:
         "python": _python_tags(plan, build),
         "nodes": count,
         "companions": [{"project": pair.project, "version": pair.version} for pair in companions],
-        "requirements": requirements(build, companions, plan.index_url(build) is None),
+        "requirements": _pins(plan, build),
     }
 
 
@@ -317,21 +326,27 @@ def _prebuilt_lines(plan: PrebuiltPlan, markdown: bool) -> list[str]:
     than its own best, who gets nothing. Outside text (labels, CPU models) is escaped as the Flox plan escapes it."""
     style = PlanStyle(markdown)
     h, item, sub_item, code, t = style.heading, style.item, style.sub_item, style.code, style.text
+    source = registry.named(plan.source)
+    assert source.nouns is not None  # a source of prebuilt builds names its nouns (registry checks it)
+    noun = source.nouns.build
     out = [
-        h(f"{len(plan.builds)} wheel build(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))")
+        h(
+            f"{len(plan.builds)} {noun} build(s) for {plan.node_count} node(s) ({plan.profile_count} hardware profile(s))"
+        )
     ]
     labels = _labels_by_build(plan)
+    python = None if plan.python is None else cpython_tag(plan.python)
     for build, count, summaries in plan.builds:
         companions = plan.companions.get(build, ())
         index_url = plan.index_url(build)
-        pinned = " ".join(requirements(build, companions, index_url is None))
+        pinned = " ".join(_pins(plan, build))
         where = code(index_url) if index_url is not None else "PyPI (the installer's default index: its own build)"
         out.append(f"{item}{code(pinned)} from {where} ({build.platform}): {count} node(s)")
         out += [f"{sub_item}covers {t(summary)}" for summary in summaries[:6]]
         out.append(f"{sub_item}nodes: {t(label_list(labels[build]))}")
-        argv = installer_argv("pip", NODE_PYTHON, build, companions, index_url, from_pypi=index_url is None)
+        argv = source.part("packaging").command(NODE_PYTHON, build, companions, index_url, index_url is None, python)
         out.append(f"{sub_item}each of them runs: {code(shlex.join(argv))}")
     given = [(n.label, n.build.label if n.build else None, n.rank, n.why) for n in plan.nodes]
-    out += assignment_lines(given, "wheel", style)
+    out += assignment_lines(given, noun, style)
     out += input_lines(plan.duplicate_labels, plan.solution, plan.bad, plan.bad_count, style)
     return [visible(line) for line in out]

@@ -9,7 +9,7 @@ import json
 from pickvariant import __version__
 from pickvariant._base.records import replace
 from pickvariant._base.text import markdown_code, markdown_text, visible
-from pickvariant.install.pip_command import index_url_for_installer, installer_argv, requirements
+from pickvariant.install.pip_command import index_url_for_installer, requirements
 from pickvariant.machine.othergpu import VENDOR_NAMES
 from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
 from pickvariant.rules import wording
@@ -22,15 +22,17 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from pickvariant.sources.registry import Source
+
 ALTERNATIVES_SHOWN = 3
 
 
-def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, Any] | None:
+def recommendation_json(decision: PrebuiltDecision, source: Source) -> dict[str, Any] | None:
     build = decision.build
     if build is None:
         return None
     return {
-        "source": source,
+        "source": source.name,
         "torch": build.label,
         "release": build.torch,
         "variant": build.index,
@@ -45,7 +47,9 @@ def recommendation_json(decision: PrebuiltDecision, source: str) -> dict[str, An
         "ptx": [str(capability) for capability in build.ptx],
         "ptx_known": build.ptx_known,
         "pypi_default": build.default_index,
-        "requirements": requirements(build, decision.companions, decision.from_pypi),
+        "requirements": source.part("packaging").pins(
+            build, decision.companions, decision.from_pypi, decision.python_tag
+        ),
         "companions": [
             {"project": pair.project, "version": pair.version, "requires": pair.requires}
             for pair in decision.companions
@@ -62,7 +66,7 @@ def prebuilt_json(answer: PrebuiltAnswer) -> dict[str, Any]:
         "source": answer.source.name,
         "hardware": hardware_json(answer.facts),
         "catalog": {"facts_compiled": answer.catalog_of_builds().facts_compiled, "index_root": answer.index_root},
-        "recommendation": recommendation_json(decision, answer.source.name),
+        "recommendation": recommendation_json(decision, answer.source),
         "build": None if decision.build is None else replace(decision.build, source=answer.source.name).as_json(),
         "environment": None
         if environment is None
@@ -77,7 +81,7 @@ def prebuilt_json(answer: PrebuiltAnswer) -> dict[str, Any]:
         },
         "cpu_dispatch": decision.dispatch,
         "reasons": list(decision.reasons),
-        "rejected": [rejection_json(rejection) for rejection in decision.rejected],
+        "rejected": [rejection_json(rejection, answer.catalog_of_builds().nouns) for rejection in decision.rejected],
         "hints": list(decision.hints),
         "left_out": list(decision.left_out),
         "sources": dict(answer.facts.sources),
@@ -86,7 +90,8 @@ def prebuilt_json(answer: PrebuiltAnswer) -> dict[str, Any]:
 
 
 def install_words(answer: PrebuiltAnswer) -> list[str]:
-    """The pip command that installs the answer, for copying: its words quoted for the shell."""
+    """The command that installs the answer (its source's packaging part's: pip's for wheels), for copying: its words
+    quoted for the shell."""
     decision = answer.decision
     assert decision.build is not None
     # The environment's interpreter; else, for a free-threaded Python named, its own (`python3.13t`: `python3` is
@@ -94,8 +99,9 @@ def install_words(answer: PrebuiltAnswer) -> list[str]:
     free_threaded = decision.python is not None and decision.python.endswith("t")
     default = f"python{decision.python}" if free_threaded else "python3"
     interpreter = answer.environment.interpreter if answer.environment is not None else default
-    argv = installer_argv(
-        "pip", interpreter, decision.build, decision.companions, decision.index_url, from_pypi=decision.from_pypi
+    packaging = answer.source.part("packaging")
+    argv = packaging.command(
+        interpreter, decision.build, decision.companions, decision.index_url, decision.from_pypi, decision.python_tag
     )
     import shlex
 
@@ -116,11 +122,10 @@ def prebuilt_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: b
     lines += section("Why", [visible(reason) for reason in reasons], width)
     if decision.hints:
         lines += section("What would help", [visible(hint) for hint in decision.hints], width)
-    lines += _alternatives(decision, width, every_alternative, answer.source.flag)
+    lines += _alternatives(answer, width, every_alternative)
     if every_alternative and decision.left_out:
-        lines += section(
-            "Not judged (left out of the wheel catalog)", [visible(row) for row in decision.left_out], width
-        )
+        title = f"Not judged (left out of the {answer.catalog_of_builds().nouns.build} catalog)"
+        lines += section(title, [visible(row) for row in decision.left_out], width)
     lines += [line for note in answer.facts.notes for line in wrapped(visible(f"note: {note}"), width, "")]
     return lines
 
@@ -128,13 +133,14 @@ def prebuilt_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: b
 def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
     from pickvariant.output.answer import command_lines, wrapped
 
-    decision = answer.decision
+    decision, catalog = answer.decision, answer.catalog_of_builds()
     build = decision.build
     if build is None:
-        return ["No compatible wheel (why, and what would help, below)"]
+        return [f"No compatible {catalog.nouns.build} (why, and what would help, below)"]
     torch = build.torch if decision.from_pypi else build.label  # PyPI's versions carry no local label
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
-    where = "PyPI's own build" if decision.from_pypi else f"{answer.source.publisher}'s {visible(build.index)} index"
+    on = f"{catalog.publisher}'s {visible(build.index)} {catalog.nouns.where}"
+    where = "PyPI's own build" if decision.from_pypi else on
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
     cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
     cuda = f", {build.gpu_code.said}" if build.gpu_code is not None else cuda
@@ -144,9 +150,10 @@ def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
     return lines
 
 
-def _alternatives(decision: PrebuiltDecision, width: int, every: bool, flag: str) -> list[str]:
+def _alternatives(answer: PrebuiltAnswer, width: int, every: bool) -> list[str]:
     from pickvariant.output.answer import section, wrapped
 
+    decision, nouns, flag = answer.decision, answer.catalog_of_builds().nouns, answer.source.flag
     if decision.build is None or every:
         shown = list(decision.rejected)
         title = "Not chosen" if decision.build is None else "Every alternative"
@@ -156,8 +163,9 @@ def _alternatives(decision: PrebuiltDecision, width: int, every: bool, flag: str
         shown += [r for r in decision.rejected if r.kind in NEAREST and r not in shown][
             : max(0, ALTERNATIVES_SHOWN - len(shown))
         ]
-        title = "Other indexes and releases"
-    lines = section(title, [visible(f"{wording.choice(r)}: {wording.why(r)}") for r in shown], width) if shown else []
+        title = f"Other {nouns.wheres} and releases"
+    said = [visible(f"{wording.choice(r, nouns)}: {wording.why(r, nouns)}") for r in shown]
+    lines = section(title, said, width) if shown else []
     left = len(decision.rejected) - len(shown)
     if left:
         lines += wrapped(f"{left} more, each with why: pickvariant detect {flag} --explain", width, "")
@@ -167,11 +175,11 @@ def _alternatives(decision: PrebuiltDecision, width: int, every: bool, flag: str
 def prebuilt_markdown(answer: PrebuiltAnswer) -> str:
     from pickvariant.output.answer import fact_items
 
-    decision = answer.decision
+    decision, nouns = answer.decision, answer.catalog_of_builds().nouns
     build = decision.build
-    out = ["# pickvariant: PyTorch wheel for this machine", ""]
+    out = [f"# pickvariant: PyTorch {nouns.build} for this machine", ""]
     if build is None:
-        out += ["**No compatible wheel.**", ""]
+        out += [f"**No compatible {nouns.build}.**", ""]
     else:
         where = markdown_code(decision.index_url) if decision.index_url else "PyPI (its own build)"
         out += [f"**Recommendation:** {markdown_code(build.label)} from {where}", ""]
@@ -189,7 +197,10 @@ def prebuilt_markdown(answer: PrebuiltAnswer) -> str:
         out += ["## What would help", "", *(f"- {markdown_text(hint)}" for hint in decision.hints), ""]
     if decision.rejected:
         out += ["## Not chosen", ""]
-        out += [f"- {markdown_text(wording.choice(r))}: {markdown_text(wording.why(r))}" for r in decision.rejected]
+        out += [
+            f"- {markdown_text(wording.choice(r, nouns))}: {markdown_text(wording.why(r, nouns))}"
+            for r in decision.rejected
+        ]
         out.append("")
     return "\n".join(out)
 

@@ -11,6 +11,7 @@ from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, Kind, RecipeDecision, Rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.nouns import WHEELS, Nouns
 from pickvariant.sources.registry import RECIPES
 from pickvariant.sources.runs_on import of_variant
 
@@ -108,12 +109,13 @@ def _decision_json(
     }
 
 
-def rejection_json(rejection: Rejection) -> dict[str, Any]:
-    """A rejection as data: its kind, what lost and the facts its stage found, with the words text shows."""
+def rejection_json(rejection: Rejection, nouns: Nouns = WHEELS) -> dict[str, Any]:
+    """A rejection as data: its kind, what lost and the facts its stage found, with the words text shows (a prebuilt
+    build's in its source's `nouns`)."""
     axis, name = rejection.subject
     return {
-        "choice": wording.choice(rejection),
-        "why": wording.why(rejection),
+        "choice": wording.choice(rejection, nouns),
+        "why": wording.why(rejection, nouns),
         "kind": rejection.kind,
         "subject": {"axis": axis, "name": name},
         "facts": {key: value if isinstance(value, str) else list(value) for key, value in rejection.facts},

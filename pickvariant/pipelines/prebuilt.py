@@ -52,7 +52,9 @@ def decide(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAn
     `request.interpreter` names (else, for this machine, the active one) and from `request.index` (else
     PICKVARIANT_WHEEL_INDEX, else the source's own indexes)."""
     environment_vars = os.environ if env is None else env
-    reading = environment_of(request, environment_vars)
+    # A source that installs into a Python environment (it takes --python) reads the one it would install into.
+    takes_python = "--python" in registry.of_prebuilt(request.source).options
+    reading = environment_of(request, environment_vars) if takes_python else None
     try:
         return _decide(request, environment_vars, reading)
     finally:
@@ -99,8 +101,10 @@ def _decide(asked: Request, environment_vars: Mapping[str, str], reading: Readin
 
 def no_prebuilt_error(answer: PrebuiltAnswer) -> NoVariant:
     """Exit 3's one line where no wheel runs here: the last reason and the hints."""
-    decision = answer.decision
-    return NoVariant("no compatible wheel for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints))
+    decision, nouns = answer.decision, answer.catalog_of_builds().nouns
+    return NoVariant(
+        f"no compatible {nouns.build} for this machine: " + "; ".join(decision.reasons[-1:] + decision.hints)
+    )
 
 
 class _Prebuilt:

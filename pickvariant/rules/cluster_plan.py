@@ -118,6 +118,7 @@ class ClusterPlan(OfBuilds[B, C]):
     # A source of prebuilt builds' with no index named: PyPI's own build of a release is installed from PyPI (no
     # index URL), as detect answers it there.
     pypi_first: bool = False
+    layout: str = "{root}/{index}"  # where a build is below index_root: its source's (sources/prebuilt.py's url)
 
     @property
     def prebuilt(self) -> bool:
@@ -126,7 +127,9 @@ class ClusterPlan(OfBuilds[B, C]):
 
     def index_url(self, build: Build) -> str | None:
         """A prebuilt build's index; None: PyPI's own build, from PyPI (the installer's default index)."""
-        return None if self.pypi_first and build.default_index else f"{self.index_root}/{build.index}"
+        if self.pypi_first and build.default_index:
+            return None
+        return self.index_root if self.layout == "{root}" else f"{self.index_root}/{build.index}"
 
 
 # The plan each kind of source makes: the recipes' and a prebuilt build's, one record.
@@ -286,7 +289,7 @@ def make_prebuilt_plan(
     companions = {build: _paired(build, wheels, options, pypi_first) or () for build, _, _ in solved[2]}
     return _planned(
         inputs, profiles, solved, source=source, companions=companions, index_root=index_root, python=options.python,
-        catalog=wheels_identity(wheels), pypi_first=pypi_first,
+        catalog=wheels_identity(wheels), pypi_first=pypi_first, layout=wheels.layout,
     )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from pickvariant.rules import compat
 from pickvariant.rules.wording import families as families_said
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.nouns import Nouns
 from pickvariant.sources.prebuilt import other_stack
 from pickvariant.sources.runs_on import Build
 
@@ -34,7 +35,8 @@ def installed_finding(
     hardware: Hardware,
     chosen: Build | None,
     facts: HostFacts,
-    others: Sequence[OtherGpu] = (),
+    others: Sequence[OtherGpu],
+    nouns: Nouns,
 ) -> tuple[str | None, str, str]:
     """(the installed torch's version, whether it runs on every GPU here: yes, no, unknown or none, the sentence).
     It runs where its kernels run on every GPU and the driver runs its CUDA line: the rules every wheel is held to."""
@@ -44,7 +46,8 @@ def installed_finding(
     build = installed_build(local, builds)
     if build is None:
         stack = other_stack(local)
-        return local, "unknown", said.installed_other_stack(local, stack) if stack else said.installed_unknown(local)
+        unknown = said.installed_other_stack(local, stack, nouns) if stack else said.installed_unknown(local, nouns)
+        return local, "unknown", unknown
     # PyPI's build: its metadata carries no local label (its torch.__version__ does): named with the build's.
     shown = local if build.label == local else said.pypi_build(local, build.label)
     if chosen is not None and build == chosen:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pickvariant._base.records import replace
 from pickvariant.rules.decision import PrebuiltDecision
 from pickvariant.rules.wording import prebuilt as said
+from pickvariant.sources.nouns import Nouns
 from pickvariant.sources.prebuilt import PairedRelease, PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
 
@@ -50,7 +51,7 @@ def set_python(build: Build, pairs: Sequence[PairedRelease]) -> str:
 
 
 def limited_by_companions(
-    decision: PrebuiltDecision, chosen: Build, passed_over: dict[Build, tuple[str, ...]]
+    decision: PrebuiltDecision, chosen: Build, passed_over: dict[Build, tuple[str, ...]], nouns: Nouns
 ) -> PrebuiltDecision:
     """Where the companions asked for held the set back (a newer torch runs here, and none of theirs is paired with
     it), that is said beside the sentence that chose it, naming the torch alone would be: never "the newest torch
@@ -58,12 +59,12 @@ def limited_by_companions(
     newer = next((build for build in passed_over if build.torch != chosen.torch), None)
     if newer is None:
         return decision
-    sentence = said.held_back(newer.label, passed_over[newer], decision.from_pypi)
-    reasons = list(decision.reasons)
-    at = next((n for n, reason in enumerate(reasons) if said.NEWEST in reason), None)
+    sentence = said.held_back(newer.label, passed_over[newer], decision.from_pypi, nouns)
+    reasons, newest = list(decision.reasons), said.newest(nouns)
+    at = next((n for n, reason in enumerate(reasons) if newest in reason), None)
     if at is None:
         return replace(decision, reasons=(*reasons, sentence))
-    reasons[at] = reasons[at].replace(said.NEWEST, said.newest_paired(passed_over[newer]), 1)
+    reasons[at] = reasons[at].replace(newest, said.newest_paired(passed_over[newer], nouns), 1)
     return replace(decision, reasons=(*reasons[: at + 1], sentence, *reasons[at + 1 :]))
 
 
@@ -77,7 +78,7 @@ def lacking_python(
         return ()
     pairs = [wheels.companion(newest.torch, project) for project in passed_over[newest]]
     return tuple(
-        said.companion_lacks_python(pair.project, pair.version, newest.torch, python_tag, pair.python)
+        said.companion_lacks_python(pair.project, pair.version, newest.torch, python_tag, pair.python, wheels.nouns)
         for pair in pairs
         if pair is not None and not pair.serves(python_tag)
     )

@@ -16,6 +16,7 @@ from pickvariant.rules.prebuilt_stages import newest_first
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.nouns import Nouns
 from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False
@@ -27,13 +28,15 @@ def hints_for_nothing(
     decision: PrebuiltDecision,
     hardware: Hardware,
     verdicts: Mapping[Build, Rejection | None],
-    passed_over: Mapping[Build, tuple[str, ...]],
-    driver: DriverFacts | None,
+    told: tuple[Mapping[Build, tuple[str, ...]], DriverFacts | None, Nouns],
     again: DecideAgain,
 ) -> tuple[str, ...]:
+    """What would help where nothing runs here; `told`: the builds the companions held back, the driver, the
+    catalog's nouns."""
+    passed_over, driver, nouns = told
     hints = []
     if passed_over:
-        hints.append(said.without_companions())
+        hints.append(said.without_companions(nouns))
     refused: dict[str, list[Build]] = {}
     for build in newest_first(verdicts):
         verdict = verdicts[build]
@@ -50,7 +53,7 @@ def hints_for_nothing(
     # The cpu wheel, refused only for leaving the GPUs unused, runs here: said whether the GPUs lack kernels or the
     # driver is too old for every CUDA line (a T4 on R470, issue 53), after what would let them be used.
     if refused.get(f"{Kind.NOT_BUILT}/gpus_unused"):  # refused only where there are GPUs to serve, of any vendor
-        hints.append(said.no_gpu_wheel())
+        hints.append(said.no_gpu_wheel(nouns))
     return tuple(hints)
 
 

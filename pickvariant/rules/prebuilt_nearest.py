@@ -9,12 +9,13 @@ from pickvariant._base.versions import version_key
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.decision import Kind, Rejection
 from pickvariant.rules.wording import prebuilt as said
+from pickvariant.sources.nouns import Nouns
 from pickvariant.sources.runs_on import Build
 
 _NEAREST_KINDS = (Kind.NO_SET, Kind.DRIVER, Kind.NOT_BUILT, Kind.NO_KERNELS, Kind.PINNED_OUT)
 
 
-def older_than_the_catalog(facts: HostFacts, verdicts: dict[Build, Rejection | None]) -> list[str]:
+def older_than_the_catalog(facts: HostFacts, verdicts: dict[Build, Rejection | None], nouns: Nouns) -> list[str]:
     """Where the driver is older than every CUDA line the catalog holds: the releases before its first (built for
     older CUDA lines) are outside it, not judged, and this is said rather than left unsaid."""
     floors = [build.cuda_min_driver for build in verdicts if build.cuda_min_driver is not None]
@@ -22,7 +23,7 @@ def older_than_the_catalog(facts: HostFacts, verdicts: dict[Build, Rejection | N
     if driver is None or not floors or not driver < min(floors):
         return []
     first = min((build.torch for build in verdicts), key=version_key)
-    return [said.older_than_the_catalog(str(driver), first, str(min(floors)))]
+    return [said.older_than_the_catalog(str(driver), first, str(min(floors)), nouns)]
 
 
 def nearest_refused(rejected: Iterable[Rejection], verdicts: dict[Build, Rejection | None]) -> Rejection | None:

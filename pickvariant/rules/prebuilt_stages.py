@@ -9,17 +9,21 @@ first finding is the build's rejection, typed; the words are rules/wording/'s, i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
-from pickvariant._base.versions import release_matches, version_key
+from pickvariant._base.versions import cpython_tag, release_matches, version_key
+from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import compat, ranking, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
+from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.nouns import Nouns
 from pickvariant.sources.prebuilt import PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
 
@@ -149,10 +153,12 @@ def alternatives(
     candidates: Sequence[Build],
     chosen: Build | None,
     passed_over: Mapping[Build, tuple[str, ...]],
-    short_of_python: Mapping[Build, str] | None = None,
+    short_of_python: Mapping[Build, str] | None,
+    nouns: Nouns,
 ) -> tuple[Rejection, ...]:
     """Why each other index variant and each other torch release lost (to `chosen`, or to nothing fitting);
-    `short_of_python`: the builds passed over only because a companion has no wheel for the Python stated."""
+    `short_of_python`: the builds passed over only because a companion has no wheel for the Python stated; `nouns`:
+    the catalog's, in which a release's refusals are said."""
     short = short_of_python or {}
     ordered = newest_first(builds)
     rejected = [
@@ -161,7 +167,7 @@ def alternatives(
         if chosen is None or variant != chosen.index
     ]
     rejected += [
-        _release_lost(release, ordered, verdicts, candidates, passed_over, short)
+        _release_lost(release, ordered, verdicts, candidates, passed_over, short, nouns)
         for release in dict.fromkeys(build.torch for build in ordered)
         if chosen is None or release != chosen.torch
     ]
@@ -219,6 +225,7 @@ def _release_lost(
     candidates: Sequence[Build],
     passed_over: Mapping[Build, tuple[str, ...]],
     short: Mapping[Build, str],
+    nouns: Nouns,
 ) -> Rejection:
     best = next((build for build in candidates if build.torch == release), None)
     if best is not None and best in passed_over:
@@ -227,7 +234,9 @@ def _release_lost(
         return rejection(
             Kind.RANKED_LOWER, "torch_release", release, cause="wheel_torch", example=best.label, torch=release
         )
-    refusals = "; ".join(wording.why(verdict) for b in ordered if b.torch == release and (verdict := verdicts[b]))
+    refusals = "; ".join(
+        wording.why(verdict, nouns) for b in ordered if b.torch == release and (verdict := verdicts[b])
+    )
     return rejection(Kind.NOT_BUILT, "torch_release", release, cause="release", refusals=refusals)
 
 
@@ -248,3 +257,25 @@ def _no_set(subject: tuple[str, str], best: Build, missing: tuple[str, ...], pyt
     return rejection(
         Kind.NO_SET, subject[0], subject[1], cause="wheel", example=best.label, projects=missing, torch=best.torch
     )
+
+
+_PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}t?")  # 3.13t: a free-threaded CPython (cp313t)
+
+
+def python_target(
+    options: Request, environment: PythonEnvironment | None
+) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """The CPython tag wheels must carry, its version, and what said so: a pin, else the environment's interpreter,
+    else none (a stated machine, answered for any Python)."""
+    if options.python:
+        if not _PYTHON_PIN.fullmatch(options.python):
+            raise BadInput(
+                f"{options.python_given_as} {options.python!r:.40}: not a Python version; write it as 3.12, or 3.13t "
+                "for a free-threaded one"
+            )
+        tag = cpython_tag(options.python)
+        return tag, options.python, (said.python_target(options.python, tag, f"named by {options.python_given_as}"),)
+    if environment is not None:
+        where = f"of {environment.interpreter} ({environment.given_as})"
+        return environment.tag, environment.minor, (said.python_target(environment.version, environment.tag, where),)
+    return None, None, ()

@@ -11,13 +11,11 @@ architectures, Tegra, driver support, instruction sets) are the same ones every 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 
-from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
-from pickvariant._base.versions import cpython_tag, version_key
+from pickvariant._base.versions import version_key
 from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
@@ -34,11 +32,12 @@ from pickvariant.rules.prebuilt_companions import (
     with_companions,
 )
 from pickvariant.rules.prebuilt_nearest import nearest_refused, older_than_the_catalog
-from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first
+from pickvariant.rules.prebuilt_stages import alternatives, check_pins, judge, newest_first, python_target
 from pickvariant.rules.wording import families as families_said
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.prebuilt import OTHER_STACKS, PLATFORMS, PairedRelease, PrebuiltCatalog
+from pickvariant.sources.nouns import Nouns
+from pickvariant.sources.prebuilt import OTHER_STACKS, PairedRelease, PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
 # ROCm and XPU builds are kept in the catalog, not judged: named only to a machine with such a GPU (machine/othergpu.py),
 # where they tell what PyTorch publishes for it.
 _OTHER_VENDOR_PREFIXES = {vendor: prefix for vendor, (prefix, _) in OTHER_STACKS.items()}
-_PYTHON_PIN = re.compile(r"3\.[0-9]{1,2}t?")  # 3.13t: a free-threaded CPython (cp313t)
 # The rejections a person is nearest to fixing, first: what the short answer names when nothing fits.
 
 
@@ -99,10 +97,11 @@ class PrebuiltWalk:
         platform, builds, wheels = self.platform_name, self.builds, self.wheels
         if not builds:
             platforms = sorted({build.platform for build in wheels.builds})
-            said_none = said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher)
+            said_none = said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher, wheels.nouns)
             return Decision(platform=platform, reasons=(said_none,))
         assert platform is not None
-        return said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher), said.mps_wheel()
+        has = said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher, wheels.nouns)
+        return has, said.mps_wheel(wheels.nouns)
 
     @functools.cached_property  # the families of GPU code its builds carry: read where an AMD or Intel GPU asks
     def _families(self) -> frozenset[str]:
@@ -130,7 +129,7 @@ class PrebuiltWalk:
         # The newest stack of that release: rocm7.2 over rocm7.1 (xpu has no number).
         index = max(variants, key=lambda variant: version_key(variant.removeprefix(prefix) or "0"))
         published = f"torch {newest} " + " and ".join(variants)
-        return wording.other_gpu(described, vendor, published, f"{self.index_root}/{index}")
+        return wording.other_gpu(described, vendor, published, self.wheels.url(self.index_root, index))
 
     def stopped(self, seen: Machine) -> PrebuiltDecision:
         return Decision(platform=self.platform_name, reasons=seen.reasons, hints=seen.hints)
@@ -140,7 +139,7 @@ class PrebuiltWalk:
         assert platform is not None
         check_pins(options, builds, self.wheels)
         gpus = seen.gpus
-        tag, version, python_said = _python(options, self.environment)
+        tag, version, python_said = python_target(options, self.environment)
         verdicts = {build: judge(build, facts, self.hardware, options, gpus, tag, seen.others) for build in builds}
         candidates = newest_first((build for build, verdict in verdicts.items() if verdict is None), self.pypi_first)
         assumed = (wording.DRIVER_ASSUMED,) if gpus and facts.driver_assumed else ()
@@ -202,7 +201,7 @@ class PrebuiltWalk:
         root = None if self.pypi_first and build.default_index else self.index_root  # None: PyPI's, from PyPI
         found_so_far = (*walked.reasons, *families.chosen_reasons(build, walked.others))
         decision = _chosen(decision, facts, self.hardware, self.wheels, options, found_so_far, build, found[0], root)
-        decision = limited_by_companions(decision, build, found[1])
+        decision = limited_by_companions(decision, build, found[1], self.wheels.nouns)
         if build.gpu_code is not None and found[0]:  # the pairing is PyPI's; the ROCm or XPU index's own unread
             names = tuple(f"{pair.project} {pair.version}" for pair in found[0])
             decision = replace(
@@ -238,9 +237,11 @@ class PrebuiltWalk:
                 chosen,
                 passed_over,
                 short_of_python(passed_over, self.wheels, walked.python_tag),
+                self.wheels.nouns,
             ),
         )
-        return _with_installed(decision, self.environment, (self.builds, walked.others), hardware, chosen, facts)
+        judged_by = (self.builds, walked.others, self.wheels.nouns)
+        return _with_installed(decision, self.environment, judged_by, hardware, chosen, facts)
 
 
 def pick_prebuilt(
@@ -255,41 +256,27 @@ def pick_prebuilt(
 ) -> PrebuiltDecision:
     """The build of `wheels` for this machine, through the one pick (rules/pick.py). `with_hints`: where none runs,
     decide again with what would help (a hint's own decision is made without)."""
-    platform = PLATFORMS.get((facts.os, facts.arch))  # a hint's deciding again changes the driver, not the platform
+    platform = wheels.platforms.get(
+        (facts.os, facts.arch)
+    )  # a hint's deciding again changes the driver, not the platform
     walk = PrebuiltWalk(hardware, wheels, environment, index_root, pypi_first, platform)
     decision: PrebuiltDecision = pick(facts, walk, options, with_hints)
     return decision
 
 
-def _python(options: Request, environment: PythonEnvironment | None) -> tuple[str | None, str | None, tuple[str, ...]]:
-    """The CPython tag wheels must carry, its version, and what said so: a pin, else the environment's interpreter,
-    else none (a stated machine, answered for any Python)."""
-    if options.python:
-        if not _PYTHON_PIN.fullmatch(options.python):
-            raise BadInput(
-                f"{options.python_given_as} {options.python!r:.40}: not a Python version; write it as 3.12, or 3.13t "
-                "for a free-threaded one"
-            )
-        tag = cpython_tag(options.python)
-        return tag, options.python, (said.python_target(options.python, tag, f"named by {options.python_given_as}"),)
-    if environment is not None:
-        where = f"of {environment.interpreter} ({environment.given_as})"
-        return environment.tag, environment.minor, (said.python_target(environment.version, environment.tag, where),)
-    return None, None, ()
-
-
 def _with_installed(
     decision: PrebuiltDecision,
     environment: PythonEnvironment | None,
-    judged_by: tuple[tuple[Build, ...], tuple[OtherGpu, ...]],
+    judged_by: tuple[tuple[Build, ...], tuple[OtherGpu, ...], Nouns],
     hardware: Hardware,
     chosen: Build | None,
     facts: HostFacts,
 ) -> PrebuiltDecision:
     if environment is None:
         return decision
-    builds, others = judged_by  # every build of the platform (a ROCm torch is one on any machine), the GPUs to serve
-    version, fits, sentence = installed_finding(environment, builds, decision.targets, hardware, chosen, facts, others)
+    builds, others, nouns = judged_by  # every build of the platform (a ROCm torch is one on any machine), the GPUs
+    found = installed_finding(environment, builds, decision.targets, hardware, chosen, facts, others, nouns)
+    version, fits, sentence = found
     return replace(decision, installed=version, installed_fits=fits, installed_said=sentence)
 
 
@@ -304,7 +291,7 @@ def _chosen(
     pairs: tuple[PairedRelease, ...],
     index_root: str | None,
 ) -> PrebuiltDecision:
-    index_url = None if index_root is None else f"{index_root}/{chosen.index}"
+    index_url = None if index_root is None else wheels.url(index_root, chosen.index)
     pinned = bool(options.torch or options.cuda)
     machine_floor = compat.machine_floor(chosen.cuda_min_driver, decision.targets, hardware)
     tegra = any(hardware.is_tegra(gpu.compute_capability) for gpu in decision.targets)
@@ -314,7 +301,7 @@ def _chosen(
     needed = said.driver_needed(floor, chosen.cuda, tegra) if chosen.cuda else None
     decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed)
     stack = None if chosen.gpu_code is None else chosen.gpu_code.said
-    reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned, stack)]
+    reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned, wheels.nouns, stack)]
     if decision.python_tag is None:
         newest = set_python(chosen, pairs)
         reasons.append(said.python_unstated(newest, tuple(f"{p.project} {p.version}" for p in pairs)))
@@ -323,10 +310,10 @@ def _chosen(
     reasons += stages.unserved(chosen.label, chosen, facts, decision.targets, hardware)
     if chosen.default_index and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
-    reasons.append(said.dispatch(decision.dispatch, facts.arch, facts.cpu.source != "--platform"))
-    reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources) for p in pairs]
+    reasons.append(said.dispatch(decision.dispatch, facts.arch, wheels.nouns, facts.cpu.source != "--platform"))
+    reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources, wheels.nouns) for p in pairs]
     left_out = _left_out_newer(wheels, chosen.platform, chosen.torch, facts)
-    reasons += [said.left_out_newer(left_out)] if left_out else []
+    reasons += [said.left_out_newer(left_out, wheels.nouns)] if left_out else []
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         kept = decision.installed_fits == "yes" and decision.installed != chosen.label
@@ -388,13 +375,15 @@ def _nothing_fits(
 
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
     left_out = _left_out_newer(wheels, decision.platform or "", None, facts)
-    reasons += [said.left_out_newer(left_out)] if left_out else []
-    reasons += older_than_the_catalog(facts, verdicts)
+    reasons += [said.left_out_newer(left_out, wheels.nouns)] if left_out else []
+    reasons += older_than_the_catalog(facts, verdicts, wheels.nouns)
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         reasons.append(decision.installed_said)
-    hints = () if again is None else hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver, again)
+    told = (passed_over, facts.driver, wheels.nouns)
+    hints = () if again is None else hints_for_nothing(decision, hardware, verdicts, told, again)
     nearest = nearest_refused(decision.rejected, verdicts)
     if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
-        reasons.append(said.nothing_fits(wording.choice(nearest), wording.why(nearest)))
+        nouns = wheels.nouns
+        reasons.append(said.nothing_fits(wording.choice(nearest, nouns), wording.why(nearest, nouns), nouns))
     return replace(decision, reasons=tuple(dict.fromkeys(reasons)), hints=hints)

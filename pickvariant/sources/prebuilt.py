@@ -10,19 +10,23 @@ source: sources/wheels/load.py); nothing here reads a file.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from pickvariant._base.records import keyword_record
 from pickvariant._base.versions import ComputeCapability, DriverVersion
 from pickvariant.sources.accelerator import JUDGED, GpuCode
+from pickvariant.sources.nouns import WHEELS, Nouns
 from pickvariant.sources.runs_on import Build
 
 # The platforms a prebuilt catalog names, by the (os, arch) pickvariant's machine facts report.
-PLATFORMS = {
-    ("linux", "x86_64"): "linux-x86_64",
-    ("linux", "aarch64"): "linux-aarch64",
-    ("darwin", "aarch64"): "macos-arm64",
-    ("windows", "x86_64"): "windows-amd64",
-}
+PLATFORMS = MappingProxyType(
+    {
+        ("linux", "x86_64"): "linux-x86_64",
+        ("linux", "aarch64"): "linux-aarch64",
+        ("darwin", "aarch64"): "macos-arm64",
+        ("windows", "x86_64"): "windows-amd64",
+    }
+)
 # PyTorch's builds for another vendor's GPUs: the index prefix of each, by the vendor machine/othergpu.py names, and
 # the stack it is built on. Kept in a catalog's rows left out, not judged yet (issue 54).
 OTHER_STACKS = {"amd": ("rocm", "ROCm"), "intel": ("xpu", "XPU")}
@@ -47,16 +51,21 @@ def published(
     sources: tuple[str, ...] = (),
     note: str = "",
     gpu_code: GpuCode | None = None,
+    platforms: Mapping[tuple[str, str], str] = PLATFORMS,
+    label: str | None = None,
 ) -> Build:
-    """A build published on `index` for `platform` (one of PLATFORMS' values; ValueError for another), labelled as
-    `torch.__version__` says it: "2.14.1+cu126" ("2.14.1" on macOS). A prebuilt build requires no instruction set:
-    ATen picks its CPU kernels at run time."""
-    machine = next((machine for machine, name in PLATFORMS.items() if name == platform), None)
+    """A build published on `index` for `platform`, one of `platforms`' values (the source's own names of the
+    (os, arch) machine facts report: PLATFORMS, PyTorch's; ValueError for another). Its label is how the source names
+    this build; by default as `torch.__version__` says it: "2.14.1+cu126" ("2.14.1" on macOS). A prebuilt build
+    requires no instruction set: ATen picks its CPU kernels at run time."""
+    machine = next((machine for machine, name in platforms.items() if name == platform), None)
     if machine is None:
-        raise ValueError(f"platform {platform!r}: not one of {', '.join(PLATFORMS.values())}")
+        raise ValueError(f"platform {platform!r}: not one of {', '.join(platforms.values())}")
+    if label is None:
+        label = torch if platform in UNLABELLED_PLATFORMS else f"{torch}+{index}"
     return Build(
         source=source,
-        label=torch if platform in UNLABELLED_PLATFORMS else f"{torch}+{index}",
+        label=label,
         torch=torch,
         os=machine[0],
         arch=machine[1],
@@ -123,8 +132,17 @@ class PrebuiltCatalog:
     sources: Mapping[str, str]
     refreshed: str | None = None  # the date `catalog wheels --refresh` read the index, where this catalog is its
     based_on: str | None = None  # the shipped facts it was derived from (their sha256), where it is a refreshed one
-    # Who publishes these builds, as the rules' sentences name them: the Source's (registry.Source.catalog sets it).
+    # Who publishes these builds and what it calls them, as the rules' sentences name them, and where a build is
+    # installed from: the Source's (registry.Source.catalog sets them).
     publisher: str = "PyTorch"
+    nouns: Nouns = WHEELS
+    layout: str = "{root}/{index}"
+    # Its own names of the platforms machine facts report, by (os, arch): PyTorch's (PLATFORMS) unless it says.
+    platforms: Mapping[tuple[str, str], str] = PLATFORMS
+
+    def url(self, root: str, index: str) -> str:
+        """Where a build on `index` is installed from, below `root` (an index per variant, or one channel)."""
+        return root if self.layout == "{root}" else f"{root}/{index}"
 
     def for_platform(self, platform: str) -> tuple[Build, ...]:
         return tuple(build for build in self.builds if build.platform == platform)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from pickvariant.sources.build import Catalog
+    from pickvariant.sources.nouns import Nouns
     from pickvariant.sources.prebuilt import PrebuiltCatalog
 
     Pipeline = Literal["recipes", "builds"]
@@ -49,7 +50,8 @@ GROUP = "pickvariant.sources"
 # two equal); loaded when that source is asked for.
 _BUILT_IN = {RECIPES: "pickvariant.sources.flox.plugin:SOURCE", PREBUILT: "pickvariant.sources.wheels.plugin:SOURCE"}
 _REGISTERED: dict[str, Source] = {}
-# What each pipeline takes beyond what every source takes (Source.options): its installer's options, --platform.
+# What each pipeline takes beyond what every source takes, where its source names none of its own (Source.added):
+# its installer's options, --platform.
 _ADDED: dict[str, tuple[str, ...]] = {
     "recipes": ("--package", "--org", "--build", "--token-file"),
     "builds": (
@@ -75,6 +77,7 @@ _PARTS_OF_KIND: dict[str, dict[str, str]] = {
     "builds": {
         "pipeline": "pickvariant.pipelines.prebuilt:PIPELINE",
         "installation": "pickvariant.commands.installation:prebuilt_installation",
+        "packaging": "pickvariant.install.pip_command:PACKAGING",
     },
 }
 # A name is printed in commands people paste and written into plans: letters, digits and dashes only.
@@ -90,14 +93,21 @@ class Source:
     # For pipeline "recipes": where its catalog is now (its variable, else the packaged one), and that catalog read.
     catalog_path: Callable[[], str] | None = None
     load_recipes: Callable[[str], Catalog] | None = None
-    # Who publishes its builds, as its sentences name them ("PyTorch's cu126 index", "for which PyTorch publishes
-    # linux-x86_64 wheels"): said only here; its catalog carries it to the rules (catalog()).
-    publisher: str = "PyTorch"
+    # A source of prebuilt builds says who publishes them and what it calls them, never defaulted ("PyTorch's cu126
+    # index", "for which PyTorch publishes linux-x86_64 wheels"; "Acme's cuda126 channel"): said only here; its
+    # catalog carries them to the rules (catalog()). register() and the entry points refuse such a source without.
+    publisher: str | None = None
+    nouns: Nouns | None = None
+    # Where a build is installed from, from the catalog's root and the build's index: "{root}/{index}" (an index per
+    # variant, as PyTorch's), "{root}" (one channel holding every variant). Text, never code: only those two names.
+    layout: str = "{root}/{index}"
+    # The options (and detect formats) it adds, where not its kind's (_ADDED).
+    added: tuple[str, ...] | None = None
     # Its own parts (role, `module:attribute`), where not its kind's (_PARTS_OF_KIND).
     parts: tuple[tuple[str, str], ...] = ()
 
     def part(self, role: str) -> Any:
-        """Its part of that role ("pipeline", "installation"), imported when first asked for."""
+        """Its part of that role ("pipeline", "installation", "packaging"), imported when first asked for."""
         spec = dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role]
         module, _, attribute = spec.partition(":")
         return getattr(importlib.import_module(module), attribute)
@@ -110,16 +120,17 @@ class Source:
     @property
     def options(self) -> tuple[str, ...]:
         """The options (and detect formats) this source adds to the commands that take them: its installer's, and
-        --platform for a source of prebuilt builds. Every other source refuses them (refuse_others, and gather_facts
-        for --platform)."""
-        return _ADDED[self.pipeline]
+        --platform for a source of prebuilt builds; its own where it names them. Every other source refuses them
+        (refuse_others, and gather_facts for --platform)."""
+        return _ADDED[self.pipeline] if self.added is None else self.added
 
     @property
     def installs(self) -> str:
         """What its install does, as an error beside another source's option says it."""
         if self.pipeline == "recipes":
             return "installs into a Flox environment"
-        return f"installs {self.publisher}'s wheels with pip or uv"
+        assert self.nouns is not None
+        return f"installs {self.publisher}'s {self.nouns.builds} with {self.nouns.installer}"
 
     def catalog(self) -> PrebuiltCatalog:
         """Its catalog of builds, naming this source's publisher (whatever the loader wrote there)."""
@@ -128,13 +139,18 @@ class Source:
         from pickvariant._base.records import replace
         from pickvariant.sources.prebuilt import judged_only
 
-        return judged_only(replace(self.builds(), publisher=self.publisher))
+        assert self.publisher is not None and self.nouns is not None  # checked where it is registered or loaded
+        named = replace(self.builds(), publisher=self.publisher, nouns=self.nouns, layout=self.layout)
+        return judged_only(named)
 
 
 def register(source: Source) -> None:
     """Make `source` answer `--source NAME` (and PICKVARIANT_SOURCE, plans naming it) in this process."""
     if not re.fullmatch(_NAME, source.name) or source.name in _BUILT_IN:
         raise ValueError(f"source name {source.name!r}: lower-case letters, digits and dashes, not a built-in one")
+    unsaid = _unsaid(source)
+    if unsaid:
+        raise ValueError(f"source {source.name!r}: {unsaid}")
     if source.pipeline != "builds" or source.builds is None:
         # The recipes' stages read the Flox catalog (PICKVARIANT_CATALOG), not one a source brings: a second source
         # of recipes would be the Flox source under another name, in every document and plan.
@@ -142,6 +158,17 @@ def register(source: Source) -> None:
             f"source {source.name!r}: a registered source brings its catalog of builds (pipeline 'builds')"
         )
     _REGISTERED[source.name] = source
+
+
+def _unsaid(source: Source) -> str | None:
+    """What a source of prebuilt builds leaves unsaid that its sentences need, or None."""
+    if source.pipeline != "builds":
+        return None
+    if not source.publisher or source.nouns is None:
+        return "a source of prebuilt builds names its publisher and its nouns (Source.publisher, Source.nouns)"
+    if source.layout not in ("{root}/{index}", "{root}"):
+        return f"layout {source.layout!r:.40}: one of '{{root}}/{{index}}', '{{root}}'"
+    return None
 
 
 def unregister(name: str) -> None:
@@ -213,6 +240,9 @@ def _loaded(name: str, point: EntryPoint) -> Source:
         ) from None
     if not isinstance(loaded, Source) or loaded.name != name:
         raise OperationFailed(f"source plug-in {name!r} ({value}) is not a pickvariant Source named {name!r}")
+    unsaid = _unsaid(loaded)
+    if unsaid:
+        raise OperationFailed(f"source plug-in {name!r} ({value}): {visible(unsaid)}")
     return loaded
 
 

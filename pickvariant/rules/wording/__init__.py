@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from pickvariant.rules.decision import Kind, Rejection
 from pickvariant.rules.wording.compat import TEGRA_CUDA_UNKNOWN
+from pickvariant.sources.nouns import WHEELS, Nouns
 from pickvariant.sources.prebuilt import OTHER_STACKS
 
 TYPE_CHECKING = False
@@ -30,23 +31,28 @@ _SUBJECTS = {
     "gpu_arch": "GPU architecture {}",
     "package": "{}",
     "companion": "{}",
-    "wheel_variant": "{} wheels",
+    "wheel_variant": "{} {wheels}",
     "torch_release": "torch {}",
 }
 
 
-def choice(rejection: Rejection) -> str:
-    """What lost, as a person names it."""
+def choice(rejection: Rejection, nouns: Nouns = WHEELS) -> str:
+    """What lost, as a person names it; a prebuilt build in its source's `nouns` (a recipe's rejection names none)."""
     axis, name = rejection.subject
-    return _SUBJECTS[axis].format(name)
+    return _SUBJECTS[axis].format(name, **_nouns(nouns))
 
 
-def why(rejection: Rejection) -> str:
-    """Why it lost: the facts its stage found, in words."""
+def why(rejection: Rejection, nouns: Nouns = WHEELS) -> str:
+    """Why it lost: the facts its stage found, in words (a prebuilt build's in its source's `nouns`)."""
     facts = {name: value if value.__class__ is str else ", ".join(value) for name, value in rejection.facts}
     key = (rejection.kind, facts.get("cause", ""))
     said = _WHY[key]
-    return said.format_map(facts) if isinstance(said, str) else said(facts)
+    return said.format_map({**facts, **_nouns(nouns)}) if isinstance(said, str) else said(facts)
+
+
+def _nouns(nouns: Nouns) -> dict[str, str]:
+    """The placeholders a template of a prebuilt build's rejection names its source's nouns by."""
+    return {"wheel": nouns.build, "wheels": nouns.builds, "index": nouns.where}
 
 
 def set_refusal(refusal: SetRefusal) -> str:
@@ -131,26 +137,26 @@ _WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
     (Kind.NOT_BUILT, "unjudged"): "{example} carries GPU code of a kind pickvariant cannot judge, so it is not chosen",
     (Kind.PINNED_OUT, "wheel_torch"): "{example}: not the pinned --torch {pin}",
     (Kind.PINNED_OUT, "wheel_cuda"): "{example}: {shipped}, not the pinned --cuda {pin}",
-    (Kind.NOT_BUILT, "python_tag"): "{example} has no wheel for {tag} (it has {tags})",
+    (Kind.NOT_BUILT, "python_tag"): "{example} has no {wheel} for {tag} (it has {tags})",
     (
         Kind.NOT_BUILT,
         "no_gpu",
-    ): "{example} is a CUDA build and this machine has no NVIDIA GPU (the cpu wheel serves it)",
+    ): "{example} is a CUDA build and this machine has no NVIDIA GPU (the cpu {wheel} serves it)",
     (Kind.NOT_BUILT, "no_gpu_served"): "{example} is a CUDA build and this machine has no NVIDIA GPU",
     (Kind.NOT_BUILT, "no_gpu_rocm"): "{example} is a ROCm build and this machine has no AMD GPU",
     (Kind.NOT_BUILT, "no_gpu_xpu"): "{example} is an XPU build and this machine has no Intel GPU the XPU builds serve",
     (Kind.NOT_BUILT, "gpus_unused"): "{example} is CPU-only and would leave this machine's GPUs unused",
-    (Kind.NOT_BUILT, "release"): "none of its wheels fits here: {refusals}",
+    (Kind.NOT_BUILT, "release"): "none of its {wheels} fits here: {refusals}",
     (Kind.RANKED_LOWER, "wheel_torch"): "fits ({example}), but ships the older PyTorch {torch}",
     (Kind.RANKED_LOWER, "wheel_cuda"): "fits ({example}), but CUDA {cuda} is older than the chosen CUDA {preferred}",
     (Kind.RANKED_LOWER, "wheel_stack"): "fits ({example}), but {stack} is older than the chosen {preferred}",
-    (Kind.RANKED_LOWER, "wheel_pypi"): "fits ({example}), the same torch and CUDA line on another index",
+    (Kind.RANKED_LOWER, "wheel_pypi"): "fits ({example}), the same torch and CUDA line on another {index}",
     (
         Kind.NO_SET,
         "wheel",
     ): "fits ({example}) for torch alone, but {projects} published no release paired with torch {torch}",
     (Kind.NO_SET, "wheel_python"): (
-        "fits ({example}) for torch alone, but {projects} paired with torch {torch} has no wheel for {tag}"
+        "fits ({example}) for torch alone, but {projects} paired with torch {torch} has no {wheel} for {tag}"
     ),
 }
 

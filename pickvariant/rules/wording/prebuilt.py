@@ -1,29 +1,31 @@
 """What a source of prebuilt builds' answer says (rules/prebuilt_walk.py finds the facts): the wheel chosen and its
 index, the Python it is for, its companions, the builds left out of the catalog, the torch already installed, its
-hints. Its rejections are worded with every source's, in rules/wording/__init__.py."""
+hints. Each is said in its source's nouns ("wheel" and "index", "package" and "channel": the catalog's `nouns`). Its
+rejections are worded with every source's, in rules/wording/__init__.py."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pickvariant.sources.nouns import Nouns
 from pickvariant.sources.prebuilt import PairedRelease
 
 # Reasons: what each stage found.
 
 
-def platform_has_wheels(os: str, arch: str, platform: str, publisher: str) -> str:
-    return f"platform: {os}/{arch}, for which {publisher} publishes {platform} wheels"
+def platform_has_wheels(os: str, arch: str, platform: str, publisher: str, nouns: Nouns) -> str:
+    return f"platform: {os}/{arch}, for which {publisher} publishes {platform} {nouns.builds}"
 
 
-def no_platform_wheels(os: str, arch: str, platforms: Sequence[str], publisher: str) -> str:
+def no_platform_wheels(os: str, arch: str, platforms: Sequence[str], publisher: str, nouns: Nouns) -> str:
     if (os, arch) == ("darwin", "x86_64") and publisher == "PyTorch":  # a fact of PyTorch's own catalog
         return (
             "an Intel Mac: no release the wheel catalog holds (torch 2.8 on) publishes a macOS x86_64 wheel, only "
             f"macOS arm64 (PyPI's files); it has wheels for {', '.join(platforms)}"
         )
     return (
-        f"{publisher} publishes no wheel for {os}/{arch} in any release the wheel catalog holds (it has wheels for "
-        f"{', '.join(platforms)})"
+        f"{publisher} publishes no {nouns.build} for {os}/{arch} in any release the {nouns.build} catalog holds (it "
+        f"has {nouns.builds} for {', '.join(platforms)})"
     )
 
 
@@ -63,27 +65,34 @@ def driver_floor(driver: object) -> str:
     return f"R{text}" if text.isdigit() else text
 
 
-NEWEST = "the newest torch with a wheel that"
+def newest(nouns: Nouns) -> str:
+    return f"the newest torch with a {nouns.build} that"
 
 
-def newest_paired(projects: tuple[str, ...]) -> str:
-    return f"the newest torch with a release of {', '.join(projects)} paired and a wheel that"
+def newest_paired(projects: tuple[str, ...], nouns: Nouns) -> str:
+    return f"the newest torch with a release of {', '.join(projects)} paired and a {nouns.build} that"
 
 
 def chosen(
-    local: str, index_url: str | None, cuda: str | None, needed: str | None, pinned: bool, stack: str | None = None
+    local: str,
+    index_url: str | None,
+    cuda: str | None,
+    needed: str | None,
+    pinned: bool,
+    nouns: Nouns,
+    stack: str | None = None,
 ) -> str:
     """`stack`: the ROCm or XPU stack a build for an AMD or Intel GPU is on ("ROCm 7.2")."""
-    order = "the pins leave" if pinned else "runs here"
+    order, said = ("the pins leave" if pinned else "runs here"), newest(nouns)
     where = f"torch {local} from {index_url}" if index_url is not None else pypi_build_named(local)
     if stack is not None:
-        return f"{where}: {NEWEST} {order}, {stack}"
+        return f"{where}: {said} {order}, {stack}"
     if cuda is None:
-        return f"{where}: {NEWEST} {order} (a CPU build)"
+        return f"{where}: {said} {order} (a CPU build)"
     line = f"CUDA {cuda} ({needed})"
     if index_url is None:
-        return f"{where}: {NEWEST} {order}, PyPI's own build first, {line}"
-    return f"{where}: {NEWEST} {order}, on its newest CUDA line, {line}"
+        return f"{where}: {said} {order}, PyPI's own build first, {line}"
+    return f"{where}: {said} {order}, on its newest CUDA line, {line}"
 
 
 def pypi_build_named(local: str) -> str:
@@ -112,30 +121,28 @@ def ptx_covers(gpu: int, capability: object, ptx: object) -> str:
     )
 
 
-def mps_wheel() -> str:
-    return "GPU: Apple Silicon's, through MPS, which the macOS arm64 wheel carries (no CUDA on macOS)"
+def mps_wheel(nouns: Nouns) -> str:
+    return f"GPU: Apple Silicon's, through MPS, which the macOS arm64 {nouns.build} carries (no CUDA on macOS)"
 
 
 def pypi_same(torch: str, platform: str) -> str:
     return f"PyPI's own torch {torch} for {platform} is this build: a plain `pip install torch=={torch}` gets it too"
 
 
-def dispatch(level: str | None, arch: str, cpu_stated: bool = True) -> str:
+def dispatch(level: str | None, arch: str, nouns: Nouns, cpu_stated: bool = True) -> str:
+    said = f"CPU: a {nouns.build} is not chosen by instruction set: ATen picks its CPU kernels at run time"
     if not cpu_stated:
-        return "CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time (no CPU stated)"
+        return f"{said} (no CPU stated)"
     if level is not None:
-        return (
-            f"CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time, and this CPU gets "
-            f"{level}"
-        )
+        return f"{said}, and this CPU gets {level}"
     return (
-        f"CPU: a wheel is not chosen by instruction set: ATen picks its CPU kernels at run time ({arch}: SVE256 where "
-        "the CPU's SVE vectors are 256 bits wide, else DEFAULT; /proc/cpuinfo does not give the vector length)"
+        f"{said} ({arch}: SVE256 where the CPU's SVE vectors are 256 bits wide, else DEFAULT; /proc/cpuinfo does not "
+        "give the vector length)"
     )
 
 
-def companion_paired(pair: PairedRelease, torch: str, from_pypi: bool, sources: Mapping[str, str]) -> str:
-    where = "from PyPI, as torch" if from_pypi else "from the same index"
+def companion_paired(pair: PairedRelease, torch: str, from_pypi: bool, sources: Mapping[str, str], nouns: Nouns) -> str:
+    where = "from PyPI, as torch" if from_pypi else f"from the same {nouns.where}"
     if pair.pypi_only:
         said_by = "; ".join(sources.get(source, source) for source in pair.sources)
         return (
@@ -150,27 +157,27 @@ def companion_paired(pair: PairedRelease, torch: str, from_pypi: bool, sources: 
 LEFT_OUT_SHOWN = 2  # the not-judged builds named in the answer; the rest are counted, each with why under --explain
 
 
-def left_out_newer(rows: Sequence[tuple[str, str, str]]) -> str:
+def left_out_newer(rows: Sequence[tuple[str, str, str]], nouns: Nouns) -> str:
     shown = "; ".join(f"torch {torch} {variant}: {why}" for torch, variant, why in rows[:LEFT_OUT_SHOWN])
     more = len(rows) - LEFT_OUT_SHOWN
     rest = f"; and {more} more, each with why under --explain and in the JSON's left_out" if more > 0 else ""
-    return f"not judged (left out of the wheel catalog, nothing guessed): {shown}{rest}"
+    return f"not judged (left out of the {nouns.build} catalog, nothing guessed): {shown}{rest}"
 
 
 def left_out_row(torch: str, variant: str, why: str) -> str:
     return f"torch {torch} {variant}: {why}"
 
 
-def older_than_the_catalog(driver: str, first: str, floor: str) -> str:
+def older_than_the_catalog(driver: str, first: str, floor: str, nouns: Nouns) -> str:
     return (
-        f"driver {driver} is older than every CUDA line the wheel catalog holds (they need >= {floor}): it starts at "
+        f"driver {driver} is older than every CUDA line the {nouns.build} catalog holds (they need >= {floor}): it starts at "
         f"torch {first}, and older releases, built for older CUDA lines (such as 11.8), are outside it and not judged "
         "here"
     )
 
 
-def nothing_fits(choice: str, why: str) -> str:
-    return f"no wheel runs here; the nearest, {choice}: {why}"
+def nothing_fits(choice: str, why: str, nouns: Nouns) -> str:
+    return f"no {nouns.build} runs here; the nearest, {choice}: {why}"
 
 
 # The environment: the torch already there.
@@ -205,13 +212,16 @@ def installed_no_gpus(local: str) -> str:
     return f"torch {local} in this environment runs here (no GPU to serve)"
 
 
-def installed_unknown(local: str) -> str:
-    return f"torch {local} in this environment is not in the wheel catalog: its kernels are not known here (`pickvariant verify` probes it)"
-
-
-def installed_other_stack(local: str, stack: str) -> str:
+def installed_unknown(local: str, nouns: Nouns) -> str:
     return (
-        f"torch {local} in this environment is a {stack} build the wheel catalog does not hold: whether its "
+        f"torch {local} in this environment is not in the {nouns.build} catalog: its kernels are not known here "
+        "(`pickvariant verify` probes it)"
+    )
+
+
+def installed_other_stack(local: str, stack: str, nouns: Nouns) -> str:
+    return (
+        f"torch {local} in this environment is a {stack} build the {nouns.build} catalog does not hold: whether its "
         f"kernels run on this GPU is not known here (`pickvariant verify` probes it)"
     )
 
@@ -242,16 +252,16 @@ def driver_would_give(needed: str, local: str) -> str:
     return f"{article}{needed} would run torch {local}"
 
 
-def no_gpu_wheel() -> str:
-    return "--no-gpu: the cpu wheel runs here, without the GPUs"
+def no_gpu_wheel(nouns: Nouns) -> str:
+    return f"--no-gpu: the cpu {nouns.build} runs here, without the GPUs"
 
 
 def other_python(local: str, tags: str) -> str:
     return f"torch {local} is built for {tags}: another Python (--python, --python-version) would get it"
 
 
-def held_back(newer: str, missing: tuple[str, ...], from_pypi: bool) -> str:
-    where = "on PyPI" if from_pypi else "on its index"
+def held_back(newer: str, missing: tuple[str, ...], from_pypi: bool, nouns: Nouns) -> str:
+    where = "on PyPI" if from_pypi else f"on its {nouns.where}"
     projects = ", ".join(missing)
     return (
         f"held back by --with: torch {newer}, a newer release, runs here too, but no {projects} release is paired "
@@ -263,12 +273,12 @@ def without_pins(pins: str, label: str) -> str:
     return f"without {pins}, torch {label} runs here"
 
 
-def without_companions() -> str:
-    return "without --with, torch alone has a wheel here"
+def without_companions(nouns: Nouns) -> str:
+    return f"without --with, torch alone has a {nouns.build} here"
 
 
-def companion_lacks_python(project: str, version: str, torch: str, tag: str, has: tuple[str, ...]) -> str:
+def companion_lacks_python(project: str, version: str, torch: str, tag: str, has: tuple[str, ...], nouns: Nouns) -> str:
     return (
-        f"{project} {version}, paired with torch {torch}, has no wheel for {tag} (it has {', '.join(has)}): "
+        f"{project} {version}, paired with torch {torch}, has no {nouns.build} for {tag} (it has {', '.join(has)}): "
         f"another Python (--python, --python-version) would get the set"
     )

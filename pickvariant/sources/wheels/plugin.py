@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pickvariant.sources.nouns import WHEELS
 from pickvariant.sources.registry import Source
 
 TYPE_CHECKING = False
@@ -19,5 +20,6 @@ def _catalog() -> PrebuiltCatalog:
 PARTS = (
     ("pipeline", "pickvariant.pipelines.prebuilt:PIPELINE"),
     ("installation", "pickvariant.commands.installation:prebuilt_installation"),
+    ("packaging", "pickvariant.install.pip_command:PACKAGING"),
 )
-SOURCE = Source(name="wheels", pipeline="builds", builds=_catalog, parts=PARTS)
+SOURCE = Source(name="wheels", pipeline="builds", builds=_catalog, publisher="PyTorch", nouns=WHEELS, parts=PARTS)
