@@ -187,7 +187,6 @@ def test_every_sources_decision_goes_through_the_one_pick() -> None:
 KIND_READS = {
     "api.py": 1,
     "commands/plan_install.py": 2,
-    "output/cluster_plan.py": 2,
     "output/present.py": 1,
     "output/report.py": 1,
     "pipelines/recipes.py": 1,

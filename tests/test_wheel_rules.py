@@ -195,7 +195,7 @@ def test_ptx_of_a_lower_capability_is_admitted_with_its_first_start_cost_and_sas
     assert decision.build == build
     assert any("JIT-compiles its compute_9.0 PTX" in reason for reason in decision.reasons)
     no_ptx = PrebuiltCatalog(
-        builds=(replace(build, ptx=()),), left_out=(), companions={}, index_root="x",
+        builds=(replace(build, code=replace(build.code, ptx=())),), left_out=(), companions={}, index_root="x",
         facts_compiled="", sources={},
     )  # fmt: skip
     assert pick_prebuilt(answer.facts, answer.hardware, no_ptx, Request(gpus=("12.0",)), None, "x").build is None

@@ -46,7 +46,6 @@ def plan(
 ) -> None:
     """For a whole cluster: the fewest variants that serve every node, and which node gets which (solved exactly)."""
     from pickvariant.commands import cluster_plan as command
-    from pickvariant.output.cluster_plan import plan_json, plan_lines
     from pickvariant.output.terminal import reading_progress
 
     request = request_of({"workload": workload, "python_version": python_version, "with_": with_})
@@ -55,6 +54,7 @@ def plan(
     )
     planned = command.run(options, request, load_catalog, sys.stdin.buffer, reading_progress)
     if format is Format.json:
-        typer.echo(json.dumps(plan_json(planned.result), indent=2))
+        typer.echo(json.dumps(planned.writer.plan_document(planned.result), indent=2))
     else:
-        typer.echo("\n".join(plan_lines(planned.result, planned.org, markdown=format is Format.markdown)))
+        lines = planned.writer.plan_text(planned.result, planned.org, markdown=format is Format.markdown)
+        typer.echo("\n".join(lines))

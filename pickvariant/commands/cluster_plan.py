@@ -29,6 +29,7 @@ class ClusterPlanOptions:
 class PlannedCluster:
     result: planner.ClusterPlan[Any, Any]  # the recipes' or a source of prebuilt builds'
     org: str | None  # as given, or from PICKVARIANT_FLOX_ORG: the printed commands name it
+    writer: Any  # the source's Pipeline (pipelines/__init__.py): what writes its plan out
 
 
 def run(
@@ -58,4 +59,4 @@ def run(
     result = pipeline.cluster_plan(
         read, request, source, max_variants=options.max_variants, index=options.wheel_index, catalog=catalog
     )
-    return PlannedCluster(result=result, org=org)
+    return PlannedCluster(result=result, org=org, writer=pipeline)

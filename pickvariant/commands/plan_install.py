@@ -25,6 +25,7 @@ from pickvariant.rules.cluster_plan import catalog_identity, wheels_identity
 from pickvariant.rules.decision import PrebuiltAnswer
 from pickvariant.rules.node_facts import changes, fingerprint, prebuilt_fingerprint
 from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
+from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.prebuilt import PrebuiltCatalog
 
@@ -135,7 +136,8 @@ def prebuilt_assignment(plan_path: str, label: str | None, source: str) -> Assig
         raise BadInput(
             f"plan {shown} is a plan of source {document.source}: install it with --source {document.source}"
         )
-    name, node = _this_node(document, label, "wheel")
+    nouns = registry.named(source).nouns
+    name, node = _this_node(document, label, nouns.build if nouns else "build")
     assert node.package is not None and node.branch is not None and node.platform is not None
     if node.profile is None:
         raise BadInput(f"plan {shown}: node {visible(name)!r} was planned from unusable facts; gather and plan again")
@@ -160,7 +162,8 @@ def prebuilt_pins(assigned: Assignment, request: Request, wheels: PrebuiltCatalo
     if build is None:
         raise BadInput(
             f"plan {visible(assigned.plan)} gives node {visible(assigned.label)!r} torch {assigned.package} "
-            f"({assigned.branch}, {assigned.platform}), which this node's wheel facts do not hold: plan again"
+            f"({assigned.branch}, {assigned.platform}), which this node's catalog of {wheels.nouns.builds} does not hold: "
+            "plan again"
         )
     projects = tuple(project for project, _ in assigned.companions)
     return replace(request, torch=build.torch, cuda=build.cuda, with_projects=projects)
@@ -178,7 +181,7 @@ def check_prebuilt_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
     made = dict(assigned.catalog or {})
     if made != here:
         raise BadInput(
-            f"plan {shown} was made from other wheel facts (compiled {visible(made.get('facts_compiled', '?'))}) "
+            f"plan {shown} was made from another catalog (compiled {visible(made.get('facts_compiled', '?'))}) "
             f"than this node reads (compiled {here['facts_compiled']}): plan again with this pickvariant"
         )
     assert assigned.profile is not None  # prebuilt_assignment refused a node planned from unusable facts
@@ -194,6 +197,6 @@ def check_prebuilt_plan(assigned: Assignment, answer: PrebuiltAnswer) -> None:
     if got != _key(assigned) or pairs != assigned.companions:
         why = "; ".join(decision.reasons[-1:]) if decision.build is None else f"they give {decision.build.label}"
         raise BadInput(
-            f"plan {shown} gives node {node!r} torch {assigned.package} ({assigned.branch}), which the wheel rules "
+            f"plan {shown} gives node {node!r} torch {assigned.package} ({assigned.branch}), which the rules "
             f"do not give it here ({visible(why)}): nothing was installed; gather its facts and plan again"
         )

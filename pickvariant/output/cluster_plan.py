@@ -15,11 +15,9 @@ from pickvariant._base.versions import cpython_tag
 from pickvariant.rules.cluster_input import BadLine
 from pickvariant.rules.cluster_plan import (
     JSON_SCHEMA_VERSION,
-    ClusterPlan,
     PrebuiltPlan,
     RecipePlan,
     builds,
-    cluster_plan_json,
     solver_and_input_json,
 )
 from pickvariant.rules.fewest_builds import Solution
@@ -121,16 +119,6 @@ class PlanStyle:
         self.sub_item = "  - " if markdown else "    "  # nested under the item above it
         self.code: Callable[[str], str] = markdown_code if markdown else visible
         self.text: Callable[[str], str] = markdown_text if markdown else visible
-
-
-def plan_json(plan: ClusterPlan[Any, Any]) -> dict[str, Any]:
-    """`plan --format json`: one document for every source (rules/cluster-plan.schema.json)."""
-    return _prebuilt_json(plan) if plan.prebuilt else cluster_plan_json(plan)
-
-
-def plan_lines(plan: ClusterPlan[Any, Any], org: str | None, markdown: bool) -> list[str]:
-    """The plan for people, as text or Markdown, whichever source it chose among."""
-    return _prebuilt_lines(plan, markdown) if plan.prebuilt else cluster_plan_lines(plan, org, markdown)
 
 
 def cluster_plan_lines(plan: RecipePlan, org: str | None, markdown: bool) -> list[str]:
@@ -287,7 +275,7 @@ def _build_json(plan: PrebuiltPlan, build: Build, count: int) -> dict[str, Any]:
     }
 
 
-def _prebuilt_json(plan: PrebuiltPlan) -> dict[str, Any]:
+def prebuilt_plan_json(plan: PrebuiltPlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "source": plan.source,
@@ -321,7 +309,7 @@ def _labels_by_build(plan: PrebuiltPlan) -> dict[Build, list[str]]:
     return found
 
 
-def _prebuilt_lines(plan: PrebuiltPlan, markdown: bool) -> list[str]:
+def prebuilt_plan_lines(plan: PrebuiltPlan, markdown: bool) -> list[str]:
     """The plan for people: the chosen wheel builds with their nodes and the command each node runs, who gets less
     than its own best, who gets nothing. Outside text (labels, CPU models) is escaped as the Flox plan escapes it."""
     style = PlanStyle(markdown)

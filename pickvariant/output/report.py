@@ -18,6 +18,7 @@ from pickvariant.machine.othergpu import target_id
 from pickvariant.output.prebuilt_answer import prebuilt_json
 from pickvariant.output.present import decision_json, flags_that_matter
 from pickvariant.rules.decision import PrebuiltAnswer, RecipeDecision
+from pickvariant.sources import registry
 from pickvariant.sources.accelerator import VENDOR
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
@@ -234,7 +235,8 @@ def _recommendation(rec: dict[str, Any] | None, source: str | None) -> str:
     code = markdown_code
     if source not in (None, RECIPES):  # a source of prebuilt builds: its requirement lines and index
         if not rec:
-            return "- Recommendation: none (no compatible wheel)"
+            nouns = registry.named(source).nouns
+            return f"- Recommendation: none (no compatible {nouns.build if nouns else 'build'})"
         where = code(rec["index_url"]) if rec.get("index_url") else "PyPI (its own build)"
         return f"- Recommendation: {code(' '.join(rec['requirements']))} from {where}"
     return f"- Recommendation: {code(rec['package'])}" if rec else "- Recommendation: none (no compatible variant)"

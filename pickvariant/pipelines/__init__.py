@@ -83,6 +83,12 @@ if TYPE_CHECKING:
         ) -> ClusterPlan[Any, Any]:
             """A cluster's fewest builds (`index`: --wheel-index, for a source of prebuilt builds)."""
 
+        def plan_document(self, plan: ClusterPlan[Any, Any]) -> dict[str, Any]:
+            """`plan --format json` of its plan (rules/cluster-plan.schema.json)."""
+
+        def plan_text(self, plan: ClusterPlan[Any, Any], org: str | None, markdown: bool) -> list[str]:
+            """Its plan for people, as text or Markdown (`org`: the Flox organisation its commands name)."""
+
 
 def of(source: Source) -> Pipeline:
     """The pipeline that answers for `source`, its plug-in's part (sources/registry.py): each is imported only when

@@ -176,5 +176,15 @@ class _Prebuilt:
             inputs, hardware_catalog(), wheels, request, max_variants, root, source.name, pypi_first=not named
         )
 
+    def plan_document(self, plan: PrebuiltPlan) -> dict[str, Any]:
+        from pickvariant.output.cluster_plan import prebuilt_plan_json
+
+        return prebuilt_plan_json(plan)
+
+    def plan_text(self, plan: PrebuiltPlan, org: str | None, markdown: bool) -> list[str]:
+        from pickvariant.output.cluster_plan import prebuilt_plan_lines
+
+        return prebuilt_plan_lines(plan, markdown)  # its commands name no Flox organisation
+
 
 PIPELINE = _Prebuilt()

@@ -151,6 +151,16 @@ class _Recipes:
 
         return make_cluster_plan(inputs, catalog(), request, max_variants)
 
+    def plan_document(self, plan: RecipePlan) -> dict[str, Any]:
+        from pickvariant.rules.cluster_plan import cluster_plan_json
+
+        return cluster_plan_json(plan)
+
+    def plan_text(self, plan: RecipePlan, org: str | None, markdown: bool) -> list[str]:
+        from pickvariant.output.cluster_plan import cluster_plan_lines
+
+        return cluster_plan_lines(plan, org, markdown)
+
 
 def _catalog(answer: RecipeAnswer) -> Catalog:
     catalog = answer.hardware

@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from pickvariant._base.records import keyword_record
 from pickvariant._base.versions import ComputeCapability, DriverVersion
-from pickvariant.sources.accelerator import JUDGED, GpuCode
+from pickvariant.sources.accelerator import JUDGED, Cuda, GpuCode
 from pickvariant.sources.nouns import WHEELS, Nouns
 from pickvariant.sources.runs_on import Build
 
@@ -63,6 +63,13 @@ def published(
         raise ValueError(f"platform {platform!r}: not one of {', '.join(platforms.values())}")
     if label is None:
         label = torch if platform in UNLABELLED_PLATFORMS else f"{torch}+{index}"
+    if cuda is None and (sass or ptx):
+        raise ValueError(f"{label}: SASS or PTX with no CUDA line")
+    code = (
+        gpu_code
+        if cuda is None
+        else Cuda(line=cuda, sass=sass, ptx=ptx, min_driver=cuda_min_driver, ptx_known=ptx_known)
+    )
     return Build(
         source=source,
         label=label,
@@ -72,16 +79,11 @@ def published(
         platform=platform,
         python=python,
         cpu_isa=None,
-        sass=sass,
-        ptx=ptx,
-        cuda=cuda,
-        cuda_min_driver=cuda_min_driver,
+        code=code,
         index=index,
         default_index=default_index,
-        ptx_known=ptx_known,
         sources=sources,
         note=note,
-        gpu_code=gpu_code,
     )
 
 

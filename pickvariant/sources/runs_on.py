@@ -15,7 +15,7 @@ from __future__ import annotations
 from pickvariant._base.records import keyword_record
 from pickvariant._base.versions import ComputeCapability, DriverVersion, cpython_tag
 from pickvariant.sources import accelerator
-from pickvariant.sources.accelerator import GpuCode
+from pickvariant.sources.accelerator import Code, Cuda, GpuCode
 
 TYPE_CHECKING = False  # typing stays off detect's path
 if TYPE_CHECKING:
@@ -34,33 +34,49 @@ class Build:
     platform: str  # the source's own name for its platform: a Nix system ("x86_64-linux"), "linux-x86_64"
     python: tuple[str, ...]  # the CPython tags it is built for: "cp313", "cp314t"
     cpu_isa: str | None  # the instruction set it requires; None: ATen picks its CPU kernels at run time
-    sass: tuple[ComputeCapability, ...]
-    ptx: tuple[ComputeCapability, ...]
-    cuda: str | None  # None: no CUDA (a CPU or MPS build)
-    # The minimum driver of its CUDA line (Linux numbering), where it has one: a GPU may need a newer one (an RTX
-    # 5090 needs R570 even for CUDA 12.8), which the answer's reasons and hints say; named for the line, never the
-    # machine.
-    cuda_min_driver: DriverVersion | None
+    # Its GPU code, of one family (sources/accelerator.py's sum type): CUDA's SASS and PTX on a CUDA line, AMD's gfx
+    # targets on a ROCm release, Intel's devices; None: a CPU build (an MPS build on macOS).
+    code: Code | None
     origin: object = None  # the source's own record (a Flox variant); not shown
     # What a published build adds (sources/prebuilt.py): the index it is on ("cu126"; empty for a build made from a
-    # recipe), whether an installer gets it with no index named (PyPI's own torch), whether its PTX list is known
-    # (False: none is assumed, so the build is judged by its SASS alone), where its facts come from.
+    # recipe), whether an installer gets it with no index named (PyPI's own torch), where its facts come from.
     index: str = ""
     default_index: bool = False
-    ptx_known: bool = True
     sources: tuple[str, ...] = ()
     note: str = ""
-    # Code for a GPU of another family than NVIDIA's (sources/accelerator.py): AMD's gfx targets, Intel's devices.
-    gpu_code: GpuCode | None = None
 
     @property
     def family(self) -> str:
         """The family of GPU its code is for (sources/accelerator.py): "cuda", "rocm", "xpu", "mps" or "cpu"."""
-        if self.cuda is not None:
-            return accelerator.CUDA
-        if self.gpu_code is not None:
-            return self.gpu_code.family
+        if self.code is not None:
+            return str(self.code.family)
         return accelerator.MPS if self.os == "darwin" else accelerator.CPU
+
+    # Its CUDA code, read as the rules of NVIDIA GPUs read it: none where it is of another family.
+    @property
+    def cuda(self) -> str | None:
+        return self.code.line if isinstance(self.code, Cuda) else None
+
+    @property
+    def sass(self) -> tuple[ComputeCapability, ...]:
+        return self.code.sass if isinstance(self.code, Cuda) else ()
+
+    @property
+    def ptx(self) -> tuple[ComputeCapability, ...]:
+        return self.code.ptx if isinstance(self.code, Cuda) else ()
+
+    @property
+    def cuda_min_driver(self) -> DriverVersion | None:
+        return self.code.min_driver if isinstance(self.code, Cuda) else None
+
+    @property
+    def ptx_known(self) -> bool:
+        return self.code.ptx_known if isinstance(self.code, Cuda) else True
+
+    @property
+    def gpu_code(self) -> GpuCode | None:
+        """Its code for another vendor's GPUs than NVIDIA's (AMD's, Intel's), where it is of such a family."""
+        return None if self.code is None or isinstance(self.code, Cuda) else self.code
 
     def as_json(self) -> dict[str, Any]:
         """The same keys for every source (detect's `build`)."""
@@ -94,9 +110,13 @@ def of_variant(variant: Variant, catalog: Catalog, source: str) -> Build:
         platform=variant.platform,
         python=(cpython_tag(variant.python),),
         cpu_isa=variant.cpu_isa,
-        sass=tuple(catalog.gpu_archs[name].compute_capability for name in variant.sass_archs),
-        ptx=tuple(catalog.gpu_archs[name].compute_capability for name in variant.ptx_archs),
-        cuda=variant.cuda,
-        cuda_min_driver=None if line is None else line.min_driver,
+        code=None
+        if variant.cuda is None
+        else Cuda(
+            line=variant.cuda,
+            sass=tuple(catalog.gpu_archs[name].compute_capability for name in variant.sass_archs),
+            ptx=tuple(catalog.gpu_archs[name].compute_capability for name in variant.ptx_archs),
+            min_driver=None if line is None else line.min_driver,
+        ),
         origin=variant,
     )
