@@ -186,7 +186,6 @@ def test_every_sources_decision_goes_through_the_one_pick() -> None:
 # belongs in its source's plug-in.
 KIND_READS = {
     "api.py": 1,
-    "commands/plan_install.py": 2,
     "output/present.py": 1,
     "output/report.py": 1,
     "pipelines/recipes.py": 1,

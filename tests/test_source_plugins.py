@@ -34,6 +34,7 @@ def _catalog():
 
 SOURCE = Source(name="acme", pipeline="builds", builds=_catalog, publisher="Acme", nouns=WHEELS)
 NOT_A_SOURCE = "a string"
+SHOUTING = Source(name="shouting", pipeline="builds", builds=_catalog, publisher="Acme\x1b[2J", nouns=WHEELS)
 """
 MACHINE = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "9.0", "--driver", "570.86.10"]
 
@@ -47,7 +48,7 @@ def _installed_plugins(site: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-wheels\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[pickvariant.sources]\nacme = acme_wheels:SOURCE\nbroken = acme_wheels_gone:SOURCE\n"
-        "notone = acme_wheels:NOT_A_SOURCE\nwheels = acme_wheels:SOURCE\n"
+        "notone = acme_wheels:NOT_A_SOURCE\nwheels = acme_wheels:SOURCE\nshouting = acme_wheels:SHOUTING\n"
     )
     return site
 
@@ -70,10 +71,12 @@ def test_an_installed_plugin_answers_and_a_broken_one_is_named_while_the_others_
     acme = _pickvariant(site, "detect", "--source", "acme", "--format", "json", *MACHINE)
     assert acme.returncode == 0, acme.stderr
     assert json.loads(acme.stdout)["recommendation"]["torch"].startswith("2.14.1")
-    for name in ("broken", "notone"):
+    # One whose code fails, one that is no Source, one whose publisher would write an escape sequence to a terminal.
+    for name in ("broken", "notone", "shouting"):
         failed = _pickvariant(site, "detect", "--source", name, *MACHINE)
         assert failed.returncode == 1 and failed.stdout == "" and failed.stderr.count("\n") == 1, failed.stderr
         assert f"source plug-in '{name}'" in failed.stderr and "Traceback" not in failed.stderr
+        assert "\x1b" not in failed.stderr
     # A distribution cannot take a built-in name over: --source wheels is still PyTorch's wheels.
     wheels = _pickvariant(site, "detect", "--source", "wheels", "--format", "json", *MACHINE)
     assert wheels.returncode == 0 and json.loads(wheels.stdout)["source"] == "wheels"

@@ -106,7 +106,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
 
 
 def from_plan(
-    plan_path: str, label: str | None, request: Request, options: InstallOptions, catalog: Catalog
+    plan_path: str, label: str | None, request: Request, options: InstallOptions, catalog: Catalog, source: str
 ) -> tuple[Request, InstallOptions]:
     """The request and options that install exactly this node's assignment in a cluster's plan (commands/plan_install),
     judged by the rules that judge --package and never forced."""
@@ -114,7 +114,7 @@ def from_plan(
     from pickvariant.machine.facts import gather_facts
 
     facts = gather_facts(catalog, request, os.environ)
-    assigned = assignment(plan_path, label, catalog, facts)
+    assigned = assignment(plan_path, label, catalog, facts, source)
     options = replace(options, package=assigned.package, assigned_by=assigned.said, assigned_set=assigned.companions)
     return replace(request, branch=assigned.branch), options
 

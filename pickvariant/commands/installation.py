@@ -76,7 +76,7 @@ def flox_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalo
     environment, with --plan the node's assignment and nothing beside it."""
     request, options = ask.request, ask.recipes
     if ask.plan is not None:
-        request, options = _assigned(ask.plan, ask.label, request, options, catalog)
+        request, options = _assigned(ask.plan, ask.label, request, options, catalog, source)
     prepared = flox_install.prepare(request, options, catalog())
     return flox_install.FloxInstallation(prepared=prepared, options=options)
 
@@ -90,13 +90,18 @@ def _pinned_beside_a_plan(request: Request, options: InstallOptions | None) -> l
 
 
 def _assigned(
-    plan: str, label: str | None, request: Request, options: InstallOptions, catalog: Callable[[], Catalog]
+    plan: str,
+    label: str | None,
+    request: Request,
+    options: InstallOptions,
+    catalog: Callable[[], Catalog],
+    source: str,
 ) -> tuple[Request, InstallOptions]:
     """With --plan: the node's assignment, and nothing that would choose another build beside it."""
     pinned = _pinned_beside_a_plan(request, options)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
-    return flox_install.from_plan(plan, label, request, options, catalog())
+    return flox_install.from_plan(plan, label, request, options, catalog(), source)
 
 
 def prebuilt_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> Installation:

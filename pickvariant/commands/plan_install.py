@@ -99,15 +99,21 @@ def _check_catalog(document: PlanDocument, catalog: Catalog) -> None:
         )
 
 
-def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostFacts) -> Assignment:
-    """This node's package and branch from the plan; BadInput (exit 2) or NoVariant (exit 3) where there is none
-    to install here, naming the plan, the label and what is wrong."""
+def _planned_from(plan_path: str, source: str) -> PlanDocument:
+    """The plan, where it was planned from `source` (it names its source): BadInput naming the one it was."""
     document = read_plan(plan_path)
-    if document.prebuilt:
+    if document.source != source:
         raise BadInput(
-            f"plan {visible(plan_path)} is a plan of prebuilt builds: install it with --source {document.source} "
-            f"(or PICKVARIANT_SOURCE={document.source})"
+            f"plan {visible(plan_path)} is a plan of source {document.source}: install it with --source "
+            f"{document.source} (or PICKVARIANT_SOURCE={document.source})"
         )
+    return document
+
+
+def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostFacts, source: str) -> Assignment:
+    """This node's package and branch from the plan of `source`'s recipes; BadInput (exit 2) or NoVariant (exit 3)
+    where there is none to install here, naming the plan, the label and what is wrong."""
+    document = _planned_from(plan_path, source)
     _check_catalog(document, catalog)
     name, node = _this_node(document, label, "variant")
     shown = visible(plan_path)
@@ -128,14 +134,8 @@ def assignment(plan_path: str, label: str | None, catalog: Catalog, facts: HostF
 def prebuilt_assignment(plan_path: str, label: str | None, source: str) -> Assignment:
     """This node's wheel from a plan of prebuilt builds of `source` (PyTorch's wheels by default); BadInput or
     NoVariant where there is none to install."""
-    document = read_plan(plan_path)
+    document = _planned_from(plan_path, source)
     shown = visible(plan_path)
-    if not document.prebuilt:
-        raise BadInput(f"plan {shown} is a plan of Flox builds: install it without --source {source}")
-    if document.source != source:
-        raise BadInput(
-            f"plan {shown} is a plan of source {document.source}: install it with --source {document.source}"
-        )
     nouns = registry.named(source).nouns
     name, node = _this_node(document, label, nouns.build if nouns else "build")
     assert node.package is not None and node.branch is not None and node.platform is not None

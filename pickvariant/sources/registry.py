@@ -82,6 +82,8 @@ _PARTS_OF_KIND: dict[str, dict[str, str]] = {
 }
 # A name is printed in commands people paste and written into plans: letters, digits and dashes only.
 _NAME = r"[a-z][a-z0-9-]{0,31}"
+# A publisher's name and a source's nouns: words a sentence says.
+_WORDS = r"[A-Za-z0-9][A-Za-z0-9 .'&-]{0,39}"
 
 
 @keyword_record
@@ -166,6 +168,16 @@ def _unsaid(source: Source) -> str | None:
         return None
     if not source.publisher or source.nouns is None:
         return "a source of prebuilt builds names its publisher and its nouns (Source.publisher, Source.nouns)"
+    from pickvariant._base.records import fields
+    from pickvariant.sources.nouns import Nouns
+
+    if not isinstance(source.nouns, Nouns):
+        return "Source.nouns: a pickvariant.sources.nouns.Nouns"
+    words = {"publisher": source.publisher, **{f"nouns.{k}": getattr(source.nouns, k) for k in fields(Nouns)}}
+    for field, word in words.items():
+        # Said in every sentence about its builds, on terminals and in plans: words, never a control character.
+        if not (isinstance(word, str) and re.fullmatch(_WORDS, word)):
+            return f"{field} {str(word)[:40]!r}: letters, digits, spaces and .'&- only, at most 40"
     if source.layout not in ("{root}/{index}", "{root}"):
         return f"layout {source.layout!r:.40}: one of '{{root}}/{{index}}', '{{root}}'"
     return None
