@@ -111,6 +111,7 @@ def test_its_builds_are_judged_by_the_gpus_and_a_variant_it_cannot_judge_is_left
     assert "cuda130" not in json.dumps([cpu["recommendation"], cpu["rejected"]])
 
 
+@pytest.mark.slow
 def test_install_plans_then_installs_the_chosen_packages_into_the_prefix_with_rattler(forge, tmp_path) -> None:
     prefix = tmp_path / "env"
     dry = _run(forge, "install", "--source", "forge", "--dir", str(prefix), "--dry-run", *H100, "--with", "torchvision")
@@ -135,6 +136,7 @@ def test_install_plans_then_installs_the_chosen_packages_into_the_prefix_with_ra
     assert verify.returncode == 1 and "Verify: FAIL" in verify.stdout and "no Python in" in verify.stdout
 
 
+@pytest.mark.slow
 def test_plan_install_plan_report_and_the_library_answer_for_it(forge, tmp_path, monkeypatch) -> None:
     cluster = tmp_path / "cluster.jsonl"
     cluster.write_text(
