@@ -99,7 +99,7 @@ def test_a_report_and_a_registered_sources_answer_are_the_same_document() -> Non
     from pickvariant.sources.nouns import WHEELS
 
     registry.register(
-        registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme", nouns=WHEELS)
+        registry.Source(name="acme", pipeline="prebuilt", builds=lambda: ACME, publisher="Acme", nouns=WHEELS)
     )
     try:
         code, document = _detect("acme", "linux-rhel7-haswell", ("9.0",), "570.86.10", "--python-version", "3.12")

@@ -200,7 +200,7 @@ _KIND_TYPES = {"PrebuiltDecision", "RecipeDecision", "PrebuiltCatalog", "Catalog
 
 def _reads_of_a_kind(node: ast.AST) -> bool:
     """An attribute naming a kind (`.pipeline`, `.prebuilt`), the kind constants, an isinstance on a kind's record,
-    or a comparison with a kind's name ("recipes", "builds")."""
+    or a comparison with a kind's name ("recipes", "prebuilt", "builds")."""
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
         return node.attr in _KIND_ATTRIBUTES or node.attr in _KIND_CONSTANTS  # `.pipeline`, `registry.RECIPES`
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -210,7 +210,8 @@ def _reads_of_a_kind(node: ast.AST) -> bool:
         return any(getattr(kind, "id", getattr(kind, "attr", "")) in _KIND_TYPES for kind in kinds)
     if isinstance(node, ast.Compare):
         return any(
-            isinstance(c, ast.Constant) and c.value in ("recipes", "builds") for c in [node.left, *node.comparators]
+            isinstance(c, ast.Constant) and c.value in ("recipes", "prebuilt", "builds")
+            for c in [node.left, *node.comparators]
         )
     return False
 

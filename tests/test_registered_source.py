@@ -60,7 +60,7 @@ ACME = PrebuiltCatalog(
 @pytest.fixture(autouse=True)
 def acme():
     registry.register(
-        registry.Source(name="acme", pipeline="builds", builds=lambda: ACME, publisher="Acme", nouns=WHEELS)
+        registry.Source(name="acme", pipeline="prebuilt", builds=lambda: ACME, publisher="Acme", nouns=WHEELS)
     )
     yield
     registry.unregister("acme")
@@ -130,8 +130,8 @@ def test_a_source_that_brings_no_builds_is_not_registered() -> None:
     answer as flox under another name (every document would name the wrong source)."""
     for source in (
         registry.Source(name="myflox", pipeline="recipes"),
-        registry.Source(name="nobuilds", pipeline="builds"),
-        registry.Source(name="Bad Name", pipeline="builds", builds=lambda: ACME),
+        registry.Source(name="nobuilds", pipeline="prebuilt"),
+        registry.Source(name="Bad Name", pipeline="prebuilt", builds=lambda: ACME),
     ):
         with pytest.raises(ValueError, match=repr(source.name)):
             registry.register(source)

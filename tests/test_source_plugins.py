@@ -32,9 +32,9 @@ def _catalog():
     return PrebuiltCatalog(builds=(build,), left_out=(), companions={}, index_root="https://wheels.acme.example/torch",
                            facts_compiled="2026-11-20", sources={})
 
-SOURCE = Source(name="acme", pipeline="builds", builds=_catalog, publisher="Acme", nouns=WHEELS)
+SOURCE = Source(name="acme", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS)
 NOT_A_SOURCE = "a string"
-SHOUTING = Source(name="shouting", pipeline="builds", builds=_catalog, publisher="Acme\x1b[2J", nouns=WHEELS)
+SHOUTING = Source(name="shouting", pipeline="prebuilt", builds=_catalog, publisher="Acme\x1b[2J", nouns=WHEELS)
 """
 MACHINE = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "9.0", "--driver", "570.86.10"]
 
@@ -112,7 +112,7 @@ def _catalog():
     return PrebuiltCatalog(builds=builds, left_out=(), companions={}, index_root="https://wheels.redrock.example",
                            facts_compiled="2026-11-20", sources={})
 
-SOURCE = Source(name="redrock", pipeline="builds", builds=_catalog, publisher="Red Rock", nouns=WHEELS)
+SOURCE = Source(name="redrock", pipeline="prebuilt", builds=_catalog, publisher="Red Rock", nouns=WHEELS)
 """
 
 

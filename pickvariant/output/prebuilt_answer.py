@@ -1,4 +1,4 @@
-"""A prebuilt build's decision (any source of pipeline "builds") as detect prints it: text (the answer first, then
+"""A prebuilt build's decision (any source of pipeline "prebuilt") as detect prints it: text (the answer first, then
 the facts and why), JSON, Markdown, a requirements file pip installs as is, and the pyproject block that points uv at
 the chosen index."""
 

@@ -5,7 +5,7 @@ for it, and the library, the commands and the command line ask that object what 
 source's kind:
 
 - "recipes" (pipelines/recipes.py): the Flox catalog's variants on release branches, decided by rules/decide.py (the one pick, rules/pick.py, over the recipes' walk);
-- "builds" (pipelines/prebuilt.py): a catalog of prebuilt builds (the wheels, or a source a program registers),
+- "prebuilt" (pipelines/prebuilt.py): a catalog of prebuilt builds (the wheels, or a source a program registers),
   decided by rules/prebuilt_walk.py through the one pick (rules/pick.py).
 
 Each answers a Request with one `rules/decision.Answer` and says of that answer: detect's JSON document, its text

@@ -1,4 +1,4 @@
-"""The stages of a catalog of prebuilt builds (pipeline "builds": PyTorch's wheels, or any source registered
+"""The stages of a catalog of prebuilt builds (pipeline "prebuilt": PyTorch's wheels, or any source registered
 with one): each build judged against the machine, and the alternatives the choice passed over.
 
 A build is judged in the order a person would check it: the pins (--torch, --cuda), the Python tag, then what the one

@@ -1,10 +1,10 @@
 """The sources of builds by name, each a Source chosen once from `--source` (else PICKVARIANT_SOURCE, else flox).
 
-A Source says which stages walk its builds and where its catalog comes from:
+A Source says its kind of builds (its pipeline), which stages walk them and where its catalog comes from:
 
 - pipeline "recipes": a catalog of Flox variants on release branches (sources/build.py's Catalog), walked by
   rules/recipe_walk.py. Its catalog is loaded where the command is (PICKVARIANT_CATALOG, --catalog).
-- pipeline "builds": a catalog of prebuilt builds (sources/prebuilt.py's, of sources/runs_on.py's Build: many GPU
+- pipeline "prebuilt": a catalog of prebuilt builds (sources/prebuilt.py's, of sources/runs_on.py's Build: many GPU
   architectures as SASS and PTX, no CPU instruction set, an index to install from), walked by rules/prebuilt_walk.py
   (the stages every such source shares: no module outside sources/ is named after one). `builds` loads it.
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pickvariant.sources.nouns import Nouns
     from pickvariant.sources.prebuilt import PrebuiltCatalog
 
-    Pipeline = Literal["recipes", "builds"]
+    Pipeline = Literal["recipes", "prebuilt"]
 
 # The one source of recipes (register() refuses a second), and the built-in source of prebuilt builds that a command
 # asking for prebuilt builds without naming a source gets: the only places outside each source's package that name
@@ -54,7 +54,7 @@ _REGISTERED: dict[str, Source] = {}
 # its installer's options, --platform.
 _ADDED: dict[str, tuple[str, ...]] = {
     "recipes": ("--package", "--org", "--build", "--token-file"),
-    "builds": (
+    "prebuilt": (
         "--platform",
         "--python",
         "--wheel-index",
@@ -74,7 +74,7 @@ _PARTS_OF_KIND: dict[str, dict[str, str]] = {
         "pipeline": "pickvariant.pipelines.recipes:PIPELINE",
         "installation": "pickvariant.commands.installation:flox_installation",
     },
-    "builds": {
+    "prebuilt": {
         "pipeline": "pickvariant.pipelines.prebuilt:PIPELINE",
         "installation": "pickvariant.commands.installation:prebuilt_installation",
         "packaging": "pickvariant.install.pip_command:PACKAGING",
@@ -89,8 +89,10 @@ _WORDS = r"[A-Za-z0-9][A-Za-z0-9 .'&-]{0,39}"
 @keyword_record
 class Source:
     name: str
+    # Its kind of builds, and the pipeline (pipelines/) that answers for them: "recipes" (Flox's) or "prebuilt"
+    # (published builds, installed as they are).
     pipeline: Pipeline
-    # For pipeline "builds": its catalog of builds (read only when asked for).
+    # For pipeline "prebuilt": its catalog of builds (read only when asked for).
     builds: Callable[[], PrebuiltCatalog] | None = None
     # For pipeline "recipes": where its catalog is now (its variable, else the packaged one), and that catalog read.
     catalog_path: Callable[[], str] | None = None
@@ -153,18 +155,18 @@ def register(source: Source) -> None:
     unsaid = _unsaid(source)
     if unsaid:
         raise ValueError(f"source {source.name!r}: {unsaid}")
-    if source.pipeline != "builds" or source.builds is None:
+    if source.pipeline != "prebuilt" or source.builds is None:
         # The recipes' stages read the Flox catalog (PICKVARIANT_CATALOG), not one a source brings: a second source
         # of recipes would be the Flox source under another name, in every document and plan.
         raise ValueError(
-            f"source {source.name!r}: a registered source brings its catalog of builds (pipeline 'builds')"
+            f"source {source.name!r}: a registered source brings its catalog of builds (pipeline 'prebuilt')"
         )
     _REGISTERED[source.name] = source
 
 
 def _unsaid(source: Source) -> str | None:
     """What a source of prebuilt builds leaves unsaid that its sentences need, or None."""
-    if source.pipeline != "builds":
+    if source.pipeline != "prebuilt":
         return None
     if not source.publisher or source.nouns is None:
         return "a source of prebuilt builds names its publisher and its nouns (Source.publisher, Source.nouns)"

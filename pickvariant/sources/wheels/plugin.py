@@ -22,4 +22,4 @@ PARTS = (
     ("installation", "pickvariant.commands.installation:prebuilt_installation"),
     ("packaging", "pickvariant.install.pip_command:PACKAGING"),
 )
-SOURCE = Source(name="wheels", pipeline="builds", builds=_catalog, publisher="PyTorch", nouns=WHEELS, parts=PARTS)
+SOURCE = Source(name="wheels", pipeline="prebuilt", builds=_catalog, publisher="PyTorch", nouns=WHEELS, parts=PARTS)
