@@ -32,7 +32,14 @@ def _catalog():
     return PrebuiltCatalog(builds=(build,), left_out=(), companions={}, index_root="https://wheels.acme.example/torch",
                            facts_compiled="2026-11-20", sources={})
 
-SOURCE = Source(name="acme", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS)
+def hello() -> None:
+    # Acme's own command
+    print("hello from Acme")
+
+COMMANDS = (("hello", "acme_wheels:hello"), ("detect", "acme_wheels:hello"), ("catalog acme", "acme_wheels:hello"))
+SOURCE = Source(
+    name="acme", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS, commands=COMMANDS
+)
 NOT_A_SOURCE = "a string"
 SHOUTING = Source(name="shouting", pipeline="prebuilt", builds=_catalog, publisher="Acme\x1b[2J", nouns=WHEELS)
 """
@@ -81,6 +88,12 @@ def test_an_installed_plugin_answers_and_a_broken_one_is_named_while_the_others_
     wheels = _pickvariant(site, "detect", "--source", "wheels", "--format", "json", *MACHINE)
     assert wheels.returncode == 0 and json.loads(wheels.stdout)["source"] == "wheels"
     assert "acme" not in json.loads(wheels.stdout)["recommendation"]["torch"]
+    # The commands only it has are the command line's: beside pickvariant's own, never in place of one.
+    hello, grouped = _pickvariant(site, "hello"), _pickvariant(site, "catalog", "acme")
+    assert hello.stdout == grouped.stdout == "hello from Acme\n", hello.stderr + grouped.stderr
+    assert "hello" in _pickvariant(site, "--help").stdout
+    detect = _pickvariant(site, "detect", "--source", "acme", *MACHINE)
+    assert detect.returncode == 0 and "Recommendation: torch 2.14.1" in detect.stdout
     unknown = _pickvariant(site, "detect", "--source", "nosuch", *MACHINE)
     assert unknown.returncode == 2 and "acme" in unknown.stderr and "broken" not in unknown.stderr, unknown.stderr
 

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from pickvariant import __version__
-from pickvariant.cli import catalog, console, detect, fleet, install, listing, plan, recipe, report, verify
+from pickvariant.cli import console, detect, fleet, install, plan, report, verify
+from pickvariant.sources import registry
 
 
 def _arguments_show_their_metavariable() -> None:
@@ -35,20 +36,34 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+catalog_app = typer.Typer(
+    help="Build and check the catalogs: catalog.json from the build repository, the wheel catalog from its facts.",
+    no_args_is_help=True,
+)
+
+
+def _sources_commands() -> None:
+    """The commands only a source has (its Source's `commands`), each registered once, the built-in sources' first:
+    `recipe` and `list` beside detect, `catalog sync` and `catalog wheels` under catalog. A plug-in's command of a
+    name already taken, or of words not a command's, is left out."""
+    taken = {"detect", "install", "plan", "fleet", "verify", "report", "catalog"}
+    for name in registry.names():
+        source = registry.named(name)
+        for words, spec in source.commands:
+            if words in taken or not registry.is_command(words):
+                continue
+            taken.add(words)
+            group, _, sub = words.rpartition(" ")
+            (catalog_app if group == "catalog" else app).command(sub)(source.command(spec))
+
+
 app.command()(detect.detect)
-app.command("list")(listing.list_variants)
-app.command()(recipe.recipe)
+_sources_commands()
 app.command()(install.install)
 app.command()(plan.plan)
 app.command()(fleet.fleet)
 app.command()(verify.verify)
 app.command()(report.report)
-catalog_app = typer.Typer(
-    help="Build and check the catalogs: catalog.json from the build repository, the wheel catalog from its facts.",
-    no_args_is_help=True,
-)
-catalog_app.command("sync")(catalog.catalog_sync)
-catalog_app.command("wheels")(catalog.catalog_wheels)
 app.add_typer(catalog_app, name="catalog")
 
 

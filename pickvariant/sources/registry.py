@@ -109,6 +109,14 @@ class Source:
     added: tuple[str, ...] | None = None
     # Its own parts (role, `module:attribute`), where not its kind's (_PARTS_OF_KIND).
     parts: tuple[tuple[str, str], ...] = ()
+    # The commands only it has (the command line's words, `module:attribute` of the function typer runs): Flox's
+    # `recipe`, `list` and `catalog sync`, the wheels' `catalog wheels`. The command line registers them from here.
+    commands: tuple[tuple[str, str], ...] = ()
+
+    def command(self, spec: str) -> Any:
+        """One of its commands' functions, imported when the command line is built."""
+        module, _, attribute = spec.partition(":")
+        return getattr(importlib.import_module(module), attribute)
 
     def part(self, role: str) -> Any:
         """Its part of that role ("pipeline", "installation", "packaging"), imported when first asked for."""
@@ -183,6 +191,11 @@ def _unsaid(source: Source) -> str | None:
     if source.layout not in ("{root}/{index}", "{root}"):
         return f"layout {source.layout!r:.40}: one of '{{root}}/{{index}}', '{{root}}'"
     return None
+
+
+def is_command(words: str) -> bool:
+    """Words a source's command may be: a command (`list`), or one under `catalog` (`catalog sync`)."""
+    return re.fullmatch(r"(catalog )?[a-z][a-z0-9-]{0,31}", words) is not None
 
 
 def unregister(name: str) -> None:

@@ -28,4 +28,10 @@ PARTS = (
     ("pipeline", "pickvariant.pipelines.recipes:PIPELINE"),
     ("installation", "pickvariant.commands.installation:flox_installation"),
 )
-SOURCE = Source(name="flox", pipeline="recipes", catalog_path=_path, load_recipes=_load, parts=PARTS)
+# The commands only it has (the command line registers them from here).
+COMMANDS = (
+    ("list", "pickvariant.cli.listing:list_variants"),
+    ("recipe", "pickvariant.cli.recipe:recipe"),
+    ("catalog sync", "pickvariant.cli.catalog:catalog_sync"),
+)
+SOURCE = Source(name="flox", pipeline="recipes", catalog_path=_path, load_recipes=_load, parts=PARTS, commands=COMMANDS)

@@ -22,4 +22,13 @@ PARTS = (
     ("installation", "pickvariant.commands.installation:prebuilt_installation"),
     ("packaging", "pickvariant.install.pip_command:PACKAGING"),
 )
-SOURCE = Source(name="wheels", pipeline="prebuilt", builds=_catalog, publisher="PyTorch", nouns=WHEELS, parts=PARTS)
+COMMANDS = (("catalog wheels", "pickvariant.cli.catalog:catalog_wheels"),)  # the command only it has
+SOURCE = Source(
+    name="wheels",
+    pipeline="prebuilt",
+    builds=_catalog,
+    publisher="PyTorch",
+    nouns=WHEELS,
+    parts=PARTS,
+    commands=COMMANDS,
+)
