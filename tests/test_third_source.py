@@ -118,7 +118,12 @@ def test_install_plans_then_installs_the_chosen_packages_into_the_prefix_with_ra
     assert dry.returncode == 0, dry.stderr
     assert "pytorch==2.5.1[build=cuda126_py312_*]" in dry.stdout and "py-rattler" in dry.stdout
     assert not prefix.exists()  # a dry run runs nothing
-    prefix.mkdir()  # a prefix with a file of the user's already in it
+    (tmp_path / "work").mkdir()  # a folder a person works in is never made a prefix
+    (tmp_path / "work" / "notes.txt").write_text("mine\n")
+    refused = _run(forge, "install", "--source", "forge", "--yes", "--no-verify", *H100, cwd=tmp_path / "work")
+    assert refused.returncode == 2 and "not a conda prefix" in refused.stderr
+    assert sorted(path.name for path in (tmp_path / "work").iterdir()) == ["notes.txt"]
+    (prefix / "conda-meta").mkdir(parents=True)  # a prefix with a file of the user's already in it
     kept = prefix / "notes.txt"
     kept.write_text("mine\n")
     real = _run(
@@ -130,7 +135,7 @@ def test_install_plans_then_installs_the_chosen_packages_into_the_prefix_with_ra
     assert installed == ["pytorch-2.5.1-cuda126_py312_0.json", "torchvision-0.20.1-py312_0.json"]
     assert kept.read_text() == "mine\n"
     assert (prefix / "share" / "pytorch" / "cuda126_py312_0.txt").read_text() == "pytorch 2.5.1 cuda126_py312_0\n"
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["env"]  # its work beside the prefix is gone
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["env", "work"]  # its work beside it is gone
     # Verified, it says plainly that it could not probe this prefix (no Python in it): exit 1, never a pass.
     verify = _run(forge, "install", "--source", "forge", "--dir", str(prefix), "--yes", *H100)
     assert verify.returncode == 1 and "Verify: FAIL" in verify.stdout and "no Python in" in verify.stdout
