@@ -109,6 +109,11 @@ def test_its_builds_are_judged_by_the_gpus_and_a_variant_it_cannot_judge_is_left
     text = _run(forge, "detect", "--source", "forge", "--cpuinfo", HASWELL, "--no-gpu", "--explain").stdout
     assert "cuda130_py312_0" in text and "no variant Forge's table of GPU code holds" in text
     assert "cuda130" not in json.dumps([cpu["recommendation"], cpu["rejected"]])
+    # An AMD GPU, which none of its builds is for: the CPU build, and the GPU said unused, in its nouns.
+    code, amd = _detect(forge, "--cpuinfo", HASWELL, "--gpu", "gfx942", "--python-version", "3.12")
+    assert code == 0 and amd["recommendation"]["variant"] == "cpu"
+    said = " ".join(amd["reasons"])
+    assert "the package catalog names no ROCm build" in said and "wheel" not in said
 
 
 @pytest.mark.slow

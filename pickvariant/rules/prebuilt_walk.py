@@ -123,13 +123,14 @@ class PrebuiltWalk:
         prefix = _OTHER_VENDOR_PREFIXES[vendor]
         rows = [row for row in self.wheels.left_out_for(platform) if row.variant.startswith(prefix)]
         if not rows:
-            return wording.other_gpu(described, vendor, None)
+            return wording.other_gpu(described, vendor, None, self.wheels.nouns)
         newest = max((row.torch for row in rows), key=version_key)
         variants = list(dict.fromkeys(row.variant for row in rows if row.torch == newest))
         # The newest stack of that release: rocm7.2 over rocm7.1 (xpu has no number).
         index = max(variants, key=lambda variant: version_key(variant.removeprefix(prefix) or "0"))
         published = f"torch {newest} " + " and ".join(variants)
-        return wording.other_gpu(described, vendor, published, self.wheels.url(self.index_root, index))
+        index_url = self.wheels.url(self.index_root, index)
+        return wording.other_gpu(described, vendor, published, self.wheels.nouns, index_url)
 
     def stopped(self, seen: Machine) -> PrebuiltDecision:
         return Decision(platform=self.platform_name, reasons=seen.reasons, hints=seen.hints)

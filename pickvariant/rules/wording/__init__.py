@@ -193,7 +193,7 @@ def gpu_reason(index: int, name: str, capability: object, tegra: bool) -> str:
     return f"GPU {index}: {name}, compute capability {capability} ({kind})"
 
 
-def other_gpu(described: str, vendor: str, published: str | None, index_url: str | None = None) -> str:
+def other_gpu(described: str, vendor: str, published: str | None, nouns: Nouns, index_url: str | None = None) -> str:
     """An AMD or Intel GPU (machine/othergpu.py), to a source of prebuilt builds: what the answer does with it, and
     why; `published`: the newest builds of its stack the catalog names for this platform, left out and not judged
     ("torch 2.14.1 rocm7.14"), or None where it names none; `index_url`: where the newest of them is installed from,
@@ -201,10 +201,10 @@ def other_gpu(described: str, vendor: str, published: str | None, index_url: str
     what ran on it)."""
     stack = OTHER_STACKS[vendor][1]
     if published is None:
-        return f"{described}: unused by this answer: the wheel catalog names no {stack} build for this platform"
+        return f"{described}: unused by this answer: the {nouns.build} catalog names no {stack} build for this platform"
     what = "which gfx targets those builds carry" if vendor == "amd" else "which Intel GPUs those builds run on"
     said = (
-        f"{described}: unused by this answer: the wheel catalog names {stack} builds for this platform (the newest: "
+        f"{described}: unused by this answer: the {nouns.build} catalog names {stack} builds for this platform (the newest: "
         f"{published}; every one under --explain and in the JSON's left_out), but {what} is not known, so it "
         f"chooses none of them"
     )
