@@ -47,10 +47,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Recommendation",
     "Request",
-    "WheelRecommendation",
     "answer",
     "decide_prebuilt",
-    "decide_wheel",
     "default_catalog",
     "host_facts",
     "no_variant_error",
@@ -127,10 +125,6 @@ class Recommendation:
     def no_variant_error(self) -> NoVariant:
         """What `detect` reports when nothing runs here: the last reason and what would help."""
         return pipelines.of(self.answer.source).no_build_error(self.answer)
-
-
-# Until 0.1.0 a source of prebuilt builds answered with a record of its own; the one record answers for every source.
-WheelRecommendation = Recommendation
 
 
 no_variant_error = recipes.no_variant_error
@@ -251,10 +245,6 @@ def decide_prebuilt(request: Request, env: Mapping[str, str] | None = None) -> P
     from pickvariant.pipelines.prebuilt import decide
 
     return decide(request, env)
-
-
-# Until 0.1.0 the answer of a source of prebuilt builds was asked by this name.
-decide_wheel = decide_prebuilt
 
 
 def no_prebuilt_error(answer: PrebuiltAnswer) -> NoVariant:
