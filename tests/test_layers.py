@@ -186,8 +186,6 @@ def test_every_sources_decision_goes_through_the_one_pick() -> None:
 # belongs in its source's plug-in.
 KIND_READS = {
     "api.py": 1,
-    "output/present.py": 1,
-    "output/report.py": 1,
     "pipelines/recipes.py": 1,
     "rules/cluster_plan.py": 3,
     "rules/fleet.py": 1,

@@ -12,7 +12,6 @@ from pickvariant.rules.decision import NEAREST, Kind, RecipeDecision, Rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.nouns import WHEELS, Nouns
-from pickvariant.sources.registry import RECIPES
 from pickvariant.sources.runs_on import of_variant
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on detect's path (3 ms)
@@ -72,7 +71,7 @@ def companions_json(decision: RecipeDecision) -> list[dict[str, Any]]:
 
 
 def decision_json(
-    facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, source: str = RECIPES
+    facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, source: str
 ) -> dict[str, Any]:
     """detect's JSON document of a recipe decision (`source`: the source's name, as every source's document says it)."""
     document = _decision_json(facts, decision, catalog, workload, source)

@@ -22,7 +22,6 @@ from pickvariant.sources import registry
 from pickvariant.sources.accelerator import VENDOR
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.registry import RECIPES
 from pickvariant.verify.devices import runtime_said
 from pickvariant.verify.judge import variant_mismatches
 from pickvariant.verify.probe_run import run_probe
@@ -94,11 +93,13 @@ def build(
     decision: RecipeDecision,
     workload: str,
     python: list[str],
+    source: str,
     described: bool = False,
 ) -> dict[str, Any]:
-    """The report's data. `described`: the facts describe another machine, so nothing of this one (kernel,
-    Python, GPU health, the last install, its PyTorch unless an interpreter is named) is read or shown."""
-    data = decision_json(facts, decision, catalog, workload)
+    """The report's data, of the recipes of `source`. `described`: the facts describe another machine, so nothing of
+    this one (kernel, Python, GPU health, the last install, its PyTorch unless an interpreter is named) is read or
+    shown."""
+    data = decision_json(facts, decision, catalog, workload, source)
     probe = _this_machine(data, catalog, facts, python, described)
     if probe is not None and decision.variant is not None:
         data["mismatches"] = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
@@ -233,10 +234,10 @@ def markdown(data: dict[str, Any]) -> str:
 
 def _recommendation(rec: dict[str, Any] | None, source: str | None) -> str:
     code = markdown_code
-    if source not in (None, RECIPES):  # a source of prebuilt builds: its requirement lines and index
+    nouns = None if source is None else registry.named(source).nouns
+    if nouns is not None:  # a source of prebuilt builds (which names its nouns): its requirement lines and index
         if not rec:
-            nouns = registry.named(source).nouns
-            return f"- Recommendation: none (no compatible {nouns.build if nouns else 'build'})"
+            return f"- Recommendation: none (no compatible {nouns.build})"
         where = code(rec["index_url"]) if rec.get("index_url") else "PyPI (its own build)"
         return f"- Recommendation: {code(' '.join(rec['requirements']))} from {where}"
     return f"- Recommendation: {code(rec['package'])}" if rec else "- Recommendation: none (no compatible variant)"

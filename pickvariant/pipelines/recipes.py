@@ -135,7 +135,9 @@ class _Recipes:
         from pickvariant.output import report
 
         catalog, facts, decision = _catalog(answer), answer.facts, answer.decision
-        return report.build(catalog, facts, decision, answer.workload, list(pythons()), described=described)
+        return report.build(
+            catalog, facts, decision, answer.workload, list(pythons()), answer.source.name, described=described
+        )
 
     def cluster_plan(
         self,
