@@ -137,7 +137,8 @@ def prebuilt_assignment(plan_path: str, label: str | None, source: str) -> Assig
     document = _planned_from(plan_path, source)
     shown = visible(plan_path)
     nouns = registry.named(source).nouns
-    name, node = _this_node(document, label, nouns.build if nouns else "build")
+    assert nouns is not None  # a source of prebuilt builds names its nouns (registry checks it)
+    name, node = _this_node(document, label, nouns.build)
     assert node.package is not None and node.branch is not None and node.platform is not None
     if node.profile is None:
         raise BadInput(f"plan {shown}: node {visible(name)!r} was planned from unusable facts; gather and plan again")
