@@ -775,3 +775,45 @@ def test_a_signal_that_lands_as_the_child_starts_stops_the_child(tmp_path, monke
                 pytest.fail("the child was left running")
     assert isinstance(raised, Interrupted if sig == signal.SIGINT else Terminated), repr(raised)
     assert started
+
+
+def test_a_sigterm_that_lands_as_a_noted_ctrl_c_is_acted_on_never_decides_how_it_ends(tmp_path, monkeypatch) -> None:
+    """A Ctrl-C lands as the child starts (noted), and a batch system's SIGTERM lands the moment its handler is put
+    back, before the Ctrl-C is acted on (CI once saw exit 143 where the Ctrl-C came first): the first signal decides
+    (Interrupted, 130) and the child is stopped. The SIGTERM is a real one, sent at that moment."""
+    from pickvariant._base import child, proc
+    from pickvariant._base.errors import Interrupted
+
+    started: list[subprocess.Popen] = []
+    real_popen, real_signal = subprocess.Popen, signal.signal
+    armed: list[bool] = []
+
+    def popen_then_interrupted(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        signal.raise_signal(signal.SIGINT)  # noted: the child is in hand only once Popen has returned
+        armed.append(True)
+        return started[-1]
+
+    def handler_put_back(sig, handler):
+        previous = real_signal(sig, handler)
+        if armed and sig == signal.SIGTERM and callable(handler) and getattr(handler, "__name__", "") != "_note":
+            armed.clear()
+            os.kill(os.getpid(), signal.SIGTERM)  # lands as SIGTERM's handler is back
+        return previous
+
+    monkeypatch.setattr(proc.subprocess, "Popen", popen_then_interrupted)
+    monkeypatch.setattr(child.signal, "signal", handler_put_back)
+    raised: BaseException | None = None
+    try:
+        with proc.terminable():
+            run(Command(argv=("sleep", "30"), cwd=tmp_path, description="x"), tmp_path / "log")
+    except BaseException as error:  # a KeyboardInterrupt or SigTerm that escaped would end the test run itself
+        raised = error
+    finally:
+        monkeypatch.undo()
+        for each in started:
+            if each.poll() is None:
+                os.killpg(each.pid, signal.SIGKILL)
+                each.wait()
+                pytest.fail("the child was left running")
+    assert isinstance(raised, Interrupted), repr(raised)

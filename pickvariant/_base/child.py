@@ -80,13 +80,26 @@ class Held:
         self.noted.append(signum)
 
     def resume(self, sigterm: Callable[[int, object], None] | None = None) -> None:
-        """The handlers as they were (SIGTERM's and SIGHUP's `sigterm` where given), then a noted signal acted on."""
+        """The handlers as they were (SIGTERM's and SIGHUP's `sigterm` where given), and the first signal noted acted
+        on. Acted on before the handlers are back: a second signal that lands meanwhile (a batch system's SIGTERM
+        every few ms after its Ctrl-C) is only noted, so the first one decides how the command ends, never a later
+        one that found its handler back first. A handler that ignores what follows it (terminable's) is not undone."""
+        restore = {}
         for sig, handler in self.previous.items():
             # A Python handler already there (terminable's: the first signal raises, later ones wait) is kept.
             chosen = sigterm if sig != signal.SIGINT and sigterm is not None and not callable(handler) else handler
-            signal.signal(sig, signal.SIG_DFL if chosen is None else chosen)  # type: ignore[arg-type]
-        if self.noted:
-            signal.raise_signal(self.noted[0])  # its handler runs here: a KeyboardInterrupt is raised from this call
+            restore[sig] = signal.SIG_DFL if chosen is None else chosen
+        first = self.noted[0] if self.noted else None
+        act_now = first is not None and callable(restore.get(first))
+        try:
+            if act_now:
+                restore[first](first, None)  # type: ignore[index, operator]  # raises: KeyboardInterrupt, SigTerm
+        finally:
+            for sig, handler in restore.items():
+                if signal.getsignal(sig) == self._note:  # not one the handler just set (SIG_IGN: it went first)
+                    signal.signal(sig, handler)  # type: ignore[arg-type]
+        if first is not None and not act_now:
+            signal.raise_signal(first)  # its default action (or none, where ignored), as it would have had
 
 
 def started(held: Held, argv: list[str], dies_with_us: bool = False, **options: Any) -> subprocess.Popen:
