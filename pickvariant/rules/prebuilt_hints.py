@@ -28,12 +28,12 @@ def hints_for_nothing(
     decision: PrebuiltDecision,
     hardware: Hardware,
     verdicts: Mapping[Build, Rejection | None],
-    told: tuple[Mapping[Build, tuple[str, ...]], DriverFacts | None, Nouns],
+    passed_over: Mapping[Build, tuple[str, ...]],
+    driver: DriverFacts | None,
     again: DecideAgain,
+    nouns: Nouns,
 ) -> tuple[str, ...]:
-    """What would help where nothing runs here; `told`: the builds the companions held back, the driver, the
-    catalog's nouns."""
-    passed_over, driver, nouns = told
+    """What would help where nothing runs here, in the catalog's `nouns`."""
     hints = []
     if passed_over:
         hints.append(said.without_companions(nouns))

@@ -381,8 +381,9 @@ def _nothing_fits(
     decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
     if decision.installed_said:
         reasons.append(decision.installed_said)
-    told = (passed_over, facts.driver, wheels.nouns)
-    hints = () if again is None else hints_for_nothing(decision, hardware, verdicts, told, again)
+    hints: tuple[str, ...] = ()
+    if again is not None:
+        hints = hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver, again, wheels.nouns)
     nearest = nearest_refused(decision.rejected, verdicts)
     if nearest is not None:  # said last: what the one-line error (exit 3) names, with the hints
         nouns = wheels.nouns
