@@ -4,15 +4,10 @@ indexed by py-rattler's own indexer (each subdir's repodata.json), as a channel 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import hashlib
-import http.server
 import io
 import json
 import tarfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 STAMP = 1764000000
@@ -65,22 +60,3 @@ def forge_channel(channel: Path) -> Path:
         package(channel, "linux-64", "torchvision", "0.20.1", f"py{python}_0", ("pytorch ==2.5.1",))
     package(channel, "linux-64", "pytorch", "2.5.1", "cuda130_py312_0")
     return indexed(channel)
-
-
-@contextlib.contextmanager
-def served(channel: Path) -> Iterator[str]:
-    """The channel served over HTTP on 127.0.0.1 (a port of its own), as a channel's server would serve it: its URL."""
-    handler = functools.partial(_Quiet, directory=str(channel))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/channel"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # the test's output is its own
-        pass

@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conda_channel import forge_channel, served
+from conda_channel import forge_channel
 from conftest import REPO, cpuinfo_path
 from test_plan import detect_line
+from wheel_mirror import served
 
 pytest.importorskip("rattler", reason="py-rattler (the test extras) installs Forge's packages")
 
@@ -43,7 +44,7 @@ def forge(tmp_path_factory) -> Iterator[dict[str, str]]:
     subprocess.run([*pip, "--target", str(site), str(FIXTURE)], env=env, cwd=root, check=True, timeout=300)
     forge_channel(root / "served" / "channel")
     with served(root / "served") as url:
-        yield {"site": str(site), "channel": url, "home": str(root)}
+        yield {"site": str(site), "channel": f"{url}/channel", "home": str(root)}
 
 
 def _run(forge: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

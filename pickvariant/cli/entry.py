@@ -81,7 +81,7 @@ def _main(argv: list[str] | None) -> int:
         label = commandline.detect_label(values, os.environ, str(values["format"]))
         # --python and --wheel-index, where given, are in it (a source that does not take them refused them)
         request = commandline.request_from({**values, "source": source.name})
-        if pipeline.reads_environment and "--python" in source.options:  # its interpreter runs meanwhile
+        if pipeline.reads_environment and source.reads_python:  # its interpreter runs meanwhile
             _start_environment(request, os.environ)
         if as_text:
             return _text(request, bool(values["explain"]))

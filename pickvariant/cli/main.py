@@ -54,7 +54,7 @@ def _sources_commands() -> None:
                 continue
             taken.add(words)
             group, _, sub = words.rpartition(" ")
-            (catalog_app if group == "catalog" else app).command(sub)(source.command(spec))
+            (catalog_app if group == "catalog" else app).command(sub)(registry.attribute_of(spec))
 
 
 app.command()(detect.detect)

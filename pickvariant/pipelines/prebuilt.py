@@ -52,17 +52,19 @@ def decide(request: Request, env: Mapping[str, str] | None = None) -> PrebuiltAn
     `request.interpreter` names (else, for this machine, the active one) and from `request.index` (else
     PICKVARIANT_WHEEL_INDEX, else the source's own indexes)."""
     environment_vars = os.environ if env is None else env
-    # A source that installs into a Python environment (it takes --python) reads the one it would install into.
-    takes_python = "--python" in registry.of_prebuilt(request.source).options
-    reading = environment_of(request, environment_vars) if takes_python else None
+    source = registry.of_prebuilt(request.source)
+    # A source that installs into a Python environment reads the one it would install into.
+    reading = environment_of(request, environment_vars) if source.reads_python else None
     try:
-        return _decide(request, environment_vars, reading)
+        return _decide(request, source, environment_vars, reading)
     finally:
         if reading is not None:
             reading.stop()  # where an error came first: the interpreter is not left running
 
 
-def _decide(asked: Request, environment_vars: Mapping[str, str], reading: Reading | None) -> PrebuiltAnswer:
+def _decide(
+    asked: Request, source: Source, environment_vars: Mapping[str, str], reading: Reading | None
+) -> PrebuiltAnswer:
     from pickvariant._base.urls import public_url
     from pickvariant.machine.gpu import pending_reading
     from pickvariant.rules.prebuilt_walk import pick_prebuilt
@@ -70,7 +72,6 @@ def _decide(asked: Request, environment_vars: Mapping[str, str], reading: Readin
     # NVML first, as for the recipes: the reading entry started early (else one started now) runs in C while the
     # hardware facts and the catalog of builds are read.
     pending = None if asked.described else pending_reading(asked, environment_vars)
-    source = registry.of_prebuilt(asked.source)
     hardware = hardware_catalog()
     wheels = source.catalog()
     given_root = settings.wheel_index(asked.index, environment_vars, wheels.index_root)

@@ -36,6 +36,7 @@ from pickvariant.rules.node_facts import fingerprint, prebuilt_fingerprint
 from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.sources.hardware import Hardware
+from pickvariant.sources.prebuilt import laid_out
 from pickvariant.sources.registry import PREBUILT, RECIPES
 
 TYPE_CHECKING = False
@@ -129,7 +130,7 @@ class ClusterPlan(OfBuilds[B, C]):
         """A prebuilt build's index; None: PyPI's own build, from PyPI (the installer's default index)."""
         if self.pypi_first and build.default_index:
             return None
-        return self.index_root if self.layout == "{root}" else f"{self.index_root}/{build.index}"
+        return laid_out(self.layout, self.index_root or "", build.index)
 
 
 # The plan each kind of source makes: the recipes' and a prebuilt build's, one record.

@@ -87,6 +87,12 @@ def published(
     )
 
 
+def laid_out(layout: str, root: str, index: str) -> str:
+    """Where a build on `index` is installed from, below `root`, by its source's layout (registry.Source.layout): an
+    index per variant ("{root}/{index}"), or one channel holding every variant ("{root}")."""
+    return root if layout == "{root}" else f"{root}/{index}"
+
+
 def other_stack(version_or_index: str) -> str | None:
     """The stack of another vendor's GPUs a build is for, by its index or its version's local label: "ROCm" for
     rocm7.1 and 2.12.0+rocm7.1, "XPU" for xpu; None for any other."""
@@ -144,7 +150,7 @@ class PrebuiltCatalog:
 
     def url(self, root: str, index: str) -> str:
         """Where a build on `index` is installed from, below `root` (an index per variant, or one channel)."""
-        return root if self.layout == "{root}" else f"{root}/{index}"
+        return laid_out(self.layout, root, index)
 
     def for_platform(self, platform: str) -> tuple[Build, ...]:
         return tuple(build for build in self.builds if build.platform == platform)

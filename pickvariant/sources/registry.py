@@ -113,16 +113,14 @@ class Source:
     # `recipe`, `list` and `catalog sync`, the wheels' `catalog wheels`. The command line registers them from here.
     commands: tuple[tuple[str, str], ...] = ()
 
-    def command(self, spec: str) -> Any:
-        """One of its commands' functions, imported when the command line is built."""
-        module, _, attribute = spec.partition(":")
-        return getattr(importlib.import_module(module), attribute)
-
     def part(self, role: str) -> Any:
         """Its part of that role ("pipeline", "installation", "packaging"), imported when first asked for."""
-        spec = dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role]
-        module, _, attribute = spec.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return attribute_of(dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role])
+
+    @property
+    def reads_python(self) -> bool:
+        """Whether it installs into a Python environment (it takes --python), which its answer then reads."""
+        return "--python" in self.options
 
     @property
     def flag(self) -> str:
@@ -154,6 +152,12 @@ class Source:
         assert self.publisher is not None and self.nouns is not None  # checked where it is registered or loaded
         named = replace(self.builds(), publisher=self.publisher, nouns=self.nouns, layout=self.layout)
         return judged_only(named)
+
+
+def attribute_of(spec: str) -> Any:
+    """What a `module:attribute` names (a part, a command, an entry point's value), its module imported."""
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def register(source: Source) -> None:
@@ -244,8 +248,7 @@ def named(name: str, given: str = "--source") -> Source:
     if name in _REGISTERED:
         return _REGISTERED[name]
     if name in _BUILT_IN:
-        module, _, attribute = _BUILT_IN[name].partition(":")
-        source: Source = getattr(importlib.import_module(module), attribute)
+        source: Source = attribute_of(_BUILT_IN[name])
         return source
     point = _installed().get(name)
     if point is None:
