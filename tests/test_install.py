@@ -817,3 +817,36 @@ def test_a_sigterm_that_lands_as_a_noted_ctrl_c_is_acted_on_never_decides_how_it
                 each.wait()
                 pytest.fail("the child was left running")
     assert isinstance(raised, Interrupted), repr(raised)
+
+
+def test_a_sigterm_that_lands_while_a_ctrl_c_is_handled_never_decides_how_it_ends() -> None:
+    """A Ctrl-C is being handled (its handler is ignoring the signals that follow) when a batch system's SIGTERM
+    lands: Python runs SIGTERM's handler inside the Ctrl-C's, before the latter has done (CI saw exit 143 where the
+    Ctrl-C came first). The first signal decides: Interrupted (130). The SIGTERM is a real one, sent at that moment."""
+    from pickvariant._base import proc
+    from pickvariant._base.errors import Interrupted
+
+    real_signal = signal.signal
+    armed = [True]
+
+    def ignoring(sig, handler):
+        if armed and sig == signal.SIGINT and handler == signal.SIG_IGN:
+            armed.clear()
+            os.kill(os.getpid(), signal.SIGTERM)  # lands while the Ctrl-C's handler runs, its own still in place
+        return real_signal(sig, handler)
+
+    raised: BaseException | None = None
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    signal.signal = ignoring  # type: ignore[assignment]
+    try:
+        with proc.stoppable("x"):
+            signal.raise_signal(signal.SIGINT)
+            pytest.fail("the Ctrl-C did not raise")
+    except BaseException as error:  # a KeyboardInterrupt or SigTerm that escaped would end the test run itself
+        raised = error
+    finally:
+        signal.signal = real_signal
+        for sig, handler in saved.items():
+            real_signal(sig, handler)
+    assert not armed  # the SIGTERM was sent while the Ctrl-C was handled
+    assert isinstance(raised, Interrupted), repr(raised)

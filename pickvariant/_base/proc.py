@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import CodeType, FrameType
 from typing import IO
 
 from pickvariant._base.child import (
@@ -48,7 +49,11 @@ def terminable() -> Iterator[None]:
     if in_main_thread:
         signals = stopping_signals()
 
-        def first_only(signum: int, frame: object) -> None:
+        def first_only(signum: int, frame: FrameType | None) -> None:
+            if taken or _within(frame, first_only.__code__):
+                # One that landed while the first one's handler runs: Python calls this inside that, before the
+                # first one has ignored what follows; raising here would decide in its place.
+                return
             taken.append(signum)
             for sig in signals:
                 signal.signal(sig, signal.SIG_IGN)
@@ -63,6 +68,15 @@ def terminable() -> Iterator[None]:
     finally:
         for sig, handler in previous.items() if not taken else ():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def _within(frame: FrameType | None, code: CodeType) -> bool:
+    """Whether `frame` or a frame that called it runs `code`."""
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def stopped(error: BaseException, what: str) -> BaseException:
