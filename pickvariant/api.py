@@ -75,14 +75,14 @@ class Recommendation:
     from: the recipes' variant with its catalog, or a source of prebuilt builds' build with its index and the
     environment it is for (rules/decision.Answer, the one record every command reads)."""
 
-    answer: Answer[Any, Any]
+    answer: Answer[Any, Any, Any]
 
     @property
     def facts(self) -> HostFacts:
         return self.answer.facts
 
     @property
-    def decision(self) -> Decision[Any, Any]:
+    def decision(self) -> Decision[Any, Any, Any]:
         return self.answer.decision
 
     @property

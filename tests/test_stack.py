@@ -79,8 +79,8 @@ def test_torchaudio_whose_published_torch_is_unknown_is_generated_on_the_newest_
     assert decision.variant == alone.variant and decision.variant.torch == "2.10.0"
     (audio,) = decision.companions
     assert (audio.torch_relation, audio.torch_of, audio.torch) == ("generated", alone.variant.package, "2.10.0")
-    assert decision.set_shape.installed == (alone.variant.package, audio.package)
-    assert decision.set_shape.generated == (audio.package,)
+    assert decision.detail.set_shape.installed == (alone.variant.package, audio.package)
+    assert decision.detail.set_shape.generated == (audio.package,)
     assert any(reason.startswith("no published torchaudio makes a set") for reason in decision.reasons)
     assert any("20-40 minutes" in reason for reason in decision.reasons)  # what building it costs, with its source
     unknown = [
@@ -136,14 +136,14 @@ def test_a_set_whose_published_companions_each_bring_their_own_torch_is_built_fr
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
     decision = decide(facts, catalog, with_("torchvision", "vllm"))
     assert decision.variant.torch == "2.9.1" and decision.variant.gpu_arch == "sm90"
-    assert decision.set_shape.generated == tuple(c.package for c in decision.companions)
+    assert decision.detail.set_shape.generated == tuple(c.package for c in decision.companions)
     assert [c.torch_relation for c in decision.companions] == ["generated", "generated"]
     (why,) = [reason for reason in decision.reasons if reason.startswith("no published torchvision, vllm")]
     assert "each bring a torch of their own build" in why and "built from source" in why
     machine = ["--cpuinfo", str(cpuinfo_path(H100_HOST)), "--gpu", "9.0", "--driver", "580.95.05"]
     detected = runner.invoke(app, ["detect", "--format", "json", *machine, "--with", "torchvision,vllm"])
     assert detected.exit_code == 0 and json.loads(detected.stdout)["set"]["generated"] == list(
-        decision.set_shape.generated
+        decision.detail.set_shape.generated
     )
     published = runner.invoke(
         app, ["install", *machine, "--with", "torchvision,vllm", "--org", "acme", "--dry-run", "--dir", str(tmp_path)]
@@ -154,7 +154,7 @@ def test_a_set_whose_published_companions_each_bring_their_own_torch_is_built_fr
     )
     assert built.exit_code == 0, built.output
     build_line = next(line for line in built.stdout.splitlines() if "run: flox build" in line)
-    assert build_line.split()[-3:] == list(decision.set_shape.installed)
+    assert build_line.split()[-3:] == list(decision.detail.set_shape.installed)
 
 
 def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None:

@@ -149,9 +149,9 @@ def test_pypis_own_build_comes_first_with_companions_as_their_makers_pair_them()
     section 3: torchaudio stopped at 2.11.0, which names no torch requirement and serves later torch releases)."""
     answer = _answer(gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
     decision = answer.decision
-    assert decision.build is not None and decision.build.default_index and decision.from_pypi
+    assert decision.build is not None and decision.build.default_index and decision.detail.from_pypi
     assert decision.build.torch == max((b.torch for b in WHEELS.builds), key=Version) == "2.15.0"
-    assert decision.index_url is None
+    assert decision.detail.index_url is None
     assert [(p.project, p.version) for p in decision.companions] == [
         ("torchvision", "0.29.2"),
         ("torchaudio", "2.11.0"),
@@ -169,14 +169,14 @@ def test_companions_come_from_the_same_index_and_move_the_answer_to_a_release_th
     request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver="580.95.05", with_projects=("torchvision", "torchaudio"))
     answer = decide_prebuilt(replace(request, index=WHEELS.index_root), env={})
     build = answer.decision.build
-    assert build is not None and not answer.decision.from_pypi
+    assert build is not None and not answer.decision.detail.from_pypi
     pairs = [WHEELS.companion(build.torch, project) for project in ("torchvision", "torchaudio")]
     assert all(pair is not None and not pair.pypi_only for pair in pairs)
     newer = [b for b in answer.decision.candidates if Version(b.torch) > Version(build.torch)]
     torchaudio = [WHEELS.companion(b.torch, "torchaudio") for b in newer]
     assert newer and all(pair is None or pair.pypi_only for pair in torchaudio)
     requirements = requirements_text(answer)
-    assert f"--index-url {answer.decision.index_url}\n" in requirements
+    assert f"--index-url {answer.decision.detail.index_url}\n" in requirements
     assert "torchaudio==" in requirements and "torchvision==" in requirements
     assert 'torchaudio = [{ index = "pytorch-' in pyproject_text(answer)
 
@@ -667,7 +667,7 @@ def test_the_builds_left_out_are_named_two_and_counted_with_every_one_in_explain
     """Issue 53: the default answer spent seven lines on "not judged"; now it names the newest two and counts the
     rest, and --explain and the JSON list each with why."""
     answer = _answer(gpus=("12.0",), driver="565.57.01")
-    rows = answer.decision.left_out
+    rows = answer.decision.detail.left_out
     assert len(rows) > 2
     sentence = next(reason for reason in answer.decision.reasons if reason.startswith("not judged"))
     assert sentence.endswith(f"and {len(rows) - 2} more, each with why under --explain and in the JSON's left_out")

@@ -30,10 +30,15 @@ if TYPE_CHECKING:
     R = TypeVar("R")
     B = TypeVar("B")  # a source's build
     C = TypeVar("C")  # a source's companion
+    D = TypeVar("D")  # what a kind of source's decision adds to every source's (rules/decision.py)
 
     class OfBuilds(Generic[B, C]):
-        """A record generic in a source's build and companion (rules/decision.Decision, rules/cluster_plan.ClusterPlan),
-        as a type checker reads it."""
+        """A record generic in a source's build and companion (rules/cluster_plan.ClusterPlan), as a type checker
+        reads it."""
+
+    class OfKind(Generic[B, C, D]):
+        """A record generic in a source's build, its companion and what its kind adds (rules/decision.Decision and
+        Answer), as a type checker reads it."""
 
 else:
 
@@ -41,14 +46,16 @@ else:
         """At run time the decorator only informs type checkers, which see typing's own."""
         return lambda function: function
 
-    B = C = None
+    B = C = D = None
 
     class OfBuilds:
         """At run time (typing stays off detect's path) a record's parameters are for type checkers only:
-        Decision[Variant, Companion] is Decision itself."""
+        Decision[Variant, Companion, RecipeDetail] is Decision itself."""
 
         def __class_getitem__(cls, _item: object) -> type:
             return cls
+
+    OfKind = OfBuilds
 
 
 class FrozenRecordError(AttributeError):

@@ -80,7 +80,7 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
             f"this machine {here[0]}/{here[1]}: install works on the machine it runs on; "
             "`pickvariant detect` and `recipe` serve other machines"
         )
-    shape = decision.set_shape
+    shape = decision.detail.set_shape
     if shape is not None and shape.generated and options.package is None and not request.build:
         # Nothing published makes the set: building it takes hours, so an install from an organisation asks first.
         assert decision.variant is not None
@@ -125,7 +125,7 @@ def _set_of(
     """The companions installed with the variant, and the set's shape: the decision's, none beside --package, or
     with --plan the set the plan made on its assignment (made again from this catalog, and refused unless the same)."""
     if not options.assigned_set:
-        return (decision.companions, decision.set_shape) if options.package is None else ((), None)
+        return (decision.companions, decision.detail.set_shape) if options.package is None else ((), None)
     projects = tuple(project for project, _ in options.assigned_set)
     companions = pairing.set_for(catalog, variant, projects) or ()
     found = shape(variant, companions) if companions else "no set"
@@ -229,7 +229,7 @@ def done_lines(prepared: Prepared, installed: Installed) -> list[str]:
     """What `install` says once the plan ran: what this run installed and where."""
     plan = prepared.plan
     built = f"built {plan.result}, " if plan.result else ""
-    shape = prepared.decision.set_shape if plan.companions else None
+    shape = prepared.decision.detail.set_shape if plan.companions else None
     names = ", ".join(shape.installed) if shape is not None else prepared.variant.package
     return [
         f"Done: {names} ({built}installed in the Flox environment {plan.directory}); log: {installed.log}",

@@ -52,7 +52,7 @@ def check_installed(plan: PrebuiltInstallPlan, log: Path) -> None:
         return
     given_as = plan.answer.environment.given_as if plan.answer.environment is not None else "--python"
     now = read_environment(plan.interpreter, given_as).installed
-    wanted = {"torch": decision.build.torch if decision.from_pypi else decision.build.label}
+    wanted = {"torch": decision.build.torch if decision.detail.from_pypi else decision.build.label}
     wanted.update({pair.project: pair.version for pair in decision.companions})
     for project, version in wanted.items():
         found = now.get(project)

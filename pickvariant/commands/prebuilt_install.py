@@ -80,13 +80,14 @@ def plan_prebuilt_install(
     uv, warning = _uv(chosen, variables, dry_run)
     environment = answer.environment
     assert environment is not None
-    _same_python(asked, decision.python_tag, environment)
+    _same_python(asked, decision.detail.python_tag, environment)
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
     interpreter = environment.interpreter
     secret = index_url_for_installer(answer)
-    hidden = secret is not None and secret != decision.index_url
-    index_url = None if hidden else decision.index_url
-    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv, decision.from_pypi)  # type: ignore[arg-type]
+    hidden = secret is not None and secret != decision.detail.index_url
+    index_url = None if hidden else decision.detail.index_url
+    detail = decision.detail
+    argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv, detail.from_pypi)  # type: ignore[arg-type]
     index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
     replaces, already, downgrade, kept = _against_there(answer, upgrade, allow_downgrade)
     return PrebuiltInstallPlan(
@@ -111,7 +112,7 @@ def _against_there(
     decision, environment = answer.decision, answer.environment
     assert decision.build is not None and environment is not None
     present = environment.installed
-    pinned = decision.build.torch if decision.from_pypi else decision.build.label
+    pinned = decision.build.torch if decision.detail.from_pypi else decision.build.label
     wanted = {"torch": pinned, **{pair.project: pair.version for pair in decision.companions}}
     label = decision.build.label.partition("+")[2]
     already = all(_same(present.get(project), version, label) for project, version in wanted.items())
@@ -121,15 +122,15 @@ def _against_there(
     _not_for_a_cpu_wheel(replaces, decision.build, already, upgrade)
     # Kept: a torch that runs here, and one the catalog cannot judge (an older release outside it, a local build)
     # unless installing would downgrade it, which is refused below naming --allow-downgrade.
-    keeps = decision.installed_fits == "yes" or (decision.installed_fits == "unknown" and not downgrade)
+    keeps = decision.detail.installed_fits == "yes" or (decision.detail.installed_fits == "unknown" and not downgrade)
     if replaces is not None and not already and keeps and not upgrade:
         companions = [pair.project for pair in decision.companions]
-        judged = decision.installed_fits == "yes"
+        judged = decision.detail.installed_fits == "yes"
         kept = _kept(replaces, decision.build.label, companions, present, bool(decision.targets), judged)
         return replaces, already, downgrade, kept
     # A torch that does not run here (no kernels for a GPU, a CUDA line the driver cannot run) is replaced with the
     # consent --yes gives, older release or not: the plan says why. One that runs, or may, needs --allow-downgrade.
-    if downgrade and not allow_downgrade and decision.installed_fits != "no":
+    if downgrade and not allow_downgrade and decision.detail.installed_fits != "no":
         raise BadInput(
             f"--allow-downgrade: torch {replaces} in {environment.interpreter}'s environment is a newer release than "
             f"{decision.build.label}, the wheel chosen here: installing it would downgrade torch, which --yes does not "
@@ -256,8 +257,8 @@ def plan_lines(plan: PrebuiltInstallPlan) -> list[str]:
     assert decision.build is not None
     import shlex
 
-    names = ", ".join(requirements(decision.build, decision.companions, decision.from_pypi))
-    where = decision.index_url or "PyPI (the installer's default index)"
+    names = ", ".join(requirements(decision.build, decision.companions, decision.detail.from_pypi))
+    where = decision.detail.index_url or "PyPI (the installer's default index)"
     into, chosen = f"{plan.interpreter} ({plan.installer})", f"{names} from {where}"
     if plan.already or plan.kept is not None:  # the headline says so: what it would install is not installed
         why = f"{chosen} is there already" if plan.already else f"the torch there is kept (chosen: {chosen})"
@@ -271,16 +272,16 @@ def plan_lines(plan: PrebuiltInstallPlan) -> list[str]:
     lines += [f"  why: {reason}" for reason in decision.reasons[decision.machine_said : decision.machine_said + 3]]
     if plan.kept is not None:
         lines.append(f"  kept: {plan.kept}")
-    elif plan.downgrade and decision.installed_fits == "no":
+    elif plan.downgrade and decision.detail.installed_fits == "no":
         lines.append(
             f"  downgrades torch {plan.replaces} to {decision.build.label}, because the torch there does not run "
-            f"here ({decision.installed_said})"
+            f"here ({decision.detail.installed_said})"
         )
     elif plan.downgrade:
         lines.append(f"  downgrades torch {plan.replaces} to {decision.build.label} (--allow-downgrade)")
     elif plan.replaces is not None:
-        lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.installed_said})")
-    shown = [f"{name}={decision.index_url}" for name, _ in plan.index_env]
+        lines.append(f"  replaces torch {plan.replaces}, installed there now ({decision.detail.installed_said})")
+    shown = [f"{name}={decision.detail.index_url}" for name, _ in plan.index_env]
     command = f"$ {shlex.join([*shown, *plan.argv])}"
     if plan.already:  # nothing runs: no command is shown as if it would
         return lines
@@ -299,8 +300,8 @@ def plan_json(plan: PrebuiltInstallPlan) -> dict[str, object]:
         "argv": list(plan.argv),
         "replaces": plan.replaces,
         "already_installed": plan.already,
-        "index_url": decision.index_url,
-        "from_pypi": decision.from_pypi,
+        "index_url": decision.detail.index_url,
+        "from_pypi": decision.detail.from_pypi,
         "torch": decision.build.label if decision.build else None,
         "companions": [{"project": p.project, "version": p.version} for p in decision.companions],
         "assigned_by": plan.assigned_by,

@@ -60,10 +60,10 @@ def index_environment(installer: Installer, index_url: str) -> tuple[tuple[str, 
 def index_url_for_installer(answer: PrebuiltAnswer) -> str | None:
     """The chosen index's URL with its credentials, for the installer and the files it reads; None: no index."""
     decision = answer.decision
-    if decision.build is None or decision.index_url is None:
+    if decision.build is None or decision.detail.index_url is None:
         return None
     root = answer.index_root_with_credentials
-    return answer.catalog_of_builds().url(root, decision.build.index) if root else decision.index_url
+    return answer.catalog_of_builds().url(root, decision.build.index) if root else decision.detail.index_url
 
 
 class PipPackaging:

@@ -38,11 +38,11 @@ def answer_lines(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, w
 
 
 def _headline(decision: RecipeDecision, width: int) -> list[str]:
-    variant, branch = decision.variant, decision.branch
+    variant, branch = decision.variant, decision.detail.branch
     if variant is None:
         return ["No compatible variant (why, and what would help, below)"]
-    installed = decision.set_shape.installed if decision.set_shape is not None else (variant.package,)
-    line = decision.line
+    installed = decision.detail.set_shape.installed if decision.detail.set_shape is not None else (variant.package,)
+    line = decision.detail.line
     about = (
         f"PyTorch {variant.torch}"
         + (f", CUDA {line.cuda}" if line is not None else "")
@@ -53,7 +53,7 @@ def _headline(decision: RecipeDecision, width: int) -> list[str]:
     lines = wrapped(f"Recommendation: {visible(', '.join(installed))}", width, "", "  ")
     lines += wrapped(f"branch {visible(variant.branch)}: {about}", width, "  ")
     if tuple(installed) != (variant.package,):
-        shape = decision.set_shape
+        shape = decision.detail.set_shape
         torch_from = shape.torch_from if shape is not None else variant.package
         lines += wrapped(f"one torch: {visible(variant.package)}, imported from {visible(torch_from)}", width, "  ")
     lines += command_lines("  install it: ", _install_command(decision), width)
@@ -69,7 +69,7 @@ def _install_command(decision: RecipeDecision) -> list[str]:
     projects = [companion.project for companion in decision.companions]
     if projects:
         command += ["--with", ",".join(projects)]
-    if decision.set_shape is not None and decision.set_shape.generated:
+    if decision.detail.set_shape is not None and decision.detail.set_shape.generated:
         return [*map(shlex.quote, [*command, "--build"]), "# built from source: companions are generated on it"]
     return [*map(shlex.quote, [*command, "--org"]), "ORG", "# or --build"]
 

@@ -36,19 +36,19 @@ def recommendation_json(decision: PrebuiltDecision, source: Source) -> dict[str,
         "torch": build.label,
         "release": build.torch,
         "variant": build.index,
-        "index_url": decision.index_url,
-        "from_pypi": decision.from_pypi,
-        "python": decision.python,
-        "python_tag": decision.python_tag,
+        "index_url": decision.detail.index_url,
+        "from_pypi": decision.detail.from_pypi,
+        "python": decision.detail.python,
+        "python_tag": decision.detail.python_tag,
         "platform": build.platform,
         "cuda": build.cuda,
-        "min_driver": decision.min_driver,
+        "min_driver": decision.detail.min_driver,
         "sass": [str(capability) for capability in build.sass],
         "ptx": [str(capability) for capability in build.ptx],
         "ptx_known": build.ptx_known,
         "pypi_default": build.default_index,
         "requirements": source.part("packaging").pins(
-            build, decision.companions, decision.from_pypi, decision.python_tag
+            build, decision.companions, decision.detail.from_pypi, decision.detail.python_tag
         ),
         "companions": [
             {"project": pair.project, "version": pair.version, "requires": pair.requires}
@@ -76,14 +76,14 @@ def prebuilt_json(answer: PrebuiltAnswer) -> dict[str, Any]:
             "python": environment.version,
             "python_tag": environment.tag,
             "installed": dict(environment.installed),
-            "torch_runs_here": decision.installed_fits,
-            "said": decision.installed_said,
+            "torch_runs_here": decision.detail.installed_fits,
+            "said": decision.detail.installed_said,
         },
-        "cpu_dispatch": decision.dispatch,
+        "cpu_dispatch": decision.detail.dispatch,
         "reasons": list(decision.reasons),
         "rejected": [rejection_json(rejection, answer.catalog_of_builds().nouns) for rejection in decision.rejected],
         "hints": list(decision.hints),
-        "left_out": list(decision.left_out),
+        "left_out": list(decision.detail.left_out),
         "sources": dict(answer.facts.sources),
         "notes": list(answer.facts.notes),
     }
@@ -96,12 +96,17 @@ def install_words(answer: PrebuiltAnswer) -> list[str]:
     assert decision.build is not None
     # The environment's interpreter; else, for a free-threaded Python named, its own (`python3.13t`: `python3` is
     # the GIL build beside it); else python3, for the Python the answer was made for.
-    free_threaded = decision.python is not None and decision.python.endswith("t")
-    default = f"python{decision.python}" if free_threaded else "python3"
+    free_threaded = decision.detail.python is not None and decision.detail.python.endswith("t")
+    default = f"python{decision.detail.python}" if free_threaded else "python3"
     interpreter = answer.environment.interpreter if answer.environment is not None else default
     packaging = answer.source.part("packaging")
     argv = packaging.command(
-        interpreter, decision.build, decision.companions, decision.index_url, decision.from_pypi, decision.python_tag
+        interpreter,
+        decision.build,
+        decision.companions,
+        decision.detail.index_url,
+        decision.detail.from_pypi,
+        decision.detail.python_tag,
     )
     import shlex
 
@@ -123,9 +128,9 @@ def prebuilt_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: b
     if decision.hints:
         lines += section("What would help", [visible(hint) for hint in decision.hints], width)
     lines += _alternatives(answer, width, every_alternative)
-    if every_alternative and decision.left_out:
+    if every_alternative and decision.detail.left_out:
         title = f"Not judged (left out of the {answer.catalog_of_builds().nouns.build} catalog)"
-        lines += section(title, [visible(row) for row in decision.left_out], width)
+        lines += section(title, [visible(row) for row in decision.detail.left_out], width)
     lines += [line for note in answer.facts.notes for line in wrapped(visible(f"note: {note}"), width, "")]
     return lines
 
@@ -137,14 +142,16 @@ def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
     build = decision.build
     if build is None:
         return [f"No compatible {catalog.nouns.build} (why, and what would help, below)"]
-    torch = build.torch if decision.from_pypi else build.label  # PyPI's versions carry no local label
+    torch = build.torch if decision.detail.from_pypi else build.label  # PyPI's versions carry no local label
     names = ", ".join([f"torch {torch}", *(f"{p.project} {p.version}" for p in decision.companions)])
     on = f"{catalog.publisher}'s {visible(build.index)} {catalog.nouns.where}"
-    where = "PyPI's own build" if decision.from_pypi else on
+    where = "PyPI's own build" if decision.detail.from_pypi else on
     lines = wrapped(f"Recommendation: {visible(names)} ({where})", width, "", "  ")
-    cuda = f", CUDA {build.cuda} ({decision.driver_needed})" if build.cuda else ", CPU-only"
+    cuda = f", CUDA {build.cuda} ({decision.detail.driver_needed})" if build.cuda else ", CPU-only"
     cuda = f", {build.gpu_code.said}" if build.gpu_code is not None else cuda
-    lines += wrapped(f"Python {decision.python} ({decision.python_tag}), {build.platform}{cuda}", width, "  ")
+    lines += wrapped(
+        f"Python {decision.detail.python} ({decision.detail.python_tag}), {build.platform}{cuda}", width, "  "
+    )
     lines += command_lines("  install it: ", install_words(answer), width)
     lines += wrapped(f"or: pickvariant install {answer.source.flag} (plans, asks, installs, verifies)", width, "  ")
     return lines
@@ -181,7 +188,7 @@ def prebuilt_markdown(answer: PrebuiltAnswer) -> str:
     if build is None:
         out += [f"**No compatible {nouns.build}.**", ""]
     else:
-        where = markdown_code(decision.index_url) if decision.index_url else "PyPI (its own build)"
+        where = markdown_code(decision.detail.index_url) if decision.detail.index_url else "PyPI (its own build)"
         out += [f"**Recommendation:** {markdown_code(build.label)} from {where}", ""]
         out += ["```sh", visible(" ".join(install_words(answer))), "```", ""]  # a line break would leave the fence
     out += ["## This machine", "", *(f"- {markdown_text(item)}" for item in fact_items(answer.facts, answer.hardware))]
@@ -215,12 +222,12 @@ def requirements_text(answer: PrebuiltAnswer) -> str:
     if build.gpu_code is not None:  # a ROCm or XPU build: the AMD or Intel GPUs it was chosen for
         gpus = f"{VENDOR_NAMES[VENDOR[build.gpu_code.family]]} GPUs ({build.gpu_code.said})"
     header = [
-        f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.python}; {gpus}"
+        f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.detail.python}; {gpus}"
     ]
     header += _credentials_note(answer)
     index = index_url_for_installer(answer)
     lines = [f"--index-url {index}"] if index is not None else ["# PyPI's own build: the installer's default index"]
-    return "\n".join([*header, *lines, *requirements(build, decision.companions, decision.from_pypi)]) + "\n"
+    return "\n".join([*header, *lines, *requirements(build, decision.companions, decision.detail.from_pypi)]) + "\n"
 
 
 def _credentials_note(answer: PrebuiltAnswer) -> list[str]:
@@ -235,14 +242,14 @@ def pyproject_text(answer: PrebuiltAnswer) -> str:
     assert decision.build is not None
     build = decision.build
     name = f"pytorch-{build.index}"
-    pins = ", ".join(json.dumps(pin) for pin in requirements(build, decision.companions, decision.from_pypi))
+    pins = ", ".join(json.dumps(pin) for pin in requirements(build, decision.companions, decision.detail.from_pypi))
     projects = ["torch", *(pair.project for pair in decision.companions)]
     lines = [
-        f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.python}",
+        f"# pickvariant {__version__}: torch {build.label} for {build.platform}, Python {decision.detail.python}",
         *_credentials_note(answer),
         f"# [project] dependencies = [{pins}]",
     ]
-    if decision.from_pypi:  # PyPI's own build: the default index serves it, no index to name
+    if decision.detail.from_pypi:  # PyPI's own build: the default index serves it, no index to name
         return (
             "\n".join([*lines, "# PyPI's own build: the default index (PyPI) serves it, no index block is needed"])
             + "\n"

@@ -77,12 +77,12 @@ def decision_json(
     document = _decision_json(facts, decision, catalog, workload, source)
     if decision.companions:  # --with: the set; the recommendation stays the torch row
         document["companions"] = companions_json(decision)
-        if decision.set_shape is not None:  # what install --with installs and plan --with builds, in that order
+        if decision.detail.set_shape is not None:  # what install --with installs and plan --with builds, in that order
             document["set"] = {
-                "installed": list(decision.set_shape.installed),
-                "torch_from": decision.set_shape.torch_from,
+                "installed": list(decision.detail.set_shape.installed),
+                "torch_from": decision.detail.set_shape.torch_from,
                 # Built from recipes pickvariant generates on the variant's own: the set is built from source.
-                "generated": list(decision.set_shape.generated),
+                "generated": list(decision.detail.set_shape.generated),
             }
     return document
 

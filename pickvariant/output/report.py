@@ -71,7 +71,7 @@ def prebuilt_report_answer(answer: PrebuiltAnswer) -> PrebuiltAnswer:
             decision,
             reasons=tuple(text.replace(path, "python") for text in decision.reasons),
             hints=tuple(text.replace(path, "python") for text in decision.hints),
-            installed_said=said(decision.installed_said),
+            detail=replace(decision.detail, installed_said=said(decision.detail.installed_said)),
         )
         environment = replace(environment, interpreter="python", locations={}, site="")
     return replace(answer, facts=facts, environment=environment, decision=decision)
@@ -115,8 +115,8 @@ def build_prebuilt(answer: PrebuiltAnswer, described: bool = False) -> dict[str,
     environment = answer.environment
     python = [environment.interpreter] if environment is not None else []
     _this_machine(data, answer.hardware, answer.facts, python, described)
-    if shown.decision.installed_fits == "no" and shown.decision.installed_said:
-        data["mismatches"] = [f"installed {shown.decision.installed_said}"]
+    if shown.decision.detail.installed_fits == "no" and shown.decision.detail.installed_said:
+        data["mismatches"] = [f"installed {shown.decision.detail.installed_said}"]
     return _scrub_all(data)
 
 

@@ -57,7 +57,11 @@ def _decision_tree(facts: HostFacts, decision: RecipeDecision, workload: str) ->
 
     rec = recommendation_json(decision)
     # The title names what is installed: a set may install a companion alone, its torch propagated.
-    installed = ", ".join(decision.set_shape.installed) if decision.set_shape is not None else rec and rec["package"]
+    installed = (
+        ", ".join(decision.detail.set_shape.installed)
+        if decision.detail.set_shape is not None
+        else rec and rec["package"]
+    )
     title = (
         Text(f"Recommendation: {installed} (branch {rec['branch']})", style="bold green")
         if rec

@@ -47,26 +47,26 @@ if TYPE_CHECKING:
             catalog: Callable[[], Catalog] | None = None,
             facts: HostFacts | None = None,
             env: Mapping[str, str] | None = None,
-        ) -> Answer[Any, Any]:
+        ) -> Answer[Any, Any, Any]:
             """The source's answer for the request (a described machine: nothing detected). Where it reads a catalog
             (`reads_catalog`), `catalog` loads it and `facts` are facts given; another pipeline reads neither."""
 
-        def document(self, answer: Answer[Any, Any]) -> dict[str, Any]:
+        def document(self, answer: Answer[Any, Any, Any]) -> dict[str, Any]:
             """detect's JSON document."""
 
-        def text(self, answer: Answer[Any, Any], output: str, width: int, explain: bool, colour: bool) -> str:
+        def text(self, answer: Answer[Any, Any, Any], output: str, width: int, explain: bool, colour: bool) -> str:
             """The answer as `output` ("text", "markdown"; a prebuilt build's "requirements", "pyproject") prints
             it: text `width` columns wide, its first line coloured with `colour`, every alternative with `explain`
             (where `explain_drawn` is False)."""
 
-        def no_build_error(self, answer: Answer[Any, Any]) -> NoVariant:
+        def no_build_error(self, answer: Answer[Any, Any, Any]) -> NoVariant:
             """The error (exit 3) where nothing runs here: the last reason and what would help."""
 
-        def runs_on(self, answer: Answer[Any, Any]) -> Build | None:
+        def runs_on(self, answer: Answer[Any, Any, Any]) -> Build | None:
             """What the chosen build runs on, in the record every source answers with."""
 
         def report(
-            self, answer: Answer[Any, Any], pythons: Callable[[], Sequence[str]], described: bool
+            self, answer: Answer[Any, Any, Any], pythons: Callable[[], Sequence[str]], described: bool
         ) -> dict[str, Any]:
             """A support ticket's content, of this machine or a `described` one; `pythons` gives the interpreters
             whose torch to probe, asked only by a source that reads no environment of its own."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pickvariant.rules.cluster_plan import RecipePlan
     from pickvariant.sources.registry import Source
 
-    RecipeAnswer = Answer[Any, Any]
+    RecipeAnswer = Answer[Any, Any, Any]
 
 
 def _recipes() -> tuple[Callable[[], str], Callable[[str], Catalog]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pickvariant._base.records import B, C, OfBuilds, keyword_record, record
+from pickvariant._base.records import B, C, D, OfKind, keyword_record, record
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.sources.build import Branch, Companion, Variant
 from pickvariant.sources.hardware import CudaLine
@@ -119,32 +119,21 @@ class SetShape:
 
 
 @keyword_record
-class Decision(OfBuilds[B, C]):
-    """The one answer of every source's stages: what detect shows, install installs, plan builds and verify checks,
-    none re-deriving it. `B` is the source's build (a recipes' Variant, a prebuilt Build), `C` its companion
-    (a Flox Companion, a PairedRelease). What every source's stages answer comes first; then what each kind of source
-    adds (the recipes' release line, CUDA line and set; a prebuilt build's index, Python and installed torch), left
-    at its default by the other."""
+class RecipeDetail:
+    """What the recipes' decision adds (rules/recipe_walk.py): the release line chosen and its CUDA line, and how a set
+    makes one environment with one PyTorch (what install installs and plan builds)."""
 
-    build: B | None = None  # the build that is safe and fastest here, or None: nothing runs here (exit 3)
-    reasons: tuple[str, ...] = ()
-    rejected: tuple[Rejection, ...] = ()
-    hints: tuple[str, ...] = ()
-    targets: tuple[GpuFacts, ...] = ()
-    # Every build that can run here, best first: what `plan` may give this machine, in detect's order.
-    candidates: tuple[B, ...] = ()
-    # With --with: the companions chosen with `build`, one per project asked for, on its PyTorch.
-    companions: tuple[C, ...] = ()
-    # How many of the first reasons restate the machine (its platform, its GPUs): the short answer shows those as
-    # facts instead.
-    machine_said: int = 0
-    # The recipes': the release line chosen and its CUDA line, and how a set makes one environment with one PyTorch
-    # (what install installs and plan builds).
     branch: Branch | None = None
     line: CudaLine | None = None
     set_shape: SetShape | None = None
-    # A prebuilt build's (rules/prebuilt_walk.py): its index (None with a build: PyPI's own, from the installer's
-    # default index), whether it is PyPI's own build installed from PyPI, the platform and Python it is for.
+
+
+@keyword_record
+class PrebuiltDetail:
+    """What a prebuilt build's decision adds (rules/prebuilt_walk.py)."""
+
+    # Its index (None with a build: PyPI's own, from the installer's default index), whether it is PyPI's own build
+    # installed from PyPI, the platform and Python it is for.
     index_url: str | None = None
     from_pypi: bool = False
     platform: str | None = None
@@ -164,6 +153,28 @@ class Decision(OfBuilds[B, C]):
     installed_fits: str | None = None
     installed_said: str | None = None
 
+
+@keyword_record
+class Decision(OfKind[B, C, D]):
+    """The one answer of every source's stages: what detect shows, install installs, plan builds and verify checks,
+    none re-deriving it. `B` is the source's build (a recipes' Variant, a prebuilt Build), `C` its companion
+    (a Flox Companion, a PairedRelease), `D` what its kind adds (RecipeDetail, PrebuiltDetail): every field but
+    `detail` is every source's."""
+
+    detail: D  # what the kind of source adds, with or without a build
+    build: B | None = None  # the build that is safe and fastest here, or None: nothing runs here (exit 3)
+    reasons: tuple[str, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    hints: tuple[str, ...] = ()
+    targets: tuple[GpuFacts, ...] = ()
+    # Every build that can run here, best first: what `plan` may give this machine, in detect's order.
+    candidates: tuple[B, ...] = ()
+    # With --with: the companions chosen with `build`, one per project asked for, on its PyTorch.
+    companions: tuple[C, ...] = ()
+    # How many of the first reasons restate the machine (its platform, its GPUs): the short answer shows those as
+    # facts instead.
+    machine_said: int = 0
+
     @property
     def variant(self) -> B | None:
         """The build, as the recipes name theirs (a Flox variant)."""
@@ -172,25 +183,25 @@ class Decision(OfBuilds[B, C]):
 
 # The decision the one pick (rules/pick.py) makes over each walk: the recipes' (rules/recipe_walk.py) and a
 # prebuilt build's (rules/prebuilt_walk.py), one record.
-RecipeDecision = Decision[Variant, Companion]
+RecipeDecision = Decision[Variant, Companion, RecipeDetail]
 if TYPE_CHECKING:
     from pickvariant.sources.prebuilt import PairedRelease
     from pickvariant.sources.runs_on import Build
 
-    PrebuiltDecision = Decision[Build, PairedRelease]
+    PrebuiltDecision = Decision[Build, PairedRelease, PrebuiltDetail]
 else:  # the prebuilt builds' records stay off the recipes' path: the same class, unparameterised at run time
     PrebuiltDecision = Decision
 
 
 @keyword_record
-class Answer(OfBuilds[B, C]):
+class Answer(OfKind[B, C, D]):
     """A decision with what it was made from, whichever source made it: the machine's facts, the hardware facts it
     was judged against (the recipes' catalog is one), the workload and the source. A source of prebuilt builds adds
     its catalog of builds, the environment a build is for (None: not read) and the root its indexes are under (as
     shown, printed and recorded: without credentials)."""
 
     facts: HostFacts
-    decision: Decision[B, C]
+    decision: Decision[B, C, D]
     hardware: Hardware
     workload: str
     source: Source  # the source whose builds these are (sources/registry.py)
@@ -210,7 +221,7 @@ class Answer(OfBuilds[B, C]):
 
 # The answer a source of prebuilt builds gives (the recipes' is the same record, of their Variant).
 if TYPE_CHECKING:
-    PrebuiltAnswer = Answer[Build, PairedRelease]
+    PrebuiltAnswer = Answer[Build, PairedRelease, PrebuiltDetail]
 else:
     PrebuiltAnswer = Answer
 

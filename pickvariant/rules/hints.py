@@ -155,9 +155,9 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, walked: Walked, again: Ag
         else:  # the line's floor, raised to the first driver of each GPU newer than it (the one rule, compat's)
             upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), line.cuda)
         decision = again(replace(facts, driver=upgraded))
-        if decision.variant is not None and decision.line is not None:
+        if decision.variant is not None and decision.detail.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
-            hint = _upgrade_hint(facts, catalog, gpus, decision.line, decision.variant, upgraded)
+            hint = _upgrade_hint(facts, catalog, gpus, decision.detail.line, decision.variant, upgraded)
             return recipe_wording.driver_too_old(str(shown)), hint + _later_in_branch(
                 facts, catalog, upgraded, decision.variant, again
             )
@@ -175,8 +175,8 @@ def _later_in_branch(facts: HostFacts, catalog: Catalog, upgraded: DriverFacts, 
         if minimum.parts[0] != floor.parts[0] or not floor < minimum:
             continue
         decision = again(replace(facts, driver=DriverFacts(minimum, upgraded.cuda)))
-        if decision.variant is not None and decision.line is not None and decision.variant != last:
-            cuda_words = for_cuda(catalog, decision.line.cuda, minimum)
+        if decision.variant is not None and decision.detail.line is not None and decision.variant != last:
+            cuda_words = for_cuda(catalog, decision.detail.line.cuda, minimum)
             said.append(recipe_wording.later_driver_allows(minimum, cuda_words, decision.variant.label))
             last = decision.variant
     return "".join(f"; {part}" for part in said)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     class Again(Protocol):
         """Decide again with changed facts, and (a pin dropped) changed options: the one pick, without hints."""
 
-        def __call__(self, changed: HostFacts, unpinned: Request | None = None) -> Decision[Any, Any]: ...
+        def __call__(self, changed: HostFacts, unpinned: Request | None = None) -> Decision[Any, Any, Any]: ...
 
     class Walk(Protocol):
         """A catalog shape's part of each stage: its sentences, its builds judged and ranked, its explanations."""
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         def hardware(self) -> Hardware:
             """The hardware facts its builds are judged against."""
 
-        def platform(self, facts: HostFacts, options: Request) -> Decision[Any, Any] | tuple[str, str]:
+        def platform(self, facts: HostFacts, options: Request) -> Decision[Any, Any, Any] | tuple[str, str]:
             """Its sentences for the platform it has builds for and for Apple's MPS, or the answer where it has none."""
 
         def other_gpu(self, gpu: OtherGpu) -> str:
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         def serves(self, gpu: OtherGpu) -> bool:
             """Whether its builds are judged on that AMD or Intel GPU (rules/families.py): one must serve it."""
 
-        def stopped(self, seen: Machine) -> Decision[Any, Any]:
+        def stopped(self, seen: Machine) -> Decision[Any, Any, Any]:
             """The answer where NVML could not say whether there are GPUs: what the machine stage found, its hint."""
 
         def walk(self, facts: HostFacts, options: Request, seen: Machine, driver_said: tuple[str, ...]) -> Any:
@@ -65,16 +65,16 @@ if TYPE_CHECKING:
 
         def nothing(
             self, facts: HostFacts, options: Request, walked: Any, found: Any, again: Again | None
-        ) -> Decision[Any, Any]:
+        ) -> Decision[Any, Any, Any]:
             """No build: what left none, and (with `again`) what would help."""
 
         def chosen(
             self, facts: HostFacts, options: Request, walked: Any, build: Any, found: Any, again: Again | None
-        ) -> Decision[Any, Any]:
+        ) -> Decision[Any, Any, Any]:
             """The build chosen: why, why each other lost, and (with `again`) what a newer driver would give."""
 
 
-def pick(facts: HostFacts, walk: Walk, options: Request, with_hints: bool = True) -> Decision[Any, Any]:
+def pick(facts: HostFacts, walk: Walk, options: Request, with_hints: bool = True) -> Decision[Any, Any, Any]:
     """The decision for these facts among `walk`'s builds; `with_hints`: with what would help (a hint's own decision
     is made without)."""
     facts, driver_said = compat.driver_as_judged(facts)
@@ -87,7 +87,7 @@ def pick(facts: HostFacts, walk: Walk, options: Request, with_hints: bool = True
     walked = walk.walk(facts, options, seen, driver_said)
     build, found = walk.companions(facts, options, walked)
 
-    def again(changed: HostFacts, unpinned: Request | None = None) -> Decision[Any, Any]:
+    def again(changed: HostFacts, unpinned: Request | None = None) -> Decision[Any, Any, Any]:
         return pick(changed, walk, options if unpinned is None else unpinned, with_hints=False)
 
     hints = again if with_hints else None

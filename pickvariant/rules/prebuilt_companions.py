@@ -59,7 +59,7 @@ def limited_by_companions(
     newer = next((build for build in passed_over if build.torch != chosen.torch), None)
     if newer is None:
         return decision
-    sentence = said.held_back(newer.label, passed_over[newer], decision.from_pypi, nouns)
+    sentence = said.held_back(newer.label, passed_over[newer], decision.detail.from_pypi, nouns)
     reasons, newest = list(decision.reasons), said.newest(nouns)
     at = next((n for n, reason in enumerate(reasons) if newest in reason), None)
     if at is None:

@@ -79,7 +79,7 @@ def _driver_hints(
         if decided is not None and decided.build is not None and decided.build not in (d.build for d in found):
             found.append(decided)
     if by_cuda:
-        return [said.driver_would_give(d.driver_needed or "", d.build.label) for d in found if d.build]
+        return [said.driver_would_give(d.detail.driver_needed or "", d.build.label) for d in found if d.build]
     last = last_branch(gpus, hardware)
     # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
     given = driver.version

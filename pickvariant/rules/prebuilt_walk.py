@@ -21,7 +21,7 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import compat, families, stages, wording
-from pickvariant.rules.decision import Decision, PrebuiltDecision, Rejection
+from pickvariant.rules.decision import Decision, PrebuiltDecision, PrebuiltDetail, Rejection
 from pickvariant.rules.installed import installed_finding
 from pickvariant.rules.pick import pick
 from pickvariant.rules.prebuilt_companions import (
@@ -42,6 +42,8 @@ from pickvariant.sources.runs_on import Build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from pickvariant.rules.pick import Again
     from pickvariant.rules.stages import Machine
 
@@ -98,7 +100,7 @@ class PrebuiltWalk:
         if not builds:
             platforms = sorted({build.platform for build in wheels.builds})
             said_none = said.no_platform_wheels(facts.os, facts.arch, platforms, wheels.publisher, wheels.nouns)
-            return Decision(platform=platform, reasons=(said_none,))
+            return Decision(detail=PrebuiltDetail(platform=platform), reasons=(said_none,))
         assert platform is not None
         has = said.platform_has_wheels(facts.os, facts.arch, platform, wheels.publisher, wheels.nouns)
         return has, said.mps_wheel(wheels.nouns)
@@ -133,7 +135,7 @@ class PrebuiltWalk:
         return wording.other_gpu(described, vendor, published, self.wheels.nouns, index_url)
 
     def stopped(self, seen: Machine) -> PrebuiltDecision:
-        return Decision(platform=self.platform_name, reasons=seen.reasons, hints=seen.hints)
+        return Decision(detail=PrebuiltDetail(platform=self.platform_name), reasons=seen.reasons, hints=seen.hints)
 
     def walk(self, facts: HostFacts, options: Request, seen: Machine, driver_said: tuple[str, ...]) -> Walked:
         platform, builds = self.platform_name, families.for_machine(self.builds, seen.others)
@@ -224,13 +226,13 @@ class PrebuiltWalk:
         """What every answer holds, a build chosen or none: the platform, the Python, the GPUs, the candidates, why
         each other build lost, the torch already in the environment judged."""
         hardware, candidates = self.hardware, walked.candidates
+        dispatch = compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None
         decision: PrebuiltDecision = Decision(
-            platform=walked.platform,
-            python=walked.python,
-            python_tag=walked.python_tag,
+            detail=PrebuiltDetail(
+                platform=walked.platform, python=walked.python, python_tag=walked.python_tag, dispatch=dispatch
+            ),
             targets=walked.gpus,
             candidates=candidates,
-            dispatch=compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None,
             rejected=alternatives(
                 walked.builds,
                 walked.verdicts,
@@ -278,7 +280,7 @@ def _with_installed(
     builds, others, nouns = judged_by  # every build of the platform (a ROCm torch is one on any machine), the GPUs
     found = installed_finding(environment, builds, decision.targets, hardware, chosen, facts, others, nouns)
     version, fits, sentence = found
-    return replace(decision, installed=version, installed_fits=fits, installed_said=sentence)
+    return _detailed(decision, installed=version, installed_fits=fits, installed_said=sentence)
 
 
 def _chosen(
@@ -300,33 +302,34 @@ def _chosen(
         machine_floor = None
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
     needed = said.driver_needed(floor, chosen.cuda, tegra) if chosen.cuda else None
-    decision = replace(decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed)
+    decision = _detailed(
+        decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed
+    )
     stack = None if chosen.gpu_code is None else chosen.gpu_code.said
     reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned, wheels.nouns, stack)]
-    if decision.python_tag is None:
+    if decision.detail.python_tag is None:
         newest = set_python(chosen, pairs)
         reasons.append(said.python_unstated(newest, tuple(f"{p.project} {p.version}" for p in pairs)))
-        decision = replace(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
+        decision = _detailed(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
     reasons += stages.unserved(chosen.label, chosen, facts, decision.targets, hardware)
     if chosen.default_index and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
-    reasons.append(said.dispatch(decision.dispatch, facts.arch, wheels.nouns, facts.cpu.source != "--platform"))
+    reasons.append(said.dispatch(decision.detail.dispatch, facts.arch, wheels.nouns, facts.cpu.source != "--platform"))
     reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources, wheels.nouns) for p in pairs]
     left_out = _left_out_newer(wheels, chosen.platform, chosen.torch, facts)
     reasons += [said.left_out_newer(left_out, wheels.nouns)] if left_out else []
-    decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
-    if decision.installed_said:
-        kept = decision.installed_fits == "yes" and decision.installed != chosen.label
-        reasons.append(said.installed_kept(decision.installed_said) if kept else decision.installed_said)
-    return replace(
-        decision,
-        build=chosen,
-        companions=pairs,
-        index_url=index_url,
-        from_pypi=index_url is None,
-        reasons=tuple(reasons),
-    )
+    decision = _detailed(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
+    if decision.detail.installed_said:
+        kept = decision.detail.installed_fits == "yes" and decision.detail.installed != chosen.label
+        reasons.append(said.installed_kept(decision.detail.installed_said) if kept else decision.detail.installed_said)
+    decision = _detailed(decision, index_url=index_url, from_pypi=index_url is None)
+    return replace(decision, build=chosen, companions=pairs, reasons=tuple(reasons))
+
+
+def _detailed(decision: PrebuiltDecision, **changes: Any) -> PrebuiltDecision:
+    """`decision` with what a prebuilt build's decision adds changed."""
+    return replace(decision, detail=replace(decision.detail, **changes))
 
 
 def _coverage_reasons(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
@@ -375,12 +378,12 @@ def _nothing_fits(
     from pickvariant.rules.prebuilt_hints import hints_for_nothing
 
     reasons = [*found, *compat.undriven_gpus(facts.driver, decision.targets, hardware)]
-    left_out = _left_out_newer(wheels, decision.platform or "", None, facts)
+    left_out = _left_out_newer(wheels, decision.detail.platform or "", None, facts)
     reasons += [said.left_out_newer(left_out, wheels.nouns)] if left_out else []
     reasons += older_than_the_catalog(facts, verdicts, wheels.nouns)
-    decision = replace(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
-    if decision.installed_said:
-        reasons.append(decision.installed_said)
+    decision = _detailed(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
+    if decision.detail.installed_said:
+        reasons.append(decision.detail.installed_said)
     hints: tuple[str, ...] = ()
     if again is not None:
         hints = hints_for_nothing(decision, hardware, verdicts, passed_over, facts.driver, again, wheels.nouns)

@@ -25,7 +25,7 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.machine.othergpu import OtherGpu
 from pickvariant.rules import alternatives, compat, stages, wording
-from pickvariant.rules.decision import Decision, RecipeDecision, SetRefusal, dedupe
+from pickvariant.rules.decision import Decision, RecipeDecision, RecipeDetail, SetRefusal, dedupe
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Companion, Variant
 
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from pickvariant.rules.pairing import SetPick
     from pickvariant.rules.pick import Again
     from pickvariant.rules.stages import Machine, Walked
+
+# What a recipes' decision without a variant adds: no release line, CUDA line or set.
+NONE = RecipeDetail()
 
 
 class RecipeWalk:
@@ -50,7 +53,9 @@ class RecipeWalk:
             raise BadInput(f"unknown workload {options.workload!r}; choose one of {', '.join(catalog.workloads)}")
         system = catalog.nix_system(facts.os, facts.arch)
         if system is None or system not in catalog.built_for:
-            return Decision(reasons=(wording.unsupported_platform(facts.os, facts.arch, catalog.built_for),))
+            return Decision(
+                detail=NONE, reasons=(wording.unsupported_platform(facts.os, facts.arch, catalog.built_for),)
+            )
         return wording.platform_has_builds(facts.os, facts.arch, system), wording.APPLE_MPS
 
     def other_gpu(self, gpu: OtherGpu) -> str:
@@ -60,7 +65,7 @@ class RecipeWalk:
         return False  # no recipe is built for an AMD or Intel GPU
 
     def stopped(self, seen: Machine) -> RecipeDecision:
-        return Decision(reasons=seen.reasons, hints=seen.hints)
+        return Decision(detail=NONE, reasons=seen.reasons, hints=seen.hints)
 
     def walk(self, facts: HostFacts, options: Request, seen: Machine, driver_said: tuple[str, ...]) -> Walked:
         catalog, gpus = self.catalog, seen.gpus
@@ -99,6 +104,7 @@ class RecipeWalk:
         if found is not None:  # variants run here, and none has the set asked for
             alone = walked.candidates[0]
             decision: RecipeDecision = Decision(
+                detail=NONE,
                 reasons=(*walked.reasons, _why_no_set(found, alone, options)),
                 rejected=dedupe((*walked.rejected, *found.rejected)),
                 hints=(recipe_wording.without_with(alone.label),),
@@ -164,15 +170,13 @@ def _chosen(
         *(alternatives.other_isas(catalog, chosen, options, usable, candidates, passed_over) if chosen.cpu_isa else ()),
     )
     return Decision(
+        detail=RecipeDetail(branch=catalog.branch(chosen.branch), line=catalog.cuda_line(chosen), set_shape=shape),
         build=chosen,
-        branch=catalog.branch(chosen.branch),
         reasons=tuple(said),
         rejected=dedupe(rejected),
         targets=gpus,
-        line=catalog.cuda_line(chosen),
         candidates=candidates,
         companions=companions,
-        set_shape=shape,
     )
 
 
@@ -256,6 +260,7 @@ def _nothing_fits(
     why = (*found.why, *findings) or (recipe_wording.NOTHING_COMBINES,)
     # The driver stage may already have said what left nothing (a GPU it cannot drive): said once.
     return Decision(
+        detail=NONE,
         reasons=tuple(dict.fromkeys(walked.reasons + why)),
         rejected=dedupe((*walked.rejected, *branches)),
         targets=gpus,
