@@ -167,3 +167,23 @@ def test_a_sets_python_is_one_every_member_has_a_wheel_for() -> None:
     # Nowhere (the nearest wheel, each index and release refused) said as a pairing that was never published.
     said = json.dumps([stated["reasons"], stated["rejected"]])
     assert "published no release paired" not in said and "paired with torch 2.15.0 has no wheel for cp315" in said
+
+
+@pytest.mark.parametrize("gpu", ["6.1", "8.9"])
+def test_a_driver_stated_by_its_cuda_version_alone_is_raised_by_one_search_for_both_sources(gpu) -> None:
+    """A Linux driver stated by the CUDA version it reports (11.8), too old for every build: both sources raise it
+    through the one driver-upgrade search (rules/upgrades.py), so their smallest hints name the same driver, and that
+    driver, stated, gives what each hint names."""
+    machine = [*HASWELL, "--gpu", gpu, "--driver-cuda", "11.8"]
+
+    def recipes(*args: str) -> dict:
+        return json.loads(runner.invoke(app, ["detect", "--format", "json", *args]).stdout)
+
+    _, wheels = _detect(*machine)
+    wheel_floor, torch = next(found.groups() for hint in wheels["hints"] if (found := BY_NUMBER.match(hint)))
+    recipe_hint = re.compile(r"a driver >= (\S+) \(.*?\) would allow (\S+)")
+    recipe_floor, package = next(found.groups() for h in recipes(*machine)["hints"] if (found := recipe_hint.match(h)))
+    assert wheel_floor == recipe_floor
+    code, again = _detect(*_with_driver(machine, wheel_floor, None))
+    assert code == 0 and again["recommendation"]["torch"] == torch
+    assert recipes(*_with_driver(machine, recipe_floor, None))["recommendation"]["package"] == package

@@ -23,7 +23,8 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - the words of every reason and rejection, every source's: `rules/wording/` (rejections and the machine in
   `__init__`; `compat`, `recipes`, `prebuilt` beside)
 - what would help when nothing fits, or a set moved to an older torch: `rules/hints.py` (recipes) and
-  `rules/prebuilt_hints.py`, each deciding again through the one pick, `rules/pick.py` (`again`)
+  `rules/prebuilt_hints.py`, each deciding again through the one pick, `rules/pick.py` (`again`), with the drivers
+  the one driver-upgrade search names (`rules/upgrades.py`: by CUDA version or by number, as compat judges)
 - which PyTorch wheel for this machine: platform, Python tag, GPU covered (SASS same major and minor ≤, else PTX ≤
   the card's, JIT-compiled), driver floor, newest torch then newest CUDA line (the one ranking, `rules/ranking.py`),
   paired companions: `rules/prebuilt_stages.py` `judge`, walked by `rules/prebuilt_walk.py` (`pick_prebuilt`: the

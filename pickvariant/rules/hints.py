@@ -22,6 +22,7 @@ from pickvariant.rules.compat import (
 )
 from pickvariant.rules.decision import RecipeDecision
 from pickvariant.rules.nothing import NothingFits
+from pickvariant.rules.upgrades import driver_upgrades
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.build import Catalog, Variant
 from pickvariant.sources.hardware import CudaLine
@@ -139,22 +140,20 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, walked: Walked, again: Ag
     driver, gpus = facts.driver, walked.gpus
     if driver is None or facts.driver_assumed or tegra_cuda_unknown(gpus, driver, catalog):
         return None
-    by_cuda = judged_by_cuda_version(gpus, driver, catalog)
-    too_old = {
-        line.cuda: line
+    too_old = [
+        (line.min_driver, line.cuda)
         for b in walked.branches
         for line in b.cuda_lines
         if driver_rejection(driver, line, gpus, catalog)
-    }
-    for line in sorted(
-        too_old.values(),
-        key=lambda line: version_key(line.cuda) if by_cuda else (line.min_driver.parts, version_key(line.cuda)),
-    ):
-        if by_cuda:
-            upgraded = DriverFacts(driver.version, line.cuda)
-        else:  # the line's floor, raised to the first driver of each GPU newer than it (the one rule, compat's)
-            upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), line.cuda)
+    ]
+    for upgraded in driver_upgrades(driver, too_old, gpus, catalog):  # the one search, a prebuilt build's too
         decision = again(replace(facts, driver=upgraded))
+        line = decision.detail.line
+        if line is not None and upgraded.version is None and not judged_by_cuda_version(gpus, upgraded, catalog):
+            # Raised by CUDA version (a Linux driver stated by it alone): a Flox build runs on Linux, whose drivers
+            # the floors number, so the hint names the floor of the line found, decided again with that number.
+            upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), upgraded.cuda)
+            decision = again(replace(facts, driver=upgraded))
         if decision.variant is not None and decision.detail.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
             hint = _upgrade_hint(facts, catalog, gpus, decision.detail.line, decision.variant, upgraded)

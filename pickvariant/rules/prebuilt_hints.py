@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from pickvariant._base import settings
-from pickvariant._base.versions import version_key
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
-from pickvariant.rules.compat import floor_raisers, has_tegra, last_branch, machine_floor, tegra_cuda_unknown
+from pickvariant.rules.compat import floor_raisers, last_branch, machine_floor, tegra_cuda_unknown
 from pickvariant.rules.decision import Kind, PrebuiltDecision, Rejection
 from pickvariant.rules.prebuilt_stages import newest_first
+from pickvariant.rules.upgrades import driver_upgrades, raised_by_cuda
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.rules.wording import recipes as recipe_wording
 from pickvariant.sources.hardware import Hardware
@@ -63,13 +63,8 @@ def _driver_hints(
     """The wheels a newer driver would give, each decided again with that driver: the one the smallest update gives,
     and where a larger one gives a newer wheel, that too. A driver judged by the CUDA version it reports (a Jetson's,
     a Windows driver's) is raised by CUDA version; any other to the floor each refused wheel needs on these GPUs."""
-    by_cuda = driver.cuda is not None and (driver.version is None or has_tegra(gpus, hardware))
-    if by_cuda:
-        lines = sorted({build.cuda for build in builds if build.cuda}, key=version_key)
-        upgrades = [DriverFacts(driver.version, cuda) for cuda in lines]
-    else:
-        floors = {machine_floor(build.cuda_min_driver, gpus, hardware) for build in builds}
-        upgrades = [DriverFacts(floor, None) for floor in sorted(f for f in floors if f is not None)]
+    lines = [(build.cuda_min_driver, build.cuda) for build in builds if build.cuda]
+    upgrades = driver_upgrades(driver, lines, gpus, hardware)  # the one search, the recipes' too
     if not upgrades:
         return []
     found: list[PrebuiltDecision] = []
@@ -78,7 +73,7 @@ def _driver_hints(
     for decided in (smallest, largest):
         if decided is not None and decided.build is not None and decided.build not in (d.build for d in found):
             found.append(decided)
-    if by_cuda:
+    if raised_by_cuda(driver, gpus, hardware):
         return [said.driver_would_give(d.detail.driver_needed or "", d.build.label) for d in found if d.build]
     last = last_branch(gpus, hardware)
     # The ceiling is said where the driver is above it, as the recipe answer says it (rules/hints.py).
