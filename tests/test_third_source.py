@@ -115,6 +115,13 @@ def test_its_builds_are_judged_by_the_gpus_and_a_variant_it_cannot_judge_is_left
     assert code == 0 and amd["recommendation"]["variant"] == "cpu"
     said = " ".join(amd["reasons"])
     assert "the package catalog names no ROCm build" in said and "wheel" not in said
+    # A machine stated by its platform alone: every sentence, the machine's notes too, in its words.
+    code, stated = _detect(forge, "--platform", "linux-x86_64", *H100[2:])
+    assert code == 0 and stated["recommendation"]["variant"] == "cuda126"
+    notes = stated["notes"]
+    assert any("states no CPU" in note for note in notes), notes
+    prose = [*notes, *stated["reasons"], *stated["hints"], *(f"{r['choice']}: {r['why']}" for r in stated["rejected"])]
+    assert not [word for word in PIPS if word in "\n".join(prose)], prose
 
 
 @pytest.mark.slow

@@ -174,8 +174,8 @@ def _cpu(
 
 
 def _platform(request: Request, cpu: CpuFacts, sources: dict[FactName, str]) -> CpuFacts:
-    """The CPU facts of a machine stated by --platform: its OS and architecture, no instruction set known (a wheel
-    is not chosen by it); with a dump, the dump must be of that platform."""
+    """The CPU facts of a machine stated by --platform: its OS and architecture, no instruction set known (a prebuilt
+    build is not chosen by it); with a dump, the dump must be of that platform."""
     if request.platform is None:
         return cpu
     os_name, arch = STATED_PLATFORMS[request.platform]
@@ -187,7 +187,8 @@ def _platform(request: Request, cpu: CpuFacts, sources: dict[FactName, str]) -> 
             )
         return cpu
     sources["cpu"] = f"--platform {request.platform}"
-    note = f"--platform {request.platform} states no CPU: its instruction set is not known (no wheel is chosen by it)"
+    note = f"--platform {request.platform} states no CPU: its instruction set is not known (no prebuilt build is "
+    note += "chosen by it: ATen picks its CPU kernels at run time)"
     return CpuFacts(os=os_name, arch=arch, model=None, flags=frozenset(), source="--platform", notes=(note,))
 
 
