@@ -80,13 +80,13 @@ def plan_prebuilt_install(
     uv, warning = _uv(chosen, variables, dry_run)
     environment = answer.environment
     assert environment is not None
-    _same_python(asked, decision.detail.python_tag, environment)
+    detail = decision.detail
+    _same_python(asked, detail.python_tag, environment)
     # The one interpreter resolved when the environment was read: what was read is what pip or uv installs into.
     interpreter = environment.interpreter
     secret = index_url_for_installer(answer)
-    hidden = secret is not None and secret != decision.detail.index_url
-    index_url = None if hidden else decision.detail.index_url
-    detail = decision.detail
+    hidden = secret is not None and secret != detail.index_url
+    index_url = None if hidden else detail.index_url
     argv = installer_argv(chosen, interpreter, decision.build, decision.companions, index_url, uv, detail.from_pypi)  # type: ignore[arg-type]
     index_env = index_environment(chosen, secret) if hidden and secret is not None else ()  # type: ignore[arg-type]
     replaces, already, downgrade, kept = _against_there(answer, upgrade, allow_downgrade)

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
     from pickvariant.rules.cluster_input import Inputs
     from pickvariant.rules.cluster_plan import RecipePlan
+    from pickvariant.rules.decision import RecipeDetail
+    from pickvariant.sources.build import Companion, Variant
     from pickvariant.sources.registry import Source
 
-    RecipeAnswer = Answer[Any, Any, Any]
+    RecipeAnswer = Answer[Variant, Companion, RecipeDetail]
 
 
 def _recipes() -> tuple[Callable[[], str], Callable[[str], Catalog]]:
