@@ -57,11 +57,8 @@ def _decision_tree(facts: HostFacts, decision: RecipeDecision, workload: str) ->
 
     rec = recommendation_json(decision)
     # The title names what is installed: a set may install a companion alone, its torch propagated.
-    installed = (
-        ", ".join(decision.detail.set_shape.installed)
-        if decision.detail.set_shape is not None
-        else rec and rec["package"]
-    )
+    shape = decision.detail.set_shape
+    installed = ", ".join(shape.installed) if shape is not None else rec and rec["package"]
     title = (
         Text(f"Recommendation: {installed} (branch {rec['branch']})", style="bold green")
         if rec

@@ -15,6 +15,7 @@ from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules.compat import (
     driver_rejection,
     for_cuda,
+    has_tegra,
     judged_by_cuda_version,
     last_branch,
     machine_floor,
@@ -149,7 +150,7 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, walked: Walked, again: Ag
     for upgraded in driver_upgrades(driver, too_old, gpus, catalog):  # the one search, a prebuilt build's too
         decision = again(replace(facts, driver=upgraded))
         line = decision.detail.line
-        if line is not None and upgraded.version is None and not judged_by_cuda_version(gpus, upgraded, catalog):
+        if line is not None and upgraded.version is None and not has_tegra(gpus, catalog):
             # Raised by CUDA version (a Linux driver stated by it alone): a Flox build runs on Linux, whose drivers
             # the floors number, so the hint names the floor of the line found, decided again with that number.
             upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), upgraded.cuda)

@@ -227,9 +227,16 @@ class PrebuiltWalk:
         each other build lost, the torch already in the environment judged."""
         hardware, candidates = self.hardware, walked.candidates
         dispatch = compat.dispatch_level(hardware, facts) if facts.cpu.source != "--platform" else None
+        installed = _installed(
+            self.environment, (self.builds, walked.others, self.wheels.nouns), hardware, chosen, facts, walked.gpus
+        )
         decision: PrebuiltDecision = Decision(
             detail=PrebuiltDetail(
-                platform=walked.platform, python=walked.python, python_tag=walked.python_tag, dispatch=dispatch
+                platform=walked.platform,
+                python=walked.python,
+                python_tag=walked.python_tag,
+                dispatch=dispatch,
+                **installed,
             ),
             targets=walked.gpus,
             candidates=candidates,
@@ -243,8 +250,7 @@ class PrebuiltWalk:
                 self.wheels.nouns,
             ),
         )
-        judged_by = (self.builds, walked.others, self.wheels.nouns)
-        return _with_installed(decision, self.environment, judged_by, hardware, chosen, facts)
+        return decision
 
 
 def pick_prebuilt(
@@ -267,20 +273,20 @@ def pick_prebuilt(
     return decision
 
 
-def _with_installed(
-    decision: PrebuiltDecision,
+def _installed(
     environment: PythonEnvironment | None,
     judged_by: tuple[tuple[Build, ...], tuple[OtherGpu, ...], Nouns],
     hardware: Hardware,
     chosen: Build | None,
     facts: HostFacts,
-) -> PrebuiltDecision:
+    gpus: tuple[GpuFacts, ...],
+) -> dict[str, Any]:
+    """The torch already in the environment judged, as PrebuiltDetail's fields (none where no environment is read)."""
     if environment is None:
-        return decision
+        return {}
     builds, others, nouns = judged_by  # every build of the platform (a ROCm torch is one on any machine), the GPUs
-    found = installed_finding(environment, builds, decision.targets, hardware, chosen, facts, others, nouns)
-    version, fits, sentence = found
-    return _detailed(decision, installed=version, installed_fits=fits, installed_said=sentence)
+    version, fits, sentence = installed_finding(environment, builds, gpus, hardware, chosen, facts, others, nouns)
+    return {"installed": version, "installed_fits": fits, "installed_said": sentence}
 
 
 def _chosen(
@@ -302,34 +308,29 @@ def _chosen(
         machine_floor = None
     floor = None if machine_floor is None else said.driver_floor(machine_floor)
     needed = said.driver_needed(floor, chosen.cuda, tegra) if chosen.cuda else None
-    decision = _detailed(
-        decision, min_driver=None if machine_floor is None else str(machine_floor), driver_needed=needed
-    )
+    detail = decision.detail  # what the walk found; what the build chosen adds to it is set once, below
+    changes: dict[str, Any] = {"min_driver": None if machine_floor is None else str(machine_floor)}
+    changes |= {"driver_needed": needed, "index_url": index_url, "from_pypi": index_url is None}
     stack = None if chosen.gpu_code is None else chosen.gpu_code.said
     reasons = [*found, said.chosen(chosen.label, index_url, chosen.cuda, needed, pinned, wheels.nouns, stack)]
-    if decision.detail.python_tag is None:
+    if detail.python_tag is None:
         newest = set_python(chosen, pairs)
         reasons.append(said.python_unstated(newest, tuple(f"{p.project} {p.version}" for p in pairs)))
-        decision = _detailed(decision, python_tag=newest, python=f"{newest[2]}.{newest[3:].rstrip('t')}")
+        changes |= {"python_tag": newest, "python": f"{newest[2]}.{newest[3:].rstrip('t')}"}
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
     reasons += stages.unserved(chosen.label, chosen, facts, decision.targets, hardware)
     if chosen.default_index and index_url is not None:
         reasons.append(said.pypi_same(chosen.torch, chosen.platform))
-    reasons.append(said.dispatch(decision.detail.dispatch, facts.arch, wheels.nouns, facts.cpu.source != "--platform"))
+    reasons.append(said.dispatch(detail.dispatch, facts.arch, wheels.nouns, facts.cpu.source != "--platform"))
     reasons += [said.companion_paired(p, chosen.torch, index_url is None, wheels.sources, wheels.nouns) for p in pairs]
     left_out = _left_out_newer(wheels, chosen.platform, chosen.torch, facts)
     reasons += [said.left_out_newer(left_out, wheels.nouns)] if left_out else []
-    decision = _detailed(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
-    if decision.detail.installed_said:
-        kept = decision.detail.installed_fits == "yes" and decision.detail.installed != chosen.label
-        reasons.append(said.installed_kept(decision.detail.installed_said) if kept else decision.detail.installed_said)
-    decision = _detailed(decision, index_url=index_url, from_pypi=index_url is None)
-    return replace(decision, build=chosen, companions=pairs, reasons=tuple(reasons))
-
-
-def _detailed(decision: PrebuiltDecision, **changes: Any) -> PrebuiltDecision:
-    """`decision` with what a prebuilt build's decision adds changed."""
-    return replace(decision, detail=replace(decision.detail, **changes))
+    changes["left_out"] = tuple(said.left_out_row(*row) for row in left_out)
+    if detail.installed_said:
+        kept = detail.installed_fits == "yes" and detail.installed != chosen.label
+        reasons.append(said.installed_kept(detail.installed_said) if kept else detail.installed_said)
+    chosen_detail = replace(detail, **changes)
+    return replace(decision, detail=chosen_detail, build=chosen, companions=pairs, reasons=tuple(reasons))
 
 
 def _coverage_reasons(build: Build, gpus: tuple[GpuFacts, ...], hardware: Hardware) -> list[str]:
@@ -381,7 +382,8 @@ def _nothing_fits(
     left_out = _left_out_newer(wheels, decision.detail.platform or "", None, facts)
     reasons += [said.left_out_newer(left_out, wheels.nouns)] if left_out else []
     reasons += older_than_the_catalog(facts, verdicts, wheels.nouns)
-    decision = _detailed(decision, left_out=tuple(said.left_out_row(*row) for row in left_out))
+    rows = tuple(said.left_out_row(*row) for row in left_out)
+    decision = replace(decision, detail=replace(decision.detail, left_out=rows))
     if decision.detail.installed_said:
         reasons.append(decision.detail.installed_said)
     hints: tuple[str, ...] = ()
