@@ -187,9 +187,6 @@ def test_every_sources_decision_goes_through_the_one_pick() -> None:
 KIND_READS = {
     "api.py": 1,
     "pipelines/recipes.py": 1,
-    "rules/cluster_plan.py": 3,
-    "rules/fleet.py": 1,
-    "rules/plan_document.py": 5,
 }
 _KIND_ATTRIBUTES = {"pipeline", "prebuilt"}
 _KIND_CONSTANTS = {"RECIPES", "PREBUILT"}

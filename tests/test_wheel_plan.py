@@ -116,7 +116,8 @@ def test_one_schema_reads_every_sources_plan_and_holds_each_to_its_own_shape(tmp
     agree on each."""
     from pickvariant._base.errors import BadInput
     from pickvariant._base.schema import _compiled, _validator, load_schema
-    from pickvariant.rules.plan_document import SCHEMA, parse_plan
+    from pickvariant.commands.plan_install import read_plan
+    from pickvariant.rules.plan_document import SCHEMA
 
     cluster = _cluster(tmp_path)
     wheels = _plan(cluster)
@@ -131,15 +132,37 @@ def test_one_schema_reads_every_sources_plan_and_holds_each_to_its_own_shape(tmp
     )
     for document, valid in ((wheels, True), (recipes, True), *((bad, False) for bad in relabelled)):
         assert _compiled(schema)(document) is valid and _validator(schema).is_valid(document) is valid
-    assert parse_plan(json.dumps(wheels).encode(), "w.json").source == "wheels"
-    assert parse_plan(json.dumps(recipes).encode(), "r.json").source == "flox"
+
+    def read(document: dict[str, object]) -> object:
+        path = tmp_path / "read.json"
+        path.write_text(json.dumps(document))
+        return read_plan(str(path))
+
+    assert read(wheels).source == "wheels" and read(recipes).source == "flox"
     for document, named in zip(relabelled, ("nodes[0].branch", "index_root", "nodes[0].branch"), strict=True):
         try:
-            parse_plan(json.dumps(document).encode(), "p.json")
+            read(document)
         except BadInput as error:
             assert f"({named}: required field is missing)" in str(error), str(error)
         else:
             raise AssertionError("a plan in another source's shape was read")
+
+
+def test_a_plan_of_a_source_not_here_is_refused_in_one_line_naming_the_plan_and_its_source(tmp_path) -> None:
+    """A plan is read in the shape its source's plug-in declares: a plan naming a source this machine lacks (a
+    plug-in not installed here) is refused by fleet and install --plan alike, in one line naming the file and the
+    source, exit 2; its nodes are never read as another source's."""
+    plan = {**_plan(_cluster(tmp_path)), "source": "acme"}
+    path = tmp_path / "acme-plan.json"
+    path.write_text(json.dumps(plan))
+    results = tmp_path / "results"
+    results.mkdir()
+    for args in (["fleet", str(path), str(results)], ["install", "--plan", str(path), "--label", "cpu", "--dry-run"]):
+        found = runner.invoke(app, args)
+        assert found.exit_code == 2, found.output
+        lines = found.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"plan {path}: source 'acme'" in lines[0], found.stderr
+        assert "flox" in lines[0] and "wheels" in lines[0]  # the sources that are here
 
 
 def test_a_plan_gives_each_node_what_detect_gives_it_index_and_companions_included(tmp_path) -> None:

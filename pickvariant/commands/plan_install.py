@@ -24,7 +24,7 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.cluster_plan import catalog_identity, wheels_identity
 from pickvariant.rules.decision import PrebuiltAnswer
 from pickvariant.rules.node_facts import changes, fingerprint, prebuilt_fingerprint
-from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, parse_plan
+from pickvariant.rules.plan_document import MAX_PLAN_BYTES, PlanDocument, PlannedNode, PlanShape, parse_plan
 from pickvariant.sources import registry
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.prebuilt import PrebuiltCatalog
@@ -84,7 +84,14 @@ def _this_node(document: PlanDocument, label: str | None, what: str) -> tuple[st
 
 
 def read_plan(path: str) -> PlanDocument:
-    return parse_plan(read_input(Path(path), MAX_PLAN_BYTES, "plan"), path)
+    """The plan at `path`, read in the shape of the source it names (that source's pipeline's)."""
+    return parse_plan(read_input(Path(path), MAX_PLAN_BYTES, "plan"), path, lambda name: _shape(name, path))
+
+
+def _shape(source: str, path: str) -> PlanShape:
+    from pickvariant import pipelines
+
+    return pipelines.of(registry.named(source, f"plan {visible(path)}: source")).plan_shape
 
 
 def _check_catalog(document: PlanDocument, catalog: Catalog) -> None:

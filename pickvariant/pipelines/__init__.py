@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pickvariant.rules.cluster_input import Inputs
     from pickvariant.rules.cluster_plan import ClusterPlan
     from pickvariant.rules.decision import Answer
+    from pickvariant.rules.plan_document import PlanShape
     from pickvariant.sources.build import Catalog
     from pickvariant.sources.registry import Source
     from pickvariant.sources.runs_on import Build
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
         reads_environment: bool
         # Is its --explain a tree the terminal draws (rich), rather than text `text` gives?
         explain_drawn: bool
+
+        @property
+        def plan_shape(self) -> PlanShape:
+            """How its plans name each node's build, and its verify lines the build probed (`install --plan`,
+            `fleet`)."""
 
         def answer(
             self,

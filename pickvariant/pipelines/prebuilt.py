@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pickvariant.rules.cluster_input import Inputs
     from pickvariant.rules.cluster_plan import PrebuiltPlan
     from pickvariant.rules.decision import PrebuiltAnswer
+    from pickvariant.rules.plan_document import PlanShape
     from pickvariant.sources.build import Catalog
     from pickvariant.sources.hardware import HardwareCatalog
     from pickvariant.sources.registry import Source
@@ -112,6 +113,22 @@ class _Prebuilt:
     reads_catalog = False
     reads_environment = True
     explain_drawn = False  # every alternative as text (output/prebuilt_answer.py)
+
+    @property
+    def plan_shape(self) -> PlanShape:
+        from pickvariant.rules.plan_document import PlanShape
+
+        return PlanShape(
+            build="torch",
+            line="variant",
+            platform="platform",
+            sets="builds",
+            companion="version",
+            indexed=True,
+            probed=("torch",),
+            probed_said="torch {torch}",
+            planned_said="torch {package} ({branch})",
+        )
 
     def answer(
         self,

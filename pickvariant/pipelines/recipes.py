@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pickvariant.rules.cluster_input import Inputs
     from pickvariant.rules.cluster_plan import RecipePlan
     from pickvariant.rules.decision import RecipeDetail
+    from pickvariant.rules.plan_document import PlanShape
     from pickvariant.sources.build import Companion, Variant
     from pickvariant.sources.registry import Source
 
@@ -100,6 +101,22 @@ class _Recipes:
     reads_environment = False
     explain_drawn = True  # the facts as a table and every alternative as a tree (output/terminal.py)
 
+    @property
+    def plan_shape(self) -> PlanShape:
+        from pickvariant.rules.plan_document import PlanShape
+
+        return PlanShape(
+            build="package",
+            line="branch",
+            platform=None,
+            sets="variants",
+            companion="package",
+            indexed=False,
+            probed=("package", "branch"),
+            probed_said="{package} (branch {branch})",
+            planned_said="{package} ({branch})",
+        )
+
     def answer(
         self,
         request: Request,
@@ -153,7 +170,7 @@ class _Recipes:
     ) -> RecipePlan:
         from pickvariant.rules.cluster_plan import make_cluster_plan
 
-        return make_cluster_plan(inputs, catalog(), request, max_variants)
+        return make_cluster_plan(inputs, catalog(), request, max_variants, source.name)
 
     def plan_document(self, plan: RecipePlan) -> dict[str, Any]:
         from pickvariant.rules.cluster_plan import cluster_plan_json

@@ -37,7 +37,6 @@ from pickvariant.rules.sets import SetShape, builds_on, relation, shape
 from pickvariant.sources.build import Catalog, Companion, Variant
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.prebuilt import laid_out
-from pickvariant.sources.registry import PREBUILT, RECIPES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -103,7 +102,7 @@ class ClusterPlan(OfBuilds[B, C]):
     bad: tuple[BadLine, ...]
     bad_count: int
     profile_count: int
-    source: str = RECIPES  # the source it was planned from (sources/registry.py)
+    source: str  # the source it was planned from (sources/registry.py)
     duplicate_labels: tuple[str, ...] = ()
     # Each node's profile (by index) and each profile's fingerprint (rules/node_facts.py; None: facts unusable),
     # and the catalog the plan was made from: what `install --plan` checks before it installs an assignment.
@@ -159,8 +158,11 @@ def cost_of(best: Variant, got: Variant) -> str:
     return ", ".join(losses) or f"{got.package} instead of {best.package} (another branch)"
 
 
-def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None) -> RecipePlan:
-    """The cluster's plan: every hardware profile decided, the fewest builds solved for, each node given one."""
+def make_cluster_plan(
+    inputs: Inputs, catalog: Catalog, options: Request, max_variants: int | None, source: str
+) -> RecipePlan:
+    """The cluster's plan among the recipes of `source`: every hardware profile decided, the fewest builds solved
+    for, each node given one."""
     check_inputs(inputs, max_variants)
     profiles = decide_profiles(inputs, catalog, options)
     index_of = {id(variant): i for i, variant in enumerate(catalog.variants)}
@@ -169,7 +171,8 @@ def make_cluster_plan(inputs: Inputs, catalog: Catalog, options: Request, max_va
         inputs, profiles, ids, catalog.variants, cost_of, max_variants, "variant", lambda v: (v.branch, v.package)
     )
     companions, shapes = _sets(solved[2], catalog, options)
-    return _planned(inputs, profiles, solved, catalog=catalog_identity(catalog), companions=companions, shapes=shapes)
+    identity = catalog_identity(catalog)
+    return _planned(inputs, profiles, solved, source=source, catalog=identity, companions=companions, shapes=shapes)
 
 
 def _planned(
@@ -274,7 +277,7 @@ def make_prebuilt_plan(
     options: Request,
     max_variants: int | None,
     index_root: str,
-    source: str = PREBUILT,
+    source: str,
     pypi_first: bool = False,
 ) -> PrebuiltPlan:
     """The cluster's plan among a source's prebuilt builds: every profile decided, the fewest builds solved for;
@@ -314,7 +317,7 @@ def builds(plan: RecipePlan, variant: Variant) -> list[tuple[str | None, str, st
 def cluster_plan_json(plan: RecipePlan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "source": RECIPES,  # as every plan says its source (install --plan refuses another source's plan)
+        "source": plan.source,  # as every plan says its source (install --plan refuses another source's plan)
         "variants": [
             {
                 "branch": v.branch,

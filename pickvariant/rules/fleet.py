@@ -20,7 +20,7 @@ from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant.rules.cluster_input import SHOWN_BAD_LINES, BadLine, line_text
 from pickvariant.rules.plan_document import SCHEMA as PLAN_SCHEMA
-from pickvariant.rules.plan_document import PlanDocument, PlannedNode
+from pickvariant.rules.plan_document import PlanDocument, PlannedNode, PlanShape
 
 VERIFY_LINE_SCHEMA = PLAN_SCHEMA.with_name("verify-line.schema.json")
 STATUSES = ("proven", "slow", "failed", "other-build", "missing", "unserved")
@@ -118,13 +118,15 @@ def _kept(line: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _probed(line: Mapping[str, Any], wheels: bool) -> tuple[str | None, str | None]:
-    """What a line says its node runs, as the plan names builds: a Flox package and branch; a wheel plan's torch
-    version (local label and all, as `torch.__version__` says it), which no index of its own can be told from."""
-    return (line["torch"], None) if wheels else (line["package"], line["branch"])
+def _probed(line: Mapping[str, Any], shape: PlanShape) -> tuple[str | None, str | None]:
+    """What a line says its node runs, as the plan names builds (its shape's fields): a Flox package and branch; a
+    prebuilt plan's torch version (local label and all, as `torch.__version__` says it), which no index of its own
+    can be told from."""
+    build, *where = (line[name] for name in shape.probed)
+    return build, where[0] if where else None
 
 
-def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]], wheels: bool = False) -> NodeResult:
+def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]], shape: PlanShape) -> NodeResult:
     def result(status: str, why: str | None, found: tuple[str, float] | None = None) -> NodeResult:
         model, tflops = found if found else (None, None)
         return NodeResult(
@@ -141,7 +143,7 @@ def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]], wheels: bool =
         return result("unserved", node.why)
     if not lines:
         return result("missing", "no verify line came back from it")
-    verdicts = {(*_probed(each, wheels), each["passed"]) for each in lines}
+    verdicts = {(*_probed(each, shape), each["passed"]) for each in lines}
     if len(verdicts) > 1:
         # Two lines for one node that disagree: neither is trusted over the other (the last is not the truth).
         said = "; ".join(
@@ -152,13 +154,11 @@ def _judge(node: PlannedNode, lines: Sequence[Mapping[str, Any]], wheels: bool =
     # Lines that agree: the slowest figure stands for the node.
     timed = [each["figure"] for each in lines if each["figure"] is not None]
     line = {**lines[0], "figure": min(timed, key=lambda found: found[1]) if timed else None}
-    found, planned = _probed(line, wheels), (node.package, None if wheels else node.branch)
-    if found != planned:
-        if wheels:
-            probed = f"torch {found[0]}" if found[0] else "no torch it could name"
-            return result("other-build", f"it probed {probed}; the plan gives torch {node.package} ({node.branch})")
-        probed = f"{line['package']} (branch {line['branch']})" if line["package"] else "no build it could name"
-        return result("other-build", f"it probed {probed}; the plan gives {node.package} ({node.branch})")
+    found = _probed(line, shape)
+    if found != (node.package, node.branch if len(shape.probed) > 1 else None):
+        probed = shape.probed_said.format_map(line) if found[0] else "no build it could name"
+        planned = shape.planned_said.format(package=node.package, branch=node.branch)
+        return result("other-build", f"it probed {probed}; the plan gives {planned}")
     if not line["passed"]:
         return result("failed", "; ".join(line["reasons"][:2]) or "verify failed")
     return result("proven", None, line["figure"])
@@ -243,8 +243,8 @@ def _file_node(where: str, planned: Collection[str]) -> str | None:
 
 def fleet_verdict(plan: PlanDocument, gathered: Gathered) -> FleetVerdict:
     planned = {node.label for node in plan.nodes}
-    wheels = plan.prebuilt
-    results = [_judge(node, gathered.by_label.get(node.label, ()), wheels) for node in plan.nodes]
+    assert plan.shape is not None  # a plan read back names its source's shape
+    results = [_judge(node, gathered.by_label.get(node.label, ()), plan.shape) for node in plan.nodes]
     judged, spreads = _slow(results)
     return FleetVerdict(
         plan=plan.where,

@@ -14,13 +14,35 @@ from pickvariant._base.records import keyword_record
 from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.text import visible
 from pickvariant._base.urls import without_credentials
-from pickvariant.sources.registry import RECIPES
+from pickvariant.sources.registry import DEFAULT
 
-# One schema for every source's plan: a plan of recipes and one of prebuilt builds, told apart by its source.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# One schema for every source's plan: one shape per kind of source, told apart by its source.
 SCHEMA = Path(__file__).resolve().with_name("cluster-plan.schema.json")
 # A plan takes about 30 times its size in memory once parsed (885 MB for 30 MB): 24 MiB (about 100,000 nodes, under
 # 800 MB parsed) is the most read; a larger file is refused before it is parsed, naming the bound (issue 51).
 MAX_PLAN_BYTES = 24 * 1024 * 1024
+
+
+@keyword_record
+class PlanShape:
+    """How one kind of source's plan names a node's build (rules/cluster-plan.schema.json's shape for it) and how a
+    node's verify line names the build it probed: declared by that kind's pipeline (pipelines/), read here and by
+    fleet (rules/fleet.py) by these names alone."""
+
+    build: str  # a node's field naming its build: Flox's "package"; a prebuilt build's "torch" (its version, labelled)
+    line: str  # the field naming where it is from: Flox's "branch"; a prebuilt build's "variant" (its index)
+    platform: str | None  # the field naming the platform it was built for (a prebuilt build's); None: none
+    sets: str  # the list naming each build's companions (`--with`): "variants", "builds"
+    companion: str  # a companion's field naming what is installed: "package" (Flox), "version" (a release)
+    indexed: bool  # its builds are installed from indexes below the plan's index_root (it may name pypi_first)
+    probed: tuple[str, ...]  # the verify line's fields naming the build it probed, in the order of (build, line)
+    # How fleet names a probed build and a planned one in words (str.format of the fields, values never a template).
+    probed_said: str
+    planned_said: str
 
 
 @keyword_record
@@ -45,14 +67,10 @@ class PlanDocument:
     # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it;
     # a wheel plan's: (variant, torch) -> (project, version).
     sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
-    source: str = RECIPES  # the source it was planned from: flox, wheels, or one registered (sources/registry.py)
-    index_root: str | None = None  # a wheel plan's: the root of the indexes its wheels come from
-    pypi_first: bool = False  # a wheel plan's made with no index named: PyPI's own builds are installed from PyPI
-
-    @property
-    def prebuilt(self) -> bool:
-        """A plan of prebuilt builds (wheels, or a registered source's), in that shape of cluster-plan.schema.json."""
-        return self.source != RECIPES
+    source: str = DEFAULT  # the source it was planned from: flox, wheels, or one installed (sources/registry.py)
+    shape: PlanShape | None = None  # its source's kind's shape (None only in a record made by hand)
+    index_root: str | None = None  # a prebuilt plan's: the root of the indexes its builds come from
+    pypi_first: bool = False  # a prebuilt plan's made with no index named: PyPI's own builds are installed from PyPI
 
     def by_label(self) -> dict[str, list[PlannedNode]]:
         found: dict[str, list[PlannedNode]] = {}
@@ -61,8 +79,9 @@ class PlanDocument:
         return found
 
 
-def parse_plan(raw: bytes, where: str) -> PlanDocument:
-    """The plan in `raw`, or BadInput naming the file and the first field that is not a plan's."""
+def parse_plan(raw: bytes, where: str, shape_of: Callable[[str], PlanShape]) -> PlanDocument:
+    """The plan in `raw`, or BadInput naming the file and the first field that is not a plan's; `shape_of` gives the
+    shape of a source's plans, by its name (its pipeline's), or BadInput where no source of that name is here."""
     shown = visible(where)
     try:
         document = strictjson.loads(raw.decode("utf-8"))
@@ -70,33 +89,32 @@ def parse_plan(raw: bytes, where: str) -> PlanDocument:
         raise BadInput(f"plan {shown}: not JSON ({error!s:.120})") from None
     except MemoryError:
         raise BadInput(f"plan {shown}: too large to read in this machine's memory") from None
-    # A plan of Flox builds may name no source (plans written before there was another).
-    wheels = isinstance(document, dict) and document.get("source", RECIPES) != RECIPES
     try:
         validate(document, load_schema(SCHEMA))
     except SchemaError as error:
         raise BadInput(
             f"plan {shown}: not a plan `pickvariant plan --format json` wrote ({visible(without_credentials(str(error)))})"
         ) from None
+    # A plan that names no source is the default source's (plans written before there was another).
+    source = document.get("source", DEFAULT)
+    shape = shape_of(source)
     return PlanDocument(
         where=where,
         catalog=MappingProxyType(dict(document["catalog"])),
-        nodes=_nodes(document, shown, wheels),
-        sets=MappingProxyType(_sets(document, wheels)),
-        source=document.get("source", RECIPES),
-        index_root=document.get("index_root") if wheels else None,
-        pypi_first=bool(document.get("pypi_first")) if wheels else False,
+        nodes=_nodes(document, shown, shape),
+        sets=MappingProxyType(_sets(document, shape)),
+        source=source,
+        shape=shape,
+        index_root=document.get("index_root") if shape.indexed else None,
+        pypi_first=bool(document.get("pypi_first")) if shape.indexed else False,
     )
 
 
-# The names for a node's build in a plan: the build, its branch or index, and (prebuilt builds) its platform.
-_FIELDS = {False: ("package", "branch", None), True: ("torch", "variant", "platform")}
-
-
-def _nodes(document: Mapping[str, Any], shown: str, prebuilt: bool) -> tuple[PlannedNode, ...]:
-    """Every node of a plan checked against its schema, as PlannedNodes: a wheel plan's torch as `package` and its
-    index as `branch`, so that install --plan and fleet judge both by the same two fields."""
-    name, branch, platform = _FIELDS[prebuilt]
+def _nodes(document: Mapping[str, Any], shown: str, shape: PlanShape) -> tuple[PlannedNode, ...]:
+    """Every node of a plan checked against its schema, as PlannedNodes: its build as `package` and where it is from
+    as `branch` (a prebuilt plan's torch and index), so that install --plan and fleet judge both by the same two
+    fields."""
+    name, branch, platform = shape.build, shape.line, shape.platform
     nodes = []
     for entry in document["nodes"]:
         fields = [key for key in (name, branch, platform) if key is not None]
@@ -118,18 +136,13 @@ def _nodes(document: Mapping[str, Any], shown: str, prebuilt: bool) -> tuple[Pla
     return tuple(nodes)
 
 
-def _sets(document: Mapping[str, Any], prebuilt: bool) -> dict[tuple[str, str], tuple[tuple[str, str], ...]]:
-    """Made with --with: each build's companions, installed with it (Flox: packages; wheels: released versions)."""
-    if prebuilt:
-        return {
-            (build["variant"], build["torch"]): tuple((c["project"], c["version"]) for c in build["companions"])
-            for build in document["builds"]
-            if build["companions"]
-        }
+def _sets(document: Mapping[str, Any], shape: PlanShape) -> dict[tuple[str, str], tuple[tuple[str, str], ...]]:
+    """Made with --with: each build's companions, installed with it (Flox: packages; a prebuilt build: released
+    versions), by (where it is from, build)."""
     return {
-        (variant["branch"], variant["package"]): tuple((c["project"], c["package"]) for c in variant["companions"])
-        for variant in document.get("variants", ())
-        if variant.get("companions")
+        (build[shape.line], build[shape.build]): tuple((c["project"], c[shape.companion]) for c in build["companions"])
+        for build in document.get(shape.sets, ())
+        if build.get("companions")
     }
 
 
