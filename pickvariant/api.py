@@ -2,7 +2,7 @@
 
     >>> from pickvariant.api import recommend
     >>> choice = recommend(cpuinfo="tests/fixtures/cpuinfo/linux-rhel7-haswell", gpus=["8.0"], driver="580.95.05")
-    >>> choice.variant.package
+    >>> choice.build.package
     'pytorch-python313-cuda13_1-sm80-avx2'
     >>> choice.to_json()["recommendation"]["branch"]
     'pytorch-2.10-python313'
@@ -106,11 +106,6 @@ class Recommendation:
     def build(self) -> Any:
         """The build that is safe and fastest here (a Flox variant, a prebuilt Build), or None when none runs
         here (`detect` exits 3)."""
-        return self.answer.decision.build
-
-    @property
-    def variant(self) -> Any:
-        """The same as `build`, as the recipes name theirs."""
         return self.answer.decision.build
 
     @property

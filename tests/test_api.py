@@ -55,9 +55,7 @@ def test_recommend_to_json_is_what_detect_prints() -> None:
     )
     assert printed.returncode == 0, printed.stderr
     assert choice.to_json() == json.loads(printed.stdout)
-    assert (
-        choice.variant is not None and choice.variant.package == json.loads(printed.stdout)["recommendation"]["package"]
-    )
+    assert choice.build is not None and choice.build.package == json.loads(printed.stdout)["recommendation"]["package"]
 
 
 @pytest.mark.parametrize("gpus", [["6.1"], ["9.0"], []], ids=["gtx1080", "h100", "cpu-only"])
@@ -80,7 +78,7 @@ def test_recommend_with_the_wheels_source_is_what_detect_source_wheels_prints(gp
     # One record answers for every source (issue 52): the same fields, each source's facts in its answer.
     recipes = api.answer(request)
     assert type(recipes) is type(choice) is api.Recommendation
-    assert (recipes.source, choice.source) == ("flox", "wheels") and recipes.build is recipes.variant
+    assert (recipes.source, choice.source) == ("flox", "wheels") and recipes.build is recipes.decision.build
     assert recipes.catalog is recipes.answer.hardware and choice.answer.environment is None  # a stated machine
     with pytest.raises(AttributeError, match="'wheels' answers from its own builds"):
         choice.catalog  # noqa: B018  # the wheels' answer has no catalog of recipes
@@ -95,11 +93,11 @@ def test_recommend_for_wheels_reports_a_misfit_as_a_value() -> None:
 
 def test_recommend_states_no_gpu_pins_and_reports_a_misfit_as_a_value() -> None:
     cpu_only = api.recommend(cpuinfo=HASWELL, gpus=[])
-    assert cpu_only.variant is not None and cpu_only.variant.package == "pytorch-python313-cpu-avx2"
+    assert cpu_only.build is not None and cpu_only.build.package == "pytorch-python313-cpu-avx2"
     pinned = api.recommend(cpuinfo=HASWELL, gpus=["8.0"], driver="580.95.05", cuda="12.9")
-    assert pinned.variant is not None and pinned.variant.cuda.startswith("12.9")
+    assert pinned.build is not None and pinned.build.cuda.startswith("12.9")
     kepler = api.recommend(cpuinfo=HASWELL, gpus=["3.5"], driver="470.256.02")
-    assert kepler.variant is None and "compute capability 3.5" in str(kepler.no_variant_error())
+    assert kepler.build is None and "compute capability 3.5" in str(kepler.no_variant_error())
     with pytest.raises(BadInput):
         api.recommend(cpuinfo=HASWELL, gpus=["8.0"], workload="fp64")
 

@@ -23,7 +23,7 @@ FACTS = json.loads((DATA / "hardware-facts.json").read_text())
 
 
 def package(decision) -> str | None:
-    return decision.variant.package if decision.variant else None
+    return decision.build.package if decision.build else None
 
 
 # --- real dumps -------------------------------------------------------------------------
@@ -74,15 +74,15 @@ def test_gb10_on_x86_falls_back_to_sm120_and_says_why(catalog) -> None:
 
 def test_a_b300_on_a_driver_older_than_its_architecture_is_refused_and_told_the_first_that_drives_it(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="570.124.06"), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert (
         "driver 570.124.06 cannot drive GPU 0 (compute capability 10.3): it is older than 580.82.07, the first driver that drives it"
         in decision.reasons
     )
     at_the_floor = decide(host(catalog, "linux-rhel7-haswell", gpus=("10.3",), driver="580.82.07"), catalog)
     assert (
-        f"a driver >= 580.82.07 (CUDA {at_the_floor.variant.cuda}, by CUDA 13.x minor-version compatibility) "
-        f"would allow {at_the_floor.variant.label}" in decision.hints
+        f"a driver >= 580.82.07 (CUDA {at_the_floor.build.cuda}, by CUDA 13.x minor-version compatibility) "
+        f"would allow {at_the_floor.build.label}" in decision.hints
     )
 
 
@@ -100,18 +100,16 @@ def test_a_b300_on_a_driver_older_than_its_architecture_is_refused_and_told_the_
 )
 def test_a_gpu_newer_than_the_driver_branch_gets_no_variant(catalog, capability, driver, first, said) -> None:
     decision = decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=driver), catalog)
-    assert decision.variant is None and not decision.candidates
+    assert decision.build is None and not decision.candidates
     assert any(
         reason.startswith(f"driver {driver} cannot drive GPU 0") and f"older than {said}," in reason
         for reason in decision.reasons
     )
-    assert (
-        decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=first), catalog).variant is not None
-    )
+    assert decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver=first), catalog).build is not None
     # CUDA 12.8's own driver, 570.86.10, is an R570 driver: not refused for Blackwell.
     if first == "570":
         assert (
-            decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver="570.86.10"), catalog).variant
+            decide(host(catalog, "linux-rhel9-neoverse_v2", gpus=(capability,), driver="570.86.10"), catalog).build
             is not None
         )
 
@@ -119,12 +117,11 @@ def test_a_gpu_newer_than_the_driver_branch_gets_no_variant(catalog, capability,
 @pytest.mark.parametrize("capability", ["6.1", "7.0"])
 def test_pascal_and_volta_on_a_branch_after_r580_are_refused_and_sent_back_to_r580(catalog, capability) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=(capability,), driver="590.44.01"), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert any("newer than R580, the last driver branch that drives it" in reason for reason in decision.reasons)
     assert any(hint.startswith("a driver of branch R580 or older, >= 525.60.13") for hint in decision.hints)
     assert (
-        decide(host(catalog, "linux-rhel7-haswell", gpus=(capability,), driver="580.95.05"), catalog).variant
-        is not None
+        decide(host(catalog, "linux-rhel7-haswell", gpus=(capability,), driver="580.95.05"), catalog).build is not None
     )
 
 
@@ -133,7 +130,7 @@ def test_a_stated_jetson_driver_number_alone_decides_nothing_and_asks_for_its_cu
 
     thor = Request(cpuinfo=cpuinfo_path("linux-rhel9-neoverse_v2"), gpus=("11.0",), driver="580.00")
     decision = decide(gather_facts(catalog, thor, env={}), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     told = " ".join(decision.reasons + decision.hints)
     assert "--driver-cuda" in told and "580.65.06" not in told and "driver >=" not in told
     stated = gather_facts(catalog, thor, env={"PICKVARIANT_DRIVER_CUDA": "13.0"})
@@ -159,7 +156,7 @@ def test_sm103_is_not_on_main_so_pinning_torch_2_8_falls_back_to_sm100(catalog) 
 
 def test_pascal_falls_back_to_the_newest_branch_that_still_builds_sm61(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("6.1",), driver="580.95.05"), catalog)
-    assert (package(decision), decision.variant.branch, decision.variant.torch) == (
+    assert (package(decision), decision.build.branch, decision.build.torch) == (
         "pytorch-python313-cuda12_9-sm61-avx2",
         "pytorch-2.10-python313",
         "2.10.0",
@@ -170,14 +167,14 @@ def test_pascal_falls_back_to_the_newest_branch_that_still_builds_sm61(catalog) 
 
 def test_driver_too_old_for_every_branch_names_the_version_needed(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="470.42.01"), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert any("525.60.13" in hint for hint in decision.hints)
 
 
 @pytest.mark.parametrize("tegra", ["7.2", "8.7"])
 def test_tegra_gpus_never_get_desktop_kernels(catalog, tegra) -> None:
     decision = decide(host(catalog, "linux-amazon-neoverse_n1", gpus=(tegra,)), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert any("--no-gpu" in hint for hint in decision.hints)
 
 
@@ -185,7 +182,7 @@ def test_thor_reporting_10_1_under_cuda_12_is_told_to_update_the_driver(catalog)
     decision = decide(
         host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="575.57.08", driver_cuda="12.9"), catalog
     )
-    assert decision.variant is None
+    assert decision.build is None
     assert any(
         "a Jetson driver (JetPack) that supports CUDA 13.0 makes the sm110 variants usable" in hint
         for hint in decision.hints
@@ -224,7 +221,7 @@ def test_a_real_jetson_thor_report_is_judged_by_its_cuda_version_not_its_driver_
 
 def test_a_thor_driver_for_an_older_cuda_gets_the_jetpack_it_needs_named(catalog) -> None:
     decision = decide(_thor(catalog, "540.4.0", 12080), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert (
         "a Jetson driver (JetPack) that supports CUDA 13.0 would allow pytorch-python313-cuda13_0-sm110-armv9 (pytorch-2.10-python313)"
         in decision.hints
@@ -235,10 +232,10 @@ def test_the_driver_upgrade_hint_names_the_variant_the_rules_would_then_choose(c
     old = host(catalog, "linux-rocky8.5-zen4", gpus=("8.9",), driver="525.60.12")
     decision = decide(old, catalog)
     upgraded = decide(host(catalog, "linux-rocky8.5-zen4", gpus=("8.9",), driver="525.60.13"), catalog)
-    assert decision.variant is None and upgraded.variant is not None and upgraded.variant.cpu_isa == "avx512"
+    assert decision.build is None and upgraded.build is not None and upgraded.build.cpu_isa == "avx512"
     assert (
-        f"a driver >= 525.60.13 (CUDA {upgraded.variant.cuda}, by CUDA 12.x minor-version compatibility) "
-        f"would allow {upgraded.variant.label}" in decision.hints
+        f"a driver >= 525.60.13 (CUDA {upgraded.build.cuda}, by CUDA 12.x minor-version compatibility) "
+        f"would allow {upgraded.build.label}" in decision.hints
     )
     assert not any("sm80" in hint or "avx2" in hint for hint in decision.hints)
 
@@ -255,7 +252,7 @@ def test_a_driver_reason_does_not_blame_the_driver_for_branches_the_pins_removed
     decision = decide(
         host(catalog, "linux-rhel7-haswell", gpus=("9.0",), driver="570.86.10"), catalog, Request(cuda="13")
     )
-    assert decision.variant is None
+    assert decision.build is None
     driver_line = next(reason for reason in decision.reasons if reason.startswith("driver 570.86.10"))
     assert "of the catalog" not in driver_line
 
@@ -264,7 +261,7 @@ def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
     decision = decide(
         host(catalog, "linux-rhel9-neoverse_v2", gpus=("10.1",), driver="580.00", driver_cuda="13.0"), catalog
     )
-    assert decision.variant is None
+    assert decision.build is None
     assert not any("a driver >= 580.65.06" in hint or "supports CUDA 13.0" in hint for hint in decision.hints)
     assert any("--gpu 11.0" in hint for hint in decision.hints)
 
@@ -282,7 +279,7 @@ def test_a_user_who_has_the_driver_is_not_told_to_get_it(catalog) -> None:
 )
 def test_short_version_pins_match_the_release_they_name(catalog, pin, value, branch, cuda) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("9.0",)), catalog, Request(**{pin: value}))
-    assert decision.variant is not None and (decision.variant.branch, decision.variant.cuda) == (branch, cuda)
+    assert decision.build is not None and (decision.build.branch, decision.build.cuda) == (branch, cuda)
 
 
 @pytest.mark.parametrize("value", ["2.1", "13.1", "1"])
@@ -304,7 +301,7 @@ def test_mixed_gpus_take_the_architecture_that_runs_on_all(catalog) -> None:
 def test_conflicting_gpus_exit_with_both_named_and_gpu_index_resolves(catalog) -> None:
     facts = host(catalog, "linux-rhel7-haswell", gpus=("8.0", "9.0"))
     decision = decide(facts, catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert any("conflict" in reason and "GPU 0" in reason and "GPU 1" in reason for reason in decision.reasons)
     assert package(decide(facts, catalog, Request(gpu_index=1))) == "pytorch-python313-cuda13_1-sm90-avx2"
 
@@ -329,7 +326,7 @@ def test_missing_flags_are_named(catalog) -> None:
 @pytest.mark.parametrize("dump", ["linux-centos7-power8le", "darwin-mojave-skylake"])
 def test_unsupported_platforms_get_no_variant(catalog, dump) -> None:
     decision = decide(host(catalog, dump), catalog)
-    assert decision.variant is None
+    assert decision.build is None
     assert "not supported" in decision.reasons[0]
 
 
@@ -340,7 +337,7 @@ def test_pins_that_match_no_branch_are_bad_input(catalog) -> None:
 
 def test_cpu_only_builds_follow_the_pins(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell"), catalog, Request(torch="2.9.1"))
-    assert (package(decision), decision.variant.branch) == ("pytorch-python313-cpu-avx2", "pytorch-2.9-python313")
+    assert (package(decision), decision.build.branch) == ("pytorch-python313-cpu-avx2", "pytorch-2.9-python313")
 
 
 # --- the facts file, row by row -----------------------------------------------------------
@@ -359,9 +356,9 @@ def test_every_microarchitecture_of_the_facts_gets_exactly_its_compatible_instru
     assert usable == set(micro["compatible_variants"])
     decision = decide(host(catalog, flags=flags, arch=arch), catalog)
     if micro["compatible_variants"]:
-        assert decision.variant is not None and decision.variant.cpu_isa in micro["compatible_variants"]
+        assert decision.build is not None and decision.build.cpu_isa in micro["compatible_variants"]
     else:
-        assert decision.variant is None
+        assert decision.build is None
 
 
 @pytest.mark.parametrize("gpu", FACTS["gpus"], ids=lambda g: g["name"][:30])
@@ -378,9 +375,9 @@ def test_every_gpu_of_the_facts_gets_its_exact_variant_or_none(catalog, gpu) -> 
     if exact is None and native in catalog.gpu_archs and not catalog.gpu_archs[native].tegra:
         exact = native
     if exact is None:
-        assert decision.variant is None
+        assert decision.build is None
     else:
-        assert decision.variant is not None and decision.variant.gpu_arch == exact.lower()
+        assert decision.build is not None and decision.build.gpu_arch == exact.lower()
     capability = parse_compute_capability(gpu["compute_capability"])
     for fallback in gpu["pickvariant"]["cubin_fallbacks_best_first"]:
         assert kernels_run_on(catalog.gpu_archs[fallback.lower()], capability, catalog) is None
@@ -418,7 +415,7 @@ def test_every_variant_is_reachable_by_some_machine(catalog) -> None:
             )
             options = Request(workload=workload_for.get(isa.name, "general"), branch=variant.branch, cuda=variant.cuda)
         decision = decide(facts, catalog, options)
-        assert (package(decision), decision.variant.branch) == (variant.package, variant.branch)
+        assert (package(decision), decision.build.branch) == (variant.package, variant.branch)
 
 
 ALL_FLAGS = sorted(
@@ -475,10 +472,10 @@ def test_no_decision_names_a_variant_that_could_crash_or_lack_kernels(
 ) -> None:
     facts = host(catalog, flags=flags, arch=arch, gpus=tuple(gpus), driver=driver)
     decision = decide(facts, catalog, Request(workload=workload))
-    if decision.variant is None:
+    if decision.build is None:
         assert decision.reasons
         return
-    variant = decision.variant
+    variant = decision.build
     assert not why_not(variant, facts, catalog)
     assert catalog.branch(variant.branch).aligned_with is None
     assert set(catalog.isas[variant.cpu_isa].requires) <= facts.cpu.flags
@@ -543,7 +540,7 @@ def test_a_decision_does_not_depend_on_what_was_decided_before_with_the_same_cat
 
 def test_every_architecture_whose_kernels_would_run_is_named_with_why_it_lost(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("8.9",), driver="580.95.05"), catalog)
-    assert decision.variant.gpu_arch == "sm89"
+    assert decision.build.gpu_arch == "sm89"
     lost = {
         wording.choice(r): wording.why(r)
         for r in decision.rejected
@@ -558,7 +555,7 @@ def test_every_architecture_whose_kernels_would_run_is_named_with_why_it_lost(ca
 
 def test_a_branch_without_a_build_for_the_gpu_says_so_rather_than_blame_its_pytorch(catalog) -> None:
     decision = decide(host(catalog, "linux-rhel7-haswell", gpus=("7.0",), driver="580.95.05"), catalog)
-    assert decision.variant.gpu_arch == "sm70"
+    assert decision.build.gpu_arch == "sm70"
     main = next(wording.why(r) for r in decision.rejected if wording.choice(r) == "branch main")
     assert main.startswith("no SM70 build") and "older PyTorch" not in main
 
@@ -575,7 +572,7 @@ def test_builds_without_cuda_are_explained_without_a_cuda_line(catalog, dump, gp
     )
     decision = decide(facts, catalog)
     branch_line = next(reason for reason in decision.reasons if reason.startswith("branch "))
-    assert "CUDA" not in branch_line and decision.variant.cuda is None
+    assert "CUDA" not in branch_line and decision.build.cuda is None
     if dump.startswith("darwin"):
         assert facts.gpus == () and "macOS" in facts.sources["gpus"] and not facts.notes
 
@@ -596,7 +593,7 @@ def test_a_driver_older_than_a_cuda_releases_own_is_said_to_run_it_by_minor_vers
 
 def _ranked_lower_is_true(catalog: Catalog, decision: Decision, workload: str) -> list[str]:
     """Each "ranks lower" reason checked against the facts it names: what would be false, if anything."""
-    chosen = decision.variant
+    chosen = decision.build
     assert chosen is not None
     preference = catalog.workloads[workload].isa_preference
     pythons = catalog.python_preference
@@ -665,7 +662,7 @@ def test_every_ranks_lower_reason_states_what_the_order_found(catalog, dump) -> 
                     decision = decide(gather_facts(catalog, request, env={}), catalog, request)
                 except BadInput:
                     continue
-                if decision.variant is None:
+                if decision.build is None:
                     continue
                 assert _ranked_lower_is_true(catalog, decision, workload) == []
                 checked += sum(r.kind == "ranked_lower" for r in decision.rejected)

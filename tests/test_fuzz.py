@@ -378,11 +378,11 @@ def test_a_mutated_catalog_is_rejected_naming_a_field_or_still_works(mutation: t
             except (BadInput, NoVariant) as error:
                 assert_one_clear_line(error)
                 continue
-            if decision.variant is not None and decision.variant.cpu_isa is not None:
+            if decision.build is not None and decision.build.cpu_isa is not None:
                 # Judged by the sourced facts (hardware.json), not by the mutated catalog's copy of them.
-                assert not missing_flags(SOURCED_REQUIRES[decision.variant.cpu_isa], cpu.flags)
+                assert not missing_flags(SOURCED_REQUIRES[decision.build.cpu_isa], cpu.flags)
                 try:
-                    render(decision.variant, catalog)
+                    render(decision.build, catalog)
                 except BadInput as error:  # a fact the template needs was mutated away (torch_sources emptied)
                     assert_one_clear_line(error)
 

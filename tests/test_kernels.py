@@ -115,7 +115,7 @@ def test_a_recipe_variant_is_judged_by_the_same_kernel_rule_as_a_wheel(driver_cu
     catalog, package = _catalog_with_a_cuda_13_2_line()
     orin = host(catalog, "linux-rhel9-neoverse_v2", gpus=("8.7",), driver_cuda=driver_cuda)
     decision = decide(orin, catalog)
-    chosen = decision.variant.package if decision.variant is not None else None
+    chosen = decision.build.package if decision.build is not None else None
     assert (chosen == package) is runs, decision.reasons
     assert chosen is None or runs
     assert (kernels.coverage([CC(8, 0)], [], CC(8, 7), CATALOG, driver_cuda) is not None) is runs

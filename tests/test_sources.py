@@ -61,7 +61,7 @@ def test_a_build_without_an_instruction_set_is_judged_by_its_platform_gpu_and_dr
     """A build whose CPU kernels ATen dispatches at run time (cpu_isa None, as a wheel's) requires no CPU flag: on a
     CPU without AVX, where every Flox build would crash, the same rules choose it for its GPU and driver."""
     k10_h100 = replace(H100, cpuinfo=cpuinfo_path("linux-scientific7-k10"))
-    assert api.recommend_request(k10_h100, catalog=catalog).variant is None
+    assert api.recommend_request(k10_h100, catalog=catalog).build is None
     package = "pytorch-python313-cuda13_1-sm90-avx512"
 
     def dispatched(branch: Branch) -> Branch:
@@ -69,8 +69,6 @@ def test_a_build_without_an_instruction_set_is_judged_by_its_platform_gpu_and_dr
         return replace(branch, variants=variants)
 
     other = replace(catalog, branches=tuple(dispatched(branch) for branch in catalog.branches))
-    chosen = api.recommend_request(k10_h100, catalog=other).variant
+    chosen = api.recommend_request(k10_h100, catalog=other).build
     assert chosen is not None and chosen.package == package and chosen.cpu_isa is None
-    assert (
-        api.recommend_request(replace(k10_h100, gpus=("6.1",)), catalog=other).variant is None
-    )  # its GPU still counts
+    assert api.recommend_request(replace(k10_h100, gpus=("6.1",)), catalog=other).build is None  # its GPU still counts

@@ -41,7 +41,7 @@ def test_the_shipped_companions_say_what_each_torch_is(catalog) -> None:
 
 def test_an_h100_on_a_580_driver_gets_torch_2_10_with_torchvision_on_cuda_13_1(catalog) -> None:
     decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("torchvision"))
-    assert (decision.variant.package, decision.variant.torch, decision.variant.cuda) == (
+    assert (decision.build.package, decision.build.torch, decision.build.cuda) == (
         "pytorch-python313-cuda13_1-sm90-avx512",
         "2.10.0",
         "13.1",
@@ -59,9 +59,9 @@ def test_on_a_570_driver_the_set_falls_back_to_2_9_1_and_says_what_the_companion
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="570.124.06")
     alone = decide(facts, catalog)
     decision = decide(facts, catalog, with_("torchvision"))
-    assert (alone.variant.torch, alone.variant.cuda) == ("2.10.0", "12.9")
-    assert (decision.variant.torch, decision.variant.cuda, decision.companions[0].cuda) == ("2.9.1", "12.9", "12.9")
-    assert any(reason.startswith(f"PyTorch alone would be {alone.variant.label}") for reason in decision.reasons)
+    assert (alone.build.torch, alone.build.cuda) == ("2.10.0", "12.9")
+    assert (decision.build.torch, decision.build.cuda, decision.companions[0].cuda) == ("2.9.1", "12.9", "12.9")
+    assert any(reason.startswith(f"PyTorch alone would be {alone.build.label}") for reason in decision.reasons)
     assert (
         "a driver >= 580.65.06 gives PyTorch 2.10.0 with torchvision (pytorch-python313-cuda13_1-sm90-avx512 (pytorch-2.10-python313))"
         in decision.hints
@@ -76,10 +76,10 @@ def test_torchaudio_whose_published_torch_is_unknown_is_generated_on_the_newest_
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
     alone = decide(facts, catalog)
     decision = decide(facts, catalog, with_("torchaudio"))
-    assert decision.variant == alone.variant and decision.variant.torch == "2.10.0"
+    assert decision.build == alone.build and decision.build.torch == "2.10.0"
     (audio,) = decision.companions
-    assert (audio.torch_relation, audio.torch_of, audio.torch) == ("generated", alone.variant.package, "2.10.0")
-    assert decision.detail.set_shape.installed == (alone.variant.package, audio.package)
+    assert (audio.torch_relation, audio.torch_of, audio.torch) == ("generated", alone.build.package, "2.10.0")
+    assert decision.detail.set_shape.installed == (alone.build.package, audio.package)
     assert decision.detail.set_shape.generated == (audio.package,)
     assert any(reason.startswith("no published torchaudio makes a set") for reason in decision.reasons)
     assert any("20-40 minutes" in reason for reason in decision.reasons)  # what building it costs, with its source
@@ -93,11 +93,9 @@ def test_torchaudio_whose_published_torch_is_unknown_is_generated_on_the_newest_
 
 def test_a_cpu_only_machine_gets_a_cpu_set_or_none(catalog) -> None:
     vision = decide(host(catalog, H100_HOST), catalog, with_("torchvision"))
-    assert vision.variant.gpu_arch is None and vision.companions[0].gpu_arch is None
-    assert (vision.variant.torch, vision.variant.cpu_isa) == (vision.companions[0].torch, vision.companions[0].cpu_isa)
-    assert (
-        decide(host(catalog, H100_HOST), catalog, with_("vllm")).variant is None
-    )  # build-vllm builds no CPU-only vLLM
+    assert vision.build.gpu_arch is None and vision.companions[0].gpu_arch is None
+    assert (vision.build.torch, vision.build.cpu_isa) == (vision.companions[0].torch, vision.companions[0].cpu_isa)
+    assert decide(host(catalog, H100_HOST), catalog, with_("vllm")).build is None  # build-vllm builds no CPU-only vLLM
 
 
 def test_an_in_repo_derivation_identical_companion_is_preferred_to_a_separate_build(catalog) -> None:
@@ -115,16 +113,16 @@ def test_an_in_repo_derivation_identical_companion_is_preferred_to_a_separate_bu
     assert separate, "the test needs a separate build of the same package to prefer against"
     assert (vision.torch_relation, vision.torch_of, vision.branch) == (
         "identical",
-        decision.variant.package,
-        decision.variant.branch,
+        decision.build.package,
+        decision.build.branch,
     )
 
 
 def test_vllm_takes_the_branch_aligned_with_its_release(catalog) -> None:
     decision = decide(host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05"), catalog, with_("vllm"))
     (vllm,) = decision.companions
-    assert catalog.branch(decision.variant.branch).aligned_with == f"vllm {vllm.version}"
-    assert vllm.torch == decision.variant.torch == "2.9.1" and vllm.torch_pin == decision.variant.nixpkgs_rev
+    assert catalog.branch(decision.build.branch).aligned_with == f"vllm {vllm.version}"
+    assert vllm.torch == decision.build.torch == "2.9.1" and vllm.torch_pin == decision.build.nixpkgs_rev
 
 
 def test_a_set_whose_published_companions_each_bring_their_own_torch_is_built_from_source_by_one_rule(
@@ -135,7 +133,7 @@ def test_a_set_whose_published_companions_each_bring_their_own_torch_is_built_fr
     own, so 2.9.1), and detect, install and plan agree with it (one rule, rules/pairing.py)."""
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
     decision = decide(facts, catalog, with_("torchvision", "vllm"))
-    assert decision.variant.torch == "2.9.1" and decision.variant.gpu_arch == "sm90"
+    assert decision.build.torch == "2.9.1" and decision.build.gpu_arch == "sm90"
     assert decision.detail.set_shape.generated == tuple(c.package for c in decision.companions)
     assert [c.torch_relation for c in decision.companions] == ["generated", "generated"]
     (why,) = [reason for reason in decision.reasons if reason.startswith("no published torchvision, vllm")]
@@ -160,15 +158,15 @@ def test_a_set_whose_published_companions_each_bring_their_own_torch_is_built_fr
 def test_every_piece_of_a_set_is_admitted_by_the_same_predicate(catalog) -> None:
     facts = host(catalog, H100_HOST, gpus=("9.0",), driver="580.95.05")
     decision = decide(facts, catalog, with_("vllm"))
-    assert decision.variant is not None and [c.project for c in decision.companions] == ["vllm"]
-    assert not why_not(decision.variant, facts, catalog)
+    assert decision.build is not None and [c.project for c in decision.companions] == ["vllm"]
+    assert not why_not(decision.build, facts, catalog)
     for companion in decision.companions:
         assert companion.axes == (
-            decision.variant.python,
-            decision.variant.cuda,
-            decision.variant.gpu_arch,
-            decision.variant.cpu_isa,
-            decision.variant.platform,
+            decision.build.python,
+            decision.build.cuda,
+            decision.build.gpu_arch,
+            decision.build.cpu_isa,
+            decision.build.platform,
         )
 
 
@@ -315,14 +313,14 @@ def test_a_variant_the_set_passed_over_is_told_why_never_that_the_workload_prefe
 ) -> None:
     facts = host(catalog, dump, gpus=(gpu,), driver="580.95.05")
     decision = decide(facts, catalog, with_(project))
-    assert decision.variant is not None
+    assert decision.build is not None
     why = {wording.choice(rejection): wording.why(rejection) for rejection in decision.rejected}
     assert why[passed_over] == f"no {project} recipe is built on its PyTorch for this machine"
     # Every "prefers" reason is true: the variant it names ranks after the chosen one in the workload's order.
     order = [v.package for v in decision.candidates]
     for choice, said in why.items():
         if "prefers" in said and choice in order:
-            assert order.index(choice) > order.index(decision.variant.package), (choice, said)
+            assert order.index(choice) > order.index(decision.build.package), (choice, said)
 
 
 def test_a_companion_is_installed_at_the_version_the_decision_chose_where_the_catalog_knows_it(tmp_path) -> None:

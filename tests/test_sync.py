@@ -147,8 +147,8 @@ def test_a_synced_catalog_decides_with_branch_python_and_alignment(build_repo, t
     with pytest.raises(BadInput, match=r"no branch matches --python-version 3\.12"):
         decide(facts, catalog, Request(python="3.12"))
     named = decide(facts, catalog, Request(branch="pytorch-2.8-vllm-0.10.0"))
-    assert named.variant is not None and named.variant.python == "3.12"
-    assert decide(facts, catalog).variant.branch == "pytorch-2.10-python313"
+    assert named.build is not None and named.build.python == "3.12"
+    assert decide(facts, catalog).build.branch == "pytorch-2.10-python313"
 
 
 def test_the_shipped_catalog_round_trips_through_sync(tmp_path) -> None:

@@ -50,4 +50,4 @@ def _explained(values: dict[str, Any]) -> NoVariant | None:
     request = request_of(values)
     catalog, facts, decision = decided(request)
     terminal.print_explained(facts, decision, catalog, request.workload)
-    return None if decision.variant is not None else api.no_variant_error(decision)
+    return None if decision.build is not None else api.no_variant_error(decision)

@@ -83,8 +83,8 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     shape = decision.detail.set_shape
     if shape is not None and shape.generated and options.package is None and not request.build:
         # Nothing published makes the set: building it takes hours, so an install from an organisation asks first.
-        assert decision.variant is not None
-        raise BadInput(recipe_wording.install_needs_build(shape, decision.variant.package, request.with_projects))
+        assert decision.build is not None
+        raise BadInput(recipe_wording.install_needs_build(shape, decision.build.package, request.with_projects))
     variant = _variant(request, options, catalog, facts, decision)
     companions, set_shape = _set_of(request, options, catalog, decision, variant)
     plan = installer.make_install_plan(variant, catalog, options, companions=companions, set_shape=set_shape)
@@ -141,9 +141,9 @@ def _variant(
     request: Request, options: InstallOptions, catalog: Catalog, facts: HostFacts, decision: RecipeDecision
 ) -> Variant:
     if options.package is None:
-        if decision.variant is None:
+        if decision.build is None:
             raise api.no_variant_error(decision)
-        return decision.variant
+        return decision.build
     if decision.companions or request.with_projects:
         raise BadInput("--with chooses the companions together with the torch: it cannot be combined with --package")
     variant = catalog.variant(options.package, request.branch)

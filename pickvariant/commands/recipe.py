@@ -55,9 +55,9 @@ def _recommended(options: RecipeOptions, catalog: Catalog) -> tuple[str, str]:
 
     request = Request(with_projects=projects_from(options.with_projects, "--with"), branch=options.branch, build=True)
     choice = api.recommend_request(request, catalog=catalog)
-    if choice.variant is None:
+    if choice.build is None:
         raise choice.no_variant_error()
-    return choice.variant.package, choice.variant.branch
+    return choice.build.package, choice.build.branch
 
 
 @keyword_record

@@ -38,7 +38,7 @@ def answer_lines(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, w
 
 
 def _headline(decision: RecipeDecision, width: int) -> list[str]:
-    variant, branch = decision.variant, decision.detail.branch
+    variant, branch = decision.build, decision.detail.branch
     if variant is None:
         return ["No compatible variant (why, and what would help, below)"]
     installed = decision.detail.set_shape.installed if decision.detail.set_shape is not None else (variant.package,)
@@ -63,8 +63,8 @@ def _headline(decision: RecipeDecision, width: int) -> list[str]:
 def _install_command(decision: RecipeDecision) -> list[str]:
     """The one command that installs this answer on the machine it describes, named so that it installs exactly it:
     its words quoted for the shell, then a shell comment."""
-    assert decision.variant is not None
-    variant = decision.variant
+    assert decision.build is not None
+    variant = decision.build
     command = ["pickvariant", "install", "--package", variant.package, "--branch", variant.branch]
     projects = [companion.project for companion in decision.companions]
     if projects:
@@ -113,7 +113,7 @@ def fact_items(facts: HostFacts, catalog: Hardware) -> list[str]:
 def _alternatives(decision: RecipeDecision, catalog: Catalog, width: int) -> list[str]:
     """The nearest alternatives, the first of each axis, and how many more --explain shows; when nothing fits,
     every alternative (each is part of the answer)."""
-    if decision.variant is None:
+    if decision.build is None:
         shown = list(decision.rejected)
         title = "Not chosen"
     else:

@@ -53,7 +53,7 @@ def hardware_json(facts: HostFacts) -> dict[str, Any]:
 
 
 def recommendation_json(decision: RecipeDecision) -> dict[str, Any] | None:
-    variant = decision.variant
+    variant = decision.build
     if variant is None:
         return None
     return variant.identity()
@@ -63,9 +63,9 @@ def companions_json(decision: RecipeDecision) -> list[dict[str, Any]]:
     """One row per companion chosen with the recommendation: its identity, and how its torch relates to the recommended one."""
     from pickvariant.rules.sets import relation  # only a decision with companions reads them
 
-    assert decision.variant is not None
+    assert decision.build is not None
     return [
-        {**companion.identity(), "relation_to_recommendation": relation(companion, decision.variant)}
+        {**companion.identity(), "relation_to_recommendation": relation(companion, decision.build)}
         for companion in decision.companions
     ]
 
@@ -90,7 +90,7 @@ def decision_json(
 def _decision_json(
     facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, source: str
 ) -> dict[str, Any]:
-    variant = decision.variant
+    variant = decision.build
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "pickvariant": __version__,

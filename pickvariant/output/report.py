@@ -101,8 +101,8 @@ def build(
     shown."""
     data = decision_json(facts, decision, catalog, workload, source)
     probe = _this_machine(data, catalog, facts, python, described)
-    if probe is not None and decision.variant is not None:
-        data["mismatches"] = [f"installed {m}" for m in variant_mismatches(probe, decision.variant, catalog)]
+    if probe is not None and decision.build is not None:
+        data["mismatches"] = [f"installed {m}" for m in variant_mismatches(probe, decision.build, catalog)]
     return _scrub_all(data)
 
 

@@ -175,11 +175,6 @@ class Decision(OfKind[B, C, D]):
     # facts instead.
     machine_said: int = 0
 
-    @property
-    def variant(self) -> B | None:
-        """The build, as the recipes name theirs (a Flox variant)."""
-        return self.build
-
 
 # The decision the one pick (rules/pick.py) makes over each walk: the recipes' (rules/recipe_walk.py) and a
 # prebuilt build's (rules/prebuilt_walk.py), one record.

@@ -39,7 +39,7 @@ def for_set(
 ) -> tuple[str, ...]:
     """With companions: what a driver upgrade would give the set ("a driver >= X gives PyTorch 2.10.0 with
     torchvision"), decided again, not guessed (`alone`: the variant PyTorch alone would get)."""
-    got = decision.variant
+    got = decision.build
     driver = facts.driver
     if driver is None or facts.driver_assumed or driver.version is None:
         return ()
@@ -55,7 +55,7 @@ def for_set(
         key=lambda pair: (pair[0].parts, version_key(pair[1])),
     )
     for min_driver, cuda in lines:
-        upgraded = again(replace(facts, driver=DriverFacts(min_driver, cuda))).variant
+        upgraded = again(replace(facts, driver=DriverFacts(min_driver, cuda))).build
         if upgraded is not None and (got is None or version_key(upgraded.torch) > version_key(got.torch)):
             return (recipe_wording.driver_gives_set(min_driver, upgraded.torch, options.with_projects, upgraded.label),)
     return ()
@@ -155,11 +155,11 @@ def driver_upgrade(facts: HostFacts, catalog: Catalog, walked: Walked, again: Ag
             # the floors number, so the hint names the floor of the line found, decided again with that number.
             upgraded = DriverFacts(machine_floor(line.min_driver, gpus, catalog), upgraded.cuda)
             decision = again(replace(facts, driver=upgraded))
-        if decision.variant is not None and decision.detail.line is not None:
+        if decision.build is not None and decision.detail.line is not None:
             shown = driver.version if driver.version else f"for CUDA {driver.cuda}"
-            hint = _upgrade_hint(facts, catalog, gpus, decision.detail.line, decision.variant, upgraded)
+            hint = _upgrade_hint(facts, catalog, gpus, decision.detail.line, decision.build, upgraded)
             return recipe_wording.driver_too_old(str(shown)), hint + _later_in_branch(
-                facts, catalog, upgraded, decision.variant, again
+                facts, catalog, upgraded, decision.build, again
             )
     return None
 
@@ -175,10 +175,10 @@ def _later_in_branch(facts: HostFacts, catalog: Catalog, upgraded: DriverFacts, 
         if minimum.parts[0] != floor.parts[0] or not floor < minimum:
             continue
         decision = again(replace(facts, driver=DriverFacts(minimum, upgraded.cuda)))
-        if decision.variant is not None and decision.detail.line is not None and decision.variant != last:
+        if decision.build is not None and decision.detail.line is not None and decision.build != last:
             cuda_words = for_cuda(catalog, decision.detail.line.cuda, minimum)
-            said.append(recipe_wording.later_driver_allows(minimum, cuda_words, decision.variant.label))
-            last = decision.variant
+            said.append(recipe_wording.later_driver_allows(minimum, cuda_words, decision.build.label))
+            last = decision.build
     return "".join(f"; {part}" for part in said)
 
 
