@@ -11,12 +11,13 @@ from machines import host
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import replace
 from pickvariant._base.request import Request
-from pickvariant._base.versions import parse_compute_capability, version_key
+from pickvariant._base.versions import cpython_tag, parse_compute_capability, version_key
 from pickvariant.machine.facts import HostFacts
-from pickvariant.rules import wording
-from pickvariant.rules.compat import kernels_run_on, why_not
+from pickvariant.rules import ranking, stages, wording
+from pickvariant.rules.compat import build_of_variant, kernels_run_on, refusals, why_not
 from pickvariant.rules.decide import decide
 from pickvariant.rules.decision import Decision
+from pickvariant.rules.pins import cuda_pinned_out
 from pickvariant.sources.build import Catalog
 
 FACTS = json.loads((DATA / "hardware-facts.json").read_text())
@@ -498,6 +499,50 @@ X86_LEVELS = [
 ]
 X86_LEVELS += [X86_LEVELS[-1] + ("avx512_vnni",), X86_LEVELS[-1] + ("avx512_vnni", "avx512_bf16")]
 ARM_LEVELS = [("fphp", "asimdhp", "asimddp"), ("fphp", "asimdhp", "asimddp", "sve", "sve2")]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    flags=st.one_of(st.sampled_from(X86_LEVELS + ARM_LEVELS).map(set), st.sets(st.sampled_from(ALL_FLAGS))),
+    where=st.sampled_from([("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "aarch64")]),
+    gpus=st.lists(st.sampled_from(CAPABILITIES), max_size=3),
+    driver=st.one_of(st.none(), st.sampled_from(["470.42.01", "525.60.13", "570.124.06", "580.65.06", "590.10"])),
+    workload=st.sampled_from(["general", "int8", "bf16"]),
+    torch=st.sampled_from([None, "2.9", "2.10"]),
+    cuda=st.sampled_from([None, "12", "12.8", "12.9", "13.0"]),
+    python=st.sampled_from([None, "3.12", "3.13"]),
+)
+def test_the_recipes_grid_is_a_cut_never_a_rule_of_its_own(
+    catalog, flags, where, gpus, driver, workload, torch, cuda, python
+) -> None:
+    """Issue 71 (one walk over builds): the recipes' walk cuts its grid (branches, CUDA lines, instruction sets,
+    architectures) so that detect judges a handful of about 1,000 variants, but it decides nothing of its own. Its
+    candidates are exactly the catalog's builds that the pins (rules/pins.py, the same rule a source of prebuilt
+    builds judges by: `--cuda` leaves a build without CUDA) and the one predicate (compat.refusals) leave, judged
+    one by one: a variant it drops that runs here would be a worse answer than the machine should get."""
+    os_name, arch = where
+    facts = host(catalog, flags=flags, arch=arch, gpus=tuple(gpus), driver=driver, os_name=os_name)
+    options = Request(workload=workload, torch=torch, cuda=cuda, python=python)
+    try:
+        decision = decide(facts, catalog, options, with_hints=False)
+    except BadInput:
+        return  # a pin that matches nothing the catalog builds: refused before any build is judged
+    left = {branch.name for branch in stages.branches(catalog, options)[0]}
+    runs_here = {
+        variant
+        for variant in catalog.variants
+        if variant.branch in left
+        and not (cuda and cuda_pinned_out(cuda, variant.cuda))
+        and not refusals(build_of_variant(catalog, variant), facts, catalog, facts.gpus)
+    }
+    assert set(decision.candidates) == runs_here
+    # In the one order every source's builds are ranked in (rules/ranking.py), this catalog's preferences read.
+    order = ranking.Order(
+        pythons=tuple(cpython_tag(python) for python in catalog.python_preference),
+        isas={name: rank for rank, name in enumerate(catalog.workloads[workload].isa_preference)},
+    )
+    ranked = [ranking.key(build_of_variant(catalog, variant), order) for variant in decision.candidates]
+    assert ranked == sorted(ranking.key(build_of_variant(catalog, variant), order) for variant in runs_here)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -143,6 +143,29 @@ def test_pins_narrow_and_a_pin_that_matches_nothing_is_bad_input() -> None:
         _answer(gpus=("9.0",), with_projects=("vllm",))
 
 
+@pytest.mark.parametrize("cuda", ["12.8", "12.9", "13"])
+def test_cuda_pins_the_line_of_cuda_builds_alone_in_both_sources_one_rule(cuda: str) -> None:
+    """Issue 71 (one rule per question): `--cuda` pins the CUDA line of CUDA builds (docs/reference/commands.md),
+    for every source. A machine with no NVIDIA GPU still gets the build without CUDA that runs there, from the
+    recipes and from the wheels alike, each saying the pin left it; with a GPU, both answer a build of that line."""
+    from pickvariant import api
+
+    flags = ["--cpuinfo", str(HASWELL), "--cuda", cuda, "--python-version", "3.13", "--format", "json"]
+    for source in ("flox", "wheels"):
+        found = runner.invoke(app, ["detect", "--source", source, "--no-gpu", *flags])
+        assert found.exit_code == 0, (source, found.output)
+        document = json.loads(found.stdout)
+        assert document["build"]["cuda"] is None and document["build"]["sass"] == [], source
+        assert any(reason.startswith(f"--cuda {cuda} pins the CUDA line") for reason in document["reasons"]), source
+    for source in ("flox", "wheels"):
+        request = Request(cpuinfo=HASWELL, gpus=("9.0",), driver="580.95.05", cuda=cuda, python="3.13")
+        build = api.answer(request, source=source).runs_on
+        assert build is not None and build.cuda is not None, source
+        assert Version(build.cuda).release[: len(cuda.split("."))] == Version(cuda).release, (source, build.cuda)
+        said = api.answer(request, source=source).decision.reasons
+        assert not any(reason.startswith("--cuda") for reason in said), source
+
+
 def test_pypis_own_build_comes_first_with_companions_as_their_makers_pair_them() -> None:
     """Issue 53: an H100 on R580 asking for torchvision and torchaudio, no index named: torch 2.15.0, PyPI's own
     build (no index URL, pinned without a local label), with torchvision 0.29.2 and torchaudio 2.11.0 (wheels.md

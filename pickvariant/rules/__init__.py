@@ -15,6 +15,9 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - which family of GPU a build's code is for (CUDA, ROCm, XPU, MPS, none); a family no check judges is left out of
   its catalog: `sources/accelerator.py` (`Build.family`, `JUDGED`), `sources/prebuilt.py` `judged_only`
 - which CPU instruction sets this CPU can run: `rules/compat.py` `usable_isas`
+- what a pin leaves, every source's: `--torch` the releases it names, `--cuda` the line of CUDA builds (a build
+  without CUDA is left, and the answer says so): `rules/pins.py`, asked by `rules/stages.py` (the recipes' branches
+  and CUDA lines) and `rules/prebuilt_stages.py` `judge`
 - the order builds are ranked in, every source's: newest PyTorch, (no index named) the build an installer gets with
   none, CUDA line, Python, GPU architecture, workload's ISA, label: `rules/ranking.py` `key` (a recipe's variants
   ranked by it in `rules/stages.py` `variants`, a prebuilt build in `rules/prebuilt_stages.py` `newest_first`)

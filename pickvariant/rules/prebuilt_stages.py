@@ -19,7 +19,7 @@ from pickvariant.machine.environment import PythonEnvironment
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.machine.othergpu import OtherGpu
-from pickvariant.rules import compat, ranking, wording
+from pickvariant.rules import compat, pins, ranking, wording
 from pickvariant.rules.decision import Kind, Rejection, rejection
 from pickvariant.rules.wording import prebuilt as said
 from pickvariant.sources.hardware import Hardware
@@ -84,12 +84,12 @@ def judge(
     """The first reason `build` cannot be the answer here, typed; None where it runs. Past the pins and the Python
     tag, what runs here is the one predicate's (rules/compat.py) finding."""
     subject, example = build.index, build.label
-    if options.torch and not release_matches(options.torch, build.torch, "--torch"):
+    if options.torch and pins.torch_pinned_out(options.torch, build.torch):
         return rejection(
             Kind.PINNED_OUT, "wheel_variant", subject, cause="wheel_torch", example=example, pin=options.torch
         )
-    if options.cuda and not (build.cuda and release_matches(options.cuda, build.cuda, "--cuda")):
-        shipped = f"CUDA {build.cuda}" if build.cuda else "a CPU build"
+    if options.cuda and pins.cuda_pinned_out(options.cuda, build.cuda):
+        shipped = f"CUDA {build.cuda}"
         return rejection(
             Kind.PINNED_OUT,
             "wheel_variant",

@@ -301,7 +301,7 @@ def _chosen(
     index_root: str | None,
 ) -> PrebuiltDecision:
     index_url = None if index_root is None else wheels.url(index_root, chosen.index)
-    pinned = bool(options.torch or options.cuda)
+    pinned = bool(options.torch or (options.cuda and chosen.cuda))
     machine_floor = compat.machine_floor(chosen.cuda_min_driver, decision.targets, hardware)
     tegra = any(hardware.is_tegra(gpu.compute_capability) for gpu in decision.targets)
     if facts.os == "windows" or tegra:  # Linux's dGPU floors number neither Windows nor JetPack drivers
@@ -317,6 +317,7 @@ def _chosen(
         newest = set_python(chosen, pairs)
         reasons.append(said.python_unstated(newest, tuple(f"{p.project} {p.version}" for p in pairs)))
         changes |= {"python_tag": newest, "python": f"{newest[2]}.{newest[3:].rstrip('t')}"}
+    reasons += [wording.cuda_pin_unused(options.cuda)] if options.cuda and chosen.cuda is None else []
     reasons += _coverage_reasons(chosen, decision.targets, hardware)
     reasons += stages.unserved(chosen.label, chosen, facts, decision.targets, hardware)
     if chosen.default_index and index_url is not None:

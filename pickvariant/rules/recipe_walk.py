@@ -238,6 +238,8 @@ def _chosen_reasons(
         isa = catalog.isas[chosen.cpu_isa]
         ranked = stages.ranked_isas(catalog, options, usable)
         said.append(recipe_wording.isa_reason(isa.name, isa.requires, options.workload, ranked))
+    if options.cuda and chosen.cuda is None:
+        said.append(wording.cuda_pin_unused(options.cuda))
     return said
 
 

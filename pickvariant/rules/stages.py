@@ -34,6 +34,7 @@ from pickvariant.rules.compat import (
     why_not,
 )
 from pickvariant.rules.decision import Kind, Rejection, rejection
+from pickvariant.rules.pins import cuda_pinned_out, torch_pinned_out
 from pickvariant.sources.build import MPS, Branch, Catalog, Variant
 from pickvariant.sources.hardware import Hardware
 from pickvariant.sources.runs_on import Build
@@ -180,7 +181,7 @@ def _pinned_branches(
                 considered.append(branch)
     left = []
     for branch in considered:
-        if torch and not release_matches(torch, branch.torch, "--torch"):
+        if torch and torch_pinned_out(torch, branch.torch):
             rejected.append(
                 rejection(Kind.PINNED_OUT, "branch", branch.name, cause="torch", shipped=branch.torch, pin=torch)
             )
@@ -222,7 +223,7 @@ def cuda_lines(
     too_old: dict[str, str] = {}
     for branch in left:
         for line in branch.cuda_lines:
-            if options.cuda and not release_matches(options.cuda, line.cuda, "--cuda"):
+            if options.cuda and cuda_pinned_out(options.cuda, line.cuda):
                 continue
             why = driver_rejection(facts.driver, line, gpus, catalog)
             if why:

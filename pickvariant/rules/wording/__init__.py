@@ -218,6 +218,14 @@ def other_gpu(described: str, vendor: str, published: str | None, nouns: Nouns, 
     return f"{said}; one installed from {index_url} is judged on this GPU by `pickvariant verify` ({judged})"
 
 
+def cuda_pin_unused(pin: str) -> str:
+    """`--cuda` named where the build chosen has no CUDA: the pin leaves such a build (rules/pins.py), said so."""
+    return (
+        f"--cuda {pin} pins the CUDA line of CUDA builds only: with no NVIDIA GPU to serve, the build chosen has no "
+        "CUDA, and the pin leaves it"
+    )
+
+
 def hidden_gpus(value: str, visible: int, total: int) -> str:
     if total == 1:
         return (
