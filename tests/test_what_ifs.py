@@ -11,6 +11,7 @@ import textwrap
 import pytest
 from conftest import REPO, cli_runner, cpuinfo_path
 
+from pickvariant._base.text import markdown_text
 from pickvariant.cli import entry
 from pickvariant.cli.main import app
 
@@ -39,8 +40,18 @@ def test_another_machines_cpu_beside_this_machines_gpus_is_said_first(monkeypatc
 
     monkeypatch.setattr(gpu, "nvml_library_loads", lambda: True)
     monkeypatch.setattr(gpu, "nvml_binding", lambda: fake_nvml([H200], driver="580.95.05"))
-    text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL], env={"COLUMNS": "100"})
-    assert text.stdout.splitlines()[1].startswith("  warning: the CPU is --cpuinfo's, the GPUs and driver are this")
+    mixed = "the CPU is --cpuinfo's, the GPUs and driver are this machine's (detected)"
+    for source in (["--source", "flox"], ["--source", "wheels", "--python-version", "3.12"]):
+        # Every source's text and Markdown answer says it before the machine's facts, and keeps the other notes.
+        text = runner.invoke(app, ["detect", "--cpuinfo", HASWELL, *source], env={"COLUMNS": "100"})
+        assert text.stdout.splitlines()[1].startswith("  warning: the CPU is --cpuinfo's, the GPUs and driver are this")
+        markdown = runner.invoke(app, ["detect", "--cpuinfo", HASWELL, "--format", "markdown", *source]).stdout
+        assert f"**Warning:** {mixed}" in markdown.split("This machine")[0].split("Hardware")[0], source
+        # A driver assumed is a note too: every source's Markdown carries each note the JSON has.
+        assumed = ["detect", "--cpuinfo", HASWELL, "--gpu", "9.0", *source]
+        notes = json.loads(runner.invoke(app, [*assumed, "--format", "json"]).stdout)["notes"]
+        markdown = runner.invoke(app, [*assumed, "--format", "markdown"]).stdout
+        assert notes and all(markdown_text(note) in markdown for note in notes), source
     answer = json.loads(runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", HASWELL]).stdout)
     assert answer["notes"][0].startswith("the CPU is --cpuinfo's, the GPUs and driver are this machine's (detected)")
     stated = json.loads(runner.invoke(app, ["detect", "--format", "json", "--cpuinfo", HASWELL, "--no-gpu"]).stdout)

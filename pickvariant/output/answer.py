@@ -11,9 +11,16 @@ from pickvariant._base.text import visible
 from pickvariant.machine.facts import HostFacts
 from pickvariant.output.present import gpu_extras, nearest_alternatives
 from pickvariant.rules import wording
-from pickvariant.rules.decision import RecipeDecision, Rejection
+from pickvariant.rules.decision import Decision, RecipeDecision, Rejection
 from pickvariant.sources.build import Catalog
 from pickvariant.sources.hardware import Hardware
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    # A source's own part of its text answer: its headline lines, the title of its reasons, its alternatives' lines.
+    Own = tuple[list[str], str, list[str]]
 
 # Of the nearest alternatives, one per axis (another instruction set, architecture, branch…), this many at most.
 ALTERNATIVES_SHOWN = 3
@@ -22,17 +29,28 @@ ALTERNATIVES_SHOWN = 3
 def answer_lines(facts: HostFacts, decision: RecipeDecision, catalog: Catalog, workload: str, width: int) -> list[str]:
     """The default answer, line by line, no line wider than `width` (at least 40)."""
     width = max(width, 40)
-    lines = _headline(decision, width)
+    headline, alternatives = _headline(decision, width), _alternatives(decision, catalog, width)
+    return laid_out(facts, catalog, decision, (headline, f"Why (workload {workload})", alternatives), width)
+
+
+def laid_out(
+    facts: HostFacts, hardware: Hardware, decision: Decision[Any, Any, Any], own: Own, width: int
+) -> list[str]:
+    """Every source's text answer, in one order: its headline (the answer and the command that installs it), a
+    warning where the facts are of two machines (said before anything else: the answer is for neither), this
+    machine, why (`own`'s title), what would help, `own`'s alternatives, the notes."""
+    headline, why, alternatives = own
+    lines = list(headline)
     notes = list(facts.notes)
-    if facts.mixes_machines:  # said before anything else: the answer is for neither machine
+    if facts.mixes_machines:
         lines[1:1] = wrapped(visible(f"warning: {notes.pop(0)}"), width, "  ")
-    lines += section("This machine", fact_items(facts, catalog), width)
+    lines += section("This machine", fact_items(facts, hardware), width)
     # The first reasons restate the platform and each GPU: the facts above show them.
     reasons = decision.reasons[decision.machine_said :]
-    lines += section(f"Why (workload {workload})", [visible(reason) for reason in reasons], width)
+    lines += section(why, [visible(reason) for reason in reasons], width)
     if decision.hints:
         lines += section("What would help", [visible(hint) for hint in decision.hints], width)
-    lines += _alternatives(decision, catalog, width)
+    lines += alternatives
     lines += [line for note in notes for line in wrapped(visible(f"note: {note}"), width, "")]
     return lines
 

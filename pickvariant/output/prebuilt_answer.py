@@ -11,7 +11,7 @@ from pickvariant._base.records import replace
 from pickvariant._base.text import markdown_code, markdown_text, visible
 from pickvariant.install.pip_command import index_url_for_installer, requirements
 from pickvariant.machine.othergpu import VENDOR_NAMES
-from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, rejection_json
+from pickvariant.output.present import JSON_SCHEMA_VERSION, hardware_json, markdown_notes, rejection_json
 from pickvariant.rules import wording
 from pickvariant.rules.decision import NEAREST, PrebuiltAnswer, PrebuiltDecision
 from pickvariant.sources.accelerator import VENDOR
@@ -117,22 +117,15 @@ def install_words(answer: PrebuiltAnswer) -> list[str]:
 
 
 def prebuilt_text_lines(answer: PrebuiltAnswer, width: int, every_alternative: bool = False) -> list[str]:
-    from pickvariant.output.answer import fact_items, section, wrapped
+    from pickvariant.output.answer import laid_out, section
 
     width = max(width, 40)
     decision = answer.decision
-    lines = _headline(answer, width)
-    lines += section("This machine", fact_items(answer.facts, answer.hardware), width)
-    reasons = decision.reasons[decision.machine_said :]
-    lines += section("Why", [visible(reason) for reason in reasons], width)
-    if decision.hints:
-        lines += section("What would help", [visible(hint) for hint in decision.hints], width)
-    lines += _alternatives(answer, width, every_alternative)
+    alternatives = _alternatives(answer, width, every_alternative)
     if every_alternative and decision.detail.left_out:
         title = f"Not judged (left out of the {answer.catalog_of_builds().nouns.build} catalog)"
-        lines += section(title, [visible(row) for row in decision.detail.left_out], width)
-    lines += [line for note in answer.facts.notes for line in wrapped(visible(f"note: {note}"), width, "")]
-    return lines
+        alternatives += section(title, [visible(row) for row in decision.detail.left_out], width)
+    return laid_out(answer.facts, answer.hardware, decision, (_headline(answer, width), "Why", alternatives), width)
 
 
 def _headline(answer: PrebuiltAnswer, width: int) -> list[str]:
@@ -191,6 +184,8 @@ def prebuilt_markdown(answer: PrebuiltAnswer) -> str:
         where = markdown_code(decision.detail.index_url) if decision.detail.index_url else "PyPI (its own build)"
         out += [f"**Recommendation:** {markdown_code(build.label)} from {where}", ""]
         out += ["```sh", visible(" ".join(install_words(answer))), "```", ""]  # a line break would leave the fence
+    warning, notes = markdown_notes(answer.facts)
+    out += [*warning[1:], ""] if warning else []
     out += ["## This machine", "", *(f"- {markdown_text(item)}" for item in fact_items(answer.facts, answer.hardware))]
     environment = answer.environment
     if environment is not None:
@@ -209,6 +204,8 @@ def prebuilt_markdown(answer: PrebuiltAnswer) -> str:
             for r in decision.rejected
         ]
         out.append("")
+    if notes:
+        out += ["## Notes", "", *notes, ""]
     return "\n".join(out)
 
 

@@ -199,7 +199,8 @@ def decision_markdown(facts: HostFacts, decision: RecipeDecision, catalog: Catal
         if rec
         else "**Recommendation:** none (no compatible variant)"
     )
-    lines += ["", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
+    warning, notes = markdown_notes(facts)
+    lines += [*warning, "", "### Hardware", "", "| fact | value | source |", "|---|---|---|"]
     lines += [
         "| " + " | ".join(md(cell) for cell in cells) + " |"
         for cells in hardware_rows(facts, catalog, "compute capability")
@@ -212,6 +213,14 @@ def decision_markdown(facts: HostFacts, decision: RecipeDecision, catalog: Catal
         lines += ["", "### Not chosen", ""] + [
             f"- {code(wording.choice(r))}: {md(wording.why(r))}" for r in decision.rejected
         ]
-    if facts.notes:
-        lines += ["", "### Notes", ""] + [f"- {md(note)}" for note in facts.notes]
+    if notes:
+        lines += ["", "### Notes", "", *notes]
     return "\n".join(lines) + "\n"
+
+
+def markdown_notes(facts: HostFacts) -> tuple[list[str], list[str]]:
+    """The facts' notes in Markdown, every source's answer: a warning where the facts are of two machines (said
+    first, after the answer: it is for neither), then the others, each an item."""
+    notes = list(facts.notes)
+    warning = ["", f"**Warning:** {markdown_text(notes.pop(0))}"] if facts.mixes_machines else []
+    return warning, [f"- {markdown_text(note)}" for note in notes]
