@@ -243,7 +243,6 @@ def _file_node(where: str, planned: Collection[str]) -> str | None:
 
 def fleet_verdict(plan: PlanDocument, gathered: Gathered) -> FleetVerdict:
     planned = {node.label for node in plan.nodes}
-    assert plan.shape is not None  # a plan read back names its source's shape
     results = [_judge(node, gathered.by_label.get(node.label, ()), plan.shape) for node in plan.nodes]
     judged, spreads = _slow(results)
     return FleetVerdict(

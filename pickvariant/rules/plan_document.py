@@ -64,11 +64,11 @@ class PlanDocument:
     where: str  # the file, as named
     catalog: Mapping[str, str]
     nodes: tuple[PlannedNode, ...]
+    source: str  # the source it was planned from: flox, wheels, or one installed (sources/registry.py)
+    shape: PlanShape  # how that source's plans name a build (its pipeline's)
     # Made with --with: each variant's (branch, package) -> its companions as (project, package), installed with it;
     # a wheel plan's: (variant, torch) -> (project, version).
     sets: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({})
-    source: str = DEFAULT  # the source it was planned from: flox, wheels, or one installed (sources/registry.py)
-    shape: PlanShape | None = None  # its source's kind's shape (None only in a record made by hand)
     index_root: str | None = None  # a prebuilt plan's: the root of the indexes its builds come from
     pypi_first: bool = False  # a prebuilt plan's made with no index named: PyPI's own builds are installed from PyPI
 
