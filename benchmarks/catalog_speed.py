@@ -23,7 +23,7 @@ from pickvariant.machine.cpu import read_cpuinfo_dump
 from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import DriverFacts, GpuFacts
 from pickvariant.rules.decide import decide
-from pickvariant.sources.flox.load import default_catalog_path, load_catalog
+from pickvariant.sources.flox.recipes.load import default_catalog_path, load_catalog
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
 
@@ -65,7 +65,7 @@ def main() -> None:
     print(f"decide (H100, driver 570): {decision_ms:6.2f} ms")
     print(f"load + decide:             {both:6.2f} ms  (target <= 15 ms)")
     if args.repo:
-        from pickvariant.sources.flox.sync import sync
+        from pickvariant.sources.flox.recipes.sync import sync
 
         start = time.perf_counter()
         result = sync(args.repo)

@@ -42,7 +42,7 @@ def main() -> int:
         return 1
     name = torch.cuda.get_device_name(0)
     if args.peak is None:
-        from pickvariant.sources.flox.load import load_catalog
+        from pickvariant.sources.flox.recipes.load import load_catalog
 
         found = load_catalog().peak_for(name)
         args.peak = found.tflops.get("bf16") if found else None

@@ -103,8 +103,8 @@ def compare(name: str, runs: int, current: Path, previous: Path | None, new: lis
 
 
 def judged_in_process(fork: Path, upstream: Path) -> None:
-    from pickvariant.sources.flox.nixtext import parse_tree
-    from pickvariant.sources.flox.trusted import TrustedRecipe, Upstream
+    from pickvariant.sources.flox.recipes.nixtext import parse_tree
+    from pickvariant.sources.flox.recipes.trusted import TrustedRecipe, Upstream
 
     honest = (upstream / ".flox/pkgs" / f"{PACKAGE}.nix").read_text()
     text = (fork / ".flox/pkgs" / f"{PACKAGE}.nix").read_text()

@@ -31,7 +31,7 @@ from pickvariant._base.request import Request
 from pickvariant.machine.facts import gather_facts
 from pickvariant.output.present import decision_json
 from pickvariant.rules.decide import decide
-from pickvariant.sources.flox.load import load_catalog
+from pickvariant.sources.flox.recipes.load import load_catalog
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cpuinfo"
 # (cpu dump, GPUs, driver, weight): weights are nodes per 100 of a mixed training/inference fleet.

@@ -23,7 +23,7 @@ from pickvariant import api  # noqa: E402
 from pickvariant._base.request import Request  # noqa: E402
 from pickvariant.machine.facts import gather_facts  # noqa: E402
 from pickvariant.rules.decide import decide  # noqa: E402
-from pickvariant.sources.flox.stack import load_stack  # noqa: E402
+from pickvariant.sources.flox.recipes.stack import load_stack  # noqa: E402
 
 DUMPS = ROOT.parent / "shared" / "fixtures" / "cpuinfo"
 

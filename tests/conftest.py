@@ -14,7 +14,7 @@ import pytest
 from hypothesis import settings
 
 from pickvariant.sources.build import Catalog
-from pickvariant.sources.flox.load import load_catalog
+from pickvariant.sources.flox.recipes.load import load_catalog
 
 TESTS = Path(__file__).resolve().parent
 CPUINFO = TESTS / "fixtures" / "cpuinfo"

@@ -1,6 +1,6 @@
 """A stand-in for the Flox CLI, for tests on machines where Flox cannot run.
 
-It follows the contract read from flox/flox's source (pickvariant/flox_contract.json: the commit,
+It follows the contract read from flox/flox's source (pickvariant/sources/flox/install/flox_contract.json: the commit,
 the argument grammar, the messages, the file shapes): it refuses what the real one refuses, with
 the real message and exit 1, and leaves the files the real one leaves. What it cannot do is stood in
 for, and said here:
@@ -36,9 +36,9 @@ import tomllib
 from pathlib import Path
 
 CONTRACT = json.loads(
-    (Path(__file__).resolve().parent.parent / "pickvariant" / "install" / "flox_contract.json").read_text(
-        encoding="utf-8"
-    )
+    (
+        Path(__file__).resolve().parent.parent / "pickvariant" / "sources" / "flox" / "install" / "flox_contract.json"
+    ).read_text(encoding="utf-8")
 )
 MESSAGES = CONTRACT["messages"]
 FILES = CONTRACT["files"]

@@ -9,11 +9,11 @@ import pytest
 from conftest import REPO
 
 from pickvariant._base.errors import BadInput
-from pickvariant.sources.flox.load import load_catalog, parse_catalog, schema_checked_before
-from pickvariant.sources.flox.sync_files import render as sync_render
+from pickvariant.sources.flox.recipes.load import load_catalog, parse_catalog, schema_checked_before
+from pickvariant.sources.flox.recipes.sync_files import render as sync_render
 
 RAW = json.loads((REPO / "catalog.json").read_text())
-SCHEMA = json.loads((REPO / "pickvariant" / "sources" / "flox" / "data" / "catalog.schema.json").read_text())
+SCHEMA = json.loads((REPO / "pickvariant" / "sources" / "flox" / "recipes" / "data" / "catalog.schema.json").read_text())
 
 
 def test_the_shipped_catalog_is_valid_for_the_real_json_schema_library_too() -> None:
@@ -330,7 +330,7 @@ def test_a_stamp_spares_the_schema_only_for_the_shipped_catalog(tmp_path) -> Non
 def test_values_that_reach_nix_code_a_path_or_a_command_are_checked_where_they_are_used(tmp_path) -> None:
     """Even a catalog that was never schema-checked (as a trusted stamp would have let through) cannot write Nix code
     into a recipe or name a path outside the build directory."""
-    from pickvariant.sources.flox.render import recipe_path, render
+    from pickvariant.sources.flox.recipes.render import recipe_path, render
 
     forged = copy.deepcopy(RAW)
     line = forged["branches"][0]["cuda_lines"][0]

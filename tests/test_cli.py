@@ -525,7 +525,7 @@ def test_detect_json_without_with_imports_nothing_it_does_not_need() -> None:
         "typing",
         "dataclasses",
         "tempfile",
-        "pickvariant.sources.flox.stack",
+        "pickvariant.sources.flox.recipes.stack",
         "pickvariant.sources.wheels",
         "pickvariant.rules.pairing",
         "pickvariant.rules.sets",

@@ -1699,7 +1699,7 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     """The install log's disk is full (writes fail with ENOSPC, as /dev/full's do) while flox writes far more than a
     pipe holds: the output is still drained, flox runs to its end, and install says the log is incomplete and where."""
-    from pickvariant.install import flow
+    from pickvariant.sources.flox.install import flow
 
     ctx.monkeypatch.setattr(flow, "start_log", lambda plan, env=None: Path("/dev/full"))
     ctx.monkeypatch.setenv("FAKE_FLOX_MODE", "flood:20000")
@@ -1719,7 +1719,7 @@ def _(ctx: Ctx) -> int:
     import types
 
     from pickvariant._base import strictjson
-    from pickvariant.sources.flox import sync_files
+    from pickvariant.sources.flox.recipes import sync_files
 
     repo = _build_repo(ctx)
     out = ctx.tmp / "site.json"
@@ -1810,7 +1810,7 @@ def _(ctx: Ctx) -> int:
 def _(ctx: Ctx) -> int:
     """PICKVARIANT_CATALOG names a catalog whose stamp was recomputed over a CUDA package set that is Nix code and a
     package named as a path: it is checked whole (the stamp spares only the shipped catalog) and refused."""
-    from pickvariant.sources.flox.sync_files import render as sync_render
+    from pickvariant.sources.flox.recipes.sync_files import render as sync_render
 
     forged = json.loads((REPO / "catalog.json").read_text())
     forged["branches"][0]["cuda_lines"][0]["cuda_packages"] = (

@@ -553,8 +553,8 @@ def test_any_value_of_a_positions_grammar_leaves_the_skeleton_as_it_is_and_anyth
     skeleton; text of another shape there (a quote, a `$`, an interpolation, a call) is code, and the skeleton
     differs from the upstream's, or the recipe is not read at all."""
     generated("skeleton: values of each position's grammar, and text of any other shape there")
-    from pickvariant.sources.flox.nixtext import NotNix
-    from pickvariant.sources.flox.skeleton import skeleton_of
+    from pickvariant.sources.flox.recipes.nixtext import NotNix
+    from pickvariant.sources.flox.recipes.skeleton import skeleton_of
 
     upstream = skeleton_of(UPSTREAM[SM90])
     position, pattern, quoted = data.draw(
@@ -581,7 +581,7 @@ def test_any_cut_or_repeat_of_a_recipe_is_judged_or_left_out_never_a_crash(data)
     """Recipes cut or pasted at any byte: the judge answers with a match or one reason, never another exception,
     and the same text gets the same answer."""
     generated("judge: the upstream's recipes cut and repeated at any byte")
-    from pickvariant.sources.flox.trusted import TrustedRecipe, Upstream
+    from pickvariant.sources.flox.recipes.trusted import TrustedRecipe, Upstream
 
     name = data.draw(st.sampled_from(sorted(UPSTREAM)))
     source = UPSTREAM[name]

@@ -25,9 +25,9 @@ from pickvariant.machine.facts import HostFacts
 from pickvariant.machine.gpu import GpuFacts
 from pickvariant.rules.compat import missing_flags
 from pickvariant.rules.decide import decide
-from pickvariant.sources.flox.load import parse_catalog
-from pickvariant.sources.flox.own_facts import check_own_hardware_facts
-from pickvariant.sources.flox.render import render
+from pickvariant.sources.flox.recipes.load import parse_catalog
+from pickvariant.sources.flox.recipes.own_facts import check_own_hardware_facts
+from pickvariant.sources.flox.recipes.render import render
 from pickvariant.sources.hardware_json import hardware_facts_path
 
 runner = cli_runner()
@@ -276,7 +276,7 @@ CATALOG_BYTES = (REPO / "catalog.json").read_bytes()
 @given(st.integers(0, len(CATALOG_BYTES) - 1))
 @settings(max_examples=200)
 def test_a_truncated_catalog_file_is_one_bad_input_line(cut: int) -> None:
-    from pickvariant.sources.flox.load import load_catalog
+    from pickvariant.sources.flox.recipes.load import load_catalog
 
     generated("load_catalog: catalog.json cut at any byte")
     with tempfile.TemporaryDirectory() as directory:

@@ -1,5 +1,5 @@
 """`pickvariant install` against tests/flox_standin.py: a `flox` that follows the contract read from
-flox/flox's source (pickvariant/flox_contract.json), refusing what the real one refuses."""
+flox/flox's source (pickvariant/sources/flox/install/flox_contract.json), refusing what the real one refuses."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from conftest import REPO, cli_runner, cpuinfo_path, require, torch_site_package
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.proc import Command, run
 from pickvariant.cli.main import app
-from pickvariant.install import floxcontract
+from pickvariant.sources.flox.install import floxcontract
 
 runner = cli_runner()
 HASWELL = ["--cpuinfo", str(cpuinfo_path("linux-rhel7-haswell")), "--gpu", "8.6", "--driver", "580.95.05"]
@@ -735,7 +735,7 @@ def test_an_environment_holding_a_companion_refuses_a_second_torch_beside_the_on
 )
 def test_a_linked_torch_of_another_release_is_wrong_to_the_patch(found, wrong) -> None:
     """2.9.1 was chosen: a torch that reads back as 2.9.0 is another build (its ABI), whatever its major and minor."""
-    from pickvariant.install.linked_torch import wrong_torch
+    from pickvariant.sources.flox.install.linked_torch import wrong_torch
 
     assert wrong_torch(found, "2.9.1") is wrong
 

@@ -16,7 +16,7 @@ from conftest import REPO
 
 from pickvariant._base.versions import ComputeCapability as CC
 from pickvariant.rules import kernels
-from pickvariant.sources.flox.load import load_catalog
+from pickvariant.sources.flox.recipes.load import load_catalog
 
 CATALOG = load_catalog(REPO / "catalog.json")
 

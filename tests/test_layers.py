@@ -70,10 +70,10 @@ def test_every_file_pickvariant_reads_at_run_time_is_in_the_package_or_carried_i
     at run time is one or the other (the catalog and the recipe templates sit at the top of the checkout)."""
     import tomllib
 
-    from pickvariant.install.floxcontract import CONTRACT
-    from pickvariant.sources.flox import generated
-    from pickvariant.sources.flox.load import DATA_DIR, default_catalog_path
-    from pickvariant.sources.flox.render import TEMPLATES_DIR
+    from pickvariant.sources.flox.install.floxcontract import CONTRACT
+    from pickvariant.sources.flox.recipes import generated
+    from pickvariant.sources.flox.recipes.load import DATA_DIR, default_catalog_path
+    from pickvariant.sources.flox.recipes.render import TEMPLATES_DIR
     from pickvariant.sources.hardware_json import hardware_facts_path
     from pickvariant.verify.probe_run import PROBE
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import TESTS, cli_runner, require
 
 from pickvariant.cli.main import app
-from pickvariant.sources.flox.render import nix_string, render
+from pickvariant.sources.flox.recipes.render import nix_string, render
 
 NIX = TESTS / "nix"
 GOLDEN = TESTS / "golden"

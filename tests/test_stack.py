@@ -15,7 +15,7 @@ from pickvariant.cli.main import app
 from pickvariant.rules import wording
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decide import decide
-from pickvariant.sources.flox.stack import load_stack
+from pickvariant.sources.flox.recipes.stack import load_stack
 
 runner = cli_runner()
 H100_HOST = "linux-unknown-sapphirerapids"
@@ -231,8 +231,8 @@ def test_an_unknown_project_is_bad_input_naming_where_it_came_from() -> None:
 
 
 def test_a_companions_file_with_credentials_in_an_address_never_shows_them(tmp_path, catalog) -> None:
-    from pickvariant.sources.flox.load import load_catalog
-    from pickvariant.sources.flox.stack import companions_path
+    from pickvariant.sources.flox.recipes.load import load_catalog
+    from pickvariant.sources.flox.recipes.stack import companions_path
 
     secret = "glpat-COMPANION-SECRET"
     shipped = catalog.path

@@ -20,7 +20,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.request import Request
 from pickvariant.cli.main import app
 from pickvariant.rules.decide import decide
-from pickvariant.sources.flox.load import parse_catalog
+from pickvariant.sources.flox.recipes.load import parse_catalog
 
 runner = cli_runner()
 
@@ -442,7 +442,7 @@ def test_newer_names_are_read_as_what_they_mean_or_left_out_with_a_reason(build_
     assert "torchaudio-python313-cpu-darwin.nix: an Intel Mac build (x86_64-darwin" in result.stderr
     assert "pytorch-python313-cuda12_8-all-avx2.nix: a build for every SM its recipe lists ('all')" in result.stderr
     from pickvariant.rules.pairing import companions_for
-    from pickvariant.sources.flox.load import load_catalog
+    from pickvariant.sources.flox.recipes.load import load_catalog
 
     catalog = load_catalog(out)
     variant = next(v for v in catalog.variants if v.package == "pytorch-python313-cuda13_1-sm90-avx512")

@@ -417,7 +417,7 @@ def test_a_network_timeout_that_is_no_number_of_seconds_is_bad_input(value, monk
 
 
 SCHEMAS = {
-    "catalog": REPO / "pickvariant" / "sources" / "flox" / "data" / "catalog.schema.json",
+    "catalog": REPO / "pickvariant" / "sources" / "flox" / "recipes" / "data" / "catalog.schema.json",
     "detect line": REPO / "pickvariant" / "rules" / "detect-line.schema.json",
     "probe result": REPO / "pickvariant" / "verify" / "probe-result.schema.json",
     "last install": REPO / "pickvariant" / "install" / "last-install.schema.json",

@@ -59,8 +59,8 @@ def test_a_wheel_installed_with_no_checkout_beside_it_reads_the_same_bytes_and_a
         [
             str(python),
             "-c",
-            "import json, pickvariant; from pickvariant.sources.flox.load import SHIPPED_CATALOG; "
-            "from pickvariant.sources.flox.render import TEMPLATES_DIR; "
+            "import json, pickvariant; from pickvariant.sources.flox.recipes.load import SHIPPED_CATALOG; "
+            "from pickvariant.sources.flox.recipes.render import TEMPLATES_DIR; "
             "print(json.dumps([pickvariant.__file__, str(SHIPPED_CATALOG), str(TEMPLATES_DIR)]))",
         ],
         elsewhere,

@@ -1,7 +1,7 @@
 """Checking a document from outside (the catalog, a probe's result, a detect line, last-install.json) against a JSON Schema with `jsonschema`, reported as pickvariant reports a bad field.
 
 The validator is the maintained `jsonschema` package, imported only when a document is checked: a
-catalog that `catalog sync` wrote and stamped is not checked again on load (sources/flox/load.py), so
+catalog that `catalog sync` wrote and stamped is not checked again on load (sources/flox/recipes/load.py), so
 `detect` never pays for the import. What this module adds is the report: the first offending field
 in document order, named by its path (`variants[3].cpu_isa`), with a one-line reason.
 """

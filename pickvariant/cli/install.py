@@ -13,7 +13,7 @@ from pickvariant._base.errors import BadInput
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error, load_catalog, request_of
 from pickvariant.cli.typer_options import GenerateOpt, RepoOpt, checked_paths
-from pickvariant.install.install_plan import InstallOptions
+from pickvariant.install.options import InstallOptions
 
 if TYPE_CHECKING:
     from pickvariant.commands.install import Installation

@@ -71,7 +71,7 @@ def recipe(
 ) -> None:
     """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
     from pickvariant.commands.recipe import RecipeOptions, recipes
-    from pickvariant.sources.flox.render import write_recipes
+    from pickvariant.sources.flox.recipes.render import write_recipes
 
     options = RecipeOptions(
         package=package,

@@ -21,9 +21,9 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_path_length
 from pickvariant._base.records import keyword_record
 from pickvariant._base.urls import public_url
-from pickvariant.sources.flox import sync as syncer
-from pickvariant.sources.flox import sync_files
-from pickvariant.sources.flox.sync import SyncResult
+from pickvariant.sources.flox.recipes import sync as syncer
+from pickvariant.sources.flox.recipes import sync_files
+from pickvariant.sources.flox.recipes.sync import SyncResult
 
 
 @keyword_record

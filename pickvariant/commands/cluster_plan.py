@@ -48,7 +48,7 @@ def run(
     if org is None and (org := settings.setting(os.environ, settings.FLOX_ORG)) is not None:
         given_as = settings.FLOX_ORG
     if org is not None:
-        from pickvariant.install.flow import check_org
+        from pickvariant.install.options import check_org
 
         check_org(org, given_as)  # printed into commands people paste
     inputs: Sequence[str] = list(options.inputs)

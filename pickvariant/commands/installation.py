@@ -12,8 +12,7 @@ from pickvariant._base import settings
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record, replace
 from pickvariant._base.request import Request
-from pickvariant.commands import install as flox_install
-from pickvariant.install.install_plan import InstallOptions
+from pickvariant.install.options import InstallOptions
 from pickvariant.sources import registry
 
 TYPE_CHECKING = False
@@ -71,37 +70,12 @@ def installation(ask: InstallAsk, catalog: Callable[[], Catalog]) -> Installatio
     return made
 
 
-def flox_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> Installation:
-    """The Flox source's installation part (sources/registry.py): its variant installed or built into the Flox
-    environment, with --plan the node's assignment and nothing beside it."""
-    request, options = ask.request, ask.recipes
-    if ask.plan is not None:
-        request, options = _assigned(ask.plan, ask.label, request, options, catalog, source)
-    prepared = flox_install.prepare(request, options, catalog())
-    return flox_install.FloxInstallation(prepared=prepared, options=options)
-
-
-def _pinned_beside_a_plan(request: Request, options: InstallOptions | None) -> list[str]:
+def pinned_beside_a_plan(request: Request, options: InstallOptions | None) -> list[str]:
     """The options and variables that would choose another build than a plan's assignment."""
     pinned = [flag for flag, name in _CHOOSERS.items() if getattr(options, name, None) or getattr(request, name, None)]
     if settings.setting(os.environ, settings.WITH) is not None:
         pinned.append(settings.WITH)  # the companions come from the plan too
     return pinned
-
-
-def _assigned(
-    plan: str,
-    label: str | None,
-    request: Request,
-    options: InstallOptions,
-    catalog: Callable[[], Catalog],
-    source: str,
-) -> tuple[Request, InstallOptions]:
-    """With --plan: the node's assignment, and nothing that would choose another build beside it."""
-    pinned = _pinned_beside_a_plan(request, options)
-    if pinned:
-        raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
-    return flox_install.from_plan(plan, label, request, options, catalog(), source)
 
 
 def prebuilt_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> Installation:
@@ -130,7 +104,7 @@ def _prebuilt_ask(ask: InstallAsk, source: str) -> tuple[Request, Assignment | N
     request = ask.request
     if ask.plan is None:
         return replace(request, source=source), None
-    pinned = _pinned_beside_a_plan(request, None)
+    pinned = pinned_beside_a_plan(request, None)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its wheel and companions; it takes no other choice")
     assigned = plan_install.prebuilt_assignment(ask.plan, ask.label, source)

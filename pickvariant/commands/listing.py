@@ -9,8 +9,8 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant.output.listing import Filters, select, select_companions
 from pickvariant.sources.build import Catalog
-from pickvariant.sources.flox.companions import PROJECTS
-from pickvariant.sources.flox.stack import load_stack
+from pickvariant.sources.flox.recipes.companions import PROJECTS
+from pickvariant.sources.flox.recipes.stack import load_stack
 
 
 @keyword_record

@@ -15,7 +15,7 @@ from pickvariant.rules.decision import SetRefusal
 from pickvariant.rules.pairing import generated_set
 from pickvariant.rules.wording import set_refusal
 from pickvariant.sources.build import Catalog, Companion, Variant
-from pickvariant.sources.flox.render import branch_variants, render, render_companion
+from pickvariant.sources.flox.recipes.render import branch_variants, render, render_companion
 
 
 def companion_recipes(
@@ -92,7 +92,7 @@ def recipes(options: RecipeOptions, catalog: Catalog) -> Recipes:
         variant = catalog.variant(options.package or "", options.branch)
         found = [(variant, render(variant, catalog))]
     else:
-        from pickvariant.sources.flox.fetch import fetch_checked
+        from pickvariant.sources.flox.recipes.fetch import fetch_checked
 
         variant = catalog.variant(options.package or "", options.branch)
         fetched = fetch_checked(variant, catalog, options.repo, own_cache(os.environ), os.environ)

@@ -54,7 +54,7 @@ def run(options: VerifyOptions, catalog: Catalog) -> Verified:
         result = verifier.verify(python, catalog, variant, options.quick, companions=companions)
         package, branch = _probed(variant, options)
         return Verified(result=result, package=package, branch=branch)
-    from pickvariant.install.throwaway import published_interpreter
+    from pickvariant.sources.flox.install.throwaway import published_interpreter
 
     if variant is None:
         raise BadInput("--org probes a published variant: name it with --package")

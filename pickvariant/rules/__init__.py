@@ -49,19 +49,21 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - a Windows driver is judged by the CUDA version it reports (Windows numbers its releases apart from Linux):
   `rules/compat.py` `driver_as_judged`, before `driver_refusal`
 - the install flow, whichever source: plan, consent (a callback), install, verify: `commands/install.py` `run`,
-  taking an `Installation` (`FloxInstallation` there, `PrebuiltInstallation` in `commands/prebuilt_install.py`), the
-  one `commands/installation.py` `installation` makes from what the command line was asked
+  taking an `Installation` (the Flox source's `FloxInstallation` in `sources/flox/installation.py`,
+  `PrebuiltInstallation` in `commands/prebuilt_install.py`), the one `commands/installation.py` `installation` makes
+  from what the command line was asked
 - which companions go with a variant, on one PyTorch, and in which order; when a set is built from source:
   `rules/pairing.py` `pick_set`
-- which companions can be generated on a variant, and how: `sources/flox/generated.py` (facts in
-  `sources/flox/data/generated-companions.json`), rendered by `sources/flox/render.py` `render_companion`
-- a set's torch read back after an install, the environment put back if wrong: `install/linked_torch.py`
+- which companions can be generated on a variant, and how: `sources/flox/recipes/generated.py` (facts in
+  `sources/flox/recipes/data/generated-companions.json`), rendered by `sources/flox/recipes/render.py`
+  `render_companion`
+- a set's torch read back after an install, the environment put back if wrong: `sources/flox/install/linked_torch.py`
 - the one set rule: which sets give one PyTorch build per process, and what is installed and built for each:
   `rules/sets.py` `shape` (from flox's `buildenv/builder.pl`)
 - what torch a companion recipe builds against (identical, separate, unknown); its build options (`-nomagma`):
-  `sources/flox/companions.py`
-- the published package paths of a set's shape: `install/published_set.py`
-- never a second PyTorch in one environment (what its manifest already holds): `install/existing.py`
+  `sources/flox/recipes/companions.py`
+- the published package paths of a set's shape: `sources/flox/install/published_set.py`
+- never a second PyTorch in one environment (what its manifest already holds): `sources/flox/install/existing.py`
   `check_one_torch`
 - installs into one environment take turns (a lock across processes and hosts): `install/envlock.py`
 - an install into a Python environment is whole or not at all (its distributions kept, then found whole or put
@@ -69,18 +71,19 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - ISA → kernel flags, SM → products and CUDA range, CUDA → driver minimum, flag spellings, peaks:
   `sources/data/hardware.json` (each with its source)
 - which CUDA releases build an SM, which CPUs host it: `sources/hardware.py` `GpuArch.builds_with`, `has_host`
-- what a recipe's text says it builds (and when that cannot be read for certain): `sources/flox/classify.py`
-- which recipes are classified: the trusted upstream, and a fork's recipe only where it is an upstream recipe but
-  for its values (the value positions, the files it brings in, new architectures and nixpkgs revisions):
-  `sources/flox/positions.py` (`VALUES`, `IN_STRINGS`), `sources/flox/skeleton.py`, `sources/flox/trusted.py`
-  `Upstream.judge`, `sources/flox/upstream.py` (`shipped_anchors`, `trusted_commits`, `Trust.foreign_files`);
-  `docs/reference/trust.md` says it in six points
+- what a recipe's text says it builds (and when that cannot be read for certain): `sources/flox/recipes/classify.py`
+- which recipes are classified: the trusted upstream, and a fork's recipe only where it is an upstream recipe but for
+  its values (the value positions, the files it brings in, new architectures and nixpkgs revisions):
+  `sources/flox/recipes/positions.py` (`VALUES`, `IN_STRINGS`), `sources/flox/recipes/skeleton.py`,
+  `sources/flox/recipes/trusted.py` `Upstream.judge`, `sources/flox/recipes/upstream.py` (`shipped_anchors`,
+  `trusted_commits`, `Trust.foreign_files`); `docs/reference/trust.md` says it in six points
 - a name's instruction set and GPU architecture against what the recipe declares, either way:
-  `sources/flox/classify.py` `isa_disagreement`, `targets_disagreement`
-- a catalog from elsewhere: its hardware facts must be pickvariant's own: `sources/flox/own_facts.py`
-  `check_own_hardware_facts` (called by `sources/flox/load.py` for every catalog but the shipped one)
-- the commit a recipe is fetched at (the catalog's, from its own repository; a fork's tip, held against the recipe
-  the catalog was made from): `sources/flox/fetch.py` `fetch_checked`, `sources/flox/recipe_check.py` `check_recipe`
+  `sources/flox/recipes/classify.py` `isa_disagreement`, `targets_disagreement`
+- a catalog from elsewhere: its hardware facts must be pickvariant's own: `sources/flox/recipes/own_facts.py`
+  `check_own_hardware_facts` (called by `sources/flox/recipes/load.py` for every catalog but the shipped one)
+- the commit a recipe is fetched at (the catalog's, from its own repository; a fork's tip, held against the recipe the
+  catalog was made from): `sources/flox/recipes/fetch.py` `fetch_checked`, `sources/flox/recipes/recipe_check.py`
+  `check_recipe`
 - the cache is the user's alone (owner, mode, no links): `_base/files.py` `own_cache`, `own_folders`,
   `check_own_folder`
 - a path no system can open (NAME_MAX, PATH_MAX) is bad input: `_base/files.py` `path_too_long`, checked in
@@ -92,13 +95,13 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - which variants exist: `catalog.json` at the top of the checkout (and `catalog.companions.json` beside it), written
   only by `pickvariant catalog sync`; a wheel carries both inside the package (`_base/files.py` `shipped`, hatch
   `force-include`)
-- what Flox accepts and refuses: `install/flox_contract.json` (read from flox/flox's source)
+- what Flox accepts and refuses: `sources/flox/install/flox_contract.json` (read from flox/flox's source)
 - what an installed torch must show: `verify/judge.py`
 - exit codes: `cli/console.py` `exit_for` (and `_base/errors.py` for each error's code)
 - what git may run, which transports it may use, where it runs: `_base/git.py` (`HARDENED_CONFIG`,
   `ALLOWED_PROTOCOLS`)
-- the shape of every JSON document from outside: `sources/flox/data/catalog.schema.json`,
-  `sources/flox/data/companions.schema.json`, `sources/wheels/data/wheel-facts.schema.json` and `wheel-
+- the shape of every JSON document from outside: `sources/flox/recipes/data/catalog.schema.json`,
+  `sources/flox/recipes/data/companions.schema.json`, `sources/wheels/data/wheel-facts.schema.json` and `wheel-
   catalog.schema.json` (a wheel catalog but the shipped one: the refreshed one in the cache, one named by path),
   `verify/probe-result.schema.json`, `rules/detect-line.schema.json`, `rules/cluster-plan.schema.json`, and of
   detect's own document for every source `output/detect.schema.json`, `rules/verify-line.schema.json`,
@@ -116,7 +119,7 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - each command's own options (typer): its module in `cli/` (`cli/install.py` …); choices' enums and path checks in
   `cli/typer_options.py`
 - what the rules need of a catalog of builds, whichever source made it: `sources/build.py` (`Variant`, `Branch`,
-  `Companion`, `Catalog`, `CompanionSource`); the Flox source fills it in `sources/flox/load.py`
+  `Companion`, `Catalog`, `CompanionSource`); the Flox source fills it in `sources/flox/recipes/load.py`
 - which source of builds answers a command (and a plan's source): `sources/registry.py` `chosen`, `named`
 - that the command line, the commands, the library, the pipelines and the output reach a source only through the one
   chosen: `pyproject.toml` contract 3

@@ -7,8 +7,8 @@ dispatches at run time), grouped in Branches (a release line) with their Compani
 (sources/hardware.py) and carries its CompanionSource: the published companions and those built on a variant.
 Each source fills these records: sources/flox/ from catalog.json (the build repository's recipes).
 
-sources/flox/load.py reads and checks catalog.json into these records; `pickvariant catalog sync`
-(sources/flox/sync.py) writes it. Nothing here reads a file or touches git.
+sources/flox/recipes/load.py reads and checks catalog.json into these records; `pickvariant catalog sync`
+(sources/flox/recipes/sync.py) writes it. Nothing here reads a file or touches git.
 A variant is identified by (branch, package): the same package name is built on
 several branches with different PyTorch versions.
 """
@@ -102,7 +102,7 @@ def checked_identifier(name: str, what: str) -> str:
 
 
 MPS = "mps"
-# The repository a companion generated on a variant's own recipe names (sources/flox/generated.py makes them; the
+# The repository a companion generated on a variant's own recipe names (sources/flox/recipes/generated.py makes them; the
 # plan's wording names them apart from published ones).
 GENERATED_BY = "pickvariant (generated on the variant's recipe)"
 
@@ -163,7 +163,7 @@ class Variant:
     @property
     def sass_archs(self) -> tuple[str, ...]:
         """The GPU architectures the build carries machine code (SASS) for. A Flox variant is built for one: its
-        recipe's only GPU target, proven by classification (sources/flox/classify.py)."""
+        recipe's only GPU target, proven by classification (sources/flox/recipes/classify.py)."""
         return (self.gpu_arch,) if self.gpu_arch is not None and self.gpu_arch != MPS else ()
 
     @property

@@ -1,7 +1,7 @@
 """pickvariant's hardware facts (sources/data/hardware.json: platforms, instruction sets, GPU architectures, CUDA
 releases, compiler flags, nixpkgs pins, torch sources, flag spellings, Tegra capabilities, workloads, peaks), each
 built into its record and checked against the others: read alone (load_hardware, what a source of prebuilt builds is
-judged by), and in every catalog of recipes (sources/flox/load.py), whose copy must be these."""
+judged by), and in every catalog of recipes (sources/flox/recipes/load.py), whose copy must be these."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def hardware_facts_path() -> str:
 def load_hardware() -> HardwareCatalog:
     """pickvariant's own hardware facts on their own, with no builds: what a source that is not the recipes' judges
     its builds by (the wheels), with no catalog of recipes read. Every catalog load checks its hardware section
-    against this same file (sources/flox/own_facts.py), so the facts are the same ones."""
+    against this same file (sources/flox/recipes/own_facts.py), so the facts are the same ones."""
     path = hardware_facts_path()
     data = load_file(path, "hardware facts")
     if not isinstance(data, dict):

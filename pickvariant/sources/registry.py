@@ -67,12 +67,12 @@ _ADDED: dict[str, tuple[str, ...]] = {
 }
 # The parts every source has beside its catalog, each a `module:attribute` loaded when first asked for (as an entry
 # point is): its pipeline (pipelines/__init__.py's Pipeline: its answer, document, plan, report) and its
-# installation (commands/installation.py's: what `install` runs). A source that names none of a part gets its kind's,
-# so a third party's source of prebuilt builds answers and installs through the built-in ones.
+# installation (what `install` runs; commands/installation.py asks for it). A source that names none of a part gets its
+# kind's, so a third party's source of prebuilt builds answers and installs through the built-in ones.
 _PARTS_OF_KIND: dict[str, dict[str, str]] = {
     "recipes": {
         "pipeline": "pickvariant.pipelines.recipes:PIPELINE",
-        "installation": "pickvariant.commands.installation:flox_installation",
+        "installation": "pickvariant.sources.flox.installation:flox_installation",
     },
     "prebuilt": {
         "pipeline": "pickvariant.pipelines.prebuilt:PIPELINE",

@@ -1,1 +1,4 @@
-"""The catalog: its model, how it is loaded and checked, how `catalog sync` derives it from build repositories, and its data files."""
+"""The Flox source, a plug-in in three parts: `recipes` (the build repositories' recipes read, classified, fetched and
+rendered into the catalog, below the rules), `install` (Flox's steps: `flox install` of a published package or
+`flox build` of a recipe into one environment, whole or put back), and `installation` (what `pickvariant install`
+carries out, above the commands); `plugin` is the record the registry loads through the entry-point group."""

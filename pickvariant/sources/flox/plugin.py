@@ -12,13 +12,13 @@ if TYPE_CHECKING:
 
 
 def _path() -> str:
-    from pickvariant.sources.flox.load import default_catalog_path
+    from pickvariant.sources.flox.recipes.load import default_catalog_path
 
     return default_catalog_path()
 
 
 def _load(path: str) -> Catalog:
-    from pickvariant.sources.flox.load import load_catalog
+    from pickvariant.sources.flox.recipes.load import load_catalog
 
     return load_catalog(path)
 
@@ -26,7 +26,7 @@ def _load(path: str) -> Catalog:
 # Its parts, as a third party names its own (the recipes' pipeline and the Flox installation).
 PARTS = (
     ("pipeline", "pickvariant.pipelines.recipes:PIPELINE"),
-    ("installation", "pickvariant.commands.installation:flox_installation"),
+    ("installation", "pickvariant.sources.flox.installation:flox_installation"),
 )
 # The commands only it has (the command line registers them from here).
 COMMANDS = (

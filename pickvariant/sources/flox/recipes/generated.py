@@ -16,7 +16,7 @@ from pathlib import Path
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
 from pickvariant.sources.build import GENERATED_BY, Companion, Variant, checked_package
-from pickvariant.sources.flox.rows import DATA_DIR
+from pickvariant.sources.flox.recipes.rows import DATA_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

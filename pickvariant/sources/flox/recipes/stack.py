@@ -18,7 +18,7 @@ from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.strictjson import load_file
 from pickvariant._base.urls import public_url
 from pickvariant.sources.build import Catalog, Companion, Source, axes_of
-from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, check_hardware
+from pickvariant.sources.flox.recipes.rows import DATA_DIR, HARDWARE_KEY, check_hardware
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:

@@ -16,11 +16,11 @@ from pathlib import Path
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.records import keyword_record, replace
 from pickvariant.sources.build import Catalog, Variant
-from pickvariant.sources.flox.classify import RecipeClassifier
-from pickvariant.sources.flox.declared import Reading, read
-from pickvariant.sources.flox.nixtext import NotNix
-from pickvariant.sources.flox.skeleton import skeleton_of
-from pickvariant.sources.flox.trusted import TrustedRecipe, difference
+from pickvariant.sources.flox.recipes.classify import RecipeClassifier
+from pickvariant.sources.flox.recipes.declared import Reading, read
+from pickvariant.sources.flox.recipes.nixtext import NotNix
+from pickvariant.sources.flox.recipes.skeleton import skeleton_of
+from pickvariant.sources.flox.recipes.trusted import TrustedRecipe, difference
 
 NIX_PARSE_TIMEOUT_S = 60
 # Fields of a catalog row that a fetched recipe must agree with, as sync derives them from it.

@@ -12,10 +12,10 @@ from pickvariant._base.errors import BadInput
 from pickvariant._base.files import check_output_dir, check_writable, shipped, write_atomic
 from pickvariant._base.records import record
 from pickvariant.sources.build import Catalog, Companion, Variant, checked_identifier, checked_package
-from pickvariant.sources.flox import generated
+from pickvariant.sources.flox.recipes import generated
 from pickvariant.sources.hardware import TorchSource
 
-TEMPLATES_DIR = Path(shipped("sources/flox/templates", "recipes"))
+TEMPLATES_DIR = Path(shipped("sources/flox/recipes/templates", "recipes"))
 _PLACEHOLDER = re.compile(r"@@([A-Za-z]+)@@")
 
 

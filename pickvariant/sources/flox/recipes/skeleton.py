@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterator
 
 from pickvariant._base.records import keyword_record
-from pickvariant.sources.flox.nixtext import NotNix, parse_tree
-from pickvariant.sources.flox.positions import BOUND, BY_NAME, INTERPOLATED, Position, holes_in, value_of
+from pickvariant.sources.flox.recipes.nixtext import NotNix, parse_tree
+from pickvariant.sources.flox.recipes.positions import BOUND, BY_NAME, INTERPOLATED, Position, holes_in, value_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,17 +12,17 @@ from pickvariant import __version__
 from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, own_cache
 from pickvariant._base.proc import Command
-from pickvariant.install import existing, floxcontract
-from pickvariant.install.install_plan import (
-    InstallOptions,
+from pickvariant.install.options import InstallOptions
+from pickvariant.sources.build import Catalog, Companion, Variant
+from pickvariant.sources.flox.install import existing, floxcontract
+from pickvariant.sources.flox.install.install_plan import (
     InstallPlan,
     check_directory,
     environment_commands,
     login_check,
 )
-from pickvariant.sources.build import Catalog, Companion, Variant
-from pickvariant.sources.flox.fetch import fetch_checked
-from pickvariant.sources.flox.render import recipe_path, render, render_companion
+from pickvariant.sources.flox.recipes.fetch import fetch_checked
+from pickvariant.sources.flox.recipes.render import recipe_path, render, render_companion
 
 
 def build_install_plan(

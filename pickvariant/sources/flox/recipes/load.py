@@ -25,9 +25,9 @@ from pickvariant._base.versions import (
     parse_driver_version,
 )
 from pickvariant.sources.build import Branch, Catalog, Source, Variant
-from pickvariant.sources.flox.companion_source import FloxCompanions
-from pickvariant.sources.flox.own_facts import check_own_hardware_facts
-from pickvariant.sources.flox.rows import DATA_DIR, HARDWARE_KEY, check_hardware
+from pickvariant.sources.flox.recipes.companion_source import FloxCompanions
+from pickvariant.sources.flox.recipes.own_facts import check_own_hardware_facts
+from pickvariant.sources.flox.recipes.rows import DATA_DIR, HARDWARE_KEY, check_hardware
 from pickvariant.sources.hardware import CudaLine, HardwareFacts
 from pickvariant.sources.hardware_json import (
     build_hardware,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 CATALOG_ENV = settings.CATALOG
 # The catalog `catalog sync` writes at the top of the checkout; a wheel carries it in data/ (pyproject.toml).
-SHIPPED_CATALOG = shipped("sources/flox/data/catalog.json", "catalog.json")
+SHIPPED_CATALOG = shipped("sources/flox/recipes/data/catalog.json", "catalog.json")
 
 
 def default_catalog_path(env: Mapping[str, str] | None = None) -> str:

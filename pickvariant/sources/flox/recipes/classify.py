@@ -14,8 +14,8 @@ from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant.sources.build import MPS
-from pickvariant.sources.flox.declared import Declared, Reading, declared
-from pickvariant.sources.flox.nixtext import NixText
+from pickvariant.sources.flox.recipes.declared import Declared, Reading, declared
+from pickvariant.sources.flox.recipes.nixtext import NixText
 from pickvariant.sources.hardware import CpuIsa, HardwareFacts
 
 _NAME = re.compile(

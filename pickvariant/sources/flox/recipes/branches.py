@@ -11,9 +11,9 @@ from typing import Any
 
 from pickvariant._base.records import record
 from pickvariant._base.versions import version_key
-from pickvariant.sources.flox import companions
-from pickvariant.sources.flox.classify import RecipeClassifier
-from pickvariant.sources.flox.repository import MAX_RECIPE_BYTES, RECIPE_DIR, GitRepository
+from pickvariant.sources.flox.recipes import companions
+from pickvariant.sources.flox.recipes.classify import RecipeClassifier
+from pickvariant.sources.flox.recipes.repository import MAX_RECIPE_BYTES, RECIPE_DIR, GitRepository
 
 _ALIGNED = re.compile(r"^pytorch-\d+\.\d+-(?P<project>[a-z][a-z0-9_]*)-(?P<version>\d[\d.]*)$")
 

@@ -17,21 +17,21 @@ if TYPE_CHECKING:
 @record
 class FloxCompanions:
     def published(self, catalog: Catalog) -> tuple[Companion, ...]:
-        from pickvariant.sources.flox.stack import load_stack
+        from pickvariant.sources.flox.recipes.stack import load_stack
 
         return load_stack(catalog).companions
 
     def generated_projects(self) -> Collection[str]:
-        from pickvariant.sources.flox import generated
+        from pickvariant.sources.flox.recipes import generated
 
         return generated.projects().keys()
 
     def why_not_generated(self, project: str, variant: Variant, pin_torch: str | None) -> str | None:
-        from pickvariant.sources.flox import generated
+        from pickvariant.sources.flox.recipes import generated
 
         return generated.why_not_generated(project, variant, pin_torch)
 
     def generated_companion(self, project: str, variant: Variant) -> Companion:
-        from pickvariant.sources.flox import generated
+        from pickvariant.sources.flox.recipes import generated
 
         return generated.generated_companion(project, variant)

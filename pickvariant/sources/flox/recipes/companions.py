@@ -17,7 +17,7 @@ from typing import Any
 
 from pickvariant._base.request import COMPANION_PROJECTS
 from pickvariant.sources.build import MPS
-from pickvariant.sources.flox.classify import (
+from pickvariant.sources.flox.recipes.classify import (
     CUDA_SET,
     NIXPKGS_PIN,
     RELEASE,
@@ -25,8 +25,8 @@ from pickvariant.sources.flox.classify import (
     names_matching,
     targets_disagreement,
 )
-from pickvariant.sources.flox.declared import Declared, Reading, declared
-from pickvariant.sources.flox.nixtext import NixText
+from pickvariant.sources.flox.recipes.declared import Declared, Reading, declared
+from pickvariant.sources.flox.recipes.nixtext import NixText
 from pickvariant.sources.hardware import CpuIsa, HardwareFacts
 
 PROJECTS = COMPANION_PROJECTS

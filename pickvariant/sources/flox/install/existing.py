@@ -16,7 +16,7 @@ from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.files import read_regular
-from pickvariant.install import floxcontract
+from pickvariant.sources.flox.install import floxcontract
 
 # A manifest is a few KiB; one this large is not one flox wrote.
 MANIFEST_LIMIT = 4 * 1024 * 1024

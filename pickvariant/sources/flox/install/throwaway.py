@@ -11,10 +11,10 @@ from pathlib import Path
 from pickvariant._base.capture import capture
 from pickvariant._base.files import cache_dir
 from pickvariant._base.records import record
-from pickvariant.install import floxcontract
-from pickvariant.install.flow import check_org, execute, interpreter_for, make_install_plan, start_log
-from pickvariant.install.install_plan import InstallOptions
+from pickvariant.install.options import InstallOptions, check_org
 from pickvariant.sources.build import Catalog, Variant
+from pickvariant.sources.flox.install import floxcontract
+from pickvariant.sources.flox.install.flow import execute, interpreter_for, make_install_plan, start_log
 
 
 @record

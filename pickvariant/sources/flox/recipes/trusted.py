@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from pickvariant._base.records import keyword_record, record
-from pickvariant.sources.flox import positions as holes
-from pickvariant.sources.flox.nixtext import NotNix
-from pickvariant.sources.flox.skeleton import Skeleton, Walk, shown, skeleton_of
+from pickvariant.sources.flox.recipes import positions as holes
+from pickvariant.sources.flox.recipes.nixtext import NotNix
+from pickvariant.sources.flox.recipes.skeleton import Skeleton, Walk, shown, skeleton_of
 
 _NAME = re.compile(
     r"^(?P<project>pytorch|torchvision|torchaudio|vllm)-python(?P<py>3\d{1,2})-(?:"

@@ -26,7 +26,7 @@ from pickvariant._base.git import GitTimeout, run_git
 from pickvariant._base.records import replace
 from pickvariant._base.urls import public_url
 from pickvariant.sources.build import Catalog, Variant
-from pickvariant.sources.flox.recipe_cache import (
+from pickvariant.sources.flox.recipes.recipe_cache import (
     Cache,
     Unread,
     cache_key,
@@ -36,7 +36,7 @@ from pickvariant.sources.flox.recipe_cache import (
     read_recipe,
     tip_file,
 )
-from pickvariant.sources.flox.recipe_check import FetchedRecipe, check_recipe
+from pickvariant.sources.flox.recipes.recipe_check import FetchedRecipe, check_recipe
 
 DEFAULT_NETWORK_TIMEOUT_S = settings.DEFAULT_NETWORK_TIMEOUT_S
 MAX_RECIPE_BYTES = 1024 * 1024

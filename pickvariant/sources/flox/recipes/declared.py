@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pickvariant._base.records import keyword_record
-from pickvariant.sources.flox.nixtext import NixText, NotNix, parse, parse_tree
-from pickvariant.sources.flox.skeleton import Skeleton
+from pickvariant.sources.flox.recipes.nixtext import NixText, NotNix, parse, parse_tree
+from pickvariant.sources.flox.recipes.skeleton import Skeleton
 
 FLAG_LIST = "cpuFlags"
 TARGET_STRINGS = ("gpuArchSM", "gpuArchNum", "smCapability")

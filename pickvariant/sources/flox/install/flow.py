@@ -17,21 +17,21 @@ from pickvariant._base.errors import BadInput, OperationFailed
 from pickvariant._base.files import cache_dir, check_writable, create_new, write_atomic
 from pickvariant._base.proc import FLOX_INSTALL_HELP, Command, run, tail
 from pickvariant._base.records import replace
-from pickvariant.install import envlock, existing, floxcontract, from_source, linked_torch, published_set
-from pickvariant.install.install_plan import (
-    InstallOptions,
-    InstallPlan,
-    check_directory,
-    check_org,
-    check_token_file,
-    environment_commands,
-    login_check,
-)
+from pickvariant.install import envlock
+from pickvariant.install.options import InstallOptions, check_org
 from pickvariant.install.state import last_install_path
 from pickvariant.machine.facts import HostFacts
 from pickvariant.rules.compat import why_not
 from pickvariant.rules.decision import SetShape
 from pickvariant.sources.build import Catalog, Companion, Variant, checked_package
+from pickvariant.sources.flox.install import existing, floxcontract, from_source, linked_torch, published_set
+from pickvariant.sources.flox.install.install_plan import (
+    InstallPlan,
+    check_directory,
+    check_token_file,
+    environment_commands,
+    login_check,
+)
 
 ORG_ENV = settings.FLOX_ORG
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from pickvariant._base.records import record
 from pickvariant._base.urls import public_url
-from pickvariant.sources.flox import companions
-from pickvariant.sources.flox.classify import name_refusal
-from pickvariant.sources.flox.declared import Reading, read
-from pickvariant.sources.flox.nixtext import NotNix
-from pickvariant.sources.flox.repository import RECIPE_DIR, GitRepository, is_url
-from pickvariant.sources.flox.trusted import TrustedRecipe, Upstream, name_key
+from pickvariant.sources.flox.recipes import companions
+from pickvariant.sources.flox.recipes.classify import name_refusal
+from pickvariant.sources.flox.recipes.declared import Reading, read
+from pickvariant.sources.flox.recipes.nixtext import NotNix
+from pickvariant.sources.flox.recipes.repository import RECIPE_DIR, GitRepository, is_url
+from pickvariant.sources.flox.recipes.trusted import TrustedRecipe, Upstream, name_key
 
 # How one recipe of a synced repository is read: (branch, path, package, blob, text, the PyTorch packages its
 # branch classified) -> the recipe read, or why it is left out.
@@ -56,8 +56,8 @@ def _normal(repo: str) -> str:
 @functools.cache
 def shipped_anchors() -> Anchors:
     """What the shipped catalog and its companions were synced from (read once, as data)."""
-    from pickvariant.sources.flox.load import SHIPPED_CATALOG
-    from pickvariant.sources.flox.stack import companions_path
+    from pickvariant.sources.flox.recipes.load import SHIPPED_CATALOG
+    from pickvariant.sources.flox.recipes.stack import companions_path
 
     urls: set[str] = set()
     commits: dict[str, str] = {}

@@ -25,14 +25,14 @@ from pickvariant._base.schema import SchemaError, load_schema, validate
 from pickvariant._base.strictjson import load_file
 from pickvariant._base.urls import public_url
 from pickvariant.sources.build import SCHEMA_VERSION, Catalog
-from pickvariant.sources.flox import companions
-from pickvariant.sources.flox.branches import Listing, Unclassified, group_branches, list_branches
-from pickvariant.sources.flox.classify import RecipeClassifier
-from pickvariant.sources.flox.load import parse_catalog
-from pickvariant.sources.flox.repository import GitRepository, is_url, open_repository, origin_url
-from pickvariant.sources.flox.stack import SCHEMA as STACK_SCHEMA
-from pickvariant.sources.flox.stack import checked_rows
-from pickvariant.sources.flox.upstream import Trust, same_repository, shipped_anchors, trusted_commits
+from pickvariant.sources.flox.recipes import companions
+from pickvariant.sources.flox.recipes.branches import Listing, Unclassified, group_branches, list_branches
+from pickvariant.sources.flox.recipes.classify import RecipeClassifier
+from pickvariant.sources.flox.recipes.load import parse_catalog
+from pickvariant.sources.flox.recipes.repository import GitRepository, is_url, open_repository, origin_url
+from pickvariant.sources.flox.recipes.stack import SCHEMA as STACK_SCHEMA
+from pickvariant.sources.flox.recipes.stack import checked_rows
+from pickvariant.sources.flox.recipes.upstream import Trust, same_repository, shipped_anchors, trusted_commits
 from pickvariant.sources.hardware_json import build_hardware, hardware_facts_path
 
 __all__ = ["SyncResult", "Unclassified", "sync"]
@@ -46,7 +46,7 @@ class SyncResult:
     unclassified: tuple[Unclassified, ...]
     notes: tuple[str, ...]
     refused_branches: tuple[tuple[str, str], ...] = ()  # (branch, why): left out whole
-    # torchvision, torchaudio and vLLM rows (sources/flox/stack.py), written beside the catalog; None: none were found
+    # torchvision, torchaudio and vLLM rows (sources/flox/recipes/stack.py), written beside the catalog; None: none were found
     companions: dict[str, Any] | None = None
 
     @property

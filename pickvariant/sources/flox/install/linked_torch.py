@@ -18,8 +18,8 @@ from pickvariant._base.files import read_regular, write_atomic
 from pickvariant._base.records import record
 from pickvariant._base.text import visible
 from pickvariant._base.versions import release_numbers
-from pickvariant.install import existing, floxcontract
 from pickvariant.sources.build import Companion
+from pickvariant.sources.flox.install import existing, floxcontract
 
 # Reads the distribution's metadata only: no torch import, so no CUDA initialisation and no kernels loaded.
 _READ_VERSION = (

@@ -13,9 +13,9 @@ from pickvariant._base import strictjson
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.files import check_writable, write_together
 from pickvariant._base.text import visible
-from pickvariant.sources.flox.load import stamp
-from pickvariant.sources.flox.stack import companions_path
-from pickvariant.sources.flox.sync import SyncResult
+from pickvariant.sources.flox.recipes.load import stamp
+from pickvariant.sources.flox.recipes.stack import companions_path
+from pickvariant.sources.flox.recipes.sync import SyncResult
 
 
 def render(document: Mapping[str, Any]) -> str:
