@@ -37,10 +37,10 @@ from pickvariant.verify.probe_run import probe_argv
 def flox_installation(ask: InstallAsk, source: str, catalog: Callable[[], Catalog]) -> FloxInstallation:
     """Its variant installed or built into the Flox environment; with --plan the node's assignment and nothing beside
     it."""
-    request, options, loaded = ask.request, ask.recipes, catalog()
+    request, options = ask.request, ask.recipes
     if ask.plan is not None:
-        request, options = _assigned(ask, ask.plan, loaded, source)
-    return FloxInstallation(prepared=prepare(request, options, loaded), options=options)
+        request, options = _assigned(ask, ask.plan, catalog, source)
+    return FloxInstallation(prepared=prepare(request, options, catalog()), options=options)
 
 
 @keyword_record
@@ -112,7 +112,9 @@ def prepare(request: Request, options: InstallOptions, catalog: Catalog) -> Prep
     )
 
 
-def _assigned(ask: InstallAsk, plan_path: str, catalog: Catalog, source: str) -> tuple[Request, InstallOptions]:
+def _assigned(
+    ask: InstallAsk, plan_path: str, catalog: Callable[[], Catalog], source: str
+) -> tuple[Request, InstallOptions]:
     """With --plan: the request and options that install exactly this node's assignment in a cluster's plan
     (commands/plan_install), judged by the rules that judge --package and never forced; nothing beside it may choose
     another build."""
@@ -123,8 +125,9 @@ def _assigned(ask: InstallAsk, plan_path: str, catalog: Catalog, source: str) ->
     pinned = pinned_beside_a_plan(request, options)
     if pinned:
         raise BadInput(f"{pinned[0]}: --plan gives this node its package and branch; it takes no other choice")
-    facts = gather_facts(catalog, request, os.environ)
-    assigned = assignment(plan_path, ask.label, catalog, facts, source)
+    loaded = catalog()
+    facts = gather_facts(loaded, request, os.environ)
+    assigned = assignment(plan_path, ask.label, loaded, facts, source)
     options = replace(options, package=assigned.package, assigned_by=assigned.said, assigned_set=assigned.companions)
     return replace(request, branch=assigned.branch), options
 
