@@ -13,7 +13,9 @@ from pickvariant.sources.flox.recipes.load import load_catalog, parse_catalog, s
 from pickvariant.sources.flox.recipes.sync_files import render as sync_render
 
 RAW = json.loads((REPO / "catalog.json").read_text())
-SCHEMA = json.loads((REPO / "pickvariant" / "sources" / "flox" / "recipes" / "data" / "catalog.schema.json").read_text())
+SCHEMA = json.loads(
+    (REPO / "pickvariant" / "sources" / "flox" / "recipes" / "data" / "catalog.schema.json").read_text()
+)
 
 
 def test_the_shipped_catalog_is_valid_for_the_real_json_schema_library_too() -> None:
