@@ -30,8 +30,8 @@ PARTS = (
 )
 # The commands only it has (the command line registers them from here).
 COMMANDS = (
-    ("list", "pickvariant.cli.listing:list_variants"),
-    ("recipe", "pickvariant.cli.recipe:recipe"),
-    ("catalog sync", "pickvariant.cli.catalog:catalog_sync"),
+    ("list", "pickvariant.sources.flox.commandline.listing:list_variants"),
+    ("recipe", "pickvariant.sources.flox.commandline.recipe:recipe"),
+    ("catalog sync", "pickvariant.sources.flox.commandline.sync:catalog_sync"),
 )
 SOURCE = Source(name="flox", pipeline="recipes", catalog_path=_path, load_recipes=_load, parts=PARTS, commands=COMMANDS)

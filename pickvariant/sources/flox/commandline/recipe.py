@@ -70,7 +70,7 @@ def recipe(
     with_: RecipeWith = None,
 ) -> None:
     """The Flox/Nix recipe of a catalog variant: the build repository's own (checked against the catalog), or generated."""
-    from pickvariant.commands.recipe import RecipeOptions, recipes
+    from pickvariant.sources.flox.commands.recipe import RecipeOptions, recipes
     from pickvariant.sources.flox.recipes.render import write_recipes
 
     options = RecipeOptions(

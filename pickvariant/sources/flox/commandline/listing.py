@@ -70,8 +70,8 @@ def list_variants(
     format: Any = commandline.FORMAT,
 ) -> None:
     """List the catalog's variants: a summary by branch, or rows with --all or any filter (--project lists a companion's recipes)."""
-    from pickvariant.commands.listing import ListOptions, listed
     from pickvariant.output import listing, terminal
+    from pickvariant.sources.flox.commands.listing import ListOptions, listed
 
     catalog = load_catalog()
     filters = listing.Filters(branch=branch, python=python_version, cuda=cuda, gpu=gpu, isa=isa, platform=platform)
