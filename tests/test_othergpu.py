@@ -17,7 +17,7 @@ from pickvariant.machine.othergpu import gfx_target, read_other_gpus
 runner = cli_runner()
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
-WHEELS_JSON = REPO / "pickvariant" / "sources" / "wheels" / "data" / "wheels.json"
+WHEELS_JSON = REPO / "pickvariant" / "sources" / "wheels" / "catalog" / "data" / "wheels.json"
 
 
 def _detect(source: str, *args: str, sysfs: Path | None = None) -> tuple[int, dict]:

@@ -25,7 +25,7 @@ CAPTURES = Path(__file__).parent / "fixtures" / "gpu-captures"
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 HASWELL = str(cpuinfo_path("linux-rhel7-haswell"))
 SCHEMA = json.loads((REPO / "pickvariant" / "output" / "detect.schema.json").read_text())
-CATALOG = json.loads((REPO / "pickvariant" / "sources" / "wheels" / "data" / "wheels.json").read_text())
+CATALOG = json.loads((REPO / "pickvariant" / "sources" / "wheels" / "catalog" / "data" / "wheels.json").read_text())
 
 # name -> (the capture, the gfx target it shows, the PCI device id it shows, or None where it shows none)
 MACHINES = {

@@ -120,7 +120,7 @@ def test_windows_rows_are_judged_by_the_same_standard_of_evidence_as_linux_rows(
     """Every Windows row the facts grade documented or verified (D, V) is judged, as a Linux row of that grade is:
     a Windows GTX 1080 (sm_61, which only Windows' cu126 builds carry) gets the newest such release, never an older
     one. Issue 70: 2.13 and 2.14's Windows cu126 rows cite the release matrix as 2.12's does, and were left out."""
-    from pickvariant.sources.wheels.facts import FACTS, read_facts
+    from pickvariant.sources.wheels.catalog.facts import FACTS, read_facts
 
     graded = [
         release["torch"]
@@ -144,7 +144,7 @@ def test_a_sets_python_is_one_every_member_has_a_wheel_for() -> None:
     """torch 2.15.0 has cp315 wheels; torchaudio 2.11.0, paired with it on PyPI, was built with torch 2.11.0 and has
     only that release's Pythons (the facts' A2). With no Python stated, the set is shown for a Python both have;
     with Python 3.15 stated, torchaudio has no wheel for it, so no cp315 set is answered, while torch alone is."""
-    from pickvariant.sources.wheels.facts import FACTS, read_facts
+    from pickvariant.sources.wheels.catalog.facts import FACTS, read_facts
 
     releases = {release["torch"]: release for release in read_facts(FACTS)["releases"]}
     audio_pythons = set(releases["2.11.0"]["python"])

@@ -12,7 +12,7 @@ from packaging.version import Version
 from test_plan import detect_line
 
 from pickvariant.cli.main import app
-from pickvariant.sources.wheels.load import load_wheel_catalog
+from pickvariant.sources.wheels.catalog.load import load_wheel_catalog
 
 runner = cli_runner()
 HASWELL = cpuinfo_path("linux-rhel7-haswell")

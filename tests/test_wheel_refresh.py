@@ -251,7 +251,7 @@ def test_a_server_that_drips_bytes_is_stopped_at_the_deadline_not_waited_for(mon
     import time
 
     from pickvariant._base.errors import OperationFailed
-    from pickvariant.sources.wheels import remote
+    from pickvariant.sources.wheels.catalog import remote
 
     class Drip(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -334,7 +334,7 @@ def test_the_shipped_facts_newest_release_read_from_its_wheels_reproduces_the_sh
     PyTorch's indexes serve it (its release table the facts' SASS lists), under the next version number (a refresh
     reads only releases past the facts): the refresh derives the shipped catalog's builds of it, field for field.
     With PyTorch's index unreachable, PyPI's own wheels still give its CUDA builds, and an H100 is answered it."""
-    from pickvariant.sources.wheels.facts import FACTS, read_facts
+    from pickvariant.sources.wheels.catalog.facts import FACTS, read_facts
 
     newest = read_facts(FACTS)["releases"][-1]
     later = "2.16.0"
@@ -356,7 +356,7 @@ def test_the_shipped_facts_newest_release_read_from_its_wheels_reproduces_the_sh
         ]
         return sorted(found, key=lambda b: (b["variant"], b["platform"]))
 
-    shipped = json.loads((REPO / "pickvariant" / "sources" / "wheels" / "data" / "wheels.json").read_text())
+    shipped = json.loads((REPO / "pickvariant" / "sources" / "wheels" / "catalog" / "data" / "wheels.json").read_text())
     expected = builds_of(shipped, newest["torch"])
     refreshed = tmp_path / "cache" / "pickvariant" / "wheels-refreshed.json"
     with range_server(tmp_path / "www", {}) as url:

@@ -85,7 +85,7 @@ def test_a_redirect_from_https_to_plain_http_is_not_followed() -> None:
     import urllib.error
     import urllib.request
 
-    from pickvariant.sources.wheels.remote import _Redirects
+    from pickvariant.sources.wheels.catalog.remote import _Redirects
 
     asked = urllib.request.Request("https://index.example/simple/torch/")
     with pytest.raises(urllib.error.URLError, match="not followed"):

@@ -28,7 +28,7 @@ from pickvariant.output.prebuilt_answer import prebuilt_json, prebuilt_text_line
 from pickvariant.rules.prebuilt_walk import pick_prebuilt
 from pickvariant.sources.prebuilt import PrebuiltCatalog, published
 from pickvariant.sources.runs_on import Build
-from pickvariant.sources.wheels.load import load_wheel_catalog
+from pickvariant.sources.wheels.catalog.load import load_wheel_catalog
 
 HASWELL = cpuinfo_path("linux-rhel7-haswell")
 runner = cli_runner()

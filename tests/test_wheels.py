@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from pickvariant._base.schema import load_schema, validate
-from pickvariant.sources.wheels import facts as wheel_facts
-from pickvariant.sources.wheels.load import CATALOG_SCHEMA
+from pickvariant.sources.wheels.catalog import facts as wheel_facts
+from pickvariant.sources.wheels.catalog.load import CATALOG_SCHEMA
 
 SHIPPED = json.loads(Path(wheel_facts.CATALOG).read_text())
 

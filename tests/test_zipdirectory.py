@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pickvariant.sources.wheels.zipdirectory import Trimmed, entries_of
+from pickvariant.sources.wheels.catalog.zipdirectory import Trimmed, entries_of
 
 MEMBERS = ("torch/version.py", "torch/cuda/__init__.py")
 

@@ -90,8 +90,8 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
   `cli/typer_options.checked_paths`, `cli/options.request_from`, `cache_dir`, `load.default_catalog_path`,
   `fetch.recipes_repo`; `cli/console.exit_for` is the net beneath
 - which of PyTorch's own wheels exist, their SASS and PTX lists, CUDA runtime and driver floor, PyPI's default,
-  companions: `sources/wheels/data/wheel-facts.json` (each with its sources and confidence), derived by
-  `sources/wheels/facts.py` `derive` into `sources/wheels/data/wheels.json`
+  companions: `sources/wheels/catalog/data/wheel-facts.json` (each with its sources and confidence), derived by
+  `sources/wheels/catalog/facts.py` `derive` into `sources/wheels/catalog/data/wheels.json`
 - which variants exist: `catalog.json` at the top of the checkout (and `catalog.companions.json` beside it), written
   only by `pickvariant catalog sync`; a wheel carries both inside the package (`_base/files.py` `shipped`, hatch
   `force-include`)
@@ -101,7 +101,7 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
 - what git may run, which transports it may use, where it runs: `_base/git.py` (`HARDENED_CONFIG`,
   `ALLOWED_PROTOCOLS`)
 - the shape of every JSON document from outside: `sources/flox/recipes/data/catalog.schema.json`,
-  `sources/flox/recipes/data/companions.schema.json`, `sources/wheels/data/wheel-facts.schema.json` and `wheel-
+  `sources/flox/recipes/data/companions.schema.json`, `sources/wheels/catalog/data/wheel-facts.schema.json` and `wheel-
   catalog.schema.json` (a wheel catalog but the shipped one: the refreshed one in the cache, one named by path),
   `verify/probe-result.schema.json`, `rules/detect-line.schema.json`, `rules/cluster-plan.schema.json`, and of
   detect's own document for every source `output/detect.schema.json`, `rules/verify-line.schema.json`,

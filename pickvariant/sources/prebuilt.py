@@ -4,7 +4,7 @@ Each build is the one record every source's builds are (sources/runs_on.Build), 
 published build adds: the index it is on (`cu126`), whether an installer gets it with no index named (PyPI's own
 `torch`), whether its PTX list is known. A PrebuiltCatalog holds them with the rows left out (and why) and the
 companion releases paired with each torch release. A source reads its own files into these records (the wheels
-source: sources/wheels/load.py); nothing here reads a file.
+source: sources/wheels/catalog/load.py); nothing here reads a file.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 
 def _catalog() -> PrebuiltCatalog:
-    from pickvariant.sources.wheels.load import load_wheel_catalog
+    from pickvariant.sources.wheels.catalog.load import load_wheel_catalog
 
     return load_wheel_catalog()
 
@@ -22,7 +22,7 @@ PARTS = (
     ("installation", "pickvariant.commands.installation:prebuilt_installation"),
     ("packaging", "pickvariant.install.pip_command:PACKAGING"),
 )
-COMMANDS = (("catalog wheels", "pickvariant.cli.catalog:catalog_wheels"),)  # the command only it has
+COMMANDS = (("catalog wheels", "pickvariant.sources.wheels.commandline:catalog_wheels"),)  # the command only it has
 SOURCE = Source(
     name="wheels",
     pipeline="prebuilt",

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
-from pickvariant.sources.wheels.remote import get
+from pickvariant.sources.wheels.catalog.remote import get
 
 MAX_PAGE_BYTES = 32 * 1024 * 1024  # PyPI's torch page lists thousands of files
 ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"

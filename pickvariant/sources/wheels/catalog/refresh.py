@@ -27,9 +27,9 @@ from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
 from pickvariant._base.versions import version_key
 from pickvariant.sources.hardware import Hardware
-from pickvariant.sources.wheels.remote import Spent, bounded
-from pickvariant.sources.wheels.simple import IndexedWheel, wheels_of
-from pickvariant.sources.wheels.wheelread import TABLE, WheelRead, read_wheel
+from pickvariant.sources.wheels.catalog.remote import Spent, bounded
+from pickvariant.sources.wheels.catalog.simple import IndexedWheel, wheels_of
+from pickvariant.sources.wheels.catalog.wheelread import TABLE, WheelRead, read_wheel
 
 LINUX = {"linux-x86_64": "x86_64", "linux-aarch64": "aarch64"}  # platform: the table's host key
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-amd64", "macos-arm64")

@@ -70,7 +70,7 @@ def catalog_wheels(
 ) -> None:
     """PyTorch's own wheels: every release's builds whose kernel lists are verified or documented, the rest left out with why."""
     from pickvariant._base.errors import BadInput
-    from pickvariant.commands.catalog import WheelsOptions, wheels
+    from pickvariant.sources.wheels.commands import WheelsOptions, wheels
 
     if refresh:
         if output is not None or check:
@@ -92,7 +92,7 @@ def catalog_wheels(
 
 def _refresh(facts: Path | None, wheel_index: str | None, pypi: str | None) -> None:
     from pickvariant._base.text import visible
-    from pickvariant.commands.catalog import refresh_catalog
+    from pickvariant.sources.wheels.commands import refresh_catalog
 
     done = refresh_catalog(facts, wheel_index, pypi)
     for line in done.said:

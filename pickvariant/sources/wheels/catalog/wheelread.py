@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from pickvariant._base.errors import OperationFailed
 from pickvariant._base.urls import public_url
-from pickvariant.sources.wheels.remote import RangeFile
-from pickvariant.sources.wheels.zipdirectory import Trimmed, entries_of
+from pickvariant.sources.wheels.catalog.remote import RangeFile
+from pickvariant.sources.wheels.catalog.zipdirectory import Trimmed, entries_of
 
 VERSION_MEMBER = "torch/version.py"
 CUDA_MEMBER = "torch/cuda/__init__.py"

@@ -1,6 +1,6 @@
 """`pickvariant catalog wheels`: the wheel catalog derived from the wheel facts; with --refresh, the releases an index
-holds beyond them read from their wheels by sources/wheels/refresh.py. (`catalog sync` is the Flox source's own:
-sources/flox/commands/sync.py.)
+holds beyond them read from their wheels by sources/wheels/catalog/refresh.py: the wheels source's own command's work,
+below the command line that parses its options (sources/wheels/commandline.py).
 
 The index --refresh reads PyPI's releases from is the one the user's installer is set to: `--pypi URL`, else pip's
 (PIP_INDEX_URL, else its configuration files' `install.index-url` or `global.index-url`), else uv's UV_DEFAULT_INDEX,
@@ -43,7 +43,7 @@ def wheels(options: WheelsOptions) -> WheelsDone:
     """`pickvariant catalog wheels`: the wheel catalog from the facts file, printed, written or checked."""
     from pickvariant._base.errors import OperationFailed
     from pickvariant._base.files import check_writable, read_regular, write_atomic
-    from pickvariant.sources.wheels import facts as wheel_facts
+    from pickvariant.sources.wheels.catalog import facts as wheel_facts
 
     if options.check and options.output is None:
         raise BadInput("--check compares against a file: give it with -o FILE")
@@ -85,8 +85,8 @@ def refresh_catalog(facts_path: Path | None, wheel_index: str | None, pypi: str 
     it did), and an incomplete one (a page or wheel that could not be read) does not replace a refreshed catalog of
     the same facts that judges more builds."""
     from pickvariant.sources.hardware_json import load_hardware
-    from pickvariant.sources.wheels import facts as wheel_facts
-    from pickvariant.sources.wheels.refresh import refresh
+    from pickvariant.sources.wheels.catalog import facts as wheel_facts
+    from pickvariant.sources.wheels.catalog.refresh import refresh
 
     facts = wheel_facts.read_facts(facts_path or wheel_facts.FACTS)
     root = settings.wheel_index(wheel_index, os.environ, facts["index_root"]).rstrip("/")
@@ -127,7 +127,7 @@ def _kept_instead(path: Path, document: dict, releases: list, failed: list[str])
 
     from pickvariant._base.errors import PickVariantError
     from pickvariant._base.files import read_regular
-    from pickvariant.sources.wheels import facts as wheel_facts
+    from pickvariant.sources.wheels.catalog import facts as wheel_facts
 
     try:
         before = json.loads(read_regular(path, wheel_facts.MAX_FACTS_BYTES, "refreshed wheel catalog"))

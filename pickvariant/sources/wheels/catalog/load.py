@@ -19,7 +19,7 @@ from pickvariant._base.versions import parse_compute_capability, parse_driver_ve
 from pickvariant.sources.accelerator import GpuCode, Rocm, Xpu
 from pickvariant.sources.prebuilt import LeftOut, PairedRelease, PrebuiltCatalog, published
 from pickvariant.sources.runs_on import Build
-from pickvariant.sources.wheels.facts import (
+from pickvariant.sources.wheels.catalog.facts import (
     CATALOG,
     DATA_DIR,
     MAX_FACTS_BYTES,

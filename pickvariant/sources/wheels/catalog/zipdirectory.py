@@ -15,7 +15,7 @@ import struct
 import zipfile
 from collections.abc import Iterable
 
-from pickvariant.sources.wheels.remote import Seekable
+from pickvariant.sources.wheels.catalog.remote import Seekable
 
 _END = struct.Struct("<4s4H2LH")  # the end-of-central-directory record (22 bytes, then its comment)
 _END64_LOCATOR = struct.Struct("<4sLQL")  # the ZIP64 end record's locator, just before the end record
