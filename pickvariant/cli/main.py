@@ -1,8 +1,8 @@
 """The typer app: every command registered, in the order `--help` lists them, and how a parsed command line ends.
 
-Each command's options and handler live in its own module (detect.py, catalog.py, install.py, plan.py, verify.py,
-report.py; a source's own commands in its plug-in, the Flox source's `list`, `recipe` and `catalog sync` in
-sources/flox/commandline/); the options that describe a machine or pin a choice are declared
+Each command's options and handler live in its own module (detect.py, install.py, plan.py, verify.py, report.py; a
+source's own commands in its plug-in: the Flox source's `list`, `recipe` and `catalog sync` in
+sources/flox/commandline/, the wheels' `catalog wheels` in sources/wheels/commandline.py); the options that describe a machine or pin a choice are declared
 once, in options.py (the typer-free answer to `detect --format json` parses with them too); how a command
 ends, its stderr line and exit code, is decided in console.exit_for.
 """
