@@ -393,8 +393,8 @@ def test_list_fits_a_narrow_terminal_and_never_cuts_a_name(catalog, width) -> No
 
     from rich.console import Console
 
-    from pickvariant.output.listing import select, summary
-    from pickvariant.output.terminal import print_rows
+    from pickvariant.sources.flox.commandline.listing import print_rows
+    from pickvariant.sources.flox.commands.list_rows import select, summary
 
     text = summary(catalog, width)
     # Only a single word longer than the terminal (the repository's address) may stand out; nothing is cut.
@@ -573,8 +573,8 @@ def test_a_narrow_list_drops_what_the_name_says_before_the_cuda_line_and_labels_
 
     from rich.console import Console
 
-    from pickvariant.output.listing import select
-    from pickvariant.output.terminal import print_rows
+    from pickvariant.sources.flox.commandline.listing import print_rows
+    from pickvariant.sources.flox.commands.list_rows import select
 
     rows = select(catalog)[:20]
     out = io.StringIO()

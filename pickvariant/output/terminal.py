@@ -1,4 +1,4 @@
-"""What a terminal gets: the decision and the catalog as rich views, progress while a command works.
+"""What a terminal gets: the recipes' decision as a rich view (detect --explain), progress while a command works.
 
 The one module of the output layer that draws with rich; everything that is read by a program or
 pasted into a ticket (JSON, Markdown, plain lines) is in the modules beside it. Each view prints
@@ -17,7 +17,7 @@ from pickvariant.rules import wording
 from pickvariant.rules.decision import RecipeDecision
 from pickvariant.sources.build import Catalog
 
-# typing (3 ms), the listing and shutil stay off the text answer's path (entry.py): each is loaded where it is used.
+# typing (3 ms) stays off the text answer's path (entry.py): it is loaded only for the type checker.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -79,56 +79,6 @@ def _decision_tree(facts: HostFacts, decision: RecipeDecision, workload: str) ->
     for note in facts.notes:
         tree.add(Text(visible(f"note: {note}"), style="dim"))
     return tree
-
-
-def print_summary(catalog: Catalog) -> None:
-    """The summary, fitted to the terminal's width on a terminal (a pipe gets whole lines)."""
-    import shutil
-
-    from pickvariant.output.listing import summary
-
-    sys.stdout.write(summary(catalog, shutil.get_terminal_size().columns if sys.stdout.isatty() else None))
-
-
-def print_rows(rows: list[dict[str, Any]], console: Any = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    from pickvariant.output.listing import COLUMNS, DROP_ORDER, plain
-
-    console = console or Console()
-    if not console.is_terminal:
-        console.file.write(plain(rows))
-        return
-    text = [{c: str(row[c] if row[c] is not None else "-") for c in COLUMNS} for row in rows]
-    # Each column takes its widest cell plus two spaces of padding and a border.
-    width = {c: max([len(c)] + [len(row[c]) for row in text]) + 3 for c in COLUMNS}
-    if width["package"] + 1 > console.width:
-        # Not even the package column fits: a block per variant, the name whole on its own line.
-        for row in text:
-            console.file.write(visible(row["package"]) + "\n")
-            details = "  ".join(f"{c}: {visible(row[c])}" for c in COLUMNS if c != "package")
-            console.print(Text(details, overflow="fold"), highlight=False)
-        return
-    shown = list(COLUMNS)
-    for column in DROP_ORDER:
-        if sum(width[c] for c in shown) + 1 <= console.width:
-            break
-        shown.remove(column)
-    hidden = [c for c in COLUMNS if c not in shown]
-    caption = (
-        f"not shown, for want of width: {', '.join(hidden)} (--format markdown or a pipe shows every column)"
-        if hidden
-        else None
-    )
-    table = Table(title=f"{len(rows)} variants", caption=caption, header_style="bold")
-    for column in shown:
-        table.add_column(column, no_wrap=column == "package", overflow="fold")
-    for row in text:
-        # Text, not markup: a site catalog's description may hold brackets.
-        table.add_row(*(Text(visible(row[c])) for c in shown))
-    console.print(table)
 
 
 def reading_progress(total_bytes: int | None) -> Any:

@@ -7,8 +7,8 @@ from typing import Any
 
 from pickvariant._base.errors import BadInput
 from pickvariant._base.records import keyword_record
-from pickvariant.output.listing import Filters, select, select_companions
 from pickvariant.sources.build import Catalog
+from pickvariant.sources.flox.commands.list_rows import Filters, select, select_companions
 from pickvariant.sources.flox.recipes.companions import PROJECTS
 from pickvariant.sources.flox.recipes.stack import load_stack
 

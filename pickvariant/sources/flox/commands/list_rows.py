@@ -1,4 +1,5 @@
-"""`pickvariant list`: the catalog as rows."""
+"""`pickvariant list`: the catalog as rows (its filters, the selection, the summary), and the rows as plain lines,
+Markdown and JSON; the terminal's table is drawn by sources/flox/commandline/listing.py."""
 
 from __future__ import annotations
 
