@@ -88,3 +88,7 @@ RepoOpt = Annotated[
         help=commandline.RECIPES_REPO.described,
     ),
 ]
+
+
+# catalog sync's and catalog wheels' --force: the file -o names is replaced only when asked.
+OverwriteOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")]

@@ -10,7 +10,7 @@ import typer
 
 from pickvariant.cli import options as commandline
 from pickvariant.cli.common import declared, exits_on_error
-from pickvariant.cli.typer_options import checked_paths
+from pickvariant.cli.typer_options import OverwriteOpt, checked_paths
 
 WheelsFacts = Annotated[
     Path | None,
@@ -31,7 +31,6 @@ WheelsOutput = Annotated[
         help="Write the wheel catalog here (default: print it).",
     ),
 ]
-WheelsForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")]
 WheelsCheck = Annotated[
     bool, typer.Option("--check", help="Write nothing; exit 1 when --output differs from what the facts give.")
 ]
@@ -63,7 +62,7 @@ def catalog_wheels(
     facts: WheelsFacts = None,
     output: WheelsOutput = None,
     check: WheelsCheck = False,
-    force: WheelsForce = False,
+    force: OverwriteOpt = False,
     refresh: WheelsRefresh = False,
     pypi: WheelsPypi = None,
     wheel_index: Any = commandline.WHEEL_INDEX,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from pickvariant.cli.common import exits_on_error
-from pickvariant.cli.typer_options import checked_paths
+from pickvariant.cli.typer_options import OverwriteOpt, checked_paths
 
 SyncRepos = Annotated[
     list[str],
@@ -40,8 +40,6 @@ SyncSourceUrl = Annotated[
     ),
 ]
 
-SyncForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output that differs.")]
-
 SyncUpstream = Annotated[
     list[str] | None,
     typer.Option(
@@ -70,7 +68,7 @@ def catalog_sync(
     output: SyncOutput = None,
     check: SyncCheck = False,
     source_url: SyncSourceUrl = None,
-    force: SyncForce = False,
+    force: OverwriteOpt = False,
     upstream: SyncUpstream = None,
     trust_recipes: SyncTrustRecipes = None,
 ) -> None:
