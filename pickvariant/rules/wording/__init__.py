@@ -150,7 +150,6 @@ _WHY: dict[tuple[str, str], str | Callable[[dict[str, str]], str]] = {
     (Kind.RANKED_LOWER, "wheel_torch"): "fits ({example}), but ships the older PyTorch {torch}",
     (Kind.RANKED_LOWER, "wheel_cuda"): "fits ({example}), but CUDA {cuda} is older than the chosen CUDA {preferred}",
     (Kind.RANKED_LOWER, "wheel_stack"): "fits ({example}), but {stack} is older than the chosen {preferred}",
-    (Kind.RANKED_LOWER, "wheel_pypi"): "fits ({example}), the same torch and CUDA line on another {index}",
     (
         Kind.NO_SET,
         "wheel",
