@@ -197,3 +197,62 @@ def test_a_plugin_brings_its_own_installation_and_the_stages_ask_it_never_the_ki
         install.stderr
         == "pickvariant: --source redrock-own: installs with Red Rock's own tool (its installation part ran)\n"
     )
+
+
+FAULTY = """
+from acme_wheels import _catalog
+from pickvariant.sources.nouns import WHEELS
+from pickvariant.sources.registry import Source
+
+def _raises():
+    raise KeyError("platforms")
+
+RAISES = Source(name="raises", pipeline="prebuilt", builds=_raises, publisher="Acme", nouns=WHEELS)
+NOCATALOG = Source(name="nocatalog", pipeline="prebuilt", builds=lambda: None, publisher="Acme", nouns=WHEELS)
+BADPART = Source(
+    name="badpart", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
+    parts=(("packaging", "acme_gone:PACKAGING"),),
+)
+BADCOMMAND = Source(
+    name="badcommand", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
+    commands=(("goodbye", "acme_gone:goodbye"),),
+)
+# A command that is no function, and commands of another shape than (words, module:attribute) pairs.
+NOTCALLABLE = Source(
+    name="notcallable", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
+    commands=(("byebye", "acme_faulty:RAISES"),),
+)
+BADPAIRS = Source(name="badpairs", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS, commands=("hi",))
+# A kind pickvariant has no stages for, and a second source of recipes (the Flox source under another name).
+OTHERKIND = Source(name="otherkind", pipeline="conda", builds=_catalog, publisher="Acme", nouns=WHEELS)
+RECIPES = Source(name="recipes", pipeline="recipes")
+"""
+
+
+def test_a_plugin_whose_code_fails_after_it_loads_is_named_in_one_line_and_every_other_command_runs(tmp_path) -> None:
+    """A plug-in's catalog that raises or is no catalog, its part or its own command that does not import or is no
+    function, commands of another shape, a kind with no stages or a second source of recipes: each is one line naming
+    the plug-in (exit 1), never a traceback, a missing package of pickvariant's nor another source's answer, and a
+    command of it that cannot run leaves every other command running."""
+    site = _installed_plugins(tmp_path / "site")
+    (site / "acme_faulty.py").write_text(FAULTY)
+    info = site / "acme_faulty-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-faulty\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[pickvariant.sources]\nraises = acme_faulty:RAISES\nnocatalog = acme_faulty:NOCATALOG\n"
+        "badpart = acme_faulty:BADPART\nbadcommand = acme_faulty:BADCOMMAND\notherkind = acme_faulty:OTHERKIND\n"
+        "recipes = acme_faulty:RECIPES\nnotcallable = acme_faulty:NOTCALLABLE\nbadpairs = acme_faulty:BADPAIRS\n"
+    )
+    detected = ("raises", "nocatalog", "badpart", "otherkind", "recipes", "badpairs")
+    failures = [_pickvariant(site, "detect", "--source", name, *MACHINE) for name in detected]
+    failures += [_pickvariant(site, "goodbye", "--any", "words"), _pickvariant(site, "byebye")]
+    for failed, name in zip(failures, (*detected, "badcommand", "notcallable"), strict=True):
+        assert failed.returncode == 1 and failed.stdout == "" and failed.stderr.count("\n") == 1, failed.stderr
+        assert failed.stderr.startswith(f"pickvariant: source plug-in '{name}'"), failed.stderr
+        assert "Traceback" not in failed.stderr and "a package pickvariant needs" not in failed.stderr
+    # Every other command, and the other plug-ins, still answer beside the command that did not import.
+    acme = _pickvariant(site, "detect", "--source", "acme", "--format", "json", *MACHINE)
+    assert acme.returncode == 0 and json.loads(acme.stdout)["recommendation"]["torch"].startswith("2.14.1")
+    plan = _pickvariant(site, "plan", "--help")
+    assert plan.returncode == 0 and "--max-variants" in plan.stdout, plan.stderr

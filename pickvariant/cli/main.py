@@ -10,12 +10,15 @@ ends, its stderr line and exit code, is decided in console.exit_for.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from pickvariant import __version__
-from pickvariant.cli import console, detect, fleet, install, plan, report, verify
+from pickvariant._base.errors import OperationFailed
+from pickvariant._base.text import visible
+from pickvariant.cli import common, console, detect, fleet, install, plan, report, verify
 from pickvariant.sources import registry
 
 
@@ -46,7 +49,8 @@ catalog_app = typer.Typer(
 def _sources_commands() -> None:
     """The commands only a source has (its Source's `commands`), each registered once, the built-in sources' first:
     `recipe` and `list` beside detect, `catalog sync` and `catalog wheels` under catalog. A plug-in's command of a
-    name already taken, or of words not a command's, is left out."""
+    name already taken, or of words not a command's, is left out; one whose code fails to import answers with that
+    failure in one line, and every other command still runs."""
     taken = {"detect", "install", "plan", "fleet", "verify", "report", "catalog"}
     for name in registry.names():
         source = registry.named(name)
@@ -55,7 +59,42 @@ def _sources_commands() -> None:
                 continue
             taken.add(words)
             group, _, sub = words.rpartition(" ")
-            (catalog_app if group == "catalog" else app).command(sub)(registry.attribute_of(spec))
+            try:
+                function, settings = _runnable(source, words, spec), {}
+            except OperationFailed as error:
+                function, settings = _failed(error), {"ignore_unknown_options": True, "allow_extra_args": True}
+            (catalog_app if group == "catalog" else app).command(sub, context_settings=settings)(function)
+
+
+def _runnable(source: registry.Source, words: str, spec: str) -> Callable[..., Any]:
+    """A source's command as typer will run it. A plug-in's is made into a click command here, alone: one typer
+    cannot make (not a function, a parameter of a type typer has no parser for) fails as that plug-in's, not as every
+    command's."""
+    function = source.command(words, spec)
+    if source.built_in:
+        return function
+    try:
+        alone = typer.Typer()
+        alone.command()(function)
+        typer.main.get_command(alone)
+    except Exception as error:  # whatever typer makes of a third party's function is that plug-in's failure
+        said = visible(f"{type(error).__name__}: {str(error)[:200]}")
+        raise OperationFailed(
+            f"source plug-in {source.name!r}: its command {words!r} ({visible(spec[:200])}) is not one "
+            f"typer can run: {said}"
+        ) from None
+    return function
+
+
+def _failed(error: OperationFailed) -> Callable[[], None]:
+    """A plug-in's command that did not load: run, whatever it is given, it says why (exit 1)."""
+
+    @common.exits_on_error
+    def failed() -> None:
+        raise error
+
+    failed.__doc__ = f"(did not load: {error})"
+    return failed
 
 
 app.command()(detect.detect)

@@ -113,9 +113,30 @@ class Source:
     # `recipe`, `list` and `catalog sync`, the wheels' `catalog wheels`. The command line registers them from here.
     commands: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def built_in(self) -> bool:
+        """One of pickvariant's own sources, whose code failing is pickvariant's bug; else a plug-in's, whose code
+        failing is named as that plug-in's."""
+        return self.name in _BUILT_IN
+
     def part(self, role: str) -> Any:
         """Its part of that role ("pipeline", "installation", "packaging"), imported when first asked for."""
-        return attribute_of(dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role])
+        return self._imported(dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role], f"its {role} part")
+
+    def command(self, words: str, spec: str) -> Callable[..., Any]:
+        """The function one of its own commands (`words`) runs, from its `module:attribute`, imported."""
+        found: Callable[..., Any] = self._imported(spec, f"its command {words!r}")
+        return found
+
+    def _imported(self, spec: str, what: str) -> Any:
+        """What `spec` names, imported. A plug-in's code that fails to import is one line naming the plug-in (its
+        code, not pickvariant's); pickvariant's own (a built-in source's, a kind's part) fails as a bug does."""
+        if self.built_in or spec in _PARTS_OF_KIND[self.pipeline].values():
+            return attribute_of(spec)
+        try:
+            return attribute_of(spec)
+        except Exception as error:  # any error of a third party's import is that plug-in's failure
+            raise _plugin_failed(self.name, f"{what} ({spec})", error) from None
 
     @property
     def reads_python(self) -> bool:
@@ -150,8 +171,38 @@ class Source:
         from pickvariant.sources.prebuilt import judged_only
 
         assert self.publisher is not None and self.nouns is not None  # checked where it is registered or loaded
-        named = replace(self.builds(), publisher=self.publisher, nouns=self.nouns, layout=self.layout)
-        return judged_only(named)
+        read = self.builds() if self.built_in else _plugin_catalog(self.name, self.builds)
+        return judged_only(replace(read, publisher=self.publisher, nouns=self.nouns, layout=self.layout))
+
+
+def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> PrebuiltCatalog:
+    """A plug-in's catalog as its code reads it: pickvariant's own errors pass (a plug-in may refuse its input with
+    BadInput); any other error, or a value that is not a PrebuiltCatalog of Builds, is one line naming the plug-in,
+    never a traceback from someone else's code."""
+    from pickvariant._base.errors import PickVariantError
+    from pickvariant.sources.prebuilt import PrebuiltCatalog
+    from pickvariant.sources.runs_on import Build
+
+    try:
+        read = builds()
+    except PickVariantError:
+        raise
+    except Exception as error:
+        raise _plugin_failed(name, "its catalog", error) from None
+    if not isinstance(read, PrebuiltCatalog) or not all(isinstance(build, Build) for build in read.builds):
+        raise OperationFailed(
+            f"source plug-in {name!r}: its catalog is {type(read).__name__}, not a PrebuiltCatalog of Builds "
+            "(pickvariant.sources.prebuilt)"
+        )
+    return read
+
+
+def _plugin_failed(name: str, what: str, error: Exception) -> OperationFailed:
+    """A plug-in's code failed while pickvariant read `what` of it: one line naming it, its outside text shown safe."""
+    from pickvariant._base.text import visible
+
+    said = f"{type(error).__name__}: {str(error)[:200]}"
+    return OperationFailed(f"source plug-in {name!r}: reading {visible(what[:200])} failed: {visible(said)}")
 
 
 def attribute_of(spec: str) -> Any:
@@ -167,19 +218,19 @@ def register(source: Source) -> None:
     unsaid = _unsaid(source)
     if unsaid:
         raise ValueError(f"source {source.name!r}: {unsaid}")
-    if source.pipeline != "prebuilt" or source.builds is None:
-        # The recipes' stages read the Flox catalog (PICKVARIANT_CATALOG), not one a source brings: a second source
-        # of recipes would be the Flox source under another name, in every document and plan.
-        raise ValueError(
-            f"source {source.name!r}: a registered source brings its catalog of builds (pipeline 'prebuilt')"
-        )
     _REGISTERED[source.name] = source
 
 
 def _unsaid(source: Source) -> str | None:
-    """What a source of prebuilt builds leaves unsaid that its sentences need, or None."""
-    if source.pipeline != "prebuilt":
-        return None
+    """What a source that is not built in (registered, or a plug-in) lacks or says wrong, or None: its kind, and
+    what its sentences need."""
+    if source.pipeline != "prebuilt" or not callable(source.builds):
+        # The recipes' stages read the Flox catalog (PICKVARIANT_CATALOG), not one a source brings: a second source
+        # of recipes would be the Flox source under another name, in every document and plan.
+        return (
+            f"pipeline {str(source.pipeline)[:40]!r}: a source brings its catalog of builds (pipeline 'prebuilt', "
+            "builds: the function that reads it)"
+        )
     if not source.publisher or source.nouns is None:
         return "a source of prebuilt builds names its publisher and its nouns (Source.publisher, Source.nouns)"
     from pickvariant._base.records import fields
@@ -194,6 +245,21 @@ def _unsaid(source: Source) -> str | None:
             return f"{field} {str(word)[:40]!r}: letters, digits, spaces and .'&- only, at most 40"
     if source.layout not in ("{root}/{index}", "{root}"):
         return f"layout {source.layout!r:.40}: one of '{{root}}/{{index}}', '{{root}}'"
+    return _misshapen(source)
+
+
+def _misshapen(source: Source) -> str | None:
+    """What the command line reads of a source, of the wrong shape: its parts and commands (text, text) pairs, the
+    options it adds text (one of another shape would stop every command where they are registered)."""
+    for field in ("parts", "commands"):
+        pairs = getattr(source, field)
+        if not isinstance(pairs, tuple) or not all(
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(text, str) for text in pair) for pair in pairs
+        ):
+            return f"Source.{field}: a tuple of (text, text) pairs"
+    added = source.added
+    if added is not None and not (isinstance(added, tuple) and all(isinstance(option, str) for option in added)):
+        return "Source.added: a tuple of option names"
     return None
 
 
