@@ -81,6 +81,9 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
   `sources/flox/recipes/classify.py` `isa_disagreement`, `targets_disagreement`
 - a catalog from elsewhere: its hardware facts must be pickvariant's own: `sources/flox/recipes/own_facts.py`
   `check_own_hardware_facts` (called by `sources/flox/recipes/load.py` for every catalog but the shipped one)
+- a plug-in's catalog: every value of a shape the rules read (a release, CPython tags, capabilities, gfx targets,
+  names, printable text), or the catalog is refused whole, naming the plug-in: `sources/plugin_values.py`
+  `misvalued`, asked by `sources/registry.py` (with the plug-in's own errors, parts and commands named as its)
 - the commit a recipe is fetched at (the catalog's, from its own repository; a fork's tip, held against the recipe the
   catalog was made from): `sources/flox/recipes/fetch.py` `fetch_checked`, `sources/flox/recipes/recipe_check.py`
   `check_recipe`

@@ -177,11 +177,12 @@ class Source:
 
 def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> PrebuiltCatalog:
     """A plug-in's catalog as its code reads it: pickvariant's own errors pass (a plug-in may refuse its input with
-    BadInput); any other error, or a value that is not a PrebuiltCatalog of Builds, is one line naming the plug-in,
-    never a traceback from someone else's code."""
+    BadInput); any other error, a value that is not a PrebuiltCatalog, or one holding a value of a shape the rules
+    do not read (sources/plugin_values.py), is one line naming the plug-in, never a traceback from its code."""
     from pickvariant._base.errors import PickVariantError
+    from pickvariant._base.text import visible
+    from pickvariant.sources.plugin_values import misvalued
     from pickvariant.sources.prebuilt import PrebuiltCatalog
-    from pickvariant.sources.runs_on import Build
 
     try:
         read = builds()
@@ -189,11 +190,14 @@ def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> Prebuil
         raise
     except Exception as error:
         raise _plugin_failed(name, "its catalog", error) from None
-    if not isinstance(read, PrebuiltCatalog) or not all(isinstance(build, Build) for build in read.builds):
+    if not isinstance(read, PrebuiltCatalog):
         raise OperationFailed(
-            f"source plug-in {name!r}: its catalog is {type(read).__name__}, not a PrebuiltCatalog of Builds "
+            f"source plug-in {name!r}: its catalog is {type(read).__name__}, not a PrebuiltCatalog "
             "(pickvariant.sources.prebuilt)"
         )
+    wrong = misvalued(read)  # values of the shapes the rules read, or none is taken (sources/plugin_values.py)
+    if wrong is not None:
+        raise OperationFailed(f"source plug-in {name!r}: its catalog is refused: {visible(wrong)}")
     return read
 
 
