@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from pickvariant._base.versions import parse_compute_capability, parse_driver_version
+from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version
 from pickvariant.sources.accelerator import Cuda, Rocm, Xpu
 from pickvariant.sources.prebuilt import PLATFORMS, LeftOut, PairedRelease, PrebuiltCatalog
 from pickvariant.sources.runs_on import Build
@@ -49,7 +49,7 @@ def misvalued(catalog: PrebuiltCatalog) -> str | None:
     if not (catalog.refreshed is None or _text(catalog.refreshed, 40)) or not (
         catalog.based_on is None or _fits(r"[0-9a-f]{64}", catalog.based_on)
     ):
-        return "refreshed and based_on: a date and a sha256, or none"
+        return "refreshed (text) and based_on (a sha256): each, or none"
     platforms = catalog.platforms
     if not isinstance(platforms, Mapping) or not all(
         key in PLATFORMS and _fits(NAME, name) for key, name in platforms.items()
@@ -95,10 +95,11 @@ def _code_wrong(code: object) -> str | None:
     if code is None:
         return None
     if isinstance(code, Cuda):
-        capabilities = (*code.sass, *code.ptx)
-        fits = _fits(LINE, code.line) and all(_parsed_as(parse_compute_capability, c, str(c)) for c in capabilities)
-        driver = code.min_driver
-        fits = fits and (driver is None or _parsed_as(parse_driver_version, driver, getattr(driver, "text", None)))
+        listed = isinstance(code.sass, tuple) and isinstance(code.ptx, tuple) and len(code.sass + code.ptx) <= MOST
+        capabilities = (*code.sass, *code.ptx) if listed else ()
+        fits = listed and _fits(LINE, code.line)
+        fits = fits and all(_capability_fits(capability) for capability in capabilities)
+        fits = fits and (code.min_driver is None or _driver_fits(code.min_driver))
         return None if fits and isinstance(code.ptx_known, bool) else "its CUDA code: a line, capabilities, a driver"
     if isinstance(code, Rocm):
         fits = _fits(LINE, code.stack) and _all(TARGET, code.targets) and _text(code.inferred, 600)
@@ -136,11 +137,19 @@ def _row_fits(row: LeftOut) -> bool:
     return _fits(RELEASE, row.torch) and _fits(NAME, row.variant) and platform and _text(row.why, 600)
 
 
-def _parsed_as(parse: object, value: object, text: object) -> bool:
-    """Whether `value` is what its own parser makes of its text: a record built any other way is not taken."""
+def _capability_fits(value: object) -> bool:
+    """A compute capability as its parser makes it of its own text: a record built any other way is not taken."""
     try:
-        return isinstance(text, str) and parse(text) == value  # type: ignore[operator]
-    except Exception:  # a parser's refusal of the text, whatever it raises
+        return isinstance(value, ComputeCapability) and parse_compute_capability(str(value)) == value
+    except Exception:  # the parser's refusal, or a record whose text cannot be made, whatever it raises
+        return False
+
+
+def _driver_fits(value: object) -> bool:
+    """A driver version as its parser makes it of its own text."""
+    try:
+        return isinstance(value, DriverVersion) and parse_driver_version(value.text) == value
+    except Exception:  # the parser's refusal, whatever it raises
         return False
 
 
