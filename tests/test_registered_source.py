@@ -198,3 +198,39 @@ def test_each_source_refuses_the_options_another_adds_naming_every_source_that_t
         app, ["detect", "--source", "acme", "--format", "requirements", "--python-version", "3.12", *H100]
     )
     assert taken.exit_code == 0 and "torch==2.14.1+acme128" in taken.stdout
+
+
+def test_a_sources_catalog_holding_a_value_of_a_shape_the_rules_do_not_read_is_refused_whole_naming_it() -> None:
+    """Whitelists: a source's catalog (its code may read it from a channel nobody vouches for) whose build holds a
+    release that is no release, a label or an index with control characters (a line break would add a line of its
+    own to `--format requirements`), a Python tag with a bidirectional character, an address with an escape, or an
+    instruction set a prebuilt build never requires, is refused whole in one line naming the source (exit 1),
+    nothing of it shown raw; the shipped wheel catalog fits the same shapes."""
+    from pickvariant._base.records import replace
+    from pickvariant.sources.plugin_values import misvalued
+
+    good = ACME.builds[0]
+    wrong = {
+        "torch": replace(ACME, builds=(replace(good, torch="two.fourteen"),)),
+        "label": replace(ACME, builds=(replace(good, label="2.14.1+acme128\x1b]0;owned\x07"),)),
+        "python": replace(ACME, builds=(replace(good, python=("cp312\u202e",)),)),
+        "index": replace(ACME, builds=(replace(good, index="acme128\n--extra-index-url=https://evil.example"),)),
+        "root": replace(ACME, index_root=f"{ROOT}\x1b[2J"),
+        "isa": replace(ACME, builds=(replace(good, cpu_isa="avx512"),)),
+    }
+    for name, catalog in wrong.items():
+        registry.register(
+            registry.Source(
+                name=f"wrong-{name}", pipeline="prebuilt", builds=lambda c=catalog: c, publisher="Acme", nouns=WHEELS
+            )
+        )
+        try:
+            for output in ("text", "json", "requirements"):
+                args = ["detect", "--source", f"wrong-{name}", "--format", output, "--python-version", "3.12", *H100]
+                refused = runner.invoke(app, args)
+                assert refused.exit_code == 1 and refused.stdout == "", refused.stdout
+                assert refused.stderr.startswith(f"pickvariant: source plug-in 'wrong-{name}': its catalog is refused")
+                assert refused.stderr.count("\n") == 1 and refused.stderr[:-1].isprintable(), refused.stderr
+        finally:
+            registry.unregister(f"wrong-{name}")
+    assert misvalued(ACME) is None and misvalued(registry.named("wheels").catalog()) is None

@@ -251,60 +251,6 @@ def test_a_plugin_whose_code_fails_after_it_loads_is_named_in_one_line_and_every
         assert failed.returncode == 1 and failed.stdout == "" and failed.stderr.count("\n") == 1, failed.stderr
         assert failed.stderr.startswith(f"pickvariant: source plug-in '{name}'"), failed.stderr
         assert "Traceback" not in failed.stderr and "a package pickvariant needs" not in failed.stderr
-    # Every other command, and the other plug-ins, still answer beside the command that did not import.
-    acme = _pickvariant(site, "detect", "--source", "acme", "--format", "json", *MACHINE)
-    assert acme.returncode == 0 and json.loads(acme.stdout)["recommendation"]["torch"].startswith("2.14.1")
+    # Every other command still runs beside the commands that did not load.
     plan = _pickvariant(site, "plan", "--help")
     assert plan.returncode == 0 and "--max-variants" in plan.stdout, plan.stderr
-
-
-MISVALUED = """
-from acme_wheels import _catalog
-from pickvariant._base.records import replace
-from pickvariant.sources.nouns import WHEELS
-from pickvariant.sources.registry import Source
-
-def _with(**changed):
-    good = _catalog()
-    build = replace(good.builds[0], **changed.pop("build", {}))
-    return lambda: replace(good, builds=(build,), **changed)
-
-WRONG = {
-    "torch": _with(build={"torch": "two.fourteen"}),
-    "label": _with(build={"label": "2.14.1+acme128\\x1b]0;owned\\x07"}),
-    "python": _with(build={"python": ("cp312\\u202e",)}),
-    "index": _with(build={"index": "acme128\\nrm -rf"}),
-    "root": _with(index_root="https://wheels.acme.example/\\x1b[2J"),
-    "isa": _with(build={"cpu_isa": "avx512"}),
-}
-SOURCES = {name: Source(name=f"wrong-{name}", pipeline="prebuilt", builds=read, publisher="Acme", nouns=WHEELS)
-           for name, read in WRONG.items()}
-"""
-
-
-def test_a_plugins_catalog_holding_a_value_of_a_shape_the_rules_do_not_read_is_refused_whole_naming_it(
-    tmp_path,
-) -> None:
-    """Whitelists: a plug-in's catalog (its code may read it from a channel nobody vouches for) whose build holds a
-    release that is no release, a label or an index with control characters, a Python tag with a bidirectional
-    character, an address with an escape, or an instruction set a prebuilt build never requires, is refused whole in
-    one line naming the plug-in (exit 1), nothing of it shown raw; the shipped wheel catalog fits the same shapes."""
-    from pickvariant.sources.plugin_values import misvalued
-
-    site = _installed_plugins(tmp_path / "site")
-    info = site / "acme_misvalued-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-misvalued\nVersion: 1.0\n")
-    names = ("torch", "label", "python", "index", "root", "isa")
-    # An entry point names an attribute: one per source, taken from the dictionary.
-    (site / "acme_misvalued.py").write_text(MISVALUED + "".join(f"WRONG_{n.upper()} = SOURCES['{n}']\n" for n in names))
-    (info / "entry_points.txt").write_text(
-        "[pickvariant.sources]\n" + "".join(f"wrong-{n} = acme_misvalued:WRONG_{n.upper()}\n" for n in names)
-    )
-    for name in names:
-        for output in ("text", "json"):
-            refused = _pickvariant(site, "detect", "--source", f"wrong-{name}", "--format", output, *MACHINE)
-            assert refused.returncode == 1 and refused.stdout == "", refused.stderr
-            assert refused.stderr.startswith(f"pickvariant: source plug-in 'wrong-{name}': its catalog is refused")
-            assert refused.stderr.count("\n") == 1 and refused.stderr[:-1].isprintable(), refused.stderr
-    assert misvalued(registry.named("wheels").catalog()) is None
