@@ -223,6 +223,27 @@ NOTCALLABLE = Source(
     commands=(("byebye", "acme_faulty:RAISES"),),
 )
 BADPAIRS = Source(name="badpairs", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS, commands=("hi",))
+# A packaging part whose install command is no list of words, and one whose command raises.
+class NoWords:
+    def pins(self, build, companions, from_pypi, python):
+        return ["torch"]
+
+    def command(self, interpreter, build, companions, url, from_pypi, python):
+        return None
+
+class Raising(NoWords):
+    def command(self, interpreter, build, companions, url, from_pypi, python):
+        raise KeyError("index")
+
+NO_WORDS, RAISING = NoWords(), Raising()
+NOWORDS = Source(
+    name="nowords", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
+    parts=(("packaging", "acme_faulty:NO_WORDS"),),
+)
+RAISINGWORDS = Source(
+    name="raisingwords", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
+    parts=(("packaging", "acme_faulty:RAISING"),),
+)
 # A kind pickvariant has no stages for, and a second source of recipes (the Flox source under another name).
 OTHERKIND = Source(name="otherkind", pipeline="conda", builds=_catalog, publisher="Acme", nouns=WHEELS)
 RECIPES = Source(name="recipes", pipeline="recipes")
@@ -231,9 +252,10 @@ RECIPES = Source(name="recipes", pipeline="recipes")
 
 def test_a_plugin_whose_code_fails_after_it_loads_is_named_in_one_line_and_every_other_command_runs(tmp_path) -> None:
     """A plug-in's catalog that raises or is no catalog, its part or its own command that does not import or is no
-    function, commands of another shape, a kind with no stages or a second source of recipes: each is one line naming
-    the plug-in (exit 1), never a traceback, a missing package of pickvariant's nor another source's answer, and a
-    command of it that cannot run leaves every other command running."""
+    function, an install command that raises or is no list of words, commands of another shape, a kind with no
+    stages or a second source of recipes: each is one line naming the plug-in (exit 1), never a traceback, a missing
+    package of pickvariant's nor another source's answer, and a command of it that cannot run leaves every other
+    command running."""
     site = _installed_plugins(tmp_path / "site")
     (site / "acme_faulty.py").write_text(FAULTY)
     info = site / "acme_faulty-1.0.dist-info"
@@ -243,8 +265,9 @@ def test_a_plugin_whose_code_fails_after_it_loads_is_named_in_one_line_and_every
         "[pickvariant.sources]\nraises = acme_faulty:RAISES\nnocatalog = acme_faulty:NOCATALOG\n"
         "badpart = acme_faulty:BADPART\nbadcommand = acme_faulty:BADCOMMAND\notherkind = acme_faulty:OTHERKIND\n"
         "recipes = acme_faulty:RECIPES\nnotcallable = acme_faulty:NOTCALLABLE\nbadpairs = acme_faulty:BADPAIRS\n"
+        "nowords = acme_faulty:NOWORDS\nraisingwords = acme_faulty:RAISINGWORDS\n"
     )
-    detected = ("raises", "nocatalog", "badpart", "otherkind", "recipes", "badpairs")
+    detected = ("raises", "nocatalog", "badpart", "otherkind", "recipes", "badpairs", "nowords", "raisingwords")
     failures = [_pickvariant(site, "detect", "--source", name, *MACHINE) for name in detected]
     failures += [_pickvariant(site, "goodbye", "--any", "words"), _pickvariant(site, "byebye")]
     for failed, name in zip(failures, (*detected, "badcommand", "notcallable"), strict=True):

@@ -133,10 +133,14 @@ class Source:
         code, not pickvariant's); pickvariant's own (a built-in source's, a kind's part) fails as a bug does."""
         if self.built_in or spec in _PARTS_OF_KIND[self.pipeline].values():
             return attribute_of(spec)
+        from pickvariant.sources import plugin_parts
+
         try:
-            return attribute_of(spec)
+            found = attribute_of(spec)
         except Exception as error:  # any error of a third party's import is that plug-in's failure
-            raise _plugin_failed(self.name, f"{what} ({spec})", error) from None
+            raise plugin_parts.failed(self.name, f"{what} ({spec})", error) from None
+        # Its packaging's words become commands people paste: each answer checked (sources/plugin_parts.py).
+        return plugin_parts.CheckedPackaging(self.name, found) if what == "its packaging part" else found
 
     @property
     def reads_python(self) -> bool:
@@ -181,6 +185,7 @@ def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> Prebuil
     do not read (sources/plugin_values.py), is one line naming the plug-in, never a traceback from its code."""
     from pickvariant._base.errors import PickVariantError
     from pickvariant._base.text import visible
+    from pickvariant.sources import plugin_parts
     from pickvariant.sources.plugin_values import misvalued
     from pickvariant.sources.prebuilt import PrebuiltCatalog
 
@@ -189,7 +194,7 @@ def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> Prebuil
     except PickVariantError:
         raise
     except Exception as error:
-        raise _plugin_failed(name, "its catalog", error) from None
+        raise plugin_parts.failed(name, "its catalog", error) from None
     if not isinstance(read, PrebuiltCatalog):
         raise OperationFailed(
             f"source plug-in {name!r}: its catalog is {type(read).__name__}, not a PrebuiltCatalog "
@@ -199,14 +204,6 @@ def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> Prebuil
     if wrong is not None:
         raise OperationFailed(f"source plug-in {name!r}: its catalog is refused: {visible(wrong)}")
     return read
-
-
-def _plugin_failed(name: str, what: str, error: Exception) -> OperationFailed:
-    """A plug-in's code failed while pickvariant read `what` of it: one line naming it, its outside text shown safe."""
-    from pickvariant._base.text import visible
-
-    said = f"{type(error).__name__}: {str(error)[:200]}"
-    return OperationFailed(f"source plug-in {name!r}: reading {visible(what[:200])} failed: {visible(said)}")
 
 
 def attribute_of(spec: str) -> Any:
