@@ -204,25 +204,20 @@ from acme_wheels import _catalog
 from pickvariant.sources.nouns import WHEELS
 from pickvariant.sources.registry import Source
 
+def _acme(name, **own):
+    return Source(**{"name": name, "pipeline": "prebuilt", "builds": _catalog, "publisher": "Acme", "nouns": WHEELS,
+                     **own})
+
 def _raises():
     raise KeyError("platforms")
 
-RAISES = Source(name="raises", pipeline="prebuilt", builds=_raises, publisher="Acme", nouns=WHEELS)
-NOCATALOG = Source(name="nocatalog", pipeline="prebuilt", builds=lambda: None, publisher="Acme", nouns=WHEELS)
-BADPART = Source(
-    name="badpart", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
-    parts=(("packaging", "acme_gone:PACKAGING"),),
-)
-BADCOMMAND = Source(
-    name="badcommand", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
-    commands=(("goodbye", "acme_gone:goodbye"),),
-)
+# A catalog that raises, or is none; a part and a command that do not import.
+RAISES, NOCATALOG = _acme("raises", builds=_raises), _acme("nocatalog", builds=lambda: None)
+BADPART = _acme("badpart", parts=(("packaging", "acme_gone:PACKAGING"),))
+BADCOMMAND = _acme("badcommand", commands=(("goodbye", "acme_gone:goodbye"),))
 # A command that is no function, and commands of another shape than (words, module:attribute) pairs.
-NOTCALLABLE = Source(
-    name="notcallable", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
-    commands=(("byebye", "acme_faulty:RAISES"),),
-)
-BADPAIRS = Source(name="badpairs", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS, commands=("hi",))
+NOTCALLABLE = _acme("notcallable", commands=(("byebye", "acme_faulty:RAISES"),))
+BADPAIRS = _acme("badpairs", commands=("hi",))
 # A packaging part whose install command is no list of words, and one whose command raises.
 class NoWords:
     def pins(self, build, companions, from_pypi, python):
@@ -236,16 +231,10 @@ class Raising(NoWords):
         raise KeyError("index")
 
 NO_WORDS, RAISING = NoWords(), Raising()
-NOWORDS = Source(
-    name="nowords", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
-    parts=(("packaging", "acme_faulty:NO_WORDS"),),
-)
-RAISINGWORDS = Source(
-    name="raisingwords", pipeline="prebuilt", builds=_catalog, publisher="Acme", nouns=WHEELS,
-    parts=(("packaging", "acme_faulty:RAISING"),),
-)
+NOWORDS = _acme("nowords", parts=(("packaging", "acme_faulty:NO_WORDS"),))
+RAISINGWORDS = _acme("raisingwords", parts=(("packaging", "acme_faulty:RAISING"),))
 # A kind pickvariant has no stages for, and a second source of recipes (the Flox source under another name).
-OTHERKIND = Source(name="otherkind", pipeline="conda", builds=_catalog, publisher="Acme", nouns=WHEELS)
+OTHERKIND = _acme("otherkind", pipeline="conda")
 RECIPES = Source(name="recipes", pipeline="recipes")
 """
 

@@ -17,7 +17,6 @@ import typer
 
 from pickvariant import __version__
 from pickvariant._base.errors import OperationFailed
-from pickvariant._base.text import visible
 from pickvariant.cli import common, console, detect, fleet, install, plan, report, verify
 from pickvariant.sources import registry
 
@@ -78,11 +77,9 @@ def _runnable(source: registry.Source, words: str, spec: str) -> Callable[..., A
         alone.command()(function)
         typer.main.get_command(alone)
     except Exception as error:  # whatever typer makes of a third party's function is that plug-in's failure
-        said = visible(f"{type(error).__name__}: {str(error)[:200]}")
-        raise OperationFailed(
-            f"source plug-in {source.name!r}: its command {words!r} ({visible(spec[:200])}) is not one "
-            f"typer can run: {said}"
-        ) from None
+        from pickvariant.sources.plugin_parts import failed
+
+        raise failed(source.name, f"its command {words!r} ({spec}) as typer makes it", error) from None
     return function
 
 

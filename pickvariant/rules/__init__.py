@@ -83,8 +83,8 @@ Where each rule lives (ARCHITECTURE.md is the map; `tests/test_docs.py` checks e
   `check_own_hardware_facts` (called by `sources/flox/recipes/load.py` for every catalog but the shipped one)
 - a plug-in's catalog: every value of a shape the rules read (a release, CPython tags, capabilities, gfx targets,
   names, printable text), or the catalog is refused whole, naming the plug-in: `sources/plugin_values.py`
-  `misvalued`, asked by `sources/registry.py`; the plug-in's own errors, parts, commands and its packaging part's
-  words (a list of printable words, or one line naming it): `sources/plugin_parts.py`
+  `misvalued`, asked by `sources/plugin_parts.py` `catalog_of`, which also names the plug-in where its code fails
+  (its catalog, parts, commands) and holds its packaging part's words to a list of printable words
 - the commit a recipe is fetched at (the catalog's, from its own repository; a fork's tip, held against the recipe the
   catalog was made from): `sources/flox/recipes/fetch.py` `fetch_checked`, `sources/flox/recipes/recipe_check.py`
   `check_recipe`

@@ -13,6 +13,8 @@ from typing import Any
 
 from pickvariant._base.errors import OperationFailed, PickVariantError
 from pickvariant._base.text import visible
+from pickvariant.sources.plugin_values import misvalued
+from pickvariant.sources.prebuilt import PrebuiltCatalog
 
 MOST_WORDS = 256  # words in one command or one list of pins
 MOST_CHARACTERS = 4096  # characters in one word (an index URL with its credentials fits)
@@ -22,6 +24,27 @@ def failed(name: str, what: str, error: Exception) -> OperationFailed:
     """A plug-in's code failed while pickvariant read `what` of it: one line naming it, its outside text shown safe."""
     said = f"{type(error).__name__}: {str(error)[:200]}"
     return OperationFailed(f"source plug-in {name!r}: reading {visible(what[:200])} failed: {visible(said)}")
+
+
+def catalog_of(name: str, builds: Callable[[], object]) -> PrebuiltCatalog:
+    """A plug-in's catalog as its code reads it: pickvariant's own errors pass (a plug-in may refuse its input with
+    BadInput); any other error, a value that is not a PrebuiltCatalog, or one holding a value of a shape the rules
+    do not read (sources/plugin_values.py), is one line naming the plug-in."""
+    try:
+        read = builds()
+    except PickVariantError:
+        raise
+    except Exception as error:  # any error of a third party's code is that plug-in's failure
+        raise failed(name, "its catalog", error) from None
+    if not isinstance(read, PrebuiltCatalog):
+        raise OperationFailed(
+            f"source plug-in {name!r}: its catalog is {type(read).__name__}, not a PrebuiltCatalog "
+            "(pickvariant.sources.prebuilt)"
+        )
+    wrong = misvalued(read)
+    if wrong is not None:
+        raise OperationFailed(f"source plug-in {name!r}: its catalog is refused: {visible(wrong)}")
+    return read
 
 
 class CheckedPackaging:

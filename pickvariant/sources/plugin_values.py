@@ -11,7 +11,7 @@ none. Whitelists only: a shape not listed here is refused, never guessed at.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from pickvariant._base.versions import ComputeCapability, DriverVersion, parse_compute_capability, parse_driver_version
 from pickvariant.sources.accelerator import Cuda, Rocm, Xpu
@@ -44,7 +44,7 @@ def misvalued(catalog: PrebuiltCatalog) -> str | None:
         return f"index_root {catalog.index_root!r:.80}: an http(s) address"
     if not (_text(catalog.facts_compiled, 40) and catalog.facts_compiled):
         return f"facts_compiled {catalog.facts_compiled!r:.40}: text (when or from what its facts were read)"
-    if not _texts(catalog.sources.keys()) or not _texts(catalog.sources.values()):
+    if not _texts(tuple(catalog.sources.keys())) or not _texts(tuple(catalog.sources.values())):
         return "sources: a mapping of text to text"
     if not (catalog.refreshed is None or _text(catalog.refreshed, 40)) or not (
         catalog.based_on is None or _fits(r"[0-9a-f]{64}", catalog.based_on)
@@ -166,6 +166,5 @@ def _text(value: object, most: int) -> bool:
     return isinstance(value, str) and len(value) <= most and value.isprintable()
 
 
-def _texts(values: Iterable[object]) -> bool:
-    found = list(values) if not isinstance(values, str) else [values]
-    return len(found) <= MOST and all(_text(value, 600) for value in found)
+def _texts(values: object) -> bool:
+    return isinstance(values, tuple) and len(values) <= MOST and all(_text(value, 600) for value in values)

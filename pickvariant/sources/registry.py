@@ -120,27 +120,36 @@ class Source:
         return self.name in _BUILT_IN
 
     def part(self, role: str) -> Any:
-        """Its part of that role ("pipeline", "installation", "packaging"), imported when first asked for."""
-        return self._imported(dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role], f"its {role} part")
+        """Its part of that role ("pipeline", "installation", "packaging"), imported when first asked for; a
+        plug-in's own packaging part answers through sources/plugin_parts.py's check (its words become commands)."""
+        spec = dict(self.parts).get(role) or _PARTS_OF_KIND[self.pipeline][role]
+        found = self._imported(spec, f"its {role} part")
+        if role != "packaging" or self._pickvariants(spec):
+            return found
+        from pickvariant.sources.plugin_parts import CheckedPackaging
+
+        return CheckedPackaging(self.name, found)
 
     def command(self, words: str, spec: str) -> Callable[..., Any]:
         """The function one of its own commands (`words`) runs, from its `module:attribute`, imported."""
         found: Callable[..., Any] = self._imported(spec, f"its command {words!r}")
         return found
 
+    def _pickvariants(self, spec: str) -> bool:
+        """Whether `spec` is pickvariant's own code (a built-in source's, a kind's part), whose failure is a bug."""
+        return self.built_in or spec in _PARTS_OF_KIND[self.pipeline].values()
+
     def _imported(self, spec: str, what: str) -> Any:
         """What `spec` names, imported. A plug-in's code that fails to import is one line naming the plug-in (its
-        code, not pickvariant's); pickvariant's own (a built-in source's, a kind's part) fails as a bug does."""
-        if self.built_in or spec in _PARTS_OF_KIND[self.pipeline].values():
+        code, not pickvariant's); pickvariant's own fails as a bug does."""
+        if self._pickvariants(spec):
             return attribute_of(spec)
         from pickvariant.sources import plugin_parts
 
         try:
-            found = attribute_of(spec)
+            return attribute_of(spec)
         except Exception as error:  # any error of a third party's import is that plug-in's failure
             raise plugin_parts.failed(self.name, f"{what} ({spec})", error) from None
-        # Its packaging's words become commands people paste: each answer checked (sources/plugin_parts.py).
-        return plugin_parts.CheckedPackaging(self.name, found) if what == "its packaging part" else found
 
     @property
     def reads_python(self) -> bool:
@@ -175,35 +184,13 @@ class Source:
         from pickvariant.sources.prebuilt import judged_only
 
         assert self.publisher is not None and self.nouns is not None  # checked where it is registered or loaded
-        read = self.builds() if self.built_in else _plugin_catalog(self.name, self.builds)
+        if self.built_in:
+            read = self.builds()
+        else:
+            from pickvariant.sources.plugin_parts import catalog_of
+
+            read = catalog_of(self.name, self.builds)
         return judged_only(replace(read, publisher=self.publisher, nouns=self.nouns, layout=self.layout))
-
-
-def _plugin_catalog(name: str, builds: Callable[[], PrebuiltCatalog]) -> PrebuiltCatalog:
-    """A plug-in's catalog as its code reads it: pickvariant's own errors pass (a plug-in may refuse its input with
-    BadInput); any other error, a value that is not a PrebuiltCatalog, or one holding a value of a shape the rules
-    do not read (sources/plugin_values.py), is one line naming the plug-in, never a traceback from its code."""
-    from pickvariant._base.errors import PickVariantError
-    from pickvariant._base.text import visible
-    from pickvariant.sources import plugin_parts
-    from pickvariant.sources.plugin_values import misvalued
-    from pickvariant.sources.prebuilt import PrebuiltCatalog
-
-    try:
-        read = builds()
-    except PickVariantError:
-        raise
-    except Exception as error:
-        raise plugin_parts.failed(name, "its catalog", error) from None
-    if not isinstance(read, PrebuiltCatalog):
-        raise OperationFailed(
-            f"source plug-in {name!r}: its catalog is {type(read).__name__}, not a PrebuiltCatalog "
-            "(pickvariant.sources.prebuilt)"
-        )
-    wrong = misvalued(read)  # values of the shapes the rules read, or none is taken (sources/plugin_values.py)
-    if wrong is not None:
-        raise OperationFailed(f"source plug-in {name!r}: its catalog is refused: {visible(wrong)}")
-    return read
 
 
 def attribute_of(spec: str) -> Any:
